@@ -1,0 +1,206 @@
+/* commscope-engine: parse options, find where ranks run, write the header, measure, end. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commscope.h"
+
+static const char *usage =
+    "usage: commscope-engine [--ops pingpong,bw,bibw] [--sizes 0,8,1024,...] [--pairs auto|LIST]\n"
+    "         [--timer gettimeofday|mpi_wtime|monotonic_raw|tsc] [--window N] [--warmup N]\n"
+    "         [--min-samples N] [--max-samples N] [--target-rse X] [--point-budget SECONDS]\n"
+    "         [--sample-min-time SECONDS] [--skip op:pair:bytes,...]\n"
+    "       commscope-engine --version   (JSON: engine and MPI library versions, no MPI_Init)\n"
+    "Run under mpirun/mpiexec; rank 0 writes JSON lines to stdout.\n";
+
+static const char *labels[] = {"intra-socket", "inter-socket", "intra-node", "inter-node"};
+
+static void mpi_error(MPI_Comm *comm, int *code, ...) {
+    (void)comm;
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0, rank = -1;
+    MPI_Error_string(*code, text, &len);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    cs_die("rank %d: MPI error: %s", rank, text);
+}
+
+static void print_version(void) {
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0, major = 0, minor = 0;
+    MPI_Get_library_version(lib, &len);
+    MPI_Get_version(&major, &minor);
+    printf("{\"engine_version\":\"%s\",\"schema_version\":%d,\"mpi_standard\":\"%d.%d\","
+           "\"mpi_library_version\":", CS_ENGINE_VERSION, CS_SCHEMA_VERSION, major, minor);
+    cs_json_string_value(stdout, lib);
+    printf("}\n");
+}
+
+static void write_options(cs_json *j, const cs_options *o) {
+    cs_json_raw_begin(j, "options", '{');
+    cs_json_str(j, "ops", o->ops);
+    cs_json_str(j, "pairs", o->pairs);
+    cs_json_str(j, "timer", o->timer);
+    cs_json_raw_begin(j, "sizes", '[');
+    for (int i = 0; i < o->nsizes; i++) cs_json_elem_int(j, (long long)o->sizes[i]);
+    cs_json_raw_end(j, ']');
+    cs_json_str(j, "skip", o->skip);
+    cs_json_int(j, "window", o->window);
+    cs_json_int(j, "window_bytes_cap", (long long)o->window_bytes_cap);
+    cs_json_int(j, "warmup", o->warmup);
+    cs_json_int(j, "min_samples", o->min_samples);
+    cs_json_int(j, "max_samples", o->max_samples);
+    cs_json_num(j, "target_rse", o->target_rse);
+    cs_json_num(j, "point_budget_s", o->point_budget_s);
+    cs_json_num(j, "sample_min_s", o->sample_min_s);
+    cs_json_raw_end(j, '}');
+}
+
+static void write_header(const cs_options *o, const cs_timer *t, const cs_topo *topo,
+                         const cs_pair *pairs, int npairs) {
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0, major = 0, minor = 0;
+    MPI_Get_library_version(lib, &len);
+    MPI_Get_version(&major, &minor);
+    char standard[16];
+    snprintf(standard, sizeof standard, "%d.%d", major, minor);
+    cs_json j;
+    cs_json_begin(&j, stdout);
+    cs_json_str(&j, "type", "header");
+    cs_json_int(&j, "schema_version", CS_SCHEMA_VERSION);
+    cs_json_str(&j, "engine_version", CS_ENGINE_VERSION);
+    cs_json_raw_begin(&j, "mpi", '{');
+    cs_json_str(&j, "library_version", lib);
+    cs_json_str(&j, "standard", standard);
+    cs_json_raw_end(&j, '}');
+    cs_json_int(&j, "nranks", topo->nranks);
+    cs_json_str(&j, "socket_source", topo->socket_source);
+    cs_json_raw_begin(&j, "ranks", '[');
+    for (int r = 0; r < topo->nranks; r++) {
+        const cs_rankinfo *x = &topo->ranks[r];
+        cs_json_raw_begin(&j, NULL, '{');
+        cs_json_int(&j, "rank", x->rank);
+        cs_json_str(&j, "node", x->node);
+        cs_json_int(&j, "node_index", x->node_index);
+        cs_json_int(&j, "socket", x->socket);
+        cs_json_int(&j, "cpu", x->cpu);
+        cs_json_int(&j, "pid", x->pid);
+        cs_json_raw_begin(&j, "affinity", '[');
+        for (int c = 0; c < x->ncpus; c++) cs_json_elem_int(&j, x->affinity[c]);
+        cs_json_raw_end(&j, ']');
+        cs_json_raw_end(&j, '}');
+    }
+    cs_json_raw_end(&j, ']');
+    cs_json_raw_begin(&j, "timer", '{');
+    cs_json_str(&j, "name", t->name);
+    cs_json_num(&j, "resolution_s", t->resolution_s);
+    cs_json_num(&j, "overhead_s", t->overhead_s);
+    cs_json_key(&j, "frequency_hz");
+    if (t->frequency_hz > 0) fprintf(stdout, "%.9g", t->frequency_hz);
+    else fputs("null", stdout);
+    cs_json_raw_end(&j, '}');
+    cs_json_raw_begin(&j, "pairs", '[');
+    for (int i = 0; i < npairs; i++) {
+        cs_json_raw_begin(&j, NULL, '{');
+        cs_json_str(&j, "label", pairs[i].label);
+        cs_json_raw_begin(&j, "ranks", '[');
+        cs_json_elem_int(&j, pairs[i].a);
+        cs_json_elem_int(&j, pairs[i].b);
+        cs_json_raw_end(&j, ']');
+        cs_json_raw_end(&j, '}');
+    }
+    cs_json_raw_end(&j, ']');
+    write_options(&j, o);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    cs_json_num(&j, "started_unix", (double)now.tv_sec + 1e-9 * (double)now.tv_nsec);
+    cs_json_end(&j);
+}
+
+/* Rank 0 chooses the pairs; everyone learns them as (level index, a, b) triples. */
+static int share_pairs(int rank, const cs_topo *topo, const char *wanted, cs_pair *pairs,
+                       char *err) {
+    int buf[1 + 3 * CS_MAX_PAIRS] = {0};
+    if (rank == 0) {
+        int n = 0;
+        if (cs_pairs_choose(topo, wanted, pairs, &n, err, CS_ERRLEN) != 0) n = -1;
+        buf[0] = n;
+        for (int i = 0; i < n; i++) {
+            for (int l = 0; l < 4; l++)
+                if (strcmp(pairs[i].label, labels[l]) == 0) buf[1 + 3 * i] = l;
+            buf[2 + 3 * i] = pairs[i].a;
+            buf[3 + 3 * i] = pairs[i].b;
+        }
+    }
+    MPI_Bcast(buf, 1 + 3 * CS_MAX_PAIRS, MPI_INT, 0, MPI_COMM_WORLD);
+    for (int i = 0; i < buf[0]; i++) {
+        pairs[i].label = labels[buf[1 + 3 * i]];
+        pairs[i].a = buf[2 + 3 * i];
+        pairs[i].b = buf[3 + 3 * i];
+    }
+    return buf[0];
+}
+
+static void check_ops(const char *ops, int rank) {
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", ops);
+    for (char *save = NULL, *op = strtok_r(copy, ",", &save); op; op = strtok_r(NULL, ",", &save))
+        if (!cs_op_find(op)) cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong, bw, bibw)", rank, op);
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0) { fputs(usage, stdout); return 0; }
+        if (strcmp(argv[i], "--version") == 0) { print_version(); return 0; }
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Errhandler handler;
+    MPI_Comm_create_errhandler(mpi_error, &handler);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, handler);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char err[CS_ERRLEN] = "";
+
+    cs_options opt;
+    if (cs_options_parse(argc, argv, &opt, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
+    check_ops(opt.ops, rank);
+    cs_timer *timer = cs_timer_find(opt.timer);
+    if (!timer) cs_die("rank %d: --timer %s: unknown (gettimeofday, mpi_wtime, monotonic_raw, tsc)", rank, opt.timer);
+    if (cs_timer_setup(timer, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
+
+    cs_topo topo;
+    if (cs_topo_gather(&topo, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
+    cs_pair pairs[CS_MAX_PAIRS];
+    int npairs = share_pairs(rank, &topo, opt.pairs, pairs, err);
+    if (npairs < 0) {
+        if (rank == 0) cs_die("rank 0: %s", err);
+        MPI_Barrier(MPI_COMM_WORLD); /* rank 0 aborts the job */
+    }
+    double t0 = MPI_Wtime();
+    if (rank == 0) write_header(&opt, timer, &topo, pairs, npairs);
+
+    cs_context ctx = {&opt, timer, &topo, rank, 0};
+    cs_p2p_init(&ctx);
+    char ops[256];
+    snprintf(ops, sizeof ops, "%s", opt.ops);
+    for (char *save = NULL, *name = strtok_r(ops, ",", &save); name;
+         name = strtok_r(NULL, ",", &save)) {
+        const cs_op *op = cs_op_find(name);
+        for (int p = 0; p < npairs; p++)
+            for (int s = 0; s < opt.nsizes; s++)
+                if (!cs_options_skipped(&opt, name, pairs[p].label, opt.sizes[s]))
+                    op->measure(&ctx, &pairs[p], opt.sizes[s]);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        cs_json j;
+        cs_json_begin(&j, stdout);
+        cs_json_str(&j, "type", "end");
+        cs_json_int(&j, "points", ctx.npoints);
+        cs_json_num(&j, "elapsed_s", MPI_Wtime() - t0);
+        cs_json_end(&j);
+    }
+    MPI_Finalize();
+    return 0;
+}

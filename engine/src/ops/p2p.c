@@ -1,0 +1,184 @@
+/* Point-to-point benchmarks between the two ranks of a pair.
+ *
+ * pingpong: blocking MPI_Send/MPI_Recv, a sample is half the round trip (seed 003's method).
+ * bw:       a window of MPI_Isend from a, MPI_Irecv on b, then a small ack from b.
+ * bibw:     both ranks post a window of receives and sends at once.
+ *
+ * Each sample times `iters` back-to-back iterations so it lasts at least --sample-min-time,
+ * which beats the timer's resolution; samples are collected until the relative standard error
+ * reaches --target-rse (after --min-samples), the point's time budget is spent, or
+ * --max-samples is reached. Rank a (always rank 0) times and decides; it tells b to go on or
+ * stop between samples, outside the timed region.
+ */
+#include <math.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commscope.h"
+
+enum { TAG_DATA = 11, TAG_ACK = 12, TAG_CTL = 13 };
+enum { OP_PINGPONG, OP_BW, OP_BIBW };
+
+static char *sbuf, *rbuf;
+static MPI_Request *reqs;
+static double *samples;
+
+void cs_p2p_init(cs_context *ctx) {
+    const cs_options *o = ctx->opt;
+    size_t max = 1;
+    for (int i = 0; i < o->nsizes; i++)
+        if (o->sizes[i] > max) max = o->sizes[i];
+    size_t slots = (size_t)o->window * max;
+    if (slots > o->window_bytes_cap) slots = o->window_bytes_cap;
+    if (slots < max) slots = max;
+    sbuf = cs_buffer_alloc(max);
+    rbuf = cs_buffer_alloc(slots);
+    memset(sbuf, 'c', max);
+    reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)o->window);
+    samples = malloc(sizeof(double) * (size_t)o->max_samples);
+    if (!reqs || !samples) cs_die("rank %d: out of memory for %d samples", ctx->rank, o->max_samples);
+}
+
+/* Messages in flight per iteration: a window, fewer when the receive slots would not fit. */
+static int window_for(const cs_options *o, int kind, size_t bytes) {
+    if (kind == OP_PINGPONG) return 1;
+    int w = o->window;
+    if (bytes > 0 && (size_t)w * bytes > o->window_bytes_cap) {
+        size_t fit = o->window_bytes_cap / bytes;
+        w = fit < 1 ? 1 : (int)fit;
+    }
+    return w;
+}
+
+static void iterate(int kind, int is_a, int peer, size_t bytes, int w, long iters) {
+    int n = (int)bytes;
+    for (long it = 0; it < iters; it++) {
+        switch (kind) {
+        case OP_PINGPONG:
+            if (is_a) {
+                MPI_Send(sbuf, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(rbuf, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
+            }
+            break;
+        case OP_BW:
+            for (int i = 0; i < w; i++) {
+                if (is_a) MPI_Isend(sbuf, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &reqs[i]);
+                else MPI_Irecv(rbuf + (size_t)i * bytes, n, MPI_BYTE, peer, TAG_DATA,
+                               MPI_COMM_WORLD, &reqs[i]);
+            }
+            MPI_Waitall(w, reqs, MPI_STATUSES_IGNORE);
+            if (is_a) MPI_Recv(NULL, 0, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            else MPI_Send(NULL, 0, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD);
+            break;
+        case OP_BIBW:
+            for (int i = 0; i < w; i++)
+                MPI_Irecv(rbuf + (size_t)i * bytes, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD,
+                          &reqs[i]);
+            for (int i = 0; i < w; i++)
+                MPI_Isend(sbuf, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &reqs[w + i]);
+            MPI_Waitall(2 * w, reqs, MPI_STATUSES_IGNORE);
+            break;
+        }
+    }
+}
+
+static const char *stop_names[] = {"", "rse", "budget", "max_samples"};
+
+static void write_point(cs_context *ctx, const char *op, const cs_pair *pair, size_t bytes,
+                        long long moved, int w, long iters, int n, int stop) {
+    cs_json j;
+    cs_json_begin(&j, stdout);
+    cs_json_str(&j, "type", "point");
+    cs_json_str(&j, "op", op);
+    cs_json_str(&j, "pair", pair->label);
+    cs_json_raw_begin(&j, "ranks", '[');
+    cs_json_elem_int(&j, pair->a);
+    cs_json_elem_int(&j, pair->b);
+    cs_json_raw_end(&j, ']');
+    cs_json_int(&j, "bytes", (long long)bytes);
+    cs_json_int(&j, "bytes_per_sample", moved);
+    cs_json_int(&j, "window", w);
+    cs_json_int(&j, "iters_per_sample", iters);
+    cs_json_int(&j, "warmup", ctx->opt->warmup);
+    cs_json_raw_begin(&j, "samples_s", '[');
+    for (int i = 0; i < n; i++) cs_json_elem_num(&j, samples[i]);
+    cs_json_raw_end(&j, ']');
+    cs_json_str(&j, "stop", stop_names[stop]);
+    cs_json_end(&j);
+    ctx->npoints++;
+}
+
+static void measure(cs_context *ctx, const cs_pair *pair, size_t bytes, int kind, const char *op) {
+    if (ctx->rank != pair->a && ctx->rank != pair->b) return;
+    if (pair->a != 0) cs_die("rank %d: pair %s does not start at rank 0", ctx->rank, pair->label);
+    if (bytes > (size_t)0x7fffffff) cs_die("rank %d: %zu bytes exceeds an int count", ctx->rank, bytes);
+    const cs_options *o = ctx->opt;
+    int is_a = ctx->rank == pair->a, peer = is_a ? pair->b : pair->a;
+    int w = window_for(o, kind, bytes);
+    double (*now)(void) = ctx->timer->now;
+
+    double start = now();
+    iterate(kind, is_a, peer, bytes, w, o->warmup);
+
+    /* Iterations per sample, from a short probe, so a sample outlasts the timer resolution. */
+    long iters = 1;
+    if (is_a) {
+        double t0 = now();
+        iterate(kind, is_a, peer, bytes, w, 2);
+        double per = (now() - t0) / 2.0;
+        double want = o->sample_min_s > 100.0 * ctx->timer->resolution_s
+                          ? o->sample_min_s : 100.0 * ctx->timer->resolution_s;
+        if (per > 0 && want > per) iters = (long)ceil(want / per);
+        if (iters > (1L << 20)) iters = 1L << 20;
+        MPI_Send(&iters, 1, MPI_LONG, peer, TAG_CTL, MPI_COMM_WORLD);
+    } else {
+        iterate(kind, is_a, peer, bytes, w, 2);
+        MPI_Recv(&iters, 1, MPI_LONG, peer, TAG_CTL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+
+    int n = 0, stop = 0;
+    double mean = 0.0, m2 = 0.0; /* Welford's running mean and squared deviations */
+    double per_sample = kind == OP_PINGPONG ? 2.0 * (double)iters : (double)iters;
+    while (!stop) {
+        if (is_a) {
+            double t0 = now();
+            iterate(kind, is_a, peer, bytes, w, iters);
+            double t1 = now();
+            double x = (t1 - t0) / per_sample;
+            samples[n++] = x;
+            double d = x - mean;
+            mean += d / n;
+            m2 += d * (x - mean);
+            double rse = n > 1 && mean > 0 ? sqrt(m2 / (n - 1) / n) / mean : INFINITY;
+            if (n >= o->min_samples && rse <= o->target_rse) stop = 1;
+            else if (t1 - start >= o->point_budget_s && n >= 2) stop = 2;
+            else if (n >= o->max_samples) stop = 3;
+            MPI_Send(&stop, 1, MPI_INT, peer, TAG_CTL, MPI_COMM_WORLD);
+        } else {
+            iterate(kind, is_a, peer, bytes, w, iters);
+            MPI_Recv(&stop, 1, MPI_INT, peer, TAG_CTL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+    if (is_a) {
+        long long moved = kind == OP_PINGPONG ? (long long)bytes
+                          : kind == OP_BW     ? (long long)w * (long long)bytes
+                                              : 2LL * w * (long long)bytes;
+        write_point(ctx, op, pair, bytes, moved, w, iters, n, stop);
+    }
+}
+
+static void pingpong(cs_context *c, const cs_pair *p, size_t b) { measure(c, p, b, OP_PINGPONG, "pingpong"); }
+static void bw(cs_context *c, const cs_pair *p, size_t b) { measure(c, p, b, OP_BW, "bw"); }
+static void bibw(cs_context *c, const cs_pair *p, size_t b) { measure(c, p, b, OP_BIBW, "bibw"); }
+
+static const cs_op ops[] = {{"pingpong", pingpong}, {"bw", bw}, {"bibw", bibw}};
+
+const cs_op *cs_op_find(const char *name) {
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(ops[i].name, name) == 0) return &ops[i];
+    return NULL;
+}

@@ -1,0 +1,5 @@
+"""Allow ``python -m commscope``."""
+
+from commscope.cli import main
+
+raise SystemExit(main())
