@@ -1,0 +1,1 @@
+"""Analysis of stored records: pure functions from records to figures."""

@@ -1,0 +1,88 @@
+"""Command-line front end: the only place that reads argv, prints and exits.
+
+Each subcommand is a module in this package with ``NAME``, ``HELP``, ``setup_parser(parser)``
+and ``run(args) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from commscope import __version__
+from commscope.errors import CommscopeError
+
+SUBCOMMANDS = ("run", "runs", "show", "export", "report", "engine")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line naming the fix, exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print one line and exit 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def default_store() -> str:
+    """Return the store path: $COMMSCOPE_STORE, else $XDG_DATA_HOME/commscope/store.sqlite."""
+    if os.environ.get("COMMSCOPE_STORE"):
+        return os.environ["COMMSCOPE_STORE"]
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(data, "commscope", "store.sqlite")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the full parser with every subcommand."""
+    parser = OneLineParser(
+        prog="commscope",
+        description="Measure, analyse and report how this cluster's communication performs.",
+        epilog="examples:\n  commscope run                 characterise this machine, write a report\n"
+        "  commscope run p2p --mpi mpich point-to-point with MPICH\n"
+        "  commscope runs                list stored runs\n"
+        "  commscope show latest         figures of the newest run",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"commscope {__version__}")
+    parser.add_argument(
+        "--store",
+        default=default_store(),
+        help="SQLite store (env COMMSCOPE_STORE; default %(default)s)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    for name in SUBCOMMANDS:
+        module = importlib.import_module(f"commscope.cli.{name.replace('-', '_')}_cmd")
+        p = sub.add_parser(
+            name,
+            help=module.HELP,
+            description=module.HELP,
+            epilog=getattr(module, "EXAMPLES", None),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.setup_parser(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run commscope with ``argv`` and return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_module", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._module.run(args))
+    except CommscopeError as err:
+        print(f"commscope {args.command}: error: {err.one_line()}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print(f"commscope {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader (e.g. `head`) went away; stop quietly as other Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

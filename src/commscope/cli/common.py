@@ -1,0 +1,80 @@
+"""Helpers shared by subcommands: options with environment defaults, store, output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from commscope.errors import UsageError
+from commscope.store import Store
+
+
+def option(
+    parser: argparse.ArgumentParser | Any,
+    flag: str,
+    *,
+    env: str | None = None,
+    default: Any = None,
+    help: str,
+    **kwargs: Any,
+) -> None:
+    """Declare an option once: its flag, environment variable and default, shown in --help."""
+    if env and os.environ.get(env) is not None:
+        default = os.environ[env]
+    text = help
+    if env:
+        text += f" (env {env})"
+    if default is not None and kwargs.get("action") not in ("store_true", "store_false"):
+        text += " [default: %(default)s]"
+    parser.add_argument(flag, default=default, help=text, **kwargs)
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    """Open the store named by the global --store option."""
+    return Store.open(args.store)
+
+
+def print_json(data: Any) -> None:
+    """Machine-readable output: sizes in bytes, times in seconds, bandwidths in bytes/s."""
+    json.dump(data, sys.stdout, indent=2, sort_keys=False)
+    sys.stdout.write("\n")
+
+
+def console() -> Console:
+    """Console for human-readable output (no colour codes when piped)."""
+    probe = Console()
+    # Piped output gets a width that keeps tables readable instead of rich's 80 columns.
+    return Console(highlight=False, width=None if probe.is_terminal else 140)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be above 0")
+    return value
+
+
+def require(condition: bool, message: str) -> None:
+    """Raise a UsageError (exit 2) with ``message`` unless ``condition``."""
+    if not condition:
+        raise UsageError(message)

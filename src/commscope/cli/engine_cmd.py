@@ -1,0 +1,44 @@
+"""`commscope engine`: show or (re)build the measuring engine for an MPI."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from commscope import engine
+from commscope import mpi as mpi_mod
+from commscope.cli import common
+
+HELP = "show which engine serves an MPI, or build one (e.g. after 'module load')"
+EXAMPLES = """examples:
+  commscope engine info --mpi mpich
+  commscope engine build --mpi mpich
+  commscope engine build --mpicc /opt/mpi/bin/mpicc --mpi /opt/mpi
+"""
+
+
+def setup_parser(p: argparse.ArgumentParser) -> None:
+    """Declare the options of `commscope engine`."""
+    p.add_argument("action", choices=("info", "build"), help="info or build")
+    common.option(p, "--mpi", env="COMMSCOPE_MPI",
+                  help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)")
+    p.add_argument("--mpicc", help="compiler wrapper to build with (default: the MPI's own)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the engine for the MPI, building it first for 'build'."""
+    mpi = mpi_mod.resolve(args.mpi)
+    if args.mpicc:
+        mpi = dataclasses.replace(mpi, mpicc=args.mpicc)
+    info = engine.build(mpi) if args.action == "build" else engine.find(mpi, build_missing=False)
+    data = {"path": str(Path(info.path)), "engine_version": info.engine_version,
+            "mpi_family": info.family, "mpi_version": info.mpi_version,
+            "launcher": mpi.launcher, "mpicc": mpi.mpicc}
+    if args.json:
+        common.print_json(data)
+    else:
+        for key, value in data.items():
+            print(f"{key}: {value}")
+    return 0

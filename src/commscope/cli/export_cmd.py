@@ -1,0 +1,44 @@
+"""`commscope export`: a run's raw records as CSV or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+
+from commscope.cli import common
+
+HELP = "export a run's points (raw samples included) as CSV or JSON lines"
+EXAMPLES = """examples:
+  commscope export latest --format csv > run.csv
+  commscope export 3 --format json > run.jsonl     (header line, then one line per point)
+"""
+
+
+def setup_parser(p: argparse.ArgumentParser) -> None:
+    """Declare the options of `commscope export`."""
+    p.add_argument("run", nargs="?", default="latest", help="run id or 'latest' [default: latest]")
+    p.add_argument("--format", choices=("csv", "json"), default="csv", help="[default: csv]")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the run to stdout."""
+    with common.open_store(args) as store:
+        run_id = store.resolve_run(args.run)
+        info = store.get_run(run_id)
+        points = store.points(run_id)
+    if args.format == "json":
+        if info.header:
+            sys.stdout.write(json.dumps(info.header) + "\n")
+        for p in points:
+            sys.stdout.write(json.dumps(p.raw) + "\n")
+        return 0
+    w = csv.writer(sys.stdout)
+    w.writerow(["run", "op", "pair", "rank_a", "rank_b", "bytes", "bytes_per_sample",
+                "iters_per_sample", "sample", "time_s"])
+    for p in points:
+        for i, t in enumerate(p.samples_s):
+            w.writerow([run_id, p.op, p.pair, p.ranks[0], p.ranks[1], p.bytes,
+                        p.bytes_per_sample, p.iters_per_sample, i, repr(t)])
+    return 0

@@ -1,0 +1,55 @@
+"""Terminal rendering of results (rich tables); JSON output lives with each command."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from commscope.analysis import p2p
+from commscope.records import Point
+from commscope.store import RunInfo
+
+
+def _us(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds * 1e6:.2f}"
+
+
+def _mbs(bps: float | None) -> str:
+    return "" if bps is None else f"{bps / 1e6:.1f}"
+
+
+def run_title(run: RunInfo) -> str:
+    """One line naming the run, its status, MPI and size."""
+    label = f" '{run.label}'" if run.label else ""
+    return f"run {run.id}{label}: {run.kind}, {run.status}, {run.mpi}, {run.nranks} ranks"
+
+
+def key_figures(console: Console, points: list[Point]) -> None:
+    """Latency and peak bandwidth per pair."""
+    table = Table(title="key figures (MB/s = 10^6 bytes/s)")
+    for col in ("pair", "ranks", "latency (us)", "at bytes", "peak bw (MB/s)", "at bytes",
+                "peak bibw (MB/s)"):
+        table.add_column(col, justify="left" if col in ("pair", "ranks") else "right")
+    for k in p2p.key_figures(points):
+        table.add_row(
+            k.pair, f"{k.ranks[0]}-{k.ranks[1]}", _us(k.latency_s), str(k.latency_bytes or 0),
+            _mbs(k.peak_bandwidth_Bps), str(k.peak_bandwidth_bytes or ""),
+            _mbs(k.peak_bidirectional_Bps),
+        )
+    console.print(table)
+
+
+def size_table(console: Console, points: list[Point]) -> None:
+    """Latency and bandwidths per size, one table per pair."""
+    rows = p2p.size_rows(points)
+    for pair in p2p.pairs_in(points):
+        table = Table(title=f"{pair} (latency in us; bandwidth in MB/s = 10^6 bytes/s)")
+        for col in ("bytes", "latency", "pingpong bw", "bw", "bibw"):
+            table.add_column(col, justify="right")
+        for r in rows:
+            if r.pair == pair:
+                table.add_row(
+                    str(r.bytes), _us(r.latency_s), _mbs(r.pingpong_bandwidth_Bps),
+                    _mbs(r.bandwidth_Bps), _mbs(r.bidirectional_bandwidth_Bps),
+                )
+        console.print(table)

@@ -1,0 +1,122 @@
+"""Find or build the engine for an MPI, and check it matches the MPI that will launch it.
+
+The engine installed with the package was built against the MPI found at install time. Engines
+for other MPIs are built on demand with CMake from the sources shipped in the package and kept
+in ``$COMMSCOPE_HOME/engines/<family>-<version>/`` (default ``~/.cache/commscope``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from commscope.errors import EngineError
+from commscope.mpi import MPIInstall, family_of_library
+
+ENGINE_NAME = "commscope-engine"
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """An engine binary and the MPI library it was linked with."""
+
+    path: Path
+    engine_version: str
+    mpi_library: str
+    family: str
+    mpi_version: str
+
+
+def cache_dir() -> Path:
+    """Where engines built on demand live."""
+    home = os.environ.get("COMMSCOPE_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "commscope",
+    )
+    return Path(home) / "engines"
+
+
+def packaged_engine() -> Path | None:
+    """The engine installed with the package, if any."""
+    path = Path(str(resources.files("commscope"))) / "_bin" / ENGINE_NAME
+    return path if path.is_file() else None
+
+
+def engine_sources() -> Path:
+    """The engine's CMake project shipped in the package (or the source tree when run from it)."""
+    shipped = Path(str(resources.files("commscope"))) / "_engine_src"
+    if (shipped / "CMakeLists.txt").is_file():
+        return shipped
+    tree = Path(__file__).resolve().parents[2] / "engine"
+    if (tree / "CMakeLists.txt").is_file():
+        return tree
+    raise EngineError("engine sources are missing from this install; reinstall commscope")
+
+
+def inspect(path: Path) -> EngineInfo:
+    """Ask an engine binary which MPI library it uses (no MPI_Init needed)."""
+    try:
+        out = subprocess.run(
+            [str(path), "--version"], capture_output=True, text=True, timeout=60, check=True
+        )
+        data = json.loads(out.stdout)
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as err:
+        raise EngineError(f"{path} --version failed; rebuild with 'commscope engine build'") from err
+    family, version = family_of_library(data["mpi_library_version"])
+    return EngineInfo(path, data["engine_version"], data["mpi_library_version"], family, version)
+
+
+def matches(info: EngineInfo, mpi: MPIInstall) -> bool:
+    """True when the engine was linked against the launching MPI's family and version."""
+    return info.family == mpi.family and info.mpi_version == mpi.version
+
+
+def build(mpi: MPIInstall, dest: Path | None = None) -> EngineInfo:
+    """Build the engine with ``mpi.mpicc`` into ``dest`` (default: the cache for this MPI)."""
+    if not shutil.which("cmake"):
+        raise EngineError("cmake is not installed; install it (Debian: apt-get install cmake)")
+    dest = dest or cache_dir() / mpi.tag
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="commscope-build-") as build_dir:
+        steps = [
+            ["cmake", "-S", str(engine_sources()), "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release",
+             f"-DMPI_C_COMPILER={mpi.mpicc}"],
+            ["cmake", "--build", build_dir],
+        ]
+        for cmd in steps:
+            out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if out.returncode != 0:
+                tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
+                raise EngineError(f"building the engine with {mpi.mpicc} failed: {tail[0]}")
+        target = dest / ENGINE_NAME
+        tmp = dest / (ENGINE_NAME + ".new")
+        shutil.copy2(Path(build_dir) / ENGINE_NAME, tmp)
+        os.replace(tmp, target)  # atomic: a concurrent run never sees half a binary
+    info = inspect(target)
+    if not matches(info, mpi):
+        raise EngineError(
+            f"engine built with {mpi.mpicc} links {info.family} {info.mpi_version}, but the "
+            f"launcher is {mpi.family} {mpi.version}; pass --mpi PREFIX of one installation"
+        )
+    return info
+
+
+def find(mpi: MPIInstall, build_missing: bool = True) -> EngineInfo:
+    """Return an engine linked against ``mpi``, building one if needed and allowed."""
+    candidates = [p for p in (packaged_engine(), cache_dir() / mpi.tag / ENGINE_NAME) if p]
+    for path in candidates:
+        if path.is_file():
+            info = inspect(path)
+            if matches(info, mpi):
+                return info
+    if not build_missing:
+        raise EngineError(
+            f"no engine for {mpi.family} {mpi.version}; run 'commscope engine build --mpi {mpi.choice}'"
+        )
+    return build(mpi)

@@ -1,0 +1,163 @@
+"""Launchers: build argument lists for mpirun, hydra's mpiexec and srun, and run jobs.
+
+Jobs run in their own process group with a timeout; on timeout or interrupt the whole group is
+killed, so no orphaned rank keeps a core busy.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from commscope.errors import LaunchError, UsageError
+from commscope.mpi import MPIInstall
+
+LAUNCHERS = ("auto", "mpirun", "mpiexec", "srun")
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job ready to start: argument list and extra environment."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _root_env() -> dict[str, str]:
+    # Open MPI refuses to run as root unless told twice; CI runs as root.
+    if os.geteuid() == 0:
+        return {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    return {}
+
+
+def build_job(
+    mpi: MPIInstall,
+    nranks: int,
+    program: Sequence[str],
+    launcher: str = "auto",
+    cores: int | None = None,
+    extra_args: Sequence[str] = (),
+    extra_env: dict[str, str] | None = None,
+) -> Job:
+    """Return the job that starts ``program`` on ``nranks`` ranks, one per core when possible.
+
+    Args:
+        mpi: the MPI installation.
+        nranks: number of ranks.
+        program: engine path and its arguments.
+        launcher: "auto" (the MPI's own), "mpirun", "mpiexec" or "srun".
+        cores: cores available here; more ranks than cores turns on oversubscription.
+        extra_args: launcher options placed before the program (e.g. for the virtual cluster).
+        extra_env: environment added to the job.
+    """
+    if launcher not in LAUNCHERS:
+        raise UsageError(f"--launcher {launcher}: choose one of {', '.join(LAUNCHERS)}")
+    if nranks < 1:
+        raise UsageError(f"--np {nranks}: need at least 1 rank")
+    cores = cores or os.cpu_count() or 1
+    env = dict(_root_env())
+    if launcher == "srun":
+        argv = ["srun", "-n", str(nranks), "--cpu-bind=cores", *extra_args, *program]
+    elif mpi.family == "openmpi":
+        argv = [mpi.launcher, "-np", str(nranks)]
+        if extra_args:
+            argv += list(extra_args)
+        elif nranks > cores:
+            # Binding more ranks than cores to cores would fail; let them float and yield.
+            argv += ["--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1"]
+        else:
+            argv += ["--bind-to", "core", "--map-by", "core"]
+        argv += list(program)
+    else:
+        argv = [mpi.launcher, "-n", str(nranks)]
+        if extra_args:
+            argv += list(extra_args)
+        elif nranks <= cores:
+            argv += ["-bind-to", "core"]
+        argv += list(program)
+    env.update(extra_env or {})
+    return Job(argv, env)
+
+
+@dataclass
+class JobResult:
+    """What a finished (or killed) job left behind."""
+
+    returncode: int
+    stderr: str
+    timed_out: bool
+
+
+def run_streaming(
+    job: Job, on_line: Callable[[str], None], timeout_s: float, cwd: str | None = None
+) -> JobResult:
+    """Run ``job``, hand each stdout line to ``on_line`` as it arrives, return when it ends.
+
+    The job runs in a new session (its own process group). If ``on_line`` raises, the group is
+    killed and the exception propagates after the job is reaped.
+    """
+    env = dict(os.environ)
+    env.update(job.env)
+    try:
+        proc = subprocess.Popen(
+            job.argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except OSError as err:
+        raise LaunchError(f"cannot start {job.argv[0]}") from err
+    assert proc.stdout is not None and proc.stderr is not None
+    err_chunks: list[str] = []
+    reader = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)
+    reader.start()
+    timed_out = threading.Event()
+
+    def expire() -> None:
+        timed_out.set()
+        kill_group(proc)
+
+    timer = threading.Timer(timeout_s, expire)
+    timer.start()
+    try:
+        for line in proc.stdout:
+            on_line(line)
+        proc.wait()
+        _kill_stragglers(proc.pid)
+    except BaseException:
+        kill_group(proc)
+        raise
+    finally:
+        timer.cancel()
+        reader.join(timeout=10)
+    return JobResult(proc.returncode, "".join(err_chunks), timed_out.is_set())
+
+
+def kill_group(proc: subprocess.Popen[str]) -> None:
+    """Terminate the job's process group, then kill what is left after a grace period."""
+    for sig, wait_s in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _kill_stragglers(pgid: int) -> None:
+    # A launcher that exits after losing a rank may leave the other ranks spinning.
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,317 @@
+"""The engine's JSON-lines records as frozen dataclasses, validated against records-v1.json.
+
+Each line the engine writes is one record: a header first, then one point per measured
+(op, pair, bytes), then an end record. ``parse_record`` turns one line into a dataclass or
+raises a one-line RecordError naming where the line came from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from importlib import resources
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from commscope.errors import RecordError
+
+SCHEMA_VERSION = 1
+SCHEMA_FILE = "records-v1.json"
+RECORD_TYPES = ("header", "point", "end")
+# Messages from jsonschema quote the offending value, which can be a long sample array.
+_MAX_REASON = 200
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    """Where one rank ran."""
+
+    rank: int
+    node: str
+    node_index: int
+    socket: int
+    cpu: int
+    pid: int
+    affinity: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class PairInfo:
+    """A pair of ranks measured together and how far apart they are."""
+
+    label: str
+    ranks: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class MpiInfo:
+    """The MPI library the engine ran with."""
+
+    library_version: str
+    standard: str
+
+
+@dataclass(frozen=True)
+class TimerInfo:
+    """The timer the engine chose and what it costs."""
+
+    name: str
+    resolution_s: float
+    overhead_s: float
+    frequency_hz: float | None = None
+
+
+@dataclass(frozen=True)
+class Header:
+    """First record of an engine run: what ran, where, and with which options."""
+
+    schema_version: int
+    engine_version: str
+    mpi: MpiInfo
+    nranks: int
+    ranks: tuple[RankInfo, ...]
+    timer: TimerInfo
+    pairs: tuple[PairInfo, ...]
+    options: Mapping[str, Any] = field(hash=False)
+    started_unix: float
+    socket_source: str | None
+    raw: dict[str, Any] = field(compare=False, repr=False)
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """Distinct node names, in the order of the first rank on each."""
+        ordered = sorted(self.ranks, key=lambda r: r.rank)
+        return tuple(dict.fromkeys(r.node for r in ordered))
+
+    @property
+    def pair_labels(self) -> tuple[str, ...]:
+        """Distinct pair labels (intra-socket, inter-socket, inter-node), in header order."""
+        return tuple(dict.fromkeys(p.label for p in self.pairs))
+
+
+@dataclass(frozen=True)
+class Point:
+    """Raw samples of one measured (op, pair, bytes).
+
+    For op "pingpong" a sample is a one-way time (round trip / 2); for "bw" and "bibw" a
+    sample is the time for one window of messages, carrying ``bytes_per_sample`` bytes.
+    """
+
+    op: str
+    pair: str
+    ranks: tuple[int, int]
+    bytes: int
+    bytes_per_sample: int
+    window: int | None
+    iters_per_sample: int
+    warmup: int
+    samples_s: tuple[float, ...]
+    stop: str
+    raw: dict[str, Any] = field(compare=False, repr=False)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """(op, pair, bytes): what identifies this point within a run."""
+        return (self.op, self.pair, self.bytes)
+
+    @property
+    def n_samples(self) -> int:
+        """Number of samples."""
+        return len(self.samples_s)
+
+    @cached_property
+    def median_s(self) -> float:
+        """Median of the samples, in seconds."""
+        return float(np.median(np.asarray(self.samples_s, dtype=float)))
+
+    @property
+    def latency_s(self) -> float:
+        """Median sample time: one-way latency for pingpong, time per window for bw/bibw."""
+        return self.median_s
+
+    @property
+    def bandwidth_Bps(self) -> float:  # noqa: N802 - the unit is part of the name
+        """Bytes per second at the median sample time.
+
+        Returns 0.0 when no bytes move, NaN when the median time is zero (below the timer's
+        resolution, so the rate is unknown).
+        """
+        if self.bytes_per_sample == 0:
+            return 0.0
+        if self.median_s <= 0.0:
+            return float("nan")
+        return self.bytes_per_sample / self.median_s
+
+
+@dataclass(frozen=True)
+class End:
+    """Last record of an engine run."""
+
+    points: int
+    elapsed_s: float
+    raw: dict[str, Any] = field(compare=False, repr=False)
+
+
+Record = Header | Point | End
+
+
+@cache
+def load_schema() -> dict[str, Any]:
+    """Return the records JSON Schema shipped in the package (read once).
+
+    Returns:
+        The parsed schema. Callers must not modify it.
+    """
+    text = (resources.files("commscope") / "schema" / SCHEMA_FILE).read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@cache
+def _validator(record_type: str) -> Draft202012Validator:
+    # One validator per record type gives errors about that type, not about all three
+    # branches of the schema's oneOf.
+    schema = load_schema()
+    sub = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{record_type}"}
+    return Draft202012Validator(sub)
+
+
+def _fail(where: str, reason: str) -> RecordError:
+    reason = " ".join(reason.split())
+    if len(reason) > _MAX_REASON:
+        reason = reason[: _MAX_REASON - 3] + "..."
+    return RecordError(
+        f"{where}: not a valid record: {reason}"
+        f" (expected schema {SCHEMA_FILE}; if the engine wrote it, rebuild it with"
+        " 'commscope engine build')"
+    )
+
+
+def _reject_constant(name: str) -> float:
+    # Python's json accepts NaN and Infinity; the engine must never write them.
+    raise ValueError(f"{name} is not allowed in a record")
+
+
+def parse_record(line: str, where: str) -> Record:
+    """Decode and validate one JSON line.
+
+    Args:
+        line: one line of engine output (a trailing newline is fine).
+        where: where the line came from, e.g. "engine output line 7", used in errors.
+
+    Returns:
+        The Header, Point or End the line holds.
+
+    Raises:
+        RecordError: the line is not JSON or does not follow the schema.
+    """
+    try:
+        data = json.loads(line, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as err:  # RecursionError: absurdly deep nesting
+        raise _fail(where, f"not JSON ({err})") from None
+    return record_from_dict(data, where)
+
+
+def record_from_dict(data: Any, where: str, validate: bool = True) -> Record:
+    """Build a record from an already decoded JSON object.
+
+    Args:
+        data: the decoded object; kept as the record's ``raw``.
+        where: where the object came from, used in errors.
+        validate: check the object against the schema first. Only skip this for objects
+            that were validated before (e.g. read back from the store).
+
+    Returns:
+        The Header, Point or End the object describes.
+
+    Raises:
+        RecordError: the object does not follow the schema.
+    """
+    kind = data.get("type") if isinstance(data, dict) else None
+    if kind not in RECORD_TYPES:
+        raise _fail(where, "expected a JSON object whose 'type' is header, point or end")
+    if kind == "header" and data.get("schema_version") != SCHEMA_VERSION:
+        raise _fail(
+            where,
+            f"schema_version {data.get('schema_version')!r}, this commscope reads {SCHEMA_VERSION}",
+        )
+    if validate:
+        error = best_match(_validator(kind).iter_errors(data))
+        if error is not None:
+            path = "/".join(str(p) for p in error.absolute_path)
+            location = f"{kind} {path}" if path else kind
+            raise _fail(where, f"{location}: {error.message}")
+    try:
+        if kind == "header":
+            return _header(data, where)
+        if kind == "point":
+            return _point(data, where)
+        return End(points=int(data["points"]), elapsed_s=float(data["elapsed_s"]), raw=data)
+    except (KeyError, TypeError, ValueError) as err:  # only reachable without validation
+        raise _fail(where, f"{kind} is malformed ({type(err).__name__}: {err})") from None
+
+
+def _header(d: dict[str, Any], where: str) -> Header:
+    ranks = tuple(
+        RankInfo(
+            rank=int(r["rank"]),
+            node=r["node"],
+            node_index=int(r["node_index"]),
+            socket=int(r["socket"]),
+            cpu=int(r["cpu"]),
+            pid=int(r["pid"]),
+            affinity=tuple(int(c) for c in r.get("affinity", ())),
+        )
+        for r in d["ranks"]
+    )
+    # The schema cannot say that the rank list covers exactly 0..nranks-1.
+    if sorted(r.rank for r in ranks) != list(range(int(d["nranks"]))):
+        raise _fail(where, f"header ranks do not list ranks 0..{int(d['nranks']) - 1} once each")
+    timer = d["timer"]
+    freq = timer.get("frequency_hz")
+    return Header(
+        schema_version=int(d["schema_version"]),
+        engine_version=d["engine_version"],
+        mpi=MpiInfo(d["mpi"]["library_version"], d["mpi"]["standard"]),
+        nranks=int(d["nranks"]),
+        ranks=ranks,
+        timer=TimerInfo(
+            name=timer["name"],
+            resolution_s=float(timer["resolution_s"]),
+            overhead_s=float(timer["overhead_s"]),
+            frequency_hz=None if freq is None else float(freq),
+        ),
+        pairs=tuple(
+            PairInfo(p["label"], (int(p["ranks"][0]), int(p["ranks"][1]))) for p in d["pairs"]
+        ),
+        options=MappingProxyType(dict(d["options"])),
+        started_unix=float(d["started_unix"]),
+        socket_source=d.get("socket_source"),
+        raw=d,
+    )
+
+
+def _point(d: dict[str, Any], where: str) -> Point:
+    a, b = (int(r) for r in d["ranks"])
+    if a == b:
+        raise _fail(where, f"point ranks are both {a}; a pair needs two ranks")
+    window = d.get("window")
+    return Point(
+        op=d["op"],
+        pair=d["pair"],
+        ranks=(a, b),
+        bytes=int(d["bytes"]),
+        bytes_per_sample=int(d["bytes_per_sample"]),
+        window=None if window is None else int(window),
+        iters_per_sample=int(d["iters_per_sample"]),
+        warmup=int(d["warmup"]),
+        samples_s=tuple(float(s) for s in d["samples_s"]),
+        stop=d["stop"],
+        raw=d,
+    )

@@ -1,0 +1,1 @@
+"""Reports: matplotlib figures and one self-contained HTML file."""

@@ -1,0 +1,148 @@
+"""Run the engine for a stored request and stream its records into the store.
+
+Every point is committed as it arrives, so a lost rank or a killed run keeps what was measured;
+the run is marked complete only when the engine's end record arrives and the job exits cleanly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from commscope import engine, launch
+from commscope.errors import LaunchError
+from commscope.mpi import MPIInstall
+from commscope.records import End, Header, Point, parse_record
+from commscope.store import Store
+
+# Engine options a request may carry, in the engine's own flag spelling.
+ENGINE_FLAGS = {
+    "ops": "--ops",
+    "sizes": "--sizes",
+    "pairs": "--pairs",
+    "timer": "--timer",
+    "window": "--window",
+    "warmup": "--warmup",
+    "min_samples": "--min-samples",
+    "max_samples": "--max-samples",
+    "target_rse": "--target-rse",
+    "point_budget_s": "--point-budget",
+    "sample_min_s": "--sample-min-time",
+}
+
+
+@dataclass
+class Outcome:
+    """How one engine launch ended."""
+
+    run_id: int
+    new_points: int
+    total_points: int
+
+
+def engine_argv(path: str, options: dict[str, Any], skip: set[tuple[str, str, int]]) -> list[str]:
+    """Build the engine's argument list from request options (never a shell string)."""
+    argv = [path]
+    for key, flag in ENGINE_FLAGS.items():
+        value = options.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ",".join(str(v) for v in value)
+        argv += [flag, str(value)]
+    if skip:
+        argv += ["--skip", ",".join(f"{op}:{pair}:{size}" for op, pair, size in sorted(skip))]
+    return argv
+
+
+def _lost_rank(stderr: str, header: Header | None) -> str:
+    """Name the rank the launcher reports as lost, using the pids in the header."""
+    pids = {r["pid"]: r for r in header.raw["ranks"]} if header else {}
+    m = re.search(r"rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)", stderr)
+    if m:  # Open MPI
+        rank, pid, node, sig = m.groups()
+        return f"rank {rank} (pid {pid} on {node}) was lost (signal {sig})"
+    sig = re.search(r"\(signal (\d+)\)", stderr)
+    how = f" (signal {sig.group(1)})" if sig else ""
+    for pid_text in re.findall(r"PID (\d+) RUNNING AT", stderr):  # hydra names pids, not ranks
+        info = pids.get(int(pid_text))
+        if info:
+            return f"rank {info['rank']} (pid {pid_text} on {info['node']}) was lost{how}"
+    m = re.search(r"commscope-engine: (rank \d+: .*)", stderr)
+    if m:
+        return m.group(1).strip()
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not set(ln) <= set("-=* ")]
+    return lines[-1] if lines else "the job ended without its end record"
+
+
+def run(
+    store: Store,
+    run_id: int,
+    request: dict[str, Any],
+    mpi: MPIInstall,
+    extra_args: list[str] | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> Outcome:
+    """Launch the engine for ``request`` and store its records under ``run_id``.
+
+    Points already in the store for this run are skipped (this is how --resume works).
+
+    Raises:
+        LaunchError: the job failed, timed out or lost a rank; stored points are kept.
+    """
+    info = engine.find(mpi)
+    skip = store.measured_keys(run_id)
+    argv = engine_argv(str(info.path), request["engine"], skip)
+    job = launch.build_job(
+        mpi, request["np"], argv, request.get("launcher", "auto"),
+        extra_args=extra_args or [], extra_env=extra_env,
+    )
+    segment = store.start_segment(run_id, job.argv)
+    state: dict[str, Any] = {"header": None, "end": None, "points": 0, "lines": 0, "stray": []}
+
+    def on_line(line: str) -> None:
+        state["lines"] += 1
+        if not line.lstrip().startswith("{"):
+            state["stray"].append(line.strip())  # launcher chatter, not a record
+            return
+        record = parse_record(line, where=f"engine output line {state['lines']}")
+        if isinstance(record, Header):
+            state["header"] = record
+            store.set_header(run_id, segment, record)
+        elif isinstance(record, Point):
+            store.add_point(run_id, segment, record)
+            state["points"] += 1
+        elif isinstance(record, End):
+            state["end"] = record
+
+    result = None
+    try:
+        result = launch.run_streaming(job, on_line, float(request.get("timeout_s", 3600)))
+    finally:
+        if result is None:  # interrupted or a bad record: keep what arrived, say so
+            store.finish_segment(segment, "incomplete", "interrupted")
+            store.set_run_status(run_id, "incomplete", "interrupted")
+    total = len(store.measured_keys(run_id))
+    if result.returncode == 0 and state["end"] is not None and not result.timed_out:
+        store.finish_segment(segment, "complete", None)
+        store.set_run_status(run_id, "complete", None)
+        return Outcome(run_id, state["points"], total)
+    if result.timed_out:
+        cause = f"timed out after {request.get('timeout_s')} s (raise --timeout)"
+    else:
+        # hydra reports a lost process on stdout, Open MPI on stderr: read both.
+        cause = _lost_rank("\n".join(state["stray"]) + "\n" + result.stderr, state["header"])
+    message = (
+        f"{cause}; {state['points']} new points stored ({total} in run {run_id}), run marked "
+        f"incomplete; measure the rest with 'commscope run --resume {run_id}'"
+    )
+    store.finish_segment(segment, "incomplete", message)
+    store.set_run_status(run_id, "incomplete", message)
+    raise LaunchError(message)
+
+
+def default_ranks() -> int:
+    """Ranks for a run on this machine: one per core, at least two."""
+    return max(2, len(os.sched_getaffinity(0)))

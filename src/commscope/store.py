@@ -1,0 +1,404 @@
+"""SQLite store of runs, engine launches (segments) and measured points.
+
+Indexed columns sit next to the raw JSON of each record, so analyses can always go back to
+the samples. Every write is its own committed transaction: a killed run keeps each point it
+finished. A file that is not a commscope store is refused before SQLite touches it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commscope.errors import StoreError, UsageError
+from commscope.records import Header, Point, record_from_dict
+
+APPLICATION_ID = 0x636D7363  # "cmsc"
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 5000
+RUN_STATUSES = ("running", "complete", "incomplete")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS runs (
+        id INTEGER PRIMARY KEY, created_unix REAL, kind TEXT, label TEXT,
+        status TEXT CHECK (status IN ('running', 'complete', 'incomplete')),
+        mpi TEXT, launcher TEXT, nranks INTEGER, request_json TEXT, header_json TEXT,
+        message TEXT)""",
+    """CREATE TABLE IF NOT EXISTS segments (
+        id INTEGER PRIMARY KEY, run_id INTEGER REFERENCES runs(id), started_unix REAL,
+        ended_unix REAL, status TEXT, argv_json TEXT, header_json TEXT, message TEXT)""",
+    """CREATE TABLE IF NOT EXISTS points (
+        id INTEGER PRIMARY KEY, run_id INTEGER REFERENCES runs(id),
+        segment_id INTEGER REFERENCES segments(id), op TEXT, pair TEXT, bytes INTEGER,
+        n_samples INTEGER, median_s REAL, record_json TEXT,
+        UNIQUE (run_id, op, pair, bytes))""",
+    "CREATE INDEX IF NOT EXISTS points_key ON points (run_id, op, pair, bytes)",
+)
+# Column names match the fields of RunInfo and SegmentInfo; *_json columns are decoded.
+_RUN_QUERY = """SELECT r.*, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id) AS n_points
+    FROM runs r"""
+_SEGMENT_QUERY = """SELECT s.*, (SELECT COUNT(*) FROM points p WHERE p.segment_id = s.id)
+    AS n_points FROM segments s WHERE s.run_id = ? ORDER BY s.id"""
+
+
+def _damaged(where: str, record: object, expected: str) -> StoreError:
+    found = type(record).__name__.lower()
+    return StoreError(
+        f"{where} holds a {found} record, not a {expected}; the store is damaged,"
+        " choose another --store path"
+    )
+
+
+def _header_record(data: dict[str, Any] | None, where: str) -> Header | None:
+    if data is None:
+        return None
+    header = record_from_dict(data, where)
+    if not isinstance(header, Header):
+        raise _damaged(where, header, "header")
+    return header
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One stored run: what was asked for, its engine header (as JSON) and how far it got."""
+
+    id: int
+    created_unix: float
+    kind: str
+    label: str | None
+    status: str
+    mpi: str | None
+    launcher: str | None
+    nranks: int | None
+    request: dict[str, Any] = field(hash=False)
+    header: dict[str, Any] | None = field(hash=False)
+    message: str | None
+    n_points: int
+
+    @property
+    def header_record(self) -> Header | None:
+        """The first engine header of the run as a record; None before the engine started."""
+        return _header_record(self.header, f"run {self.id} header")
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    """One engine launch within a run."""
+
+    id: int
+    run_id: int
+    started_unix: float
+    ended_unix: float | None
+    status: str
+    argv: tuple[str, ...]
+    header: dict[str, Any] | None = field(hash=False)
+    message: str | None
+    n_points: int
+
+    @property
+    def header_record(self) -> Header | None:
+        """This launch's engine header as a record; None if the engine wrote none."""
+        return _header_record(self.header, f"segment {self.id} header")
+
+
+def _not_ours(path: Path, why: str) -> StoreError:
+    return StoreError(f"{path} is not a commscope store ({why}); choose another --store path")
+
+
+def _probe(path: Path) -> bool:
+    """Return True when ``path`` is absent or empty; refuse files that are not our store.
+
+    Reads the SQLite header directly, so a foreign file is never opened by SQLite (which
+    could leave journal files behind or switch its journal mode).
+    """
+    if path.is_dir():
+        raise _not_ours(path, "it is a directory")
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(100)
+    except FileNotFoundError:
+        return True
+    except OSError as err:
+        raise StoreError(f"{path} cannot be read ({err.strerror}); check its permissions") from None
+    if not head:
+        return True
+    if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
+        raise _not_ours(path, "file is not a database")
+    app = int.from_bytes(head[68:72], "big")
+    if app != APPLICATION_ID:
+        raise _not_ours(path, f"SQLite application_id {app:#x}, expected {APPLICATION_ID:#x}")
+    return False
+
+
+class Store:
+    """A commscope SQLite store. Open it with ``Store.open(path)``."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self._conn = conn
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> Store:
+        """Open the store at ``path``, creating it (and its directory) when absent.
+
+        Raises:
+            StoreError: the file is not a commscope store, has another schema version, or
+                cannot be created.
+        """
+        where = Path(path).expanduser()
+        new = _probe(where)
+        try:
+            where.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(where, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        except (OSError, sqlite3.Error) as err:
+            raise StoreError(
+                f"{where} cannot be opened ({err}); choose another --store path"
+            ) from None
+        conn.row_factory = sqlite3.Row
+        store = cls(where, conn)
+        try:
+            store._setup(new)
+        except sqlite3.DatabaseError as err:
+            conn.close()
+            raise _not_ours(where, str(err)) from None
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    def _setup(self, new: bool) -> None:
+        # PRAGMAs take no parameters; the values are constants of this module.
+        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        if new:
+            with self._write("initialise the store") as c:
+                app = c.execute("PRAGMA application_id").fetchone()[0]
+                if app == 0:  # another process may have initialised it since the probe
+                    # Set while still in rollback-journal mode, so the id lands in the main
+                    # file's header where _probe reads it.
+                    c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    for statement in _TABLES:
+                        c.execute(statement)
+                    c.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+                elif app != APPLICATION_ID:
+                    raise _not_ours(self.path, f"SQLite application_id {app:#x}")
+        try:
+            rows = self._conn.execute("SELECT version FROM schema_version").fetchall()
+        except sqlite3.OperationalError:
+            raise _not_ours(self.path, "no schema_version table") from None
+        versions = sorted({row[0] for row in rows})
+        if versions != [SCHEMA_VERSION]:
+            found = ", ".join(str(v) for v in versions) or "none"
+            raise StoreError(
+                f"{self.path} has store schema version {found}, this commscope"
+                f" reads version {SCHEMA_VERSION}; use a matching commscope or another --store path"
+            )
+        self._conn.execute("PRAGMA journal_mode = WAL")
+
+    def close(self) -> None:
+        """Close the connection; further calls do nothing."""
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self, what: str) -> Iterator[sqlite3.Connection]:
+        """Run the block as one transaction, committed before returning."""
+        c = self._conn
+        try:
+            c.execute("BEGIN IMMEDIATE")
+            yield c
+            c.execute("COMMIT")
+        except BaseException as err:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            if not isinstance(err, sqlite3.Error):
+                raise
+            raise StoreError(
+                f"{self.path}: cannot {what} ({err}); check free space and that no other"
+                " program locks the store"
+            ) from None
+
+    def _missing_run(self, ref: object) -> StoreError:
+        return StoreError(f"no run {ref} in {self.path}; see 'commscope runs'")
+
+    def _require_run(self, run_id: int) -> None:
+        if self._conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+            raise self._missing_run(run_id)
+
+    def _require_segment(self, c: sqlite3.Connection, run_id: int, segment_id: int) -> None:
+        row = c.execute("SELECT run_id FROM segments WHERE id = ?", (segment_id,)).fetchone()
+        if row is None or row[0] != run_id:
+            raise StoreError(
+                f"{self.path}: segment {segment_id} is not part of run {run_id};"
+                " start one with start_segment first"
+            )
+
+    def create_run(
+        self,
+        kind: str,
+        label: str | None,
+        mpi: str | None,
+        launcher: str | None,
+        nranks: int | None,
+        request: dict[str, Any],
+    ) -> int:
+        """Record a new run in status "running" and return its id."""
+        with self._write("create a run") as c:
+            cur = c.execute(
+                "INSERT INTO runs (created_unix, kind, label, status, mpi, launcher, nranks,"
+                " request_json) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
+                (time.time(), kind, label, mpi, launcher, nranks, json.dumps(request)),
+            )
+            return int(cur.lastrowid or 0)
+
+    def start_segment(self, run_id: int, argv: list[str]) -> int:
+        """Record one engine launch of ``run_id`` (status "running") and return its id."""
+        with self._write("start a segment") as c:
+            self._require_run(run_id)
+            cur = c.execute(
+                "INSERT INTO segments (run_id, started_unix, status, argv_json)"
+                " VALUES (?, ?, 'running', ?)",
+                (run_id, time.time(), json.dumps(list(argv))),
+            )
+            return int(cur.lastrowid or 0)
+
+    def set_header(self, run_id: int, segment_id: int, header: Header) -> None:
+        """Store the engine header on the segment, and on the run if it has none yet."""
+        text = json.dumps(header.raw)
+        with self._write("store a header") as c:
+            self._require_segment(c, run_id, segment_id)
+            c.execute(
+                "UPDATE runs SET header_json = ? WHERE id = ? AND header_json IS NULL",
+                (text, run_id),
+            )
+            c.execute("UPDATE segments SET header_json = ? WHERE id = ?", (text, segment_id))
+
+    def add_point(self, run_id: int, segment_id: int, point: Point) -> None:
+        """Store one measured point, committed before returning.
+
+        The point's ``raw`` record is stored as is, so it must come from ``parse_record`` or
+        ``record_from_dict`` (which validate it); reading it back does not validate again.
+
+        Raises:
+            StoreError: the run already has a point with the same (op, pair, bytes), or the
+                segment does not belong to the run.
+        """
+        record = json.dumps(point.raw)
+        with self._write("store a point") as c:
+            self._require_segment(c, run_id, segment_id)
+            try:
+                c.execute(
+                    "INSERT INTO points (run_id, segment_id, op, pair, bytes, n_samples,"
+                    " median_s, record_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, segment_id, *point.key, point.n_samples, point.median_s, record),
+                )
+            except sqlite3.IntegrityError:
+                raise StoreError(
+                    f"run {run_id} in {self.path} already has a point {point.op} {point.pair}"
+                    f" {point.bytes} B; resume skips measured points, so drop the duplicate"
+                ) from None
+
+    def finish_segment(self, segment_id: int, status: str, message: str | None = None) -> None:
+        """Mark an engine launch as ended with ``status`` and an optional one-line message."""
+        with self._write("finish a segment") as c:
+            cur = c.execute(
+                "UPDATE segments SET ended_unix = ?, status = ?, message = ? WHERE id = ?",
+                (time.time(), status, message, segment_id),
+            )
+            if cur.rowcount == 0:
+                raise StoreError(f"no segment {segment_id} in {self.path}; see 'commscope runs'")
+
+    def set_run_status(self, run_id: int, status: str, message: str | None = None) -> None:
+        """Set a run's status (one of RUN_STATUSES) and message."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"run status {status!r} is not one of {', '.join(RUN_STATUSES)}")
+        with self._write("set a run's status") as c:
+            cur = c.execute(
+                "UPDATE runs SET status = ?, message = ? WHERE id = ?", (status, message, run_id)
+            )
+            if cur.rowcount == 0:
+                raise self._missing_run(run_id)
+
+    def resolve_run(self, ref: str) -> int:
+        """Turn "latest" or a run id typed by the user into an existing run id.
+
+        Raises:
+            StoreError: no such run.
+            UsageError: ``ref`` is neither "latest" nor an integer.
+        """
+        text = ref.strip()
+        if text == "latest":
+            row = self._conn.execute("SELECT MAX(id) FROM runs").fetchone()
+            if row[0] is None:
+                raise StoreError(f"no run latest in {self.path}: no runs yet; run 'commscope run'")
+            return int(row[0])
+        if not re.fullmatch(r"[0-9]+", text):
+            raise UsageError(f"run {ref!r} is neither 'latest' nor a run id; see 'commscope runs'")
+        self._require_run(int(text))
+        return int(text)
+
+    def _run_info(self, row: sqlite3.Row) -> RunInfo:
+        fields = dict(row)
+        request = json.loads(fields.pop("request_json") or "{}")
+        header = json.loads(fields.pop("header_json") or "null")
+        return RunInfo(**fields, request=request, header=header)
+
+    def get_run(self, run_id: int) -> RunInfo:
+        """Return one run. Raises StoreError when there is no such run."""
+        row = self._conn.execute(_RUN_QUERY + " WHERE r.id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise self._missing_run(run_id)
+        return self._run_info(row)
+
+    def list_runs(self) -> list[RunInfo]:
+        """Return every run, oldest first."""
+        return [self._run_info(row) for row in self._conn.execute(_RUN_QUERY + " ORDER BY r.id")]
+
+    def points(self, run_id: int) -> list[Point]:
+        """Return a run's points ordered by op, pair and bytes."""
+        self._require_run(run_id)
+        rows = self._conn.execute(
+            "SELECT id, record_json FROM points WHERE run_id = ? ORDER BY op, pair, bytes",
+            (run_id,),
+        )
+        points = []
+        for point_id, text in rows:
+            where = f"{self.path} point {point_id}"
+            # Validated when it arrived; validating thousands of sample arrays again is slow.
+            point = record_from_dict(json.loads(text), where, validate=False)
+            if not isinstance(point, Point):
+                raise _damaged(where, point, "point")
+            points.append(point)
+        return points
+
+    def measured_keys(self, run_id: int) -> set[tuple[str, str, int]]:
+        """Return the (op, pair, bytes) keys a run already has, e.g. to resume it."""
+        self._require_run(run_id)
+        rows = self._conn.execute("SELECT op, pair, bytes FROM points WHERE run_id = ?", (run_id,))
+        return {(op, pair, int(size)) for op, pair, size in rows}
+
+    def segments(self, run_id: int) -> list[SegmentInfo]:
+        """Return a run's engine launches, oldest first."""
+        self._require_run(run_id)
+        segments = []
+        for row in self._conn.execute(_SEGMENT_QUERY, (run_id,)):
+            fields = dict(row)
+            argv = tuple(json.loads(fields.pop("argv_json") or "[]"))
+            header = json.loads(fields.pop("header_json") or "null")
+            segments.append(SegmentInfo(**fields, argv=argv, header=header))
+        return segments

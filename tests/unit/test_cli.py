@@ -1,0 +1,51 @@
+"""CLI contract: one-line errors, exit status 2 for bad input, foreign stores refused."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "p2p", "--np", "0"],
+    ["run", "p2p", "--sizes", "12 parsecs"],
+    ["run", "p2p", "--max-size", "-1"],
+    ["run", "p2p", "--timer", "sundial"],
+    ["run", "nonsense"],
+    ["show", "latest", "--format"],
+    ["export", "latest", "--format", "xml"],
+    ["run", "p2p", "--min-samples", "5", "--max-samples", "3"],
+])
+def test_bad_arguments_give_one_line_and_exit_2(cli, args):
+    out = cli(*args)
+    assert out.returncode == 2, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, out.stderr
+    assert "error" in lines[0]
+    assert not os.path.exists(cli.store) or os.path.getsize(cli.store) > 0
+
+
+def test_a_store_that_is_not_ours_is_refused_and_untouched(cli, tmp_path):
+    foreign = tmp_path / "notes.sqlite"
+    foreign.write_bytes(b"these are my notes, not a database\n" * 10)
+    before = foreign.read_bytes()
+    out = cli("--store", str(foreign), "runs")
+    assert out.returncode != 0
+    assert "not a commscope store" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert foreign.read_bytes() == before
+
+
+def test_unknown_run_names_the_fix(cli):
+    cli("runs", check=True)
+    out = cli("show", "42")
+    assert out.returncode != 0
+    assert "no run 42" in out.stderr and "commscope runs" in out.stderr
+
+
+def test_every_command_has_help_with_examples(cli):
+    from commscope.cli import SUBCOMMANDS
+
+    for name in SUBCOMMANDS:
+        out = cli(name, "--help", check=True)
+        assert "examples:" in out.stdout, name
