@@ -23,7 +23,7 @@ from commscope.errors import RecordError
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = "records-v1.json"
-RECORD_TYPES = ("header", "point", "end")
+RECORD_TYPES = ("header", "point", "coll", "end")
 # Messages from jsonschema quote the offending value, which can be a long sample array.
 _MAX_REASON = 200
 
@@ -150,6 +150,51 @@ class Point:
 
 
 @dataclass(frozen=True)
+class Coll:
+    """Every launch of one collective (or timing pattern) at one size.
+
+    ``times_s[i]`` is launch i's time: the maximum over ranks of its end minus its scheduled
+    start, in synchronised global time. ``flags[i]`` is 0 for a valid launch, 1 when a rank
+    started late, 2 when a rank ended after the launch's window, 3 for both.
+    """
+
+    op: str
+    group: str
+    nranks: int
+    bytes: int
+    root: int | None
+    method: str
+    buffers: str | None
+    times_s: tuple[float, ...]
+    flags: tuple[int, ...]
+    stage: tuple[int, ...]
+    windows_s: tuple[float, ...]
+    stop: str
+    raw: dict[str, Any] = field(compare=False, repr=False)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """(op, group, bytes): what identifies this point within a run."""
+        return (self.op, self.group, self.bytes)
+
+    @property
+    def n_samples(self) -> int:
+        """Number of launches, valid or not."""
+        return len(self.times_s)
+
+    @property
+    def valid_times_s(self) -> tuple[float, ...]:
+        """Times of the valid launches only."""
+        return tuple(t for t, f in zip(self.times_s, self.flags) if f == 0)
+
+    @cached_property
+    def median_s(self) -> float:
+        """Median of the valid launch times (NaN when none is valid)."""
+        valid = self.valid_times_s
+        return float(np.median(valid)) if valid else float("nan")
+
+
+@dataclass(frozen=True)
 class End:
     """Last record of an engine run."""
 
@@ -158,7 +203,7 @@ class End:
     raw: dict[str, Any] = field(compare=False, repr=False)
 
 
-Record = Header | Point | End
+Record = Header | Point | Coll | End
 
 
 @cache
@@ -235,7 +280,7 @@ def record_from_dict(data: Any, where: str, validate: bool = True) -> Record:
     """
     kind = data.get("type") if isinstance(data, dict) else None
     if kind not in RECORD_TYPES:
-        raise _fail(where, "expected a JSON object whose 'type' is header, point or end")
+        raise _fail(where, "expected a JSON object whose 'type' is header, point, coll or end")
     if kind == "header" and data.get("schema_version") != SCHEMA_VERSION:
         raise _fail(
             where,
@@ -252,6 +297,8 @@ def record_from_dict(data: Any, where: str, validate: bool = True) -> Record:
             return _header(data, where)
         if kind == "point":
             return _point(data, where)
+        if kind == "coll":
+            return _coll(data, where)
         return End(points=int(data["points"]), elapsed_s=float(data["elapsed_s"]), raw=data)
     except (KeyError, TypeError, ValueError) as err:  # only reachable without validation
         raise _fail(where, f"{kind} is malformed ({type(err).__name__}: {err})") from None
@@ -312,6 +359,28 @@ def _point(d: dict[str, Any], where: str) -> Point:
         iters_per_sample=int(d["iters_per_sample"]),
         warmup=int(d["warmup"]),
         samples_s=tuple(float(s) for s in d["samples_s"]),
+        stop=d["stop"],
+        raw=d,
+    )
+
+
+def _coll(d: dict[str, Any], where: str) -> Coll:
+    n = len(d["times_s"])
+    if len(d["flags"]) != n or len(d.get("stage", [0] * n)) != n:
+        raise _fail(where, "coll times_s, flags and stage must have one entry per launch")
+    root = d.get("root")
+    return Coll(
+        op=d["op"],
+        group=d["group"],
+        nranks=int(d["nranks"]),
+        bytes=int(d["bytes"]),
+        root=None if root is None else int(root),
+        method=d["method"],
+        buffers=d.get("buffers"),
+        times_s=tuple(float(t) for t in d["times_s"]),
+        flags=tuple(int(f) for f in d["flags"]),
+        stage=tuple(int(x) for x in d.get("stage", [0] * n)),
+        windows_s=tuple(float(w) for w in d.get("windows_s", ())),
         stop=d["stop"],
         raw=d,
     )

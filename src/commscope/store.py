@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from commscope.errors import StoreError, UsageError
-from commscope.records import Header, Point, record_from_dict
+from commscope.records import Coll, Header, Point, record_from_dict
 
 APPLICATION_ID = 0x636D7363  # "cmsc"
 SCHEMA_VERSION = 1
@@ -288,7 +288,7 @@ class Store:
             )
             c.execute("UPDATE segments SET header_json = ? WHERE id = ?", (text, segment_id))
 
-    def add_point(self, run_id: int, segment_id: int, point: Point) -> None:
+    def add_point(self, run_id: int, segment_id: int, point: Point | Coll) -> None:
         """Store one measured point, committed before returning.
 
         The point's ``raw`` record is stored as is, so it must come from ``parse_record`` or
@@ -308,9 +308,10 @@ class Store:
                     (run_id, segment_id, *point.key, point.n_samples, point.median_s, record),
                 )
             except sqlite3.IntegrityError:
+                op, where, size = point.key
                 raise StoreError(
-                    f"run {run_id} in {self.path} already has a point {point.op} {point.pair}"
-                    f" {point.bytes} B; resume skips measured points, so drop the duplicate"
+                    f"run {run_id} in {self.path} already has a point {op} {where}"
+                    f" {size} B; resume skips measured points, so drop the duplicate"
                 ) from None
 
     def finish_segment(self, segment_id: int, status: str, message: str | None = None) -> None:
@@ -370,21 +371,28 @@ class Store:
         return [self._run_info(row) for row in self._conn.execute(_RUN_QUERY + " ORDER BY r.id")]
 
     def points(self, run_id: int) -> list[Point]:
-        """Return a run's points ordered by op, pair and bytes."""
+        """Return a run's point-to-point points ordered by op, pair and bytes."""
+        return [p for p in self._measurements(run_id) if isinstance(p, Point)]
+
+    def colls(self, run_id: int) -> list[Coll]:
+        """Return a run's collective points ordered by op, group and bytes."""
+        return [p for p in self._measurements(run_id) if isinstance(p, Coll)]
+
+    def _measurements(self, run_id: int) -> list[Point | Coll]:
         self._require_run(run_id)
         rows = self._conn.execute(
             "SELECT id, record_json FROM points WHERE run_id = ? ORDER BY op, pair, bytes",
             (run_id,),
         )
-        points = []
+        out: list[Point | Coll] = []
         for point_id, text in rows:
             where = f"{self.path} point {point_id}"
             # Validated when it arrived; validating thousands of sample arrays again is slow.
             point = record_from_dict(json.loads(text), where, validate=False)
-            if not isinstance(point, Point):
+            if not isinstance(point, (Point, Coll)):
                 raise _damaged(where, point, "point")
-            points.append(point)
-        return points
+            out.append(point)
+        return out
 
     def measured_keys(self, run_id: int) -> set[tuple[str, str, int]]:
         """Return the (op, pair, bytes) keys a run already has, e.g. to resume it."""
