@@ -31,6 +31,8 @@ typedef struct cs_timer {
 
 cs_timer *cs_timer_find(const char *name);
 int cs_timer_setup(cs_timer *t, char *err, size_t errlen); /* init + measure resolution/overhead */
+/* Testing only: this rank's clock reads offset_s + (1 + drift) * true time. */
+void cs_timer_distort(cs_timer *t, double offset_s, double drift);
 
 /* ---- topology: where each rank runs ---- */
 typedef struct cs_rankinfo {
@@ -68,8 +70,10 @@ typedef struct cs_options {
     const char *ops;     /* comma list */
     const char *pairs;   /* "auto" or comma list */
     const char *timer;
-    size_t *sizes;
+    size_t *sizes;       /* point-to-point sizes */
     int nsizes;
+    size_t *coll_sizes;  /* collective sizes (default: the same list) */
+    int ncoll_sizes;
     const char *skip;    /* comma list of op:pair:bytes already measured */
     int window;
     int warmup;
@@ -79,6 +83,25 @@ typedef struct cs_options {
     double point_budget_s;
     double sample_min_s; /* a sample lasts at least this long (beats timer resolution) */
     size_t window_bytes_cap; /* receive slots for a window never exceed this */
+    /* collectives: clock sync and the MPIPerf window scheduler */
+    const char *sync;    /* linear, ring, hierarchical, drift, or barrier (naive loops) */
+    int sync_d;          /* stop a min-RTT search after d exchanges without a new minimum */
+    int sync_rounds;     /* drift: offset estimates fitted against time */
+    double sync_span_s;  /* drift: time over which the estimates are spread */
+    int k;               /* launches per stage */
+    int k0;              /* launches of stage 0 (initialisation, not counted) */
+    double g;            /* invalid fraction of a stage that widens the window */
+    double gamma;        /* window growth factor */
+    const char *stop;    /* a, b, or rse:X */
+    int min_valid;
+    int max_launches;
+    double coll_budget_s;
+    int naive_iters;     /* barrier mode: back-to-back calls per sample */
+    int root;
+    int cold;            /* rotate buffers larger than the last-level cache */
+    int check;           /* verify results once per point */
+    int distort_rank;    /* testing: rank whose clock is distorted, -1 for none */
+    double distort_offset_s, distort_drift;
 } cs_options;
 
 int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t errlen);
@@ -105,14 +128,28 @@ void cs_json_string_value(FILE *out, const char *s);
 /* ---- buffers ---- */
 void *cs_buffer_alloc(size_t bytes); /* page-aligned, touched, never NULL (dies instead) */
 
+/* ---- clocks: global time = local + offset + drift * (local - ref) ---- */
+typedef struct cs_clock {
+    double offset_s, drift, ref_s;
+    double rtt_s;   /* round trip of the exchange the offset came from (min RTT) */
+    double error_s; /* residual error estimate of the offset */
+} cs_clock;
+
 /* ---- benchmarks: an entry per operation ---- */
 typedef struct cs_context {
     const cs_options *opt;
     cs_timer *timer;
     const cs_topo *topo;
-    int rank;
+    int rank, nranks;
     int npoints; /* points written so far (rank 0) */
+    cs_clock clock;
+    double t_bcast_s; /* upper estimate of broadcasting a double from rank 0 */
 } cs_context;
+
+static inline double cs_global_now(const cs_context *ctx) {
+    double t = ctx->timer->now();
+    return t + ctx->clock.offset_s + ctx->clock.drift * (t - ctx->clock.ref_s);
+}
 
 typedef struct cs_op {
     const char *name;
@@ -122,6 +159,32 @@ typedef struct cs_op {
 
 const cs_op *cs_op_find(const char *name);
 void cs_p2p_init(cs_context *ctx); /* allocate buffers for the largest size */
+
+/* Collectives: every rank calls measure for each size. */
+typedef struct cs_coll_op cs_coll_op;
+const cs_coll_op *cs_coll_find(const char *name);
+const char *cs_coll_names(void); /* comma list, for messages */
+int cs_coll_sizeless(const cs_coll_op *op); /* barrier and wait patterns: measured once, 0 bytes */
+void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes);
+
+/* Clock synchronisation (collective); fills ctx->clock on every rank. */
+int cs_clock_sync(cs_context *ctx, char *err, size_t errlen);
+void cs_clock_write(cs_context *ctx, cs_json *j); /* header member, rank 0 (collective) */
+
+/* The MPIPerf window scheduler: runs launch(state, i) at synchronised start times. */
+typedef struct cs_sched_result {
+    int n;            /* launches kept (stage 0 excluded) */
+    double *times_s;  /* max over ranks of end - scheduled start (rank 0) */
+    int *flags;       /* 0 valid, 1 late start, 2 overrun, 3 both (rank 0) */
+    int *stage;
+    int nstages;
+    double *windows_s; /* window of each counted stage */
+    const char *stop;
+} cs_sched_result;
+void cs_schedule_run(cs_context *ctx, void (*launch)(void *state, long i), void *state,
+                     cs_sched_result *res);
+void cs_naive_run(cs_context *ctx, void (*launch)(void *state, long i), void *state,
+                  cs_sched_result *res);
 
 /* ---- errors ---- */
 void cs_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));

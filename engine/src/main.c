@@ -11,7 +11,12 @@ static const char *usage =
     "usage: commscope-engine [--ops pingpong,bw,bibw] [--sizes 0,8,1024,...] [--pairs auto|LIST]\n"
     "         [--timer gettimeofday|mpi_wtime|monotonic_raw|tsc] [--window N] [--warmup N]\n"
     "         [--min-samples N] [--max-samples N] [--target-rse X] [--point-budget SECONDS]\n"
-    "         [--sample-min-time SECONDS] [--skip op:pair:bytes,...]\n"
+    "         [--sample-min-time SECONDS] [--skip op:pair:bytes,...] [--coll-sizes LIST]\n"
+    "       collectives (--ops bcast,alltoall,...,waitpattern_null,waitpattern_up):\n"
+    "         [--sync linear|ring|hierarchical|drift|barrier] [--sync-d N] [--sync-rounds N]\n"
+    "         [--sync-span S] [--k N] [--k0 N] [--g F] [--gamma F] [--stop a|b|rse:X]\n"
+    "         [--min-valid N] [--max-launches N] [--coll-budget S] [--naive-iters N]\n"
+    "         [--root R] [--buffers hot|cold] [--check 0|1] [--test-distort RANK:OFFSET:DRIFT]\n"
     "       commscope-engine --version   (JSON: engine and MPI library versions, no MPI_Init)\n"
     "Run under mpirun/mpiexec; rank 0 writes JSON lines to stdout.\n";
 
@@ -45,6 +50,9 @@ static void write_options(cs_json *j, const cs_options *o) {
     cs_json_raw_begin(j, "sizes", '[');
     for (int i = 0; i < o->nsizes; i++) cs_json_elem_int(j, (long long)o->sizes[i]);
     cs_json_raw_end(j, ']');
+    cs_json_raw_begin(j, "coll_sizes", '[');
+    for (int i = 0; i < o->ncoll_sizes; i++) cs_json_elem_int(j, (long long)o->coll_sizes[i]);
+    cs_json_raw_end(j, ']');
     cs_json_str(j, "skip", o->skip);
     cs_json_int(j, "window", o->window);
     cs_json_int(j, "window_bytes_cap", (long long)o->window_bytes_cap);
@@ -54,11 +62,41 @@ static void write_options(cs_json *j, const cs_options *o) {
     cs_json_num(j, "target_rse", o->target_rse);
     cs_json_num(j, "point_budget_s", o->point_budget_s);
     cs_json_num(j, "sample_min_s", o->sample_min_s);
+    cs_json_str(j, "sync", o->sync);
+    cs_json_int(j, "sync_d", o->sync_d);
+    cs_json_int(j, "sync_rounds", o->sync_rounds);
+    cs_json_num(j, "sync_span_s", o->sync_span_s);
+    cs_json_int(j, "k", o->k);
+    cs_json_int(j, "k0", o->k0);
+    cs_json_num(j, "g", o->g);
+    cs_json_num(j, "gamma", o->gamma);
+    cs_json_str(j, "stop", o->stop);
+    cs_json_int(j, "min_valid", o->min_valid);
+    cs_json_int(j, "max_launches", o->max_launches);
+    cs_json_num(j, "coll_budget_s", o->coll_budget_s);
+    cs_json_int(j, "naive_iters", o->naive_iters);
+    cs_json_int(j, "root", o->root);
+    cs_json_str(j, "buffers", o->cold ? "cold" : "hot");
+    cs_json_int(j, "check", o->check);
+    if (o->distort_rank >= 0) {
+        cs_json_raw_begin(j, "test_distort", '{');
+        cs_json_int(j, "rank", o->distort_rank);
+        cs_json_num(j, "offset_s", o->distort_offset_s);
+        cs_json_num(j, "drift", o->distort_drift);
+        cs_json_raw_end(j, '}');
+    }
     cs_json_raw_end(j, '}');
 }
 
-static void write_header(const cs_options *o, const cs_timer *t, const cs_topo *topo,
-                         const cs_pair *pairs, int npairs) {
+/* Every rank calls this (the clock table is gathered); rank 0 writes. */
+static void write_header(cs_context *ctx, const cs_pair *pairs, int npairs, int synced) {
+    const cs_options *o = ctx->opt;
+    const cs_timer *t = ctx->timer;
+    const cs_topo *topo = ctx->topo;
+    if (ctx->rank != 0) {
+        if (synced) cs_clock_write(ctx, NULL);
+        return;
+    }
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0, major = 0, minor = 0;
     MPI_Get_library_version(lib, &len);
@@ -112,6 +150,7 @@ static void write_header(const cs_options *o, const cs_timer *t, const cs_topo *
     }
     cs_json_raw_end(&j, ']');
     write_options(&j, o);
+    if (synced) cs_clock_write(ctx, &j);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     cs_json_num(&j, "started_unix", (double)now.tv_sec + 1e-9 * (double)now.tv_nsec);
@@ -142,11 +181,17 @@ static int share_pairs(int rank, const cs_topo *topo, const char *wanted, cs_pai
     return buf[0];
 }
 
-static void check_ops(const char *ops, int rank) {
-    char copy[256];
+/* Checks every name; sets whether point-to-point and collective operations are present. */
+static void check_ops(const char *ops, int rank, int *p2p, int *coll) {
+    char copy[1024];
     snprintf(copy, sizeof copy, "%s", ops);
-    for (char *save = NULL, *op = strtok_r(copy, ",", &save); op; op = strtok_r(NULL, ",", &save))
-        if (!cs_op_find(op)) cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong, bw, bibw)", rank, op);
+    *p2p = *coll = 0;
+    for (char *save = NULL, *op = strtok_r(copy, ",", &save); op; op = strtok_r(NULL, ",", &save)) {
+        if (cs_op_find(op)) *p2p = 1;
+        else if (cs_coll_find(op)) *coll = 1;
+        else cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong,bw,bibw,%s)", rank,
+                    op, cs_coll_names());
+    }
 }
 
 int main(int argc, char **argv) {
@@ -164,33 +209,48 @@ int main(int argc, char **argv) {
 
     cs_options opt;
     if (cs_options_parse(argc, argv, &opt, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
-    check_ops(opt.ops, rank);
+    int has_p2p, has_coll;
+    check_ops(opt.ops, rank, &has_p2p, &has_coll);
     cs_timer *timer = cs_timer_find(opt.timer);
     if (!timer) cs_die("rank %d: --timer %s: unknown (gettimeofday, mpi_wtime, monotonic_raw, tsc)", rank, opt.timer);
     if (cs_timer_setup(timer, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
+    if (opt.distort_rank == rank) cs_timer_distort(timer, opt.distort_offset_s, opt.distort_drift);
 
     cs_topo topo;
     if (cs_topo_gather(&topo, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
+    if (opt.root >= topo.nranks) cs_die("rank %d: --root %d: only %d ranks", rank, opt.root, topo.nranks);
     cs_pair pairs[CS_MAX_PAIRS];
-    int npairs = share_pairs(rank, &topo, opt.pairs, pairs, err);
-    if (npairs < 0) {
-        if (rank == 0) cs_die("rank 0: %s", err);
-        MPI_Barrier(MPI_COMM_WORLD); /* rank 0 aborts the job */
+    int npairs = 0;
+    if (has_p2p) {
+        npairs = share_pairs(rank, &topo, opt.pairs, pairs, err);
+        if (npairs < 0) {
+            if (rank == 0) cs_die("rank 0: %s", err);
+            MPI_Barrier(MPI_COMM_WORLD); /* rank 0 aborts the job */
+        }
     }
+    cs_context ctx = {&opt, timer, &topo, rank, topo.nranks, 0, {0, 0, 0, 0, 0}, 0.0};
+    if (has_coll && cs_clock_sync(&ctx, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
     double t0 = MPI_Wtime();
-    if (rank == 0) write_header(&opt, timer, &topo, pairs, npairs);
+    write_header(&ctx, pairs, npairs, has_coll);
 
-    cs_context ctx = {&opt, timer, &topo, rank, 0};
-    cs_p2p_init(&ctx);
-    char ops[256];
+    if (has_p2p) cs_p2p_init(&ctx);
+    char ops[1024];
     snprintf(ops, sizeof ops, "%s", opt.ops);
     for (char *save = NULL, *name = strtok_r(ops, ",", &save); name;
          name = strtok_r(NULL, ",", &save)) {
         const cs_op *op = cs_op_find(name);
-        for (int p = 0; p < npairs; p++)
-            for (int s = 0; s < opt.nsizes; s++)
-                if (!cs_options_skipped(&opt, name, pairs[p].label, opt.sizes[s]))
-                    op->measure(&ctx, &pairs[p], opt.sizes[s]);
+        const cs_coll_op *coll = cs_coll_find(name);
+        int nsizes = op ? opt.nsizes : opt.ncoll_sizes;
+        for (int s = 0; s < nsizes; s++) {
+            if (op) {
+                for (int p = 0; p < npairs; p++)
+                    if (!cs_options_skipped(&opt, name, pairs[p].label, opt.sizes[s]))
+                        op->measure(&ctx, &pairs[p], opt.sizes[s]);
+            } else if (cs_coll_sizeless(coll) ? s == 0 && !cs_options_skipped(&opt, name, "world", 0)
+                                               : !cs_options_skipped(&opt, name, "world", opt.coll_sizes[s])) {
+                cs_coll_measure(&ctx, coll, opt.coll_sizes[s]);
+            }
+        }
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {

@@ -6,15 +6,17 @@
 
 #include "commscope.h"
 
-static int parse_sizes(const char *text, cs_options *o, char *err, size_t errlen) {
+static int parse_sizes(const char *text, cs_options *o, size_t **sizes, int *nsizes, char *err,
+                       size_t errlen) {
+    (void)o;
     int n = 1;
     for (const char *p = text; *p; p++) n += *p == ',';
-    o->sizes = malloc(sizeof(size_t) * (size_t)n);
-    if (!o->sizes) {
+    *sizes = malloc(sizeof(size_t) * (size_t)n);
+    if (!*sizes) {
         snprintf(err, errlen, "out of memory for --sizes");
         return -1;
     }
-    o->nsizes = 0;
+    *nsizes = 0;
     const char *p = text;
     while (*p) {
         char *end;
@@ -25,7 +27,7 @@ static int parse_sizes(const char *text, cs_options *o, char *err, size_t errlen
                      text);
             return -1;
         }
-        o->sizes[o->nsizes++] = (size_t)v;
+        (*sizes)[(*nsizes)++] = (size_t)v;
         p = *end ? end + 1 : end;
     }
     return 0;
@@ -44,6 +46,38 @@ static int number(const char *flag, const char *text, double lo, double hi, doub
     return 0;
 }
 
+/* Numeric options of the collectives; returns 1 when flag was one of them. */
+static int int_option(const char *flag, const char *val, int *rc, cs_options *o, char *err,
+                      size_t errlen) {
+    static const struct { const char *flag; double lo, hi; } table[] = {
+        {"--sync-d", 1, 1e6}, {"--sync-rounds", 2, 1000}, {"--sync-span", 0, 60}, {"--k", 1, 1e4},
+        {"--k0", 1, 1e4}, {"--g", 0, 1}, {"--gamma", 1, 100}, {"--min-valid", 1, 1e6},
+        {"--max-launches", 1, 1e7}, {"--coll-budget", 1e-3, 36000}, {"--naive-iters", 1, 1e6},
+        {"--root", 0, 1e7}, {"--check", 0, 1}};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (strcmp(flag, table[i].flag) != 0) continue;
+        double v;
+        *rc = number(flag, val, table[i].lo, table[i].hi, &v, err, errlen);
+        switch (i) {
+        case 0: o->sync_d = (int)v; break;
+        case 1: o->sync_rounds = (int)v; break;
+        case 2: o->sync_span_s = v; break;
+        case 3: o->k = (int)v; break;
+        case 4: o->k0 = (int)v; break;
+        case 5: o->g = v; break;
+        case 6: o->gamma = v; break;
+        case 7: o->min_valid = (int)v; break;
+        case 8: o->max_launches = (int)v; break;
+        case 9: o->coll_budget_s = v; break;
+        case 10: o->naive_iters = (int)v; break;
+        case 11: o->root = (int)v; break;
+        default: o->check = (int)v; break;
+        }
+        return 1;
+    }
+    return 0;
+}
+
 int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t errlen) {
     memset(o, 0, sizeof *o);
     o->ops = "pingpong,bw,bibw";
@@ -58,7 +92,22 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
     o->point_budget_s = 0.25;
     o->sample_min_s = 50e-6;
     o->window_bytes_cap = (size_t)64 << 20;
-    const char *sizes = "0,8,1024,65536,1048576";
+    o->sync = "linear";
+    o->sync_d = 100;
+    o->sync_rounds = 10;
+    o->sync_span_s = 0.5;
+    o->k = 4; /* seed 004's defaults: k, k', g, gamma */
+    o->k0 = 8;
+    o->g = 0.25;
+    o->gamma = 1.1;
+    o->stop = "b";
+    o->min_valid = 10;
+    o->max_launches = 1000;
+    o->coll_budget_s = 1.0;
+    o->naive_iters = 10;
+    o->root = 0;
+    o->distort_rank = -1;
+    const char *sizes = "0,8,1024,65536,1048576", *coll_sizes = NULL;
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
         if (i + 1 >= argc) {
@@ -72,6 +121,7 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
         else if (strcmp(flag, "--pairs") == 0) o->pairs = val;
         else if (strcmp(flag, "--timer") == 0) o->timer = val;
         else if (strcmp(flag, "--sizes") == 0) sizes = val;
+        else if (strcmp(flag, "--coll-sizes") == 0) coll_sizes = val;
         else if (strcmp(flag, "--skip") == 0) o->skip = val;
         else if (strcmp(flag, "--window") == 0) {
             rc = number(flag, val, 1, 4096, &v, err, errlen);
@@ -94,6 +144,22 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
         } else if (strcmp(flag, "--sample-min-time") == 0) {
             rc = number(flag, val, 0, 10, &v, err, errlen);
             o->sample_min_s = v;
+        } else if (strcmp(flag, "--sync") == 0) o->sync = val;
+        else if (strcmp(flag, "--stop") == 0) o->stop = val;
+        else if (strcmp(flag, "--buffers") == 0) {
+            if (strcmp(val, "hot") && strcmp(val, "cold")) {
+                snprintf(err, errlen, "--buffers %s: expected hot or cold", val);
+                return -1;
+            }
+            o->cold = strcmp(val, "cold") == 0;
+        } else if (strcmp(flag, "--test-distort") == 0) {
+            if (sscanf(val, "%d:%lf:%lf", &o->distort_rank, &o->distort_offset_s,
+                       &o->distort_drift) != 3) {
+                snprintf(err, errlen, "--test-distort %s: expected RANK:OFFSET_S:DRIFT", val);
+                return -1;
+            }
+        } else if (int_option(flag, val, &rc, o, err, errlen)) {
+            if (rc) return -1;
         } else {
             snprintf(err, errlen, "unknown option %s (see commscope-engine --help)", flag);
             return -1;
@@ -105,7 +171,19 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
                  o->min_samples);
         return -1;
     }
-    return parse_sizes(sizes, o, err, errlen);
+    if (strcmp(o->stop, "a") && strcmp(o->stop, "b")) {
+        double x = strncmp(o->stop, "rse:", 4) == 0 ? atof(o->stop + 4) : 0.0;
+        if (!(x > 0.0 && x < 1.0)) {
+            snprintf(err, errlen, "--stop %s: expected a, b or rse:X with 0 < X < 1", o->stop);
+            return -1;
+        }
+    }
+    if (parse_sizes(sizes, o, &o->sizes, &o->nsizes, err, errlen) != 0) return -1;
+    if (!coll_sizes) {
+        o->coll_sizes = o->sizes, o->ncoll_sizes = o->nsizes;
+        return 0;
+    }
+    return parse_sizes(coll_sizes, o, &o->coll_sizes, &o->ncoll_sizes, err, errlen);
 }
 
 int cs_options_skipped(const cs_options *o, const char *op, const char *pair, size_t bytes) {

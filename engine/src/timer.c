@@ -107,3 +107,20 @@ int cs_timer_setup(cs_timer *t, char *err, size_t errlen) {
     t->resolution_s = res;
     return 0;
 }
+
+/* Testing aid: a clock that is off by a fixed offset and runs fast or slow by `drift`. */
+static double (*distort_base)(void);
+static double distort_offset, distort_drift, distort_t0;
+
+static double distorted_now(void) {
+    double t = distort_base();
+    return t + distort_offset + distort_drift * (t - distort_t0);
+}
+
+void cs_timer_distort(cs_timer *t, double offset_s, double drift) {
+    distort_base = t->now;
+    distort_t0 = t->now();
+    distort_offset = offset_s;
+    distort_drift = drift;
+    t->now = distorted_now;
+}

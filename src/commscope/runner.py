@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from commscope import engine, launch
 from commscope.errors import LaunchError
 from commscope.mpi import MPIInstall
-from commscope.records import End, Header, Point, parse_record
+from commscope.records import Coll, End, Header, Point, parse_record
 from commscope.store import Store
 
 # Engine options a request may carry, in the engine's own flag spelling.
@@ -30,7 +31,41 @@ ENGINE_FLAGS = {
     "target_rse": "--target-rse",
     "point_budget_s": "--point-budget",
     "sample_min_s": "--sample-min-time",
+    "coll_sizes": "--coll-sizes",
+    "sync": "--sync",
+    "sync_d": "--sync-d",
+    "sync_rounds": "--sync-rounds",
+    "sync_span_s": "--sync-span",
+    "k": "--k",
+    "k0": "--k0",
+    "g": "--g",
+    "gamma": "--gamma",
+    "stop": "--stop",
+    "min_valid": "--min-valid",
+    "max_launches": "--max-launches",
+    "coll_budget_s": "--coll-budget",
+    "naive_iters": "--naive-iters",
+    "root": "--root",
+    "buffers": "--buffers",
+    "check": "--check",
+    "test_distort": "--test-distort",
 }
+P2P_OPS = ("pingpong", "bw", "bibw")
+SIZELESS_OPS = ("barrier", "ibarrier", "waitpattern_null", "waitpattern_up")
+
+
+def expected_points(options: dict[str, Any], npairs: int) -> int:
+    """How many points the engine will write for these options (before skipping any)."""
+    ops = [op for op in str(options.get("ops", "")).split(",") if op]
+    sizes = options.get("sizes") or []
+    coll_sizes = options.get("coll_sizes") or sizes
+    total = 0
+    for op in ops:
+        if op in P2P_OPS:
+            total += npairs * len(sizes)
+        else:
+            total += 1 if op in SIZELESS_OPS else len(coll_sizes)
+    return total
 
 
 @dataclass
@@ -84,10 +119,12 @@ def run(
     mpi: MPIInstall,
     extra_args: list[str] | None = None,
     extra_env: dict[str, str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Outcome:
     """Launch the engine for ``request`` and store its records under ``run_id``.
 
     Points already in the store for this run are skipped (this is how --resume works).
+    ``progress(done, total)`` is called after the header and after each point.
 
     Raises:
         LaunchError: the job failed, timed out or lost a rank; stored points are kept.
@@ -111,11 +148,14 @@ def run(
         if isinstance(record, Header):
             state["header"] = record
             store.set_header(run_id, segment, record)
-        elif isinstance(record, Point):
+            state["total"] = expected_points(request["engine"], len(record.pairs))
+        elif isinstance(record, (Point, Coll)):
             store.add_point(run_id, segment, record)
             state["points"] += 1
         elif isinstance(record, End):
             state["end"] = record
+        if progress and state["header"] is not None:
+            progress(len(skip) + state["points"], state["total"])
 
     result = None
     try:

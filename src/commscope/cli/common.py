@@ -45,11 +45,11 @@ def print_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
-def console() -> Console:
+def console(stderr: bool = False) -> Console:
     """Console for human-readable output (no colour codes when piped)."""
-    probe = Console()
+    probe = Console(stderr=stderr)
     # Piped output gets a width that keeps tables readable instead of rich's 80 columns.
-    return Console(highlight=False, width=None if probe.is_terminal else 140)
+    return Console(highlight=False, stderr=stderr, width=None if probe.is_terminal else 140)
 
 
 def positive_int(text: str) -> int:

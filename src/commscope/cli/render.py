@@ -5,8 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from commscope.analysis import coll as coll_analysis
 from commscope.analysis import p2p
-from commscope.records import Point
+from commscope.records import Coll, Point
 from commscope.store import RunInfo
 
 
@@ -53,3 +54,19 @@ def size_table(console: Console, points: list[Point]) -> None:
                     _mbs(r.bandwidth_Bps), _mbs(r.bidirectional_bandwidth_Bps),
                 )
         console.print(table)
+
+
+def coll_table(console: Console, points: list[Coll], level: float) -> None:
+    """The MPIPerf report: nt, nc, ns, T, SE, min, max, E and the interval, times in us."""
+    table = Table(title=f"collectives (times in us; {level:.0%} confidence; 25 % trimmed)")
+    for col in ("op", "bytes", "nt", "nc", "ns", "T", "SE", "min", "max", "E", "CI", "stop",
+                "overlap %"):
+        table.add_column(col, justify="left" if col in ("op", "stop") else "right")
+    for s in coll_analysis.summaries(points, level):
+        ci = "" if s.nc == 0 else f"{_us(s.ci_low_s)}-{_us(s.ci_high_s)}"
+        table.add_row(
+            s.op, str(s.bytes), str(s.nt), str(s.nc), str(s.ns), _us(s.time_s), _us(s.se_s),
+            _us(s.min_s), _us(s.max_s), _us(s.error_s), ci, s.stop,
+            "" if s.overlap_pct is None else f"{s.overlap_pct:.0f}",
+        )
+    console.print(table)

@@ -6,6 +6,8 @@ import argparse
 import os
 from typing import Any
 
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
 from commscope import mpi as mpi_mod
 from commscope import runner
 from commscope.cli import common, render
@@ -14,14 +16,20 @@ from commscope.sizes import netpipe_schedule, parse_size, parse_size_list
 
 HELP = "measure communication performance and store it (default: characterise this machine)"
 EXAMPLES = """examples:
-  commscope run                          all benchmarks with embedded defaults, then a report
+  commscope run                          p2p and the default collective suite, then a report
   commscope run p2p --mpi mpich          point-to-point with MPICH
   commscope run p2p --sizes 0,8,1K,1MiB --ops pingpong
-  commscope run p2p --max-size 64MiB --timer tsc --label jumbo-mtu
+  commscope run coll --ops alltoall,bcast --sizes 8,1KiB,1MiB --timer tsc --sync ring \\
+      --confidence 0.95 --stop rse:0.05
+  commscope run coll --sync barrier      the naive back-to-back loop, to see its error
   commscope run --resume latest          measure only what a failed run is missing
 """
-BENCHMARKS = ("all", "p2p")
+BENCHMARKS = ("all", "p2p", "coll")
 DEFAULT_REPORT = "commscope-report.html"
+P2P_OPS = "pingpong,bw,bibw"
+COLL_OPS = "barrier,bcast,reduce,allreduce,gather,scatter,allgather,alltoall,ibcast,iallreduce"
+COLL_SIZES = "8,64,512,4K,32K,256K,1MiB"
+REDUCTIONS = ("reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan")
 
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
@@ -34,25 +42,60 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   help="how to start ranks")
     common.option(p, "--np", type=common.positive_int, default=runner.default_ranks(),
                   help="number of ranks")
-    common.option(p, "--ops", default="pingpong,bw,bibw", help="point-to-point operations")
-    common.option(p, "--sizes", help="explicit sizes, e.g. 0,8,1K,1MiB (overrides --max-size)")
+    common.option(p, "--ops", help=f"operations (p2p: {P2P_OPS}; coll: {COLL_OPS}; also "
+                  "gatherv, scatterv, allgatherv, alltoallv, reduce_scatter(_block), scan, "
+                  "exscan, their i- forms, waitpattern_null, waitpattern_up)")
+    common.option(p, "--sizes", help="explicit sizes, e.g. 0,8,1K,1MiB (overrides --max-size; "
+                  f"coll default {COLL_SIZES})")
     common.option(p, "--max-size", default="4MiB",
-                  help="largest size of the NetPIPE schedule (regular steps with +-perturbation)")
+                  help="p2p: largest size of the NetPIPE schedule (regular steps, +-perturbation)")
     common.option(p, "--perturbation", type=int, default=3,
-                  help="bytes added and removed around each schedule size (0: none)")
+                  help="p2p: bytes added and removed around each schedule size (0: none)")
     common.option(p, "--pairs", default="auto",
-                  help="auto, or a list of intra-socket,inter-socket,intra-node,inter-node")
+                  help="p2p: auto, or a list of intra-socket,inter-socket,intra-node,inter-node")
     common.option(p, "--timer", env="COMMSCOPE_TIMER", default="monotonic_raw",
                   choices=("gettimeofday", "mpi_wtime", "monotonic_raw", "tsc"), help="clock")
     common.option(p, "--target-rse", type=common.positive_float, default=0.01,
-                  help="stop a point when its relative standard error reaches this")
+                  help="p2p: stop a point when its relative standard error reaches this")
     common.option(p, "--point-budget", type=common.positive_float, default=0.25,
-                  help="seconds one point may take at most")
-    common.option(p, "--min-samples", type=int, default=10, help="samples before the RSE rule")
-    common.option(p, "--max-samples", type=int, default=1000, help="samples per point at most")
+                  help="p2p: seconds one point may take at most")
+    common.option(p, "--min-samples", type=int, default=10, help="p2p: samples before the RSE rule")
+    common.option(p, "--max-samples", type=int, default=1000, help="p2p: samples per point at most")
     common.option(p, "--window", type=common.positive_int, default=64,
-                  help="messages in flight for bw and bibw")
-    common.option(p, "--warmup", type=int, default=10, help="untimed iterations per point")
+                  help="p2p: messages in flight for bw and bibw")
+    common.option(p, "--warmup", type=int, default=10, help="p2p: untimed iterations per point")
+    coll = p.add_argument_group("collectives (seed 004's method)")
+    common.option(coll, "--sync", default="linear",
+                  choices=("linear", "ring", "hierarchical", "drift", "barrier"),
+                  help="clock synchronisation; 'barrier' times back-to-back loops as IMB/OSU do")
+    common.option(coll, "--sync-d", type=common.positive_int, default=100,
+                  help="stop a min-RTT search after this many exchanges without a new minimum")
+    common.option(coll, "--stop", default="b",
+                  help="a: >100 launches or >30 valid; b: relative SE <= 0.05 with >= 10 valid; "
+                  "rse:X: relative SE <= X with >= --min-valid valid")
+    common.option(coll, "--min-valid", type=common.positive_int, default=10,
+                  help="valid launches before the rse:X rule")
+    common.option(coll, "--max-launches", type=common.positive_int, default=1000,
+                  help="launches per point at most")
+    common.option(coll, "--coll-budget", type=common.positive_float, default=1.0,
+                  help="seconds one collective point may take at most")
+    common.option(coll, "--k", type=common.positive_int, default=4, help="launches per stage")
+    common.option(coll, "--k0", type=common.positive_int, default=8,
+                  help="launches of stage 0 (initialisation, not counted)")
+    common.option(coll, "--g", type=float, default=0.25,
+                  help="invalid share of a stage that widens the window")
+    common.option(coll, "--gamma", type=float, default=1.1, help="window growth factor")
+    common.option(coll, "--confidence", type=float, default=0.95, choices=(0.90, 0.95, 0.99),
+                  help="confidence level of the intervals shown")
+    common.option(coll, "--buffers", default="hot", choices=("hot", "cold"),
+                  help="cold: rotate buffers larger than the last-level cache")
+    common.option(coll, "--root", type=int, default=0, help="root of rooted operations")
+    coll.add_argument("--check", action="store_true",
+                      help="verify each operation's results once per point")
+    common.option(coll, "--naive-iters", type=common.positive_int, default=10,
+                  help="--sync barrier: back-to-back calls per sample")
+    coll.add_argument("--test-distort", metavar="RANK:OFFSET:DRIFT",
+                      help="testing: offset one rank's clock by OFFSET s and drift by DRIFT")
     common.option(p, "--timeout", type=common.positive_float, default=3600.0,
                   help="seconds before the whole job is killed")
     common.option(p, "--label", help="a name for this run, shown in reports and comparisons")
@@ -60,37 +103,80 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   help="re-launch a stored incomplete run and measure only its missing points")
     common.option(p, "--report", help=f"write an HTML report here ('all' default: {DEFAULT_REPORT})")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def _sizes(args: argparse.Namespace) -> list[int]:
-    if args.sizes:
+def _p2p_sizes(args: argparse.Namespace) -> list[int]:
+    if args.sizes and args.benchmark == "p2p":
         return parse_size_list(args.sizes)
     common.require(args.perturbation >= 0, f"--perturbation {args.perturbation}: must be >= 0")
     return netpipe_schedule(parse_size(args.max_size), args.perturbation)
 
 
-def _request(args: argparse.Namespace, benchmark: str) -> dict[str, Any]:
+def _coll_sizes(args: argparse.Namespace, ops: list[str]) -> list[int]:
+    sizes = parse_size_list(args.sizes if args.sizes and args.benchmark == "coll" else COLL_SIZES)
+    odd = [s for s in sizes if s % 8]
+    if odd and any(op.removeprefix("i") in REDUCTIONS for op in ops):
+        raise UsageError(f"--sizes {args.sizes}: reductions sum doubles, so sizes must be "
+                         f"multiples of 8 ({odd[0]} is not)")
+    return sizes
+
+
+def _request(args: argparse.Namespace) -> dict[str, Any]:
     common.require(args.min_samples >= 2, "--min-samples: need at least 2")
     common.require(args.max_samples >= args.min_samples, "--max-samples must be >= --min-samples")
     common.require(args.warmup >= 0, "--warmup: must be >= 0")
-    return {
-        "benchmark": benchmark,
-        "mpi": args.mpi,
-        "np": args.np,
-        "launcher": args.launcher,
-        "timeout_s": args.timeout,
-        "engine": {
-            "ops": args.ops, "sizes": _sizes(args), "pairs": args.pairs, "timer": args.timer,
-            "window": args.window, "warmup": args.warmup, "min_samples": args.min_samples,
-            "max_samples": args.max_samples, "target_rse": args.target_rse,
-            "point_budget_s": args.point_budget,
-        },
-    }
+    common.require(0 <= args.g <= 1, f"--g {args.g}: a share between 0 and 1")
+    common.require(args.gamma >= 1, f"--gamma {args.gamma}: must be >= 1")
+    common.require(args.root >= 0 and args.root < args.np, f"--root {args.root}: not a rank")
+    stop = args.stop
+    if stop not in ("a", "b"):
+        try:
+            ok = stop.startswith("rse:") and 0 < float(stop[4:]) < 1
+        except ValueError:
+            ok = False
+        common.require(ok, f"--stop {stop}: give a, b or rse:X with 0 < X < 1")
+    engine: dict[str, Any] = {"timer": args.timer}
+    ops: list[str] = []
+    if args.benchmark in ("all", "p2p"):
+        p2p_ops = (args.ops if args.benchmark == "p2p" and args.ops else P2P_OPS).split(",")
+        ops += p2p_ops
+        engine.update({"sizes": _p2p_sizes(args), "pairs": args.pairs, "window": args.window,
+                       "warmup": args.warmup, "min_samples": args.min_samples,
+                       "max_samples": args.max_samples, "target_rse": args.target_rse,
+                       "point_budget_s": args.point_budget})
+    if args.benchmark in ("all", "coll"):
+        coll_ops = (args.ops if args.benchmark == "coll" and args.ops else COLL_OPS).split(",")
+        ops += coll_ops
+        engine["coll_sizes"] = _coll_sizes(args, coll_ops)
+        engine.setdefault("sizes", engine["coll_sizes"])
+        engine.update({"sync": args.sync, "sync_d": args.sync_d, "stop": args.stop,
+                       "min_valid": args.min_valid, "max_launches": args.max_launches,
+                       "coll_budget_s": args.coll_budget, "k": args.k, "k0": args.k0,
+                       "g": args.g, "gamma": args.gamma, "buffers": args.buffers,
+                       "root": args.root, "check": int(args.check),
+                       "naive_iters": args.naive_iters, "test_distort": args.test_distort})
+    engine["ops"] = ",".join(ops)
+    return {"benchmark": args.benchmark, "mpi": args.mpi, "np": args.np,
+            "launcher": args.launcher, "timeout_s": args.timeout,
+            "confidence": args.confidence, "engine": engine}
+
+
+def _measure(store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPIInstall,
+             quiet: bool) -> runner.Outcome:
+    if quiet:
+        return runner.run(store, run_id, request, mpi)
+    columns = (TextColumn("measuring"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    with Progress(*columns, console=common.console(stderr=True), transient=True) as bar:
+        task = bar.add_task("points", total=None)
+        return runner.run(store, run_id, request, mpi,
+                          progress=lambda done, total: bar.update(task, completed=done, total=total))
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark(s), print the key figures, write the report when asked."""
-    request = None if args.resume else _request(args, "p2p")  # bad input fails before the store
+    request = None if args.resume else _request(args)  # bad input fails before the store
     with common.open_store(args) as store:
         if request is None:
             run_id = store.resolve_run(args.resume)
@@ -104,24 +190,26 @@ def run(args: argparse.Namespace) -> int:
             run_id = store.create_run(
                 request["benchmark"], args.label, mpi.tag, mpi.launcher, request["np"], request
             )
-        outcome = runner.run(store, run_id, request, mpi)
+        outcome = _measure(store, run_id, request, mpi, args.quiet or args.json)
         info = store.get_run(run_id)
-        points = store.points(run_id)
-        report = args.report or (DEFAULT_REPORT if args.benchmark == "all" and not args.resume
-                                 else None)
+        points, colls = store.points(run_id), store.colls(run_id)
+        report = args.report or (DEFAULT_REPORT if request["benchmark"] == "all" else None)
         if report:
             from commscope.report import html
 
             html.write_report(store, [run_id], report)
-        if args.json:
-            common.print_json({"run": run_id, "status": info.status, "new_points": outcome.new_points,
-                               "points": outcome.total_points, "store": os.path.abspath(args.store),
-                               "report": os.path.abspath(report) if report else None})
-            return 0
-        out = common.console()
-        out.print(render.run_title(info))
+    if args.json:
+        common.print_json({"run": run_id, "status": info.status, "new_points": outcome.new_points,
+                           "points": outcome.total_points, "store": os.path.abspath(args.store),
+                           "report": os.path.abspath(report) if report else None})
+        return 0
+    out = common.console()
+    out.print(render.run_title(info))
+    if points:
         render.key_figures(out, points)
-        out.print(f"stored in {args.store} as run {run_id}; details: commscope show {run_id}")
-        if report:
-            out.print(f"report: {os.path.abspath(report)}")
+    if colls:
+        render.coll_table(out, colls, request.get("confidence", 0.95))
+    out.print(f"stored in {args.store} as run {run_id}; details: commscope show {run_id}")
+    if report:
+        out.print(f"report: {os.path.abspath(report)}")
     return 0

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from commscope.analysis import coll as coll_analysis
 from commscope.analysis import p2p
 from commscope.cli import common, render
+from commscope.errors import UsageError
 
 HELP = "show a run's latency (us) and bandwidth (MB/s) per size"
 EXAMPLES = """examples:
@@ -19,6 +21,10 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", nargs="?", default="latest", help="run id or 'latest' [default: latest]")
     p.add_argument("--json", action="store_true",
                    help="machine-readable: bytes, seconds (latency_s), bytes/s (bandwidth_Bps)")
+    p.add_argument("--confidence", type=float, choices=(0.90, 0.95, 0.99),
+                   help="confidence level for collectives [default: the run's]")
+    p.add_argument("--trim", type=float, default=0.25,
+                   help="share of valid collective times dropped at each end [default: 0.25]")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,18 +33,26 @@ def run(args: argparse.Namespace) -> int:
         run_id = store.resolve_run(args.run)
         info = store.get_run(run_id)
         points = store.points(run_id)
+        colls = store.colls(run_id)
+    level = args.confidence or info.request.get("confidence", 0.95)
+    if not 0 <= args.trim < 0.5:
+        raise UsageError(f"--trim {args.trim}: give a share in [0, 0.5)")
     if args.json:
         common.print_json({
             "run": run_id, "status": info.status, "kind": info.kind, "label": info.label,
             "mpi": info.mpi, "nranks": info.nranks, "message": info.message,
             "key_figures": [k.to_json() for k in p2p.key_figures(points)],
             "sizes": [r.to_json() for r in p2p.size_rows(points)],
+            "collectives": [c.to_json() for c in coll_analysis.summaries(colls, level, args.trim)],
         })
         return 0
     out = common.console()
     out.print(render.run_title(info))
     if info.message:
         out.print(info.message)
-    render.key_figures(out, points)
-    render.size_table(out, points)
+    if points:
+        render.key_figures(out, points)
+        render.size_table(out, points)
+    if colls:
+        render.coll_table(out, colls, level)
     return 0

@@ -1,0 +1,212 @@
+/* Clock synchronisation: each rank's offset (and, for "drift", rate) relative to rank 0.
+ *
+ * The building block is seed 004's exchange: client i sends a request at T', server answers
+ * with its time T0, the answer arrives at T''; offset = T0 - (T' + T'') / 2. The exchange with
+ * the smallest round trip wins; the search stops when that minimum has not improved for d
+ * exchanges. Methods, chosen by name:
+ *   linear        every rank against rank 0, one after another
+ *   ring          rank i against rank i-1; offsets summed along the ring (a prefix sum)
+ *   hierarchical  ranks against their node leader, leaders against rank 0
+ *   drift         like linear, repeated over a time span, then a least-squares line
+ *                 offset(t) = a + b (t - ref) per rank, so long runs stay synchronised
+ */
+#include <math.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commscope.h"
+
+enum { TAG_SYNC = 21, MAX_EXCHANGES = 100000 };
+
+typedef struct estimate {
+    double offset, rtt, mid; /* mid: client's local time of the exchange */
+} estimate;
+
+static void serve(MPI_Comm comm, int client, double (*now)(void)) {
+    for (;;) {
+        int go;
+        MPI_Recv(&go, 1, MPI_INT, client, TAG_SYNC, comm, MPI_STATUS_IGNORE);
+        if (!go) return;
+        double t0 = now();
+        MPI_Send(&t0, 1, MPI_DOUBLE, client, TAG_SYNC, comm);
+    }
+}
+
+static estimate ask(MPI_Comm comm, int server, double (*now)(void), int d) {
+    estimate best = {0.0, INFINITY, 0.0};
+    int go = 1, unchanged = 0;
+    for (int n = 0; unchanged < d && n < MAX_EXCHANGES; n++) {
+        double t1 = now(), t0;
+        MPI_Send(&go, 1, MPI_INT, server, TAG_SYNC, comm);
+        MPI_Recv(&t0, 1, MPI_DOUBLE, server, TAG_SYNC, comm, MPI_STATUS_IGNORE);
+        double t2 = now();
+        if (t2 - t1 < best.rtt) {
+            best.rtt = t2 - t1;
+            best.offset = t0 - 0.5 * (t1 + t2);
+            best.mid = 0.5 * (t1 + t2);
+            unchanged = 0;
+        } else {
+            unchanged++;
+        }
+    }
+    go = 0;
+    MPI_Send(&go, 1, MPI_INT, server, TAG_SYNC, comm);
+    return best;
+}
+
+/* Every rank of comm against its rank 0, in turn. Rank 0 gets offset 0. */
+static estimate linear(MPI_Comm comm, double (*now)(void), int d) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    estimate mine = {0.0, 0.0, now()};
+    for (int i = 1; i < size; i++) {
+        if (rank == 0) serve(comm, i, now);
+        else if (rank == i) mine = ask(comm, 0, now, d);
+    }
+    return mine;
+}
+
+static estimate ring(MPI_Comm comm, double (*now)(void), int d) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    estimate step = {0.0, 0.0, now()};
+    for (int i = 1; i < size; i++) {
+        if (rank == i - 1) serve(comm, i, now);
+        else if (rank == i) step = ask(comm, i - 1, now, d);
+    }
+    /* o_i = o_{1,0} + o_{2,1} + ... + o_{i,i-1}; errors add up along the ring too. */
+    estimate total = step;
+    MPI_Scan(&step.offset, &total.offset, 1, MPI_DOUBLE, MPI_SUM, comm);
+    MPI_Scan(&step.rtt, &total.rtt, 1, MPI_DOUBLE, MPI_SUM, comm);
+    return total;
+}
+
+static estimate hierarchical(MPI_Comm world, double (*now)(void), int d) {
+    int rank;
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm node, leaders;
+    MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    int node_rank;
+    MPI_Comm_rank(node, &node_rank);
+    MPI_Comm_split(world, node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders);
+    estimate local = linear(node, now, d); /* all nodes at once */
+    estimate up = {0.0, 0.0, 0.0};
+    if (leaders != MPI_COMM_NULL) {
+        up = linear(leaders, now, d);
+        MPI_Comm_free(&leaders);
+    }
+    MPI_Bcast(&up, 3, MPI_DOUBLE, 0, node);
+    MPI_Comm_free(&node);
+    estimate total = {local.offset + up.offset, local.rtt + up.rtt, local.mid};
+    return total;
+}
+
+/* Repeated linear estimates spread over span_s, fitted with a line per rank. */
+static void drift(cs_context *ctx, double (*now)(void)) {
+    const cs_options *o = ctx->opt;
+    int rounds = o->sync_rounds < 2 ? 2 : o->sync_rounds;
+    estimate *e = malloc(sizeof(estimate) * (size_t)rounds);
+    if (!e) cs_die("rank %d: out of memory for clock sync", ctx->rank);
+    double start = 0.0;
+    if (ctx->rank == 0) start = now();
+    for (int r = 0; r < rounds; r++) {
+        if (ctx->rank == 0) {
+            double due = start + o->sync_span_s * r / (rounds - 1);
+            while (now() < due) {}
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        e[r] = linear(MPI_COMM_WORLD, now, o->sync_d);
+    }
+    double mt = 0, mo = 0, best_rtt = INFINITY;
+    for (int r = 0; r < rounds; r++) {
+        mt += e[r].mid / rounds;
+        mo += e[r].offset / rounds;
+        if (e[r].rtt < best_rtt) best_rtt = e[r].rtt;
+    }
+    double sxx = 0, sxy = 0;
+    for (int r = 0; r < rounds; r++) {
+        sxx += (e[r].mid - mt) * (e[r].mid - mt);
+        sxy += (e[r].mid - mt) * (e[r].offset - mo);
+    }
+    double b = sxx > 0 ? sxy / sxx : 0.0, rss = 0.0;
+    for (int r = 0; r < rounds; r++) {
+        double res = e[r].offset - (mo + b * (e[r].mid - mt));
+        rss += res * res;
+    }
+    free(e);
+    if (ctx->rank == 0) b = 0.0, mo = 0.0;
+    ctx->clock = (cs_clock){mo, b, mt, best_rtt, sqrt(rss / (rounds > 2 ? rounds - 2 : 1))};
+    if (ctx->rank == 0) ctx->clock.error_s = 0.0, ctx->clock.rtt_s = 0.0;
+}
+
+/* Upper estimate of the time to broadcast a double from rank 0 (seed 004, step 2). */
+static double bcast_estimate(cs_context *ctx) {
+    double worst = 0.0;
+    for (int r = 0; r < 20; r++) {
+        double t = cs_global_now(ctx);
+        MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        double late = cs_global_now(ctx) - t, most;
+        MPI_Allreduce(&late, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (most > worst) worst = most;
+    }
+    return worst;
+}
+
+int cs_clock_sync(cs_context *ctx, char *err, size_t errlen) {
+    const char *m = ctx->opt->sync;
+    double (*now)(void) = ctx->timer->now;
+    memset(&ctx->clock, 0, sizeof ctx->clock);
+    estimate e = {0.0, 0.0, 0.0};
+    if (strcmp(m, "barrier") == 0) {
+        /* naive mode: no global clock */
+    } else if (strcmp(m, "linear") == 0) {
+        e = linear(MPI_COMM_WORLD, now, ctx->opt->sync_d);
+    } else if (strcmp(m, "ring") == 0) {
+        e = ring(MPI_COMM_WORLD, now, ctx->opt->sync_d);
+    } else if (strcmp(m, "hierarchical") == 0) {
+        e = hierarchical(MPI_COMM_WORLD, now, ctx->opt->sync_d);
+    } else if (strcmp(m, "drift") == 0) {
+        drift(ctx, now);
+    } else {
+        snprintf(err, errlen, "--sync %s: unknown (linear, ring, hierarchical, drift, barrier)", m);
+        return -1;
+    }
+    if (strcmp(m, "drift") != 0) {
+        /* The min-RTT method cannot tell path asymmetry: half the round trip bounds its error. */
+        ctx->clock = (cs_clock){e.offset, 0.0, 0.0, e.rtt, 0.5 * e.rtt};
+    }
+    ctx->t_bcast_s = bcast_estimate(ctx);
+    return 0;
+}
+
+void cs_clock_write(cs_context *ctx, cs_json *j) {
+    double mine[5] = {ctx->clock.offset_s, ctx->clock.drift, ctx->clock.ref_s, ctx->clock.rtt_s,
+                      ctx->clock.error_s};
+    double *all = NULL;
+    if (ctx->rank == 0) {
+        all = malloc(sizeof(double) * 5 * (size_t)ctx->nranks);
+        if (!all) cs_die("rank 0: out of memory for the clock table");
+    }
+    MPI_Gather(mine, 5, MPI_DOUBLE, all, 5, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (ctx->rank != 0) return;
+    cs_json_raw_begin(j, "clock_sync", '{');
+    cs_json_str(j, "method", ctx->opt->sync);
+    cs_json_int(j, "d", ctx->opt->sync_d);
+    cs_json_num(j, "t_bcast_s", ctx->t_bcast_s);
+    cs_json_raw_begin(j, "ranks", '[');
+    for (int r = 0; r < ctx->nranks; r++) {
+        cs_json_raw_begin(j, NULL, '{');
+        cs_json_int(j, "rank", r);
+        cs_json_num(j, "offset_s", all[5 * r]);
+        cs_json_num(j, "drift", all[5 * r + 1]);
+        cs_json_num(j, "rtt_s", all[5 * r + 3]);
+        cs_json_num(j, "error_s", all[5 * r + 4]);
+        cs_json_raw_end(j, '}');
+    }
+    cs_json_raw_end(j, ']');
+    cs_json_raw_end(j, '}');
+    free(all);
+}

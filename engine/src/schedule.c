@@ -1,0 +1,141 @@
+/* The MPIPerf window scheduler (seed 004, section 3) and the naive barrier loop beside it.
+ *
+ * Stage j: rank 0 broadcasts tau_j = now + t_bcast and the window b_j; launch l starts on
+ * every rank at global time tau_j + l * b_j. A launch is invalid when a rank reaches its start
+ * after the start time (late) or ends after tau_j + (l + 1) * b_j (overrun). Its time is the
+ * maximum over ranks of end - scheduled start. When more than g of a stage's launches are
+ * invalid, the next window is gamma * (stage end - tau_j) / k. Stage 0 (k0 launches, b = 0)
+ * only initialises the operation and sets b_1. Rank 0 decides when to stop.
+ */
+#include <math.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commscope.h"
+
+typedef struct rule_state {
+    int nt, nc;
+    double sum, sumsq; /* of valid times, for the relative standard error */
+} rule_state;
+
+static double rse(const rule_state *s) {
+    if (s->nc < 2) return INFINITY;
+    double mean = s->sum / s->nc;
+    double var = (s->sumsq - s->nc * mean * mean) / (s->nc - 1);
+    return mean > 0 ? sqrt(var > 0 ? var : 0) / sqrt((double)s->nc) / mean : INFINITY;
+}
+
+/* Rank 0: which rule, if any, ends the point now. */
+static const char *should_stop(const cs_options *o, const rule_state *s, double elapsed) {
+    if (strcmp(o->stop, "a") == 0) {
+        if (s->nt > 100 || s->nc > 30) return "rule_a";
+    } else if (strcmp(o->stop, "b") == 0) {
+        if (s->nc >= 10 && rse(s) <= 0.05) return "rule_b";
+    } else {
+        double target = atof(o->stop + 4); /* "rse:X", checked when options were parsed */
+        if (s->nc >= o->min_valid && rse(s) <= target) return "rse";
+    }
+    if (s->nt >= o->max_launches) return "max_launches";
+    if (elapsed >= o->coll_budget_s) return "budget";
+    return NULL;
+}
+
+void cs_schedule_run(cs_context *ctx, void (*launch)(void *state, long i), void *state,
+                     cs_sched_result *res) {
+    const cs_options *o = ctx->opt;
+    int kmax = o->k0 > o->k ? o->k0 : o->k;
+    double *mine = malloc(sizeof(double) * (size_t)kmax), *worst = malloc(sizeof(double) * (size_t)kmax);
+    int *flag = malloc(sizeof(int) * (size_t)kmax), *anyflag = malloc(sizeof(int) * (size_t)kmax);
+    if (!mine || !worst || !flag || !anyflag) cs_die("rank %d: out of memory for a stage", ctx->rank);
+    rule_state rs = {0, 0, 0.0, 0.0};
+    double msg[3] = {0.0, 0.0, 0.0}; /* tau_j, b_j, stop */
+    double b = 0.0, started = cs_global_now(ctx);
+    long launch_index = 0;
+    res->n = 0;
+    res->nstages = 0;
+    res->stop = NULL;
+    for (int j = 0;; j++) {
+        int nl = j == 0 ? o->k0 : o->k;
+        if (ctx->rank == 0) {
+            msg[0] = cs_global_now(ctx) + ctx->t_bcast_s;
+            msg[1] = j == 0 ? 0.0 : b;
+        }
+        MPI_Bcast(msg, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        if (msg[2] != 0.0) break;
+        double tau = msg[0], bj = msg[1], end = tau;
+        for (int l = 0; l < nl; l++) {
+            double start = tau + l * bj, t = cs_global_now(ctx);
+            int late = t > start;
+            while (t < start) t = cs_global_now(ctx);
+            launch(state, launch_index + l);
+            end = cs_global_now(ctx);
+            mine[l] = end - start;
+            flag[l] = (late ? 1 : 0) | (end > start + bj ? 2 : 0);
+        }
+        launch_index += nl;
+        double stage_end;
+        MPI_Reduce(mine, worst, nl, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(flag, anyflag, nl, MPI_INT, MPI_BOR, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&end, &stage_end, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (ctx->rank != 0) continue;
+        if (j == 0) {
+            b = o->gamma * (stage_end - tau) / o->k0;
+            continue;
+        }
+        int invalid = 0;
+        for (int l = 0; l < nl; l++) {
+            res->times_s[res->n] = worst[l];
+            res->flags[res->n] = anyflag[l];
+            res->stage[res->n] = j;
+            res->n++;
+            rs.nt++;
+            if (anyflag[l]) {
+                invalid++;
+            } else {
+                rs.nc++;
+                rs.sum += worst[l];
+                rs.sumsq += worst[l] * worst[l];
+            }
+        }
+        res->windows_s[res->nstages++] = bj;
+        if (invalid > o->g * nl) b = o->gamma * (stage_end - tau) / o->k;
+        res->stop = should_stop(o, &rs, cs_global_now(ctx) - started);
+        if (res->stop) msg[2] = 1.0; /* max_launches stops it: arrays hold max_launches + k */
+    }
+    free(mine); free(worst); free(flag); free(anyflag);
+}
+
+/* Naive mode, as IMB and OSU time collectives: a barrier, then back-to-back calls; a sample
+ * is the mean time per call, the maximum over ranks. Kept to show its systematic error. */
+void cs_naive_run(cs_context *ctx, void (*launch)(void *state, long i), void *state,
+                  cs_sched_result *res) {
+    const cs_options *o = ctx->opt;
+    rule_state rs = {0, 0, 0.0, 0.0};
+    double started = ctx->timer->now();
+    long idx = 0;
+    for (int w = 0; w < o->k0; w++) launch(state, idx++); /* warm-up, as stage 0 */
+    res->n = 0;
+    res->nstages = 0;
+    res->stop = NULL;
+    for (int stop = 0; !stop;) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = ctx->timer->now();
+        for (int i = 0; i < o->naive_iters; i++) launch(state, idx++);
+        double per = (ctx->timer->now() - t0) / o->naive_iters, worst;
+        MPI_Reduce(&per, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (ctx->rank == 0) {
+            res->times_s[res->n] = worst;
+            res->flags[res->n] = 0;
+            res->stage[res->n] = 1;
+            res->n++;
+            rs.nt++;
+            rs.nc++;
+            rs.sum += worst;
+            rs.sumsq += worst * worst;
+            res->stop = should_stop(o, &rs, ctx->timer->now() - started);
+            stop = res->stop != NULL;
+        }
+        MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    }
+}
