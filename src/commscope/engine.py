@@ -2,11 +2,13 @@
 
 The engine installed with the package was built against the MPI found at install time. Engines
 for other MPIs are built on demand with CMake from the sources shipped in the package and kept
-in ``$COMMSCOPE_HOME/engines/<family>-<version>/`` (default ``~/.cache/commscope``).
+in ``$COMMSCOPE_HOME/engines/<family>-<version>-<sources hash>/`` (default
+``~/.cache/commscope``), so an upgrade never reuses an engine built from older sources.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -59,6 +61,22 @@ def engine_sources() -> Path:
     raise EngineError("engine sources are missing from this install; reinstall commscope")
 
 
+def sources_digest() -> str:
+    """Short hash of the engine sources: engines built from other sources are never reused."""
+    root = engine_sources()
+    h = hashlib.sha256()
+    files = (p for p in root.rglob("*") if p.is_file() and p.suffix in (".c", ".h", ".txt"))
+    for path in sorted(files):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def built_dir(mpi: MPIInstall) -> Path:
+    """Where the engine for ``mpi`` built from these sources lives."""
+    return cache_dir() / f"{mpi.tag}-{sources_digest()}"
+
+
 def inspect(path: Path) -> EngineInfo:
     """Ask an engine binary which MPI library it uses (no MPI_Init needed)."""
     try:
@@ -81,7 +99,7 @@ def build(mpi: MPIInstall, dest: Path | None = None) -> EngineInfo:
     """Build the engine with ``mpi.mpicc`` into ``dest`` (default: the cache for this MPI)."""
     if not shutil.which("cmake"):
         raise EngineError("cmake is not installed; install it (Debian: apt-get install cmake)")
-    dest = dest or cache_dir() / mpi.tag
+    dest = dest or built_dir(mpi)
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="commscope-build-") as build_dir:
         steps = [
@@ -109,7 +127,7 @@ def build(mpi: MPIInstall, dest: Path | None = None) -> EngineInfo:
 
 def find(mpi: MPIInstall, build_missing: bool = True) -> EngineInfo:
     """Return an engine linked against ``mpi``, building one if needed and allowed."""
-    candidates = [p for p in (packaged_engine(), cache_dir() / mpi.tag / ENGINE_NAME) if p]
+    candidates = [p for p in (packaged_engine(), built_dir(mpi) / ENGINE_NAME) if p]
     for path in candidates:
         if path.is_file():
             info = inspect(path)

@@ -1,0 +1,56 @@
+"""Every collective under real Open MPI and MPICH, 2 and 4 ranks, results verified (--check)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from commscope.analysis.coll import summarize
+from commscope.store import Store
+from tests.conftest import have_mpi, need
+
+pytestmark = pytest.mark.mpi
+BLOCKING = ["barrier", "bcast", "gather", "gatherv", "scatter", "scatterv", "allgather",
+            "allgatherv", "alltoall", "alltoallv", "reduce", "allreduce", "reduce_scatter",
+            "reduce_scatter_block", "scan", "exscan"]
+ALL_OPS = BLOCKING + ["i" + op for op in BLOCKING] + ["waitpattern_null", "waitpattern_up"]
+SIZES = [8, 4096]
+
+
+@pytest.mark.parametrize("np_", [2, 4])
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_every_collective_runs_checked_and_is_stored_raw(cli, family, np_):
+    need(have_mpi(family), f"{family} is not installed")
+    out = cli("run", "coll", "--mpi", family, "--np", str(np_), "--ops", ",".join(ALL_OPS),
+              "--sizes", ",".join(map(str, SIZES)), "--check", "--max-launches", "12",
+              "--coll-budget", "0.5", "--json", timeout=900)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["status"] == "complete"
+    with Store.open(cli.store) as store:
+        run = store.get_run(store.resolve_run("latest"))
+        colls = store.colls(run.id)
+    assert run.header["options"]["check"] == 1
+    sync = run.header["clock_sync"]
+    assert sync["method"] == "linear" and len(sync["ranks"]) == np_
+    assert all(r["rtt_s"] > 0 for r in sync["ranks"][1:])
+    sizeless = {"barrier", "ibarrier", "waitpattern_null", "waitpattern_up"}
+    expected = {(op, 0) if op in sizeless else (op, s) for op in ALL_OPS for s in SIZES}
+    assert {(c.op, c.bytes) for c in colls} == expected
+    for c in colls:
+        assert c.nranks == np_ and c.method == "window"
+        assert len(c.times_s) == len(c.flags) >= 4
+        assert all(t >= 0 for t in c.times_s)
+        assert c.root == (0 if c.op.removeprefix("i") in ("bcast", "gather", "gatherv", "scatter",
+                                                            "scatterv", "reduce") else None)
+        if c.op.startswith("i") and c.op != "ibarrier":
+            assert 0 <= c.raw["overlap"]["overlap_pct"] <= 100
+    if np_ == 2:  # not oversubscribed: launches must mostly be valid
+        for c in colls:
+            assert summarize(c).nc > 0, c.op
+
+
+def test_a_wrong_size_for_reductions_is_refused_before_running(cli):
+    out = cli("run", "coll", "--ops", "allreduce", "--sizes", "12")
+    assert out.returncode == 2
+    assert "multiples of 8" in out.stderr

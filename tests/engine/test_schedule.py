@@ -1,0 +1,64 @@
+"""The window scheduler's decisions, driven by a fake clock (deterministic, one rank)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import have_mpi, need
+
+pytestmark = pytest.mark.mpi
+ENGINE = Path(__file__).parents[2] / "engine"
+US = 1e-6
+
+
+@pytest.fixture(scope="module")
+def decisions(tmp_path_factory) -> dict[str, dict]:
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    build = tmp_path_factory.mktemp("build")
+    for cmd in (["cmake", "-S", str(ENGINE), "-B", str(build), "-DMPI_C_COMPILER=mpicc.openmpi"],
+                ["cmake", "--build", str(build), "--target", "commscope-schedule-test"]):
+        subprocess.run(cmd, check=True, capture_output=True)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    out = subprocess.run(["mpirun.openmpi", "-np", "1", str(build / "commscope-schedule-test")],
+                         check=True, capture_output=True, text=True, env=env, timeout=120)
+    return {d["scenario"]: d for d in map(json.loads, out.stdout.splitlines())}
+
+
+def test_stage_zero_sets_the_first_window_and_steady_launches_are_valid(decisions):
+    d = decisions["steady"]
+    # Stage 0: 8 back-to-back launches of 10 us -> b1 = 1.1 * 80 us / 8 = 11 us.
+    assert d["windows_s"][0] == pytest.approx(11 * US, rel=1e-3)
+    assert set(d["flags"]) == {0}
+    assert all(t == pytest.approx(10 * US, rel=1e-3) for t in d["times_s"])
+    # Rule b: relative SE <= 5 % with >= 10 valid launches: three stages of four.
+    assert d["stop"] == "rule_b" and len(d["times_s"]) == 12
+    assert 0 not in d["stage"]  # stage 0 is never counted
+
+
+def test_an_overrun_flags_the_cascade_and_widens_the_window(decisions):
+    d = decisions["one_slow"]
+    # Stage 1: launch 1 takes 30 us in an 11 us window (overrun), launches 2 and 3 start late
+    # and end after their windows.
+    assert d["flags"][:4] == [0, 2, 3, 3]
+    assert d["times_s"][1] == pytest.approx(30 * US, rel=1e-3)
+    assert d["times_s"][2] == pytest.approx(29 * US, rel=1e-3)  # end - scheduled start
+    # 3 of 4 invalid > g = 25 %: b2 = 1.1 * (stage end - tau) / k = 1.1 * 61 us / 4.
+    assert d["windows_s"][1] == pytest.approx(1.1 * 61 * US / 4, rel=1e-3)
+    assert set(d["flags"][4:]) == {0}
+    valid = sum(1 for f in d["flags"] if f == 0)
+    assert d["stop"] == "rule_b" and valid >= 10 and len(d["times_s"]) == 16
+
+
+def test_rule_a_stops_after_more_than_30_valid_launches(decisions):
+    d = decisions["rule_a"]
+    assert d["stop"] == "rule_a" and len(d["times_s"]) == 32
+
+
+def test_launch_budget_stops_an_unreachable_target(decisions):
+    d = decisions["max_launches"]
+    assert d["stop"] == "max_launches" and len(d["times_s"]) == 20
