@@ -170,6 +170,7 @@ void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes);
 /* Clock synchronisation (collective); fills ctx->clock on every rank. */
 int cs_clock_sync(cs_context *ctx, char *err, size_t errlen);
 void cs_clock_write(cs_context *ctx, cs_json *j); /* header member, rank 0 (collective) */
+void cs_clock_check(cs_context *ctx, cs_json *j); /* end member: drift since sync (collective) */
 
 /* The MPIPerf window scheduler: runs launch(state, i) at synchronised start times. */
 typedef struct cs_sched_result {

@@ -120,22 +120,32 @@ static void drift(cs_context *ctx, double (*now)(void)) {
         MPI_Barrier(MPI_COMM_WORLD);
         e[r] = linear(MPI_COMM_WORLD, now, o->sync_d);
     }
-    double mt = 0, mo = 0, best_rtt = INFINITY;
-    for (int r = 0; r < rounds; r++) {
-        mt += e[r].mid / rounds;
-        mo += e[r].offset / rounds;
+    /* A round whose best exchange still had a long round trip was disturbed (its offset can
+     * be off by up to half of it): fit only rounds within 1.5x the best round trip. */
+    double best_rtt = INFINITY;
+    for (int r = 0; r < rounds; r++)
         if (e[r].rtt < best_rtt) best_rtt = e[r].rtt;
+    int good = 0;
+    for (int r = 0; r < rounds; r++) good += e[r].rtt <= 1.5 * best_rtt;
+    int used = 0;
+    for (int r = 0; r < rounds; r++) /* fewer than 3 good rounds: fit them all */
+        if (good < 3 || e[r].rtt <= 1.5 * best_rtt) e[used++] = e[r];
+    double mt = 0, mo = 0;
+    for (int r = 0; r < used; r++) {
+        mt += e[r].mid / used;
+        mo += e[r].offset / used;
     }
     double sxx = 0, sxy = 0;
-    for (int r = 0; r < rounds; r++) {
+    for (int r = 0; r < used; r++) {
         sxx += (e[r].mid - mt) * (e[r].mid - mt);
         sxy += (e[r].mid - mt) * (e[r].offset - mo);
     }
     double b = sxx > 0 ? sxy / sxx : 0.0, rss = 0.0;
-    for (int r = 0; r < rounds; r++) {
+    for (int r = 0; r < used; r++) {
         double res = e[r].offset - (mo + b * (e[r].mid - mt));
         rss += res * res;
     }
+    rounds = used;
     free(e);
     if (ctx->rank == 0) b = 0.0, mo = 0.0;
     ctx->clock = (cs_clock){mo, b, mt, best_rtt, sqrt(rss / (rounds > 2 ? rounds - 2 : 1))};
@@ -208,5 +218,29 @@ void cs_clock_write(cs_context *ctx, cs_json *j) {
     }
     cs_json_raw_end(j, ']');
     cs_json_raw_end(j, '}');
+    free(all);
+}
+
+/* After measuring: a fresh min-RTT estimate against rank 0 compared with what the clock model
+ * predicts now. Tells how far synchronisation drifted during the run (end record). */
+void cs_clock_check(cs_context *ctx, cs_json *j) {
+    double (*now)(void) = ctx->timer->now;
+    estimate e = linear(MPI_COMM_WORLD, now, ctx->opt->sync_d);
+    const cs_clock *c = &ctx->clock;
+    double mine[2] = {e.offset - (c->offset_s + c->drift * (e.mid - c->ref_s)), e.rtt};
+    if (ctx->rank == 0) mine[0] = 0.0;
+    double *all = ctx->rank == 0 ? malloc(sizeof(double) * 2 * (size_t)ctx->nranks) : NULL;
+    if (ctx->rank == 0 && !all) cs_die("rank 0: out of memory for the clock check");
+    MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (ctx->rank != 0) return;
+    cs_json_raw_begin(j, "clock_check", '[');
+    for (int r = 1; r < ctx->nranks; r++) {
+        cs_json_raw_begin(j, NULL, '{');
+        cs_json_int(j, "rank", r);
+        cs_json_num(j, "error_s", all[2 * r]);
+        cs_json_num(j, "rtt_s", all[2 * r + 1]);
+        cs_json_raw_end(j, '}');
+    }
+    cs_json_raw_end(j, ']');
     free(all);
 }

@@ -253,14 +253,15 @@ int main(int argc, char **argv) {
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    cs_json j;
     if (rank == 0) {
-        cs_json j;
         cs_json_begin(&j, stdout);
         cs_json_str(&j, "type", "end");
         cs_json_int(&j, "points", ctx.npoints);
         cs_json_num(&j, "elapsed_s", MPI_Wtime() - t0);
-        cs_json_end(&j);
     }
+    if (has_coll && strcmp(opt.sync, "barrier") != 0) cs_clock_check(&ctx, &j);
+    if (rank == 0) cs_json_end(&j);
     MPI_Finalize();
     return 0;
 }

@@ -94,8 +94,8 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
     o->window_bytes_cap = (size_t)64 << 20;
     o->sync = "linear";
     o->sync_d = 100;
-    o->sync_rounds = 10;
-    o->sync_span_s = 0.5;
+    o->sync_rounds = 20;
+    o->sync_span_s = 1.0;
     o->k = 4; /* seed 004's defaults: k, k', g, gamma */
     o->k0 = 8;
     o->g = 0.25;

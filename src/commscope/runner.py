@@ -166,7 +166,7 @@ def run(
             store.set_run_status(run_id, "incomplete", "interrupted")
     total = len(store.measured_keys(run_id))
     if result.returncode == 0 and state["end"] is not None and not result.timed_out:
-        store.finish_segment(segment, "complete", None)
+        store.finish_segment(segment, "complete", None, state["end"].raw)
         store.set_run_status(run_id, "complete", None)
         return Outcome(run_id, state["points"], total)
     if result.timed_out:

@@ -36,7 +36,8 @@ _TABLES = (
         message TEXT)""",
     """CREATE TABLE IF NOT EXISTS segments (
         id INTEGER PRIMARY KEY, run_id INTEGER REFERENCES runs(id), started_unix REAL,
-        ended_unix REAL, status TEXT, argv_json TEXT, header_json TEXT, message TEXT)""",
+        ended_unix REAL, status TEXT, argv_json TEXT, header_json TEXT, message TEXT,
+        end_json TEXT)""",
     """CREATE TABLE IF NOT EXISTS points (
         id INTEGER PRIMARY KEY, run_id INTEGER REFERENCES runs(id),
         segment_id INTEGER REFERENCES segments(id), op TEXT, pair TEXT, bytes INTEGER,
@@ -104,6 +105,7 @@ class SegmentInfo:
     header: dict[str, Any] | None = field(hash=False)
     message: str | None
     n_points: int
+    end: dict[str, Any] | None = field(default=None, hash=False)  # the engine's end record
 
     @property
     def header_record(self) -> Header | None:
@@ -314,12 +316,17 @@ class Store:
                     f" {size} B; resume skips measured points, so drop the duplicate"
                 ) from None
 
-    def finish_segment(self, segment_id: int, status: str, message: str | None = None) -> None:
-        """Mark an engine launch as ended with ``status`` and an optional one-line message."""
+    def finish_segment(
+        self, segment_id: int, status: str, message: str | None = None,
+        end: dict[str, Any] | None = None,
+    ) -> None:
+        """Mark an engine launch as ended with ``status``, a one-line message and its end record."""
+        end_text = None if end is None else json.dumps(end)
         with self._write("finish a segment") as c:
             cur = c.execute(
-                "UPDATE segments SET ended_unix = ?, status = ?, message = ? WHERE id = ?",
-                (time.time(), status, message, segment_id),
+                "UPDATE segments SET ended_unix = ?, status = ?, message = ?, end_json = ?"
+                " WHERE id = ?",
+                (time.time(), status, message, end_text, segment_id),
             )
             if cur.rowcount == 0:
                 raise StoreError(f"no segment {segment_id} in {self.path}; see 'commscope runs'")
@@ -408,5 +415,6 @@ class Store:
             fields = dict(row)
             argv = tuple(json.loads(fields.pop("argv_json") or "[]"))
             header = json.loads(fields.pop("header_json") or "null")
-            segments.append(SegmentInfo(**fields, argv=argv, header=header))
+            end = json.loads(fields.pop("end_json") or "null")
+            segments.append(SegmentInfo(**fields, argv=argv, header=header, end=end))
         return segments

@@ -1,0 +1,93 @@
+"""Clock synchronisation and the wait patterns of seed 004 on this machine, for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from commscope.analysis.coll import summarize
+from commscope.store import Store
+from tests.conftest import have_mpi, need
+
+pytestmark = pytest.mark.mpi
+
+
+def test_wait_patterns_are_within_1us_of_their_true_times(cli):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    out = cli("validate", "timers", "--mpi", "openmpi", "--np", "2",
+              "--timers", "tsc,monotonic_raw", "--syncs", "linear,drift", "--json", check=True)
+    verdicts = json.loads(out.stdout)
+    assert len(verdicts) == 4
+    for v in verdicts:
+        assert abs(v["null_s"]) <= 1e-6, v
+        assert abs(v["up_s"] - 2e-6) <= 1e-6, v
+        assert v["clock_error_s"] <= 1e-6, v
+    with Store.open(cli.store) as store:
+        assert [r.kind for r in store.list_runs()] == ["validate"] * 4
+
+
+def _distorted_null(cli, sync: str) -> tuple[dict, list[dict]]:
+    # Rank 1's clock is 1 s ahead and runs 100 ppm fast; a second of launches follows the sync.
+    out = cli("run", "coll", "--mpi", "openmpi", "--np", "2", "--ops", "waitpattern_null",
+              "--sync", sync, "--timer", "tsc", "--test-distort", "1:1.0:1e-4",
+              "--stop", "rse:0.0000001", "--max-launches", "20000", "--coll-budget", "1",
+              "--json", check=True)
+    run_id = json.loads(out.stdout)["run"]
+    with Store.open(cli.store) as store:
+        (coll,) = store.colls(run_id)
+        end = store.segments(run_id)[-1].end
+        header = store.get_run(run_id).header
+    return summarize(coll).to_json(), end["clock_check"], header
+
+
+def test_drift_aware_sync_survives_a_distorted_clock_where_linear_does_not(cli):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    drift, drift_check, header = _distorted_null(cli, "drift")
+    assert header["options"]["test_distort"] == {"rank": 1, "offset_s": 1.0, "drift": 1e-4}
+    fitted = header["clock_sync"]["ranks"][1]
+    assert fitted["offset_s"] == pytest.approx(-1.0, abs=0.05)
+    assert fitted["drift"] == pytest.approx(-1e-4, rel=0.05)  # the rate was found
+    assert abs(drift["time_s"]) <= 1e-6
+    assert abs(drift_check[0]["error_s"]) <= 1e-6  # still synchronised after the launches
+
+    linear, linear_check, _ = _distorted_null(cli, "linear")
+    # Linear sync fixes the offset once; 100 ppm later the clocks are tens of us apart.
+    assert abs(linear_check[0]["error_s"]) > 20e-6
+    print(f"\nWaitPatternNull under a 1 s / 100 ppm distorted clock: drift-aware "
+          f"{drift['time_s'] * 1e6:.3f} us (clock error after {drift['nt']} launches "
+          f"{drift_check[0]['error_s'] * 1e6:.3f} us); linear {linear['time_s'] * 1e6:.3f} us "
+          f"with {linear['nt'] - linear['nc']} of {linear['nt']} launches invalid "
+          f"(clock error {linear_check[0]['error_s'] * 1e6:.1f} us)")
+
+
+def test_a_cpu_hog_makes_invalid_launches_that_are_counted_not_averaged_in(cli):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    need(len(os.sched_getaffinity(0)) >= 2, "needs two cores")
+    core = sorted(os.sched_getaffinity(0))[1]  # rank 1 is bound to the second core
+    hog = subprocess.Popen(["taskset", "-c", str(core), sys.executable, "-c", "while True: pass"])
+    try:
+        out = cli("run", "coll", "--mpi", "openmpi", "--np", "2", "--ops", "waitpattern_up",
+                  "--stop", "rse:0.0000001", "--max-launches", "20000", "--coll-budget", "3",
+                  "--json", check=True)
+    finally:
+        hog.kill()
+        hog.wait()
+    run_id = json.loads(out.stdout)["run"]
+    with Store.open(cli.store) as store:
+        (coll,) = store.colls(run_id)
+    s = summarize(coll)
+    invalid = s.nt - s.nc
+    assert invalid > 0, "a preempted rank must produce invalid launches"
+    assert invalid == sum(1 for f in coll.flags if f)
+    assert s.invalid_late + s.invalid_overrun >= invalid
+    # The reported time comes from valid launches only: the preempted ones took milliseconds.
+    worst_invalid = max(t for t, f in zip(coll.times_s, coll.flags) if f)
+    assert s.time_s < worst_invalid
+    assert s.max_s <= max(coll.valid_times_s)
+    shown = json.loads(cli("show", str(run_id), "--json", check=True).stdout)
+    row = shown["collectives"][0]
+    assert row["nt"] == s.nt and row["nc"] == s.nc and row["nc"] < row["nt"]
