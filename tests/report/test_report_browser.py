@@ -7,10 +7,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from commscope.records import Header, Point, parse_record
+from commscope.report import compare_html, html
 from commscope.store import Store
+from tests import synthetic_runs
 from tests.conftest import need
 
 pytestmark = pytest.mark.browser
@@ -64,3 +67,77 @@ def test_report_renders_figures_and_keeps_hostile_labels_inert(cli, tmp_path):
     assert "inter-node" in dom and "Key figures" in dom
     # The key-figures row for the fixture's inter-node pair: 0-byte latency 17 us (median).
     assert re.search(r"<td[^>]*>inter-node</td><td>0-1</td><td>17\.00</td>", dom), dom[:3000]
+
+
+ALERT = "<script>alert(1)</script>"
+SCREEN = (1280, 8000)
+
+
+def screenshot(html: Path, profile: Path, png: Path) -> None:
+    argv = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", f"--user-data-dir={profile}", "--hide-scrollbars",
+            f"--window-size={SCREEN[0]},{SCREEN[1]}", f"--screenshot={png}", html.as_uri()]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and png.exists(), out.stderr[-2000:]
+
+
+def coloured_bands(png: Path) -> list[tuple[int, int, int]]:
+    """(first row, last row, coloured pixels) of each band of rows holding coloured pixels.
+
+    Text, tables and axes are grey; only plotted lines, markers and bands carry colour.
+    """
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    coloured = (rgb.max(axis=2) - rgb.min(axis=2)) > 60
+    per_row = coloured.sum(axis=1)
+    bands, start, gap = [], None, 0
+    for y, n in enumerate(per_row):
+        if n >= 2:
+            start = y if start is None else start
+            gap = 0
+        elif start is not None:
+            gap += 1
+            if gap > 40:  # a caption or table between two figures
+                end = y - gap
+                bands.append((start, end, int(per_row[start:end + 1].sum())))
+                start, gap = None, 0
+    if start is not None:
+        bands.append((start, len(per_row) - 1, int(per_row[start:].sum())))
+    return bands
+
+
+def test_report_plots_are_drawn_and_a_script_label_shows_as_text(tmp_path):
+    need(chromium() is not None, "headless Chromium (Debian package chromium) is not installed")
+    synthetic_runs.store_run(tmp_path / "s.sqlite", ALERT)
+    with Store.open(tmp_path / "s.sqlite") as store:
+        report = html.write_report(store, [1], tmp_path / "report.html")
+    dom = dump_dom(report, tmp_path / "profile-dom")
+    assert "<title>commscope report</title>" in dom
+    assert "run 1 &lt;script&gt;alert(1)&lt;/script&gt;</h2>" in dom
+    assert "<script" not in dom.replace("&lt;script", "")
+    png = tmp_path / "report.png"
+    screenshot(report, tmp_path / "profile-shot", png)
+    bands = coloured_bands(png)
+    # Seven figures: throughput, signature, saturation, regimes, short (two panels side by
+    # side), long, collectives; each a tall band with many coloured pixels.
+    figures = [b for b in bands if b[1] - b[0] > 150 and b[2] > 1500]
+    assert len(figures) == 7, bands
+    assert all(b[1] < SCREEN[1] - 1 for b in figures)  # the page fitted the screenshot
+
+
+def test_compare_page_in_the_browser_keeps_hostile_labels_inert(tmp_path):
+    need(chromium() is not None, "headless Chromium (Debian package chromium) is not installed")
+    path = tmp_path / "s.sqlite"
+    a = synthetic_runs.store_run(path, "a", with_colls=False)
+    b = synthetic_runs.store_run(path, "b", with_colls=False)
+    with Store.open(path) as store:
+        page = compare_html.write_compare(store, [a, b], [HOSTILE, ALERT], tmp_path / "c.html")
+    dom = dump_dom(page, tmp_path / "profile")
+    assert "<title>commscope comparison</title>" in dom  # no script renamed it
+    assert "<script" not in dom.replace("&lt;script", "")
+    assert dom.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 2  # table and figure legends
+    png = tmp_path / "c.png"
+    screenshot(page, tmp_path / "profile-shot", png)
+    assert len([b for b in coloured_bands(png) if b[1] - b[0] > 150]) == 6

@@ -1,13 +1,21 @@
-"""Point-to-point figures per size and per pair: latency, bandwidth, key figures."""
+"""Point-to-point figures per size and per pair: latency, bandwidth, key figures.
+
+``pair_figures`` is the full analysis of a run's points: per pair, the zero-byte latency and,
+per operation, peak and asymptotic bandwidth, N1/2, saturation point, protocol thresholds,
+a Hockney fit per regime and the cache dip. The definitions live in ``curve`` and ``regimes``.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from commscope.analysis import curve as curves
+from commscope.analysis import regimes as reg
 from commscope.records import Point
 
-PAIR_ORDER = ("intra-socket", "inter-socket", "intra-node", "inter-node")
+PAIR_ORDER = ("intra-socket", "inter-socket", "intra-node", "inter-node", "unknown")
+OP_ORDER = ("pingpong", "bw", "bibw")
 
 
 @dataclass(frozen=True)
@@ -95,4 +103,110 @@ def key_figures(points: list[Point]) -> list[KeyFigures]:
                 best2.bandwidth_Bps if best2 else None,
             )
         )
+    return out
+
+
+@dataclass(frozen=True)
+class CurveFigures:
+    """Derived figures of one operation between one pair (see ``curve`` and ``regimes``)."""
+
+    pair: str
+    op: str
+    n_sizes: int
+    min_bytes: int
+    max_bytes: int
+    first_time_s: float  # time of one message at the smallest size
+    peak_bandwidth_Bps: float | None
+    peak_bytes: int | None
+    asymptotic_bandwidth_Bps: float | None
+    asymptotic_from_bytes: int | None  # smallest size whose bandwidth entered the median
+    half_peak_bytes: float | None  # N1/2
+    saturation_bytes: int | None
+    thresholds: tuple[reg.Threshold, ...]
+    regimes: tuple[reg.Regime, ...]
+    cache_dip: curves.CacheDip | None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict with full key names."""
+        d = {k: v for k, v in self.__dict__.items()
+             if k not in ("thresholds", "regimes", "cache_dip")}
+        d["thresholds"] = [t.to_json() for t in self.thresholds]
+        d["regimes"] = [r.to_json() for r in self.regimes]
+        d["cache_dip"] = self.cache_dip.to_json() if self.cache_dip else None
+        return d
+
+
+@dataclass(frozen=True)
+class PairFigures:
+    """Everything derived for one pair of ranks."""
+
+    pair: str
+    ranks: tuple[int, int]
+    latency_s: float | None  # ping-pong one-way time at the smallest size (0 bytes if measured)
+    latency_bytes: int | None
+    curves: tuple[CurveFigures, ...]
+
+    def curve(self, op: str) -> CurveFigures | None:
+        """The figures of ``op``, if it was measured."""
+        return next((c for c in self.curves if c.op == op), None)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict with full key names."""
+        return {"pair": self.pair, "ranks": list(self.ranks), "latency_s": self.latency_s,
+                "latency_bytes": self.latency_bytes,
+                "curves": [c.to_json() for c in self.curves]}
+
+
+def beyond_saturation(th: reg.Threshold, saturation_bytes: int | None) -> bool:
+    """Whether a step lies past the saturation point: more likely caches than a protocol."""
+    return saturation_bytes is not None and th.above_bytes > saturation_bytes
+
+
+def curve_figures(curve: curves.Curve) -> CurveFigures:
+    """Derive every figure of one curve.
+
+    The cache dip is sought from the last threshold below the saturation point on: a step
+    past saturation (e.g. the last cache level overflowing at once) belongs to the dip.
+    """
+    m, t, bw = curve.bytes, curve.time_s, curve.bandwidth_Bps
+    peak = curves.peak_bandwidth(m, bw)
+    asym = curves.asymptotic_bandwidth(m, bw)
+    thresholds = reg.find_thresholds(m, t)
+    saturation = curves.saturation_point(m, t)
+    protocol = [th for th in thresholds if not beyond_saturation(th, saturation)]
+    last_regime = protocol[-1].above_bytes if protocol else 0
+    return CurveFigures(
+        pair=curve.pair,
+        op=curve.op,
+        n_sizes=len(curve),
+        min_bytes=int(m[0]),
+        max_bytes=int(m[-1]),
+        first_time_s=float(t[0]),
+        peak_bandwidth_Bps=peak[0] if peak else None,
+        peak_bytes=peak[1] if peak else None,
+        asymptotic_bandwidth_Bps=asym[0] if asym else None,
+        asymptotic_from_bytes=asym[1] if asym else None,
+        half_peak_bytes=curves.half_peak_size(m, bw),
+        saturation_bytes=saturation,
+        thresholds=thresholds,
+        regimes=reg.piecewise_hockney(m, t, thresholds),
+        cache_dip=curves.cache_dip(m, bw, start_bytes=last_regime),
+    )
+
+
+def pair_figures(points: list[Point]) -> list[PairFigures]:
+    """The full point-to-point analysis, one entry per pair in hierarchy order."""
+    out = []
+    for pair in pairs_in(points):
+        mine = [p for p in points if p.pair == pair]
+        found = [curves.curve_of(mine, op, pair) for op in OP_ORDER]
+        figs = tuple(curve_figures(c) for c in found if c is not None)
+        pp = next((c for c in found if c is not None and c.op == "pingpong"), None)
+        out.append(PairFigures(
+            pair=pair,
+            ranks=(mine[0].ranks[0], mine[0].ranks[1]),
+            latency_s=float(pp.time_s[0]) if pp is not None else None,
+            latency_bytes=int(pp.bytes[0]) if pp is not None else None,
+            curves=figs,
+        ))
     return out

@@ -1,4 +1,10 @@
-"""The HTML report: one file, autoescaped Jinja2, figures inline, written atomically."""
+"""The HTML report: one file, autoescaped Jinja2, figures inline, written atomically.
+
+Per run: what ran where (machine, MPI, options, or the imported file), the key figures per
+pair and operation, the Hockney fit of each protocol regime, plain-language findings, the
+figures, and the per-size tables folded away. Nothing is fetched: styles are inline, figures
+are SVG, and the page's Content-Security-Policy forbids scripts.
+"""
 
 from __future__ import annotations
 
@@ -12,60 +18,134 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from commscope import __version__
-from commscope.analysis import p2p
+from commscope.analysis import coll as coll_analysis
+from commscope.analysis import curve as curves
+from commscope.analysis import findings, p2p
+from commscope.analysis.text import size_text, time_text
+from commscope.records import Coll, Point
 from commscope.report import figures
-from commscope.store import Store
+from commscope.store import RunInfo, Store
+
+_SCALAR_OPTIONS = 12  # header options shown in the machine table; the rest stay in the store
 
 
-def _env() -> Environment:
+def _num(value: float | None, scale: float, digits: int) -> str:
+    return "" if value is None else f"{value * scale:.{digits}f}"
+
+
+def environment() -> Environment:
+    """Jinja2 environment with autoescaping everywhere and the report's number filters."""
     env = Environment(
         loader=PackageLoader("commscope", "report/templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
     )
-    env.filters["us"] = lambda s: "" if s is None else f"{s * 1e6:.2f}"
-    env.filters["mbs"] = lambda b: "" if b is None else f"{b / 1e6:.1f}"
+    env.filters["us"] = lambda s: _num(s, 1e6, 2)
+    env.filters["mbs"] = lambda b: _num(b, 1e-6, 1)
+    env.filters["pct"] = lambda f: "" if f is None else f"{f * 100:+.0f} %"
+    env.filters["size"] = lambda n: "" if n is None else size_text(n)
+    env.filters["bytes"] = lambda n: "" if n is None else size_text(n, exact=True)
+    env.filters["duration"] = lambda s: "" if s is None else time_text(s)
+    env.filters["date"] = lambda t: time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t))
     return env
+
+
+def write_atomic(text: str, path: str | os.PathLike[str]) -> Path:
+    """Write ``text`` to ``path`` through a temporary file: a reader never sees half a file."""
+    target = Path(path).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".commscope-report-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def run_name(info: RunInfo) -> str:
+    """"run 3" or "run 3 LABEL"."""
+    return f"run {info.id}" + (f" {info.label}" if info.label else "")
+
+
+def _options(header: dict[str, Any]) -> list[tuple[str, str]]:
+    """The engine options worth a glance, lists shortened to their length and range."""
+    out = []
+    for key, value in (header.get("options") or {}).items():
+        if isinstance(value, list):
+            sizes = [v for v in value if isinstance(v, int)]
+            text = f"{len(value)} values"
+            if key == "sizes" and sizes:
+                text += f", {size_text(min(sizes))} to {size_text(max(sizes))}"
+            out.append((key, text))
+        elif isinstance(value, (str, int, float, bool)) and value != "":
+            out.append((key, str(value)))
+    return out[:_SCALAR_OPTIONS]
+
+
+def _plots(points: list[Point], figs: list[p2p.PairFigures],
+           colls: list[Coll]) -> list[tuple[str, str, Markup]]:
+    found = [curves.curve_of(points, op, f.pair) for f in figs for op in p2p.OP_ORDER]
+    cs = [c for c in found if c is not None]
+    plots: list[tuple[str, str, str]] = []
+    if cs:
+        has_pp = any(c.op == "pingpong" for c in cs)
+        plots.append(("Throughput", "bandwidth against message size",
+                      figures.throughput_plot(cs)))
+        if has_pp:
+            plots += [
+                ("Signature", "ping-pong throughput against transfer time; the first point"
+                 " is the latency", figures.signature_plot(cs)),
+                ("Saturation", "message size against time, log-log; from the saturation point"
+                 " on, time grows linearly with size", figures.saturation_plot(cs, figs)),
+                ("Protocol regimes", "ping-pong time with the Hockney fit t = alpha + m / beta"
+                 " of each regime", figures.regimes_plot(cs, figs)),
+            ]
+        plots.append(("Short messages", "up to 1 KiB, linear axes", figures.short_plot(cs)))
+        if any(int(c.bytes.max()) > figures.SHORT_MAX for c in cs):
+            plots.append(("Long messages", "above 1 KiB, linear axes", figures.long_plot(cs)))
+    if colls:
+        rows = [(f"{c.op} {c.group}", coll_analysis.summarize(c)) for c in colls]
+        plots.append(("Collectives", "time against size per operation",
+                      figures.coll_plot(rows)))
+    # Figures are SVG that matplotlib produced from numbers and escaped labels.
+    return [(title, caption, Markup(svg)) for title, caption, svg in plots]
+
+
+def run_context(store: Store, run_id: int) -> dict[str, Any]:
+    """Everything the template shows about one run."""
+    info = store.get_run(run_id)
+    points = store.points(run_id)
+    colls = store.colls(run_id)
+    header = info.header or {}
+    figs = p2p.pair_figures(points)
+    return {
+        "info": info,
+        "name": run_name(info),
+        "header": header,
+        "library": (header.get("mpi") or {}).get("library_version", "").splitlines()[:1],
+        "nodes": list(dict.fromkeys(r.get("node", "") for r in header.get("ranks", []))),
+        "options": _options(header),
+        "imported": (info.request or {}).get("imported"),
+        "figures": figs,
+        "findings": findings.findings(figs),
+        "rows": p2p.size_rows(points),
+        "colls": [(c, coll_analysis.summarize(c)) for c in
+                  sorted(colls, key=lambda c: (c.op, c.group, c.bytes))],
+        "plots": _plots(points, figs, colls),
+    }
 
 
 def render(store: Store, run_ids: list[int]) -> str:
     """Render the report for ``run_ids`` as HTML text."""
-    runs: list[dict[str, Any]] = []
-    series = {}
-    for run_id in run_ids:
-        info = store.get_run(run_id)
-        points = store.points(run_id)
-        name = f"run {run_id}" + (f" {info.label}" if info.label else "")
-        series[name] = points
-        header = info.header or {}
-        runs.append({
-            "info": info,
-            "name": name,
-            "header": header,
-            "library": (header.get("mpi") or {}).get("library_version", "").splitlines()[:1],
-            "key_figures": p2p.key_figures(points),
-            "rows": p2p.size_rows(points),
-        })
-    plots = []
-    if any(series.values()):
-        # Figures are SVG produced by matplotlib from numbers; its text is XML-escaped by it.
-        plots = [
-            ("Latency (ping-pong, one way)", Markup(figures.latency_plot(series))),
-            ("Bandwidth", Markup(figures.bandwidth_plot(series))),
-        ]
-    return _env().get_template("report.html.j2").render(
-        runs=runs, plots=plots, version=__version__,
-        generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    runs = [run_context(store, run_id) for run_id in run_ids]
+    return environment().get_template("report.html.j2").render(
+        runs=runs, version=__version__, generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     )
 
 
 def write_report(store: Store, run_ids: list[int], path: str | os.PathLike[str]) -> Path:
-    """Write the report atomically: a reader never sees half a file."""
-    text = render(store, run_ids)
-    target = Path(path).resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".commscope-report-", dir=target.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, target)
-    return target
+    """Write the report for ``run_ids`` to ``path`` atomically and return its full path."""
+    return write_atomic(render(store, run_ids), path)

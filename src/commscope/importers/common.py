@@ -1,0 +1,136 @@
+"""What every importer shares: reading the file, one-line errors, building valid records.
+
+An importer reads the whole file into a ``Collector`` before anything touches the store, so a
+malformed line leaves nothing half-stored. Sizes measured twice (two tables in one file, or a
+repeated size) become one record with one sample per occurrence.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commscope.errors import RecordError, UsageError
+from commscope.records import Coll, Point, record_from_dict
+
+PAIR_LABELS = ("intra-socket", "inter-socket", "intra-node", "inter-node", "unknown")
+_MAX_LINE_SHOWN = 60
+
+
+@dataclass(frozen=True)
+class Imported:
+    """The records read from one file, ready to store as a run."""
+
+    format: str
+    file: str
+    records: tuple[Point | Coll, ...]
+    nranks: int | None  # largest process count the file names (2 for point-to-point only)
+    notes: tuple[str, ...] = field(default=())  # tables or rows skipped, and why
+
+    @property
+    def n_points(self) -> int:
+        """Point-to-point records."""
+        return sum(1 for r in self.records if isinstance(r, Point))
+
+    @property
+    def n_colls(self) -> int:
+        """Collective records."""
+        return len(self.records) - self.n_points
+
+
+def read_lines(path: str | os.PathLike[str]) -> list[str]:
+    """The file's lines, without line ends.
+
+    Raises:
+        UsageError: the file cannot be read or is not text.
+    """
+    where = Path(path)
+    try:
+        return where.read_text(encoding="utf-8", errors="strict").splitlines()
+    except FileNotFoundError:
+        raise UsageError(f"{where}: no such file; give the path of the benchmark output") from None
+    except IsADirectoryError:
+        raise UsageError(f"{where} is a directory; give the path of the benchmark output") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{where} is not a text file; give the benchmark's text output") from None
+    except OSError as err:
+        why = err.strerror
+        raise UsageError(f"{where} cannot be read ({why}); check its permissions") from None
+
+
+def malformed(path: str, lineno: int, line: str, reason: str, expected: str) -> RecordError:
+    """One-line error naming the file, the line number, the offending text and the fix."""
+    shown = " ".join(line.split())
+    if len(shown) > _MAX_LINE_SHOWN:
+        shown = shown[: _MAX_LINE_SHOWN - 3] + "..."
+    return RecordError(f"{path} line {lineno}: {reason} in {shown!r}; expected {expected}")
+
+
+def number(text: str) -> float | None:
+    """A finite float, or None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def integer(text: str) -> int | None:
+    """A non-negative integer written as digits, or None."""
+    return int(text) if text.isdigit() else None
+
+
+class Collector:
+    """Gathers samples per record key, in file order, then builds validated records."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._points: dict[tuple[str, str, int], dict[str, Any]] = {}
+        self._colls: dict[tuple[str, str, int], dict[str, Any]] = {}
+        self._where: dict[tuple[str, str, str, int], int] = {}
+
+    def point(self, lineno: int, *, op: str, pair: str, nbytes: int, bytes_per_sample: int,
+              sample_s: float, window: int | None = None, iters: int = 1) -> None:
+        """Add one sample of a point-to-point measurement read at ``lineno``."""
+        key = (op, pair, nbytes)
+        record = self._points.get(key)
+        if record is None:
+            record = {"type": "point", "op": op, "pair": pair, "ranks": [0, 1], "bytes": nbytes,
+                      "bytes_per_sample": bytes_per_sample, "iters_per_sample": max(iters, 1),
+                      "warmup": 0, "samples_s": [], "stop": "imported"}
+            if window is not None:
+                record["window"] = window
+            self._points[key] = record
+            self._where[("p", op, pair, nbytes)] = lineno
+        elif bytes_per_sample and record["bytes_per_sample"] != bytes_per_sample:
+            # Another window: keep one meaning per sample, the first table's.
+            sample_s *= record["bytes_per_sample"] / bytes_per_sample
+        record["samples_s"].append(sample_s)
+
+    def coll(self, lineno: int, *, op: str, group: str, nranks: int, nbytes: int,
+             time_s: float) -> None:
+        """Add one reported time of a collective read at ``lineno``."""
+        key = (op, group, nbytes)
+        record = self._colls.get(key)
+        if record is None:
+            record = {"type": "coll", "op": op, "group": group, "nranks": nranks,
+                      "bytes": nbytes, "method": "imported", "times_s": [], "flags": [],
+                      "stop": "imported"}
+            self._colls[key] = record
+            self._where[("c", op, group, nbytes)] = lineno
+        record["times_s"].append(time_s)
+        record["flags"].append(0)
+
+    def records(self) -> tuple[Point | Coll, ...]:
+        """Every record, validated against the schema (points first, then collectives)."""
+        out: list[Point | Coll] = []
+        for tag, table in (("p", self._points), ("c", self._colls)):
+            for key, data in table.items():
+                lineno = self._where[(tag, key[0], key[1], key[2])]
+                record = record_from_dict(data, f"{self.path} line {lineno}")
+                if isinstance(record, (Point, Coll)):  # always: the type is ours
+                    out.append(record)
+        return tuple(out)

@@ -1,0 +1,71 @@
+"""The HTML report and the comparison page, rendered without a browser."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from commscope import importers
+from commscope.analysis import coll as coll_analysis
+from commscope.report import compare_html, figures, html
+from commscope.store import Store
+from tests import synthetic_runs
+
+FIXTURES = Path(__file__).parent / "fixtures"
+HOSTILE = "<script>alert(1)</script>"
+
+
+def svgs(page: str) -> int:
+    return len(re.findall(r"<svg[\s>]", page))
+
+
+def test_report_has_every_section_figure_and_no_fetch(tmp_path):
+    path = tmp_path / "s.sqlite"
+    run_id = synthetic_runs.store_run(path, HOSTILE)
+    with Store.open(path) as store:
+        out = html.write_report(store, [run_id], tmp_path / "r.html")
+    page = out.read_text()
+    for heading in ("Key figures", "Protocol regimes", "Findings", "Throughput", "Signature",
+                    "Saturation", "Short messages", "Long messages", "Collectives"):
+        assert heading in page, heading
+    assert svgs(page) == 7  # six point-to-point views and the collectives
+    assert "<script" not in page.replace("&lt;script", "")
+    assert "run 1 &lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "likely the eager/rendezvous threshold" in page
+    assert "3075 B &rarr; 4093 B" in page  # the threshold in the key-figures table
+    assert page.count("<details>") == 2  # per-size and collective tables folded
+
+
+def test_report_of_an_imported_run_without_header(tmp_path):
+    imported = importers.load("imb", FIXTURES / "imb_mpi1.txt", pair="intra-node")
+    with Store.open(tmp_path / "s.sqlite") as store:
+        run_id = importers.store_imported(store, imported, "imb")
+        page = html.render(store, [run_id])
+    assert "imported from" in page and "imb_mpi1.txt (imb output)" in page
+    assert "intra-node" in page and "Collectives" in page
+    assert svgs(page) >= 6
+
+
+def test_coll_plot_draws_a_band_per_operation():
+    colls = synthetic_runs.colls()
+    rows = [(f"{c.op} {c.group}", coll_analysis.summarize(c)) for c in colls]
+    svg = figures.coll_plot(rows)
+    assert svg.startswith("<svg")
+    assert "allreduce world" in svg and "bcast world" in svg
+    # One filled band (a path inside a PolyCollection group) per operation.
+    assert len(re.findall(r'<g id="(?:FillBetweenPolyCollection|PolyCollection)_\d+">', svg)) == 2
+    first = rows[0][1]
+    assert first.ns < first.nc < first.nt  # invalid launches dropped, then 25 % trimmed
+
+
+def test_compare_page_escapes_labels_and_overlays_runs(tmp_path):
+    path = tmp_path / "s.sqlite"
+    a = synthetic_runs.store_run(path, "a", with_colls=False)
+    b = synthetic_runs.store_run(path, "b", with_colls=False)
+    with Store.open(path) as store:
+        out = compare_html.write_compare(store, [a, b], [HOSTILE, "mpich"], tmp_path / "c.html")
+    page = out.read_text()
+    assert svgs(page) == 6  # three ops by two pairs
+    assert "<script" not in page.replace("&lt;script", "")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
