@@ -206,6 +206,14 @@ class Store:
                 f" reads version {SCHEMA_VERSION}; use a matching commscope or another --store path"
             )
         self._conn.execute("PRAGMA journal_mode = WAL")
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        # Columns added within schema version 1 (nullable, so old rows stay valid).
+        have = {row[1] for row in self._conn.execute("PRAGMA table_info(segments)")}
+        if "end_json" not in have:
+            with self._write("add the segments.end_json column") as c:
+                c.execute("ALTER TABLE segments ADD COLUMN end_json TEXT")
 
     def close(self) -> None:
         """Close the connection; further calls do nothing."""

@@ -262,3 +262,23 @@ def test_damaged_rows_are_reported(tmp_path: Path) -> None:
             _ = store.get_run(run).header_record
         with pytest.raises(StoreError, match="holds a header record, not a point"):
             store.points(run)
+
+
+def test_a_store_from_before_end_records_gains_the_column_and_keeps_its_runs(tmp_path):
+    import sqlite3
+
+    from commscope.store import Store
+
+    path = tmp_path / "old.sqlite"
+    with Store.open(path) as store:
+        run_id = store.create_run("p2p", "old", "openmpi-4.1.4", "mpirun", 2, {"np": 2})
+        seg = store.start_segment(run_id, ["mpirun"])
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE segments DROP COLUMN end_json")
+    db.commit()
+    db.close()
+    with Store.open(path) as store:
+        store.finish_segment(seg, "complete", None, {"type": "end", "points": 0})
+        (segment,) = store.segments(run_id)
+        assert segment.end == {"type": "end", "points": 0}
+        assert store.get_run(run_id).label == "old"

@@ -16,7 +16,8 @@ from typing import NoReturn
 from commscope import __version__
 from commscope.errors import CommscopeError
 
-SUBCOMMANDS = ("run", "runs", "show", "export", "report", "engine")
+SUBCOMMANDS = ("run", "runs", "show", "export", "report", "compare", "import", "validate", "engine",
+               "vcluster")
 
 
 class OneLineParser(argparse.ArgumentParser):

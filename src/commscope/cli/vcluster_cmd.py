@@ -1,0 +1,102 @@
+"""``commscope vcluster``: build, inspect and remove the virtual cluster."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from commscope import vcluster
+from commscope.cli import common
+from commscope.errors import ClusterError, UsageError
+
+NAME = "vcluster"
+HELP = "build, check or remove a virtual cluster of network namespaces on this machine (root)"
+EXAMPLES = """examples:
+  sudo commscope vcluster up --nodes 4             4 nodes joined by 1 gbit links
+  sudo commscope vcluster up --nodes 2 --rate 100mbit --subnet 10.88.0.0/24
+  commscope vcluster status                        nodes and health (exit 1 if not healthy)
+  sudo commscope vcluster down                     remove everything it made"""
+
+
+def setup_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the ``up``, ``down`` and ``status`` actions."""
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    up = actions.add_parser("up", help="build the cluster (safe to repeat with the same options)")
+    up.add_argument(
+        "--nodes", type=int, required=True, help=f"number of nodes, 1 .. {vcluster.MAX_NODES}"
+    )
+    common.option(
+        up,
+        "--rate",
+        default=vcluster.DEFAULT_RATE,
+        help="rate of each link in each direction, in tc syntax (100mbit, 1gbit)",
+    )
+    common.option(
+        up,
+        "--subnet",
+        default=vcluster.DEFAULT_SUBNET,
+        help="IPv4 network of /24 or larger for the bridge and the nodes",
+    )
+    actions.add_parser("down", help="remove every namespace, link, hosts entry and state file")
+    status = actions.add_parser("status", help="show the nodes and check their health")
+    status.add_argument("--json", action="store_true", help="print the state as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out the chosen action; return the exit status."""
+    if args.action == "up":
+        return _up(args)
+    if args.action == "down":
+        return _down()
+    return _status(args.json)
+
+
+def _up(args: argparse.Namespace) -> int:
+    # Bad input exits 2 like every other usage error; only the build itself raises ClusterError.
+    try:
+        vcluster.plan(args.nodes, rate=args.rate, subnet=args.subnet)
+    except ClusterError as err:
+        raise UsageError(str(err)) from None
+    state = vcluster.up(args.nodes, rate=args.rate, subnet=args.subnet)
+    print(f"vcluster up: {_summary(state)}")
+    for node in state.nodes:
+        print(f"  {node.name:<10} {node.address}")
+    return 0
+
+
+def _down() -> int:
+    removed = vcluster.down()
+    if not removed:
+        print("vcluster down: nothing to remove")
+    for piece in removed:
+        print(f"removed {piece}")
+    return 0
+
+
+def _status(as_json: bool) -> int:
+    state = vcluster.status()
+    if as_json:
+        data = (
+            None
+            if state is None
+            else {**state.to_json(), "healthy": state.healthy, "problems": list(state.problems)}
+        )
+        print(json.dumps(data, indent=2))
+    elif state is None:
+        print("no vcluster is up (start one with 'commscope vcluster up --nodes N')")
+    else:
+        print(f"vcluster: {_summary(state)}: {'healthy' if state.healthy else 'BROKEN'}")
+        for node in state.nodes:
+            print(f"  {node.name:<10} {node.address}")
+        for problem in state.problems:
+            print(f"  problem: {problem}")
+        if not state.healthy:
+            print("  fix: 'commscope vcluster down', then 'up' again")
+    return 0 if state is not None and state.healthy else 1
+
+
+def _summary(state: vcluster.ClusterState) -> str:
+    return (
+        f"{len(state.nodes)} nodes, {state.rate} links, subnet {state.subnet}, "
+        f"bridge {state.bridge} at {state.bridge_address}"
+    )

@@ -1,0 +1,217 @@
+"""Virtual cluster without root: input validation, state format, launch arguments, agents."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+
+import pytest
+
+from commscope import vcluster
+from commscope.cli import OneLineParser, vcluster_cmd
+from commscope.errors import ClusterError, UsageError
+
+AGENT_NAMES = ("ompi-rsh-agent", "hydra-ssh-agent", "vcluster-node-exec")
+
+
+@pytest.mark.parametrize(
+    ("text", "bps"),
+    [
+        ("100mbit", 100_000_000),
+        ("1gbit", 1_000_000_000),
+        ("10gbit", 10_000_000_000),
+        ("1.5gbit", 1_500_000_000),
+        ("1Gbit", 1_000_000_000),
+        ("125mbps", 1_000_000_000),
+        ("1000000bit", 1_000_000),
+        ("1mibit", 1_048_576),
+        (" 1gbit ", 1_000_000_000),
+    ],
+)
+def test_rates_in_tc_syntax_are_read(text, bps):
+    assert vcluster.parse_rate(text) == bps
+
+
+@pytest.mark.parametrize(
+    "text", ["fast", "1gb", "1 gbit", "", "gbit", "-1gbit", "1,5gbit", "0mbit", "999kbit", "2tbit"]
+)
+def test_bad_rates_are_refused_in_one_line(text):
+    with pytest.raises(ClusterError) as err:
+        vcluster.parse_rate(text)
+    assert "\n" not in err.value.one_line()
+    assert repr(text) in err.value.one_line()
+
+
+def test_burst_is_128_us_of_sending_with_a_floor():
+    assert vcluster.burst_bytes(1_000_000_000) == 16_000
+    assert vcluster.burst_bytes(10_000_000_000) == 160_000
+    assert vcluster.burst_bytes(100_000_000) == vcluster.MIN_BURST_BYTES
+
+
+def test_plan_names_and_numbers_nodes_after_the_bridge():
+    state = vcluster.plan(3, "1GBit", "10.77.0.0/24")
+    assert [n.name for n in state.nodes] == ["csnode1", "csnode2", "csnode3"]
+    assert [n.address for n in state.nodes] == ["10.77.0.2", "10.77.0.3", "10.77.0.4"]
+    assert [n.veth for n in state.nodes] == ["csveth1", "csveth2", "csveth3"]
+    assert state.bridge == "csbr0" and state.bridge_address == "10.77.0.1"
+    assert state.rate == "1gbit" and state.burst_bytes == 16_000
+    assert state.prefixlen == 24 and not state.complete
+
+
+def test_plan_accepts_larger_subnets_and_the_extremes_of_node_counts():
+    assert len(vcluster.plan(1).nodes) == 1
+    big = vcluster.plan(64, subnet="10.80.0.0/16")
+    assert big.nodes[-1].address == "10.80.0.65" and big.prefixlen == 16
+
+
+@pytest.mark.parametrize("nodes", [0, -1, 65, 1000, True, "2", 2.0])
+def test_bad_node_counts_are_refused(nodes):
+    with pytest.raises(ClusterError, match="node count"):
+        vcluster.plan(nodes)
+
+
+@pytest.mark.parametrize(
+    "subnet", ["10.77.0.1/24", "10.77.0.0/25", "10.77.0.0/30", "fe80::/64", "nonsense", ""]
+)
+def test_bad_subnets_are_refused_in_one_line(subnet):
+    with pytest.raises(ClusterError, match="subnet") as err:
+        vcluster.plan(2, subnet=subnet)
+    assert "\n" not in err.value.one_line()
+
+
+def test_state_survives_a_json_round_trip_without_its_health():
+    state = vcluster.plan(2)
+    sick = vcluster.ClusterState(**{**state.__dict__, "complete": True, "problems": ("x",)})
+    data = sick.to_json()
+    assert "problems" not in data and data["format"] == vcluster.STATE_FORMAT
+    back = vcluster.ClusterState.from_json(data)
+    assert back == sick and back.problems == () and back.healthy
+
+
+def _drop_rate(data):
+    del data["rate"]
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [lambda d: d.update(format=99), lambda d: d.update(nodes=None), _drop_rate],
+)
+def test_foreign_state_is_refused_with_the_fix(spoil):
+    data = vcluster.plan(2).to_json()
+    spoil(data)
+    with pytest.raises(ClusterError, match="vcluster down"):
+        vcluster.ClusterState.from_json(data)
+
+
+def _mca(args: list[str]) -> dict[str, str]:
+    pairs = [(args[i + 1], args[i + 2]) for i, a in enumerate(args) if a == "--mca"]
+    keys = [key for key, _ in pairs]
+    assert len(keys) == len(set(keys)), "Open MPI refuses an MCA key given twice"
+    return dict(pairs)
+
+
+def test_openmpi_args_cross_nodes_over_the_subnet_only():
+    state = vcluster.plan(3, subnet="10.78.0.0/24")
+    args, env = vcluster.openmpi_args(state, 2)
+    assert args[args.index("-H") + 1] == "csnode1:2,csnode2:2,csnode3:2"
+    mca = _mca(args)
+    assert mca["oob_tcp_if_include"] == mca["btl_tcp_if_include"] == "10.78.0.0/24"
+    assert mca["btl"] == "self,vader,tcp" and mca["pml"] == "ob1"
+    assert mca["mpi_yield_when_idle"] == "1"
+    assert mca["plm_rsh_agent"].endswith("/ompi-rsh-agent")
+    assert os.access(mca["plm_rsh_agent"], os.X_OK)
+    assert "--oversubscribe" in args
+    assert args[args.index("--bind-to") + 1] == "none"
+    assert env == {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def test_mpich_args_launch_through_the_agent_and_call_back_to_the_bridge():
+    state = vcluster.plan(2, subnet="10.79.0.0/16")
+    args, env = vcluster.mpich_args(state, 1)
+    assert args[args.index("-launcher") + 1] == "ssh"
+    agent = args[args.index("-launcher-exec") + 1]
+    assert agent.endswith("/hydra-ssh-agent") and os.access(agent, os.X_OK)
+    assert args[args.index("-hosts") + 1] == "csnode1:1,csnode2:1"
+    assert args[args.index("-localhost") + 1] == "10.79.0.1"
+    assert env == {"UCX_TLS": "sm,tcp,self"}
+
+
+@pytest.mark.parametrize("builder", [vcluster.openmpi_args, vcluster.mpich_args])
+@pytest.mark.parametrize("ranks", [0, -2, True])
+def test_bad_ranks_per_node_are_refused(builder, ranks):
+    with pytest.raises(ClusterError, match="ranks per node"):
+        builder(vcluster.plan(2), ranks)
+
+
+def test_a_missing_agent_names_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setattr(vcluster, "AGENTS_DIR", tmp_path)
+    with pytest.raises(ClusterError, match="chmod"):
+        vcluster.openmpi_args(vcluster.plan(2), 1)
+
+
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_agents_are_shipped_executable_and_fail_with_usage(name):
+    path = vcluster.AGENTS_DIR / name
+    assert os.access(path, os.X_OK), f"{path} lost its executable bit"
+    out = subprocess.run([str(path)], capture_output=True, text=True, timeout=10)
+    assert out.returncode == 2 and "usage:" in out.stderr
+    out = subprocess.run([str(path), "-x", "-p", "22"], capture_output=True, text=True, timeout=10)
+    assert out.returncode == 2 and "usage:" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "text"),
+    [
+        (["csnode1; reboot", "true"], 2, "bad node name"),
+        (["-o", "BatchMode=yes", "nosuchnode4242", "true"], 255, "no vcluster node"),
+        (["-x", "root@nosuchnode4242", "echo", "hi"], 255, "no vcluster node"),
+    ],
+)
+def test_agents_refuse_bad_and_unknown_nodes(argv, code, text):
+    agent = vcluster.AGENTS_DIR / "ompi-rsh-agent"
+    out = subprocess.run([str(agent), *argv], capture_output=True, text=True, timeout=10)
+    assert out.returncode == code and text in out.stderr
+
+
+def test_up_and_down_need_root_and_say_so(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    for action in (lambda: vcluster.up(2), vcluster.down):
+        with pytest.raises(ClusterError, match="needs root") as err:
+            action()
+        assert "\n" not in err.value.one_line()
+
+
+def test_a_missing_tool_is_named(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(vcluster, "TOOLS", ("ip", "no-such-tool-4242"))
+    with pytest.raises(ClusterError, match="no-such-tool-4242"):
+        vcluster.up(2)
+
+
+def _cli_args(*argv: str) -> argparse.Namespace:
+    parser = OneLineParser(prog="commscope vcluster")
+    vcluster_cmd.setup_parser(parser)
+    return parser.parse_args(argv)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["up", "--nodes", "0"],
+        ["up", "--nodes", "2", "--rate", "fast"],
+        ["up", "--nodes", "2", "--subnet", "10.0.0.0/28"],
+    ],
+)
+def test_cli_bad_input_is_a_usage_error_before_anything_is_built(argv, monkeypatch):
+    monkeypatch.setattr(vcluster, "up", lambda *a, **k: pytest.fail("up() must not run"))
+    with pytest.raises(UsageError):
+        vcluster_cmd.run(_cli_args(*argv))
+
+
+def test_cli_declares_its_actions():
+    assert vcluster_cmd.NAME == "vcluster"
+    args = _cli_args("up", "--nodes", "3")
+    assert (args.nodes, args.rate, args.subnet) == (3, "1gbit", "10.77.0.0/24")
+    assert _cli_args("status", "--json").json is True
+    assert _cli_args("down").action == "down"
