@@ -22,6 +22,17 @@ static const char *usage =
 
 static const char *labels[] = {"intra-socket", "inter-socket", "intra-node", "inter-node"};
 
+/* A barrier that sleeps while it waits: ranks outside a pair must not spin on cores the pair
+ * needs (with more ranks than cores, a polling MPI would otherwise steal them). */
+static void idle_barrier(void) {
+    MPI_Request rq;
+    int done = 0;
+    MPI_Ibarrier(MPI_COMM_WORLD, &rq);
+    struct timespec nap = {0, 20000};
+    for (MPI_Test(&rq, &done, MPI_STATUS_IGNORE); !done; MPI_Test(&rq, &done, MPI_STATUS_IGNORE))
+        nanosleep(&nap, NULL);
+}
+
 static void mpi_error(MPI_Comm *comm, int *code, ...) {
     (void)comm;
     char text[MPI_MAX_ERROR_STRING];
@@ -244,15 +255,17 @@ int main(int argc, char **argv) {
         for (int s = 0; s < nsizes; s++) {
             if (op) {
                 for (int p = 0; p < npairs; p++)
-                    if (!cs_options_skipped(&opt, name, pairs[p].label, opt.sizes[s]))
+                    if (!cs_options_skipped(&opt, name, pairs[p].label, opt.sizes[s])) {
                         op->measure(&ctx, &pairs[p], opt.sizes[s]);
+                        if (topo.nranks > 2) idle_barrier();
+                    }
             } else if (cs_coll_sizeless(coll) ? s == 0 && !cs_options_skipped(&opt, name, "world", 0)
                                                : !cs_options_skipped(&opt, name, "world", opt.coll_sizes[s])) {
                 cs_coll_measure(&ctx, coll, opt.coll_sizes[s]);
             }
         }
     }
-    MPI_Barrier(MPI_COMM_WORLD);
+    idle_barrier();
     cs_json j;
     if (rank == 0) {
         cs_json_begin(&j, stdout);

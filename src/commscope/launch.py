@@ -90,15 +90,22 @@ class JobResult:
     returncode: int
     stderr: str
     timed_out: bool
+    killed_after_output: bool = False  # output was complete but the job did not exit
 
 
 def run_streaming(
-    job: Job, on_line: Callable[[str], None], timeout_s: float, cwd: str | None = None
+    job: Job,
+    on_line: Callable[[str], bool | None],
+    timeout_s: float,
+    cwd: str | None = None,
+    exit_grace_s: float = 15.0,
 ) -> JobResult:
     """Run ``job``, hand each stdout line to ``on_line`` as it arrives, return when it ends.
 
-    The job runs in a new session (its own process group). If ``on_line`` raises, the group is
-    killed and the exception propagates after the job is reaped.
+    The job runs in a new session (its own process group). When ``on_line`` returns True the
+    output is complete; a job still alive ``exit_grace_s`` later (an MPI_Finalize that hangs)
+    is killed. If ``on_line`` raises, the group is killed and the exception propagates after
+    the job is reaped.
     """
     env = dict(os.environ)
     env.update(job.env)
@@ -119,17 +126,20 @@ def run_streaming(
     err_chunks: list[str] = []
     reader = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)
     reader.start()
-    timed_out = threading.Event()
+    timed_out, lingered = threading.Event(), threading.Event()
 
-    def expire() -> None:
-        timed_out.set()
+    def expire(flag: threading.Event) -> None:
+        flag.set()
         kill_group(proc)
 
-    timer = threading.Timer(timeout_s, expire)
+    timer = threading.Timer(timeout_s, expire, (timed_out,))
     timer.start()
+    grace: threading.Timer | None = None
     try:
         for line in proc.stdout:
-            on_line(line)
+            if on_line(line) and grace is None:
+                grace = threading.Timer(exit_grace_s, expire, (lingered,))
+                grace.start()
         proc.wait()
         _kill_stragglers(proc.pid)
     except BaseException:
@@ -137,8 +147,10 @@ def run_streaming(
         raise
     finally:
         timer.cancel()
+        if grace is not None:
+            grace.cancel()
         reader.join(timeout=10)
-    return JobResult(proc.returncode, "".join(err_chunks), timed_out.is_set())
+    return JobResult(proc.returncode, "".join(err_chunks), timed_out.is_set(), lingered.is_set())
 
 
 def kill_group(proc: subprocess.Popen[str]) -> None:

@@ -112,6 +112,20 @@ def _lost_rank(stderr: str, header: Header | None) -> str:
     return lines[-1] if lines else "the job ended without its end record"
 
 
+def _vcluster_launch(mpi: MPIInstall, ranks_per_node: int) -> tuple[list[str], dict[str, str]]:
+    """Launcher options that spread the ranks over the virtual cluster's nodes."""
+    from commscope import vcluster
+
+    state = vcluster.status()
+    if state is None or not state.healthy:
+        why = "none is up" if state is None else "; ".join(state.problems)
+        raise LaunchError(f"no usable virtual cluster ({why}); run 'commscope vcluster up "
+                          "--nodes 2' as root first")
+    if mpi.family == "openmpi":
+        return vcluster.openmpi_args(state, ranks_per_node)
+    return vcluster.mpich_args(state, ranks_per_node)
+
+
 def run(
     store: Store,
     run_id: int,
@@ -130,6 +144,8 @@ def run(
         LaunchError: the job failed, timed out or lost a rank; stored points are kept.
     """
     info = engine.find(mpi)
+    if request.get("vcluster"):
+        extra_args, extra_env = _vcluster_launch(mpi, request["vcluster"]["ranks_per_node"])
     skip = store.measured_keys(run_id)
     argv = engine_argv(str(info.path), request["engine"], skip)
     job = launch.build_job(
@@ -139,11 +155,11 @@ def run(
     segment = store.start_segment(run_id, job.argv)
     state: dict[str, Any] = {"header": None, "end": None, "points": 0, "lines": 0, "stray": []}
 
-    def on_line(line: str) -> None:
+    def on_line(line: str) -> bool:
         state["lines"] += 1
         if not line.lstrip().startswith("{"):
             state["stray"].append(line.strip())  # launcher chatter, not a record
-            return
+            return False
         record = parse_record(line, where=f"engine output line {state['lines']}")
         if isinstance(record, Header):
             state["header"] = record
@@ -156,6 +172,7 @@ def run(
             state["end"] = record
         if progress and state["header"] is not None:
             progress(len(skip) + state["points"], state["total"])
+        return isinstance(record, End)
 
     result = None
     try:
@@ -165,9 +182,13 @@ def run(
             store.finish_segment(segment, "incomplete", "interrupted")
             store.set_run_status(run_id, "incomplete", "interrupted")
     total = len(store.measured_keys(run_id))
-    if result.returncode == 0 and state["end"] is not None and not result.timed_out:
-        store.finish_segment(segment, "complete", None, state["end"].raw)
-        store.set_run_status(run_id, "complete", None)
+    ended = result.returncode == 0 or result.killed_after_output
+    if ended and state["end"] is not None and not result.timed_out:
+        # Every point arrived; a launcher stuck in MPI_Finalize afterwards loses nothing.
+        note = "killed after its end record: MPI_Finalize did not return" if (
+            result.killed_after_output) else None
+        store.finish_segment(segment, "complete", note, state["end"].raw)
+        store.set_run_status(run_id, "complete", note)
         return Outcome(run_id, state["points"], total)
     if result.timed_out:
         cause = f"timed out after {request.get('timeout_s')} s (raise --timeout)"

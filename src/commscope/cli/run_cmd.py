@@ -22,6 +22,7 @@ EXAMPLES = """examples:
   commscope run coll --ops alltoall,bcast --sizes 8,1KiB,1MiB --timer tsc --sync ring \\
       --confidence 0.95 --stop rse:0.05
   commscope run coll --sync barrier      the naive back-to-back loop, to see its error
+  commscope run p2p --vcluster           intra- and inter-node pairs on the virtual cluster
   commscope run --resume latest          measure only what a failed run is missing
 """
 BENCHMARKS = ("all", "p2p", "coll")
@@ -41,7 +42,11 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     common.option(p, "--launcher", default="auto", choices=("auto", "mpirun", "mpiexec", "srun"),
                   help="how to start ranks")
     common.option(p, "--np", type=common.positive_int, default=runner.default_ranks(),
-                  help="number of ranks")
+                  help="number of ranks (with --vcluster: nodes x --ranks-per-node)")
+    p.add_argument("--vcluster", action="store_true",
+                   help="run across the virtual cluster ('commscope vcluster up' first)")
+    common.option(p, "--ranks-per-node", type=common.positive_int, default=2,
+                  help="with --vcluster: ranks on each node")
     common.option(p, "--ops", help=f"operations (p2p: {P2P_OPS}; coll: {COLL_OPS}; also "
                   "gatherv, scatterv, allgatherv, alltoallv, reduce_scatter(_block), scan, "
                   "exscan, their i- forms, waitpattern_null, waitpattern_up)")
@@ -128,7 +133,7 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
     common.require(args.warmup >= 0, "--warmup: must be >= 0")
     common.require(0 <= args.g <= 1, f"--g {args.g}: a share between 0 and 1")
     common.require(args.gamma >= 1, f"--gamma {args.gamma}: must be >= 1")
-    common.require(args.root >= 0 and args.root < args.np, f"--root {args.root}: not a rank")
+    common.require(args.root >= 0, f"--root {args.root}: not a rank")
     stop = args.stop
     if stop not in ("a", "b"):
         try:
@@ -157,9 +162,21 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
                        "root": args.root, "check": int(args.check),
                        "naive_iters": args.naive_iters, "test_distort": args.test_distort})
     engine["ops"] = ",".join(ops)
-    return {"benchmark": args.benchmark, "mpi": args.mpi, "np": args.np,
-            "launcher": args.launcher, "timeout_s": args.timeout,
-            "confidence": args.confidence, "engine": engine}
+    request = {"benchmark": args.benchmark, "mpi": args.mpi, "np": args.np,
+               "launcher": args.launcher, "timeout_s": args.timeout,
+               "confidence": args.confidence, "engine": engine}
+    if args.vcluster:
+        from commscope import vcluster
+
+        state = vcluster.status()
+        if state is None or not state.healthy:
+            raise UsageError("--vcluster: no virtual cluster is up; run 'commscope vcluster up "
+                             "--nodes 2' as root first")
+        request["np"] = len(state.nodes) * args.ranks_per_node
+        request["vcluster"] = {"nodes": len(state.nodes), "ranks_per_node": args.ranks_per_node,
+                               "rate": state.rate, "subnet": state.subnet}
+    common.require(args.root < request["np"], f"--root {args.root}: not a rank")
+    return request
 
 
 def _measure(store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPIInstall,

@@ -1,0 +1,82 @@
+"""Real MPI across the virtual cluster: intra- vs inter-node, link rates, both MPIs (root)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from commscope import vcluster
+from commscope.store import Store
+from tests.cluster.test_vcluster import assert_nothing_left
+from tests.conftest import have_mpi, need
+
+pytestmark = pytest.mark.cluster
+GBIT_BPS = 1e9 / 8  # bytes per second of a 1 gbit link
+
+
+@pytest.fixture
+def cluster(request) -> Iterator[vcluster.ClusterState]:
+    """A vcluster of ``request.param`` = (nodes, rate), always removed afterwards."""
+    need(os.geteuid() == 0, "vcluster tests need root (network namespaces, bridge, /etc/hosts)")
+    if vcluster.STATE_FILE.exists():
+        pytest.skip("SKIPPED, NOT TESTED: a vcluster is already up; 'commscope vcluster down'")
+    nodes, rate = request.param
+    try:
+        yield vcluster.up(nodes, rate)
+    finally:
+        vcluster.down()
+        assert_nothing_left()
+
+
+def _p2p(cli, family: str, sizes: str, ops: str = "pingpong,bw", rpn: int = 2) -> tuple:
+    out = cli("run", "p2p", "--vcluster", "--ranks-per-node", str(rpn), "--mpi", family,
+              "--sizes", sizes, "--ops", ops, "--json", timeout=900)
+    assert out.returncode == 0, out.stderr
+    run_id = json.loads(out.stdout)["run"]
+    with Store.open(cli.store) as store:
+        return store.get_run(run_id), store.points(run_id)
+
+
+@pytest.mark.parametrize("cluster", [(2, "1gbit")], indirect=True)
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_two_nodes_show_intra_and_inter_node_side_by_side(cli, cluster, family):
+    need(have_mpi(family), f"{family} is not installed")
+    run, points = _p2p(cli, family, "0,8,1048576,4194304")
+    nodes = [r["node"] for r in run.header["ranks"]]
+    assert nodes == ["csnode1", "csnode1", "csnode2", "csnode2"]
+    lat = {p.pair: p.latency_s for p in points if p.op == "pingpong" and p.bytes == 8}
+    intra = next(k for k in lat if k != "inter-node")
+    assert lat[intra] < lat["inter-node"], lat
+    peak = max(p.bandwidth_Bps for p in points if p.op == "bw" and p.pair == "inter-node")
+    assert 0.60 * GBIT_BPS <= peak <= 1.00 * GBIT_BPS, f"{peak / GBIT_BPS:.0%} of 1 gbit"
+    assert run.request["vcluster"] == {"nodes": 2, "ranks_per_node": 2, "rate": "1gbit",
+                                       "subnet": cluster.subnet}
+
+
+@pytest.mark.parametrize("cluster", [(4, "1gbit")], indirect=True)
+def test_four_nodes_one_rank_each(cli, cluster):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    run, points = _p2p(cli, "openmpi", "8,65536", ops="pingpong", rpn=1)
+    assert [r["node"] for r in run.header["ranks"]] == [f"csnode{i}" for i in range(1, 5)]
+    assert [r["node_index"] for r in run.header["ranks"]] == [0, 1, 2, 3]
+    assert {p.pair for p in points} == {"inter-node"}
+
+
+def _one_mib_time(cli) -> float:
+    _, points = _p2p(cli, "openmpi", "1048576", ops="pingpong")
+    return next(p.latency_s for p in points if p.pair == "inter-node")
+
+
+@pytest.mark.parametrize("cluster", [(2, "100mbit")], indirect=True)
+def test_a_100mbit_link_is_about_ten_times_slower_than_1gbit(cli, cluster):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    slow = _one_mib_time(cli)
+    vcluster.down()
+    vcluster.up(2, "1gbit")
+    fast = _one_mib_time(cli)
+    print(f"\n1 MiB one-way: 100mbit {slow * 1e3:.2f} ms, 1gbit {fast * 1e3:.2f} ms, "
+          f"ratio {slow / fast:.1f}")
+    assert 7 <= slow / fast <= 13
