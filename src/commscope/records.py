@@ -23,7 +23,7 @@ from commscope.errors import RecordError
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = "records-v1.json"
-RECORD_TYPES = ("header", "point", "coll", "end")
+RECORD_TYPES = ("header", "point", "coll", "contention", "end")
 # Messages from jsonschema quote the offending value, which can be a long sample array.
 _MAX_REASON = 200
 
@@ -195,6 +195,39 @@ class Coll:
 
 
 @dataclass(frozen=True)
+class Contention:
+    """Seed 001's t(m, cf): cf pairs exchanging ``bytes`` at once over one level's channel.
+
+    ``samples_s[r][i]`` is process i's time in repetition r (pairs in order, a then b):
+    the time of ``nruns`` Irecv + Isend + Waitall divided by 2 * nruns, as in the paper.
+    """
+
+    level: str
+    cf: int
+    bytes: int
+    pairs: tuple[tuple[int, int], ...]
+    nruns: int
+    start: str
+    samples_s: tuple[tuple[float, ...], ...]
+    raw: dict[str, Any] = field(compare=False, repr=False)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """(contention_<level>, cf<cf>, bytes): what identifies this point within a run."""
+        return (f"contention_{self.level}", f"cf{self.cf}", self.bytes)
+
+    @property
+    def n_samples(self) -> int:
+        """Number of repetitions."""
+        return len(self.samples_s)
+
+    @cached_property
+    def median_s(self) -> float:
+        """Median over repetitions of the slowest process: t(m, cf)."""
+        return float(np.median([max(rep) for rep in self.samples_s]))
+
+
+@dataclass(frozen=True)
 class End:
     """Last record of an engine run."""
 
@@ -203,7 +236,7 @@ class End:
     raw: dict[str, Any] = field(compare=False, repr=False)
 
 
-Record = Header | Point | Coll | End
+Record = Header | Point | Coll | Contention | End
 
 
 @cache
@@ -280,7 +313,8 @@ def record_from_dict(data: Any, where: str, validate: bool = True) -> Record:
     """
     kind = data.get("type") if isinstance(data, dict) else None
     if kind not in RECORD_TYPES:
-        raise _fail(where, "expected a JSON object whose 'type' is header, point, coll or end")
+        raise _fail(where, "expected a JSON object whose 'type' is header, point, coll,"
+                    " contention or end")
     if kind == "header" and data.get("schema_version") != SCHEMA_VERSION:
         raise _fail(
             where,
@@ -299,6 +333,8 @@ def record_from_dict(data: Any, where: str, validate: bool = True) -> Record:
             return _point(data, where)
         if kind == "coll":
             return _coll(data, where)
+        if kind == "contention":
+            return _contention(data, where)
         return End(points=int(data["points"]), elapsed_s=float(data["elapsed_s"]), raw=data)
     except (KeyError, TypeError, ValueError) as err:  # only reachable without validation
         raise _fail(where, f"{kind} is malformed ({type(err).__name__}: {err})") from None
@@ -384,3 +420,14 @@ def _coll(d: dict[str, Any], where: str) -> Coll:
         stop=d["stop"],
         raw=d,
     )
+
+
+def _contention(d: dict[str, Any], where: str) -> Contention:
+    pairs = tuple((int(a), int(b)) for a, b in d["pairs"])
+    if len(pairs) != int(d["cf"]):
+        raise _fail(where, f"contention cf {d['cf']} but {len(pairs)} pairs")
+    samples = tuple(tuple(float(t) for t in rep) for rep in d["samples_s"])
+    if any(len(rep) != 2 * len(pairs) for rep in samples):
+        raise _fail(where, "contention samples_s must hold one time per process of the pairs")
+    return Contention(d["level"], int(d["cf"]), int(d["bytes"]), pairs, int(d["nruns"]),
+                      d["start"], samples, raw=d)

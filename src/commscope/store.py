@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from commscope.errors import StoreError, UsageError
-from commscope.records import Coll, Header, Point, record_from_dict
+from commscope.records import Coll, Contention, Header, Point, record_from_dict
 
 APPLICATION_ID = 0x636D7363  # "cmsc"
 SCHEMA_VERSION = 1
@@ -298,7 +298,7 @@ class Store:
             )
             c.execute("UPDATE segments SET header_json = ? WHERE id = ?", (text, segment_id))
 
-    def add_point(self, run_id: int, segment_id: int, point: Point | Coll) -> None:
+    def add_point(self, run_id: int, segment_id: int, point: Point | Coll | Contention) -> None:
         """Store one measured point, committed before returning.
 
         The point's ``raw`` record is stored as is, so it must come from ``parse_record`` or
@@ -393,18 +393,23 @@ class Store:
         """Return a run's collective points ordered by op, group and bytes."""
         return [p for p in self._measurements(run_id) if isinstance(p, Coll)]
 
-    def _measurements(self, run_id: int) -> list[Point | Coll]:
+    def contentions(self, run_id: int) -> list[Contention]:
+        """Return a run's contention points ordered by level, cf and bytes."""
+        out = [p for p in self._measurements(run_id) if isinstance(p, Contention)]
+        return sorted(out, key=lambda p: (p.level, p.cf, p.bytes))
+
+    def _measurements(self, run_id: int) -> list[Point | Coll | Contention]:
         self._require_run(run_id)
         rows = self._conn.execute(
             "SELECT id, record_json FROM points WHERE run_id = ? ORDER BY op, pair, bytes",
             (run_id,),
         )
-        out: list[Point | Coll] = []
+        out: list[Point | Coll | Contention] = []
         for point_id, text in rows:
             where = f"{self.path} point {point_id}"
             # Validated when it arrived; validating thousands of sample arrays again is slow.
             point = record_from_dict(json.loads(text), where, validate=False)
-            if not isinstance(point, (Point, Coll)):
+            if not isinstance(point, (Point, Coll, Contention)):
                 raise _damaged(where, point, "point")
             out.append(point)
         return out
