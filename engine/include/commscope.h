@@ -53,6 +53,7 @@ typedef struct cs_topo {
 } cs_topo;
 
 int cs_topo_gather(cs_topo *topo, char *err, size_t errlen); /* collective */
+int cs_pin_to_core(char *err, size_t errlen); /* collective: one core per rank of a node */
 
 /* ---- pairs for point-to-point: rank 0 with one partner per level ---- */
 typedef struct cs_pair {
@@ -100,12 +101,19 @@ typedef struct cs_options {
     int root;
     int cold;            /* rotate buffers larger than the last-level cache */
     int check;           /* verify results once per point */
+    /* contention (seed 001): levels, most pairs, loop length, repetitions, pinning */
+    const char *levels;  /* comma list of memory, socket, nic */
+    int cf_max;          /* 0: as many pairs as the allocation allows */
+    int nruns;
+    int reps;
+    int pin;             /* pin each rank to one core of its affinity (node-local rank order) */
     int distort_rank;    /* testing: rank whose clock is distorted, -1 for none */
     double distort_offset_s, distort_drift;
 } cs_options;
 
 int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t errlen);
 int cs_options_skipped(const cs_options *o, const char *op, const char *pair, size_t bytes);
+int cs_list_has(const char *list, const char *name); /* exact member of a comma list */
 
 /* ---- JSON lines on rank 0 ---- */
 typedef struct cs_json {
@@ -167,6 +175,9 @@ const char *cs_coll_names(void); /* comma list, for messages */
 int cs_coll_sizeless(const cs_coll_op *op); /* barrier and wait patterns: measured once, 0 bytes */
 void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes);
 
+/* Contention t(m, cf) at every requested level (collective). */
+void cs_contention_run(cs_context *ctx);
+
 /* Clock synchronisation (collective); fills ctx->clock on every rank. */
 int cs_clock_sync(cs_context *ctx, char *err, size_t errlen);
 void cs_clock_write(cs_context *ctx, cs_json *j); /* header member, rank 0 (collective) */
@@ -184,6 +195,9 @@ typedef struct cs_sched_result {
 } cs_sched_result;
 void cs_schedule_run(cs_context *ctx, void (*launch)(void *state, long i), void *state,
                      cs_sched_result *res);
+/* A barrier that sleeps while it waits: ranks outside a measurement must not spin on cores
+ * the measured ranks need (with more ranks than cores, a polling MPI would steal them). */
+void cs_idle_barrier(void);
 void cs_naive_run(cs_context *ctx, void (*launch)(void *state, long i), void *state,
                   cs_sched_result *res);
 

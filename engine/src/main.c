@@ -17,21 +17,12 @@ static const char *usage =
     "         [--sync-span S] [--k N] [--k0 N] [--g F] [--gamma F] [--stop a|b|rse:X]\n"
     "         [--min-valid N] [--max-launches N] [--coll-budget S] [--naive-iters N]\n"
     "         [--root R] [--buffers hot|cold] [--check 0|1] [--test-distort RANK:OFFSET:DRIFT]\n"
+    "       contention (--ops contention, sizes from --coll-sizes):\n"
+    "         [--levels memory,socket,nic] [--cf-max N] [--nruns N] [--reps N] [--pin 0|1]\n"
     "       commscope-engine --version   (JSON: engine and MPI library versions, no MPI_Init)\n"
     "Run under mpirun/mpiexec; rank 0 writes JSON lines to stdout.\n";
 
 static const char *labels[] = {"intra-socket", "inter-socket", "intra-node", "inter-node"};
-
-/* A barrier that sleeps while it waits: ranks outside a pair must not spin on cores the pair
- * needs (with more ranks than cores, a polling MPI would otherwise steal them). */
-static void idle_barrier(void) {
-    MPI_Request rq;
-    int done = 0;
-    MPI_Ibarrier(MPI_COMM_WORLD, &rq);
-    struct timespec nap = {0, 20000};
-    for (MPI_Test(&rq, &done, MPI_STATUS_IGNORE); !done; MPI_Test(&rq, &done, MPI_STATUS_IGNORE))
-        nanosleep(&nap, NULL);
-}
 
 static void mpi_error(MPI_Comm *comm, int *code, ...) {
     (void)comm;
@@ -89,6 +80,11 @@ static void write_options(cs_json *j, const cs_options *o) {
     cs_json_int(j, "root", o->root);
     cs_json_str(j, "buffers", o->cold ? "cold" : "hot");
     cs_json_int(j, "check", o->check);
+    cs_json_str(j, "levels", o->levels);
+    cs_json_int(j, "cf_max", o->cf_max);
+    cs_json_int(j, "nruns", o->nruns);
+    cs_json_int(j, "reps", o->reps);
+    cs_json_int(j, "pin", o->pin);
     if (o->distort_rank >= 0) {
         cs_json_raw_begin(j, "test_distort", '{');
         cs_json_int(j, "rank", o->distort_rank);
@@ -199,8 +195,8 @@ static void check_ops(const char *ops, int rank, int *p2p, int *coll) {
     *p2p = *coll = 0;
     for (char *save = NULL, *op = strtok_r(copy, ",", &save); op; op = strtok_r(NULL, ",", &save)) {
         if (cs_op_find(op)) *p2p = 1;
-        else if (cs_coll_find(op)) *coll = 1;
-        else cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong,bw,bibw,%s)", rank,
+        else if (cs_coll_find(op) || strcmp(op, "contention") == 0) *coll = 1;
+        else cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong,bw,bibw,contention,%s)", rank,
                     op, cs_coll_names());
     }
 }
@@ -226,6 +222,7 @@ int main(int argc, char **argv) {
     if (!timer) cs_die("rank %d: --timer %s: unknown (gettimeofday, mpi_wtime, monotonic_raw, tsc)", rank, opt.timer);
     if (cs_timer_setup(timer, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
     if (opt.distort_rank == rank) cs_timer_distort(timer, opt.distort_offset_s, opt.distort_drift);
+    if (opt.pin && cs_pin_to_core(err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
 
     cs_topo topo;
     if (cs_topo_gather(&topo, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
@@ -249,6 +246,10 @@ int main(int argc, char **argv) {
     snprintf(ops, sizeof ops, "%s", opt.ops);
     for (char *save = NULL, *name = strtok_r(ops, ",", &save); name;
          name = strtok_r(NULL, ",", &save)) {
+        if (strcmp(name, "contention") == 0) {
+            cs_contention_run(&ctx);
+            continue;
+        }
         const cs_op *op = cs_op_find(name);
         const cs_coll_op *coll = cs_coll_find(name);
         int nsizes = op ? opt.nsizes : opt.ncoll_sizes;
@@ -257,7 +258,7 @@ int main(int argc, char **argv) {
                 for (int p = 0; p < npairs; p++)
                     if (!cs_options_skipped(&opt, name, pairs[p].label, opt.sizes[s])) {
                         op->measure(&ctx, &pairs[p], opt.sizes[s]);
-                        if (topo.nranks > 2) idle_barrier();
+                        if (topo.nranks > 2) cs_idle_barrier();
                     }
             } else if (cs_coll_sizeless(coll) ? s == 0 && !cs_options_skipped(&opt, name, "world", 0)
                                                : !cs_options_skipped(&opt, name, "world", opt.coll_sizes[s])) {
@@ -265,7 +266,7 @@ int main(int argc, char **argv) {
             }
         }
     }
-    idle_barrier();
+    cs_idle_barrier();
     cs_json j;
     if (rank == 0) {
         cs_json_begin(&j, stdout);

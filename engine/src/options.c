@@ -53,7 +53,8 @@ static int int_option(const char *flag, const char *val, int *rc, cs_options *o,
         {"--sync-d", 1, 1e6}, {"--sync-rounds", 2, 1000}, {"--sync-span", 0, 60}, {"--k", 1, 1e4},
         {"--k0", 1, 1e4}, {"--g", 0, 1}, {"--gamma", 1, 100}, {"--min-valid", 1, 1e6},
         {"--max-launches", 1, 1e7}, {"--coll-budget", 1e-3, 36000}, {"--naive-iters", 1, 1e6},
-        {"--root", 0, 1e7}, {"--check", 0, 1}};
+        {"--root", 0, 1e7}, {"--check", 0, 1}, {"--cf-max", 0, 1e4}, {"--nruns", 1, 1e6},
+        {"--reps", 1, 1e4}, {"--pin", 0, 1}};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strcmp(flag, table[i].flag) != 0) continue;
         double v;
@@ -71,7 +72,11 @@ static int int_option(const char *flag, const char *val, int *rc, cs_options *o,
         case 9: o->coll_budget_s = v; break;
         case 10: o->naive_iters = (int)v; break;
         case 11: o->root = (int)v; break;
-        default: o->check = (int)v; break;
+        case 12: o->check = (int)v; break;
+        case 13: o->cf_max = (int)v; break;
+        case 14: o->nruns = (int)v; break;
+        case 15: o->reps = (int)v; break;
+        default: o->pin = (int)v; break;
         }
         return 1;
     }
@@ -106,6 +111,9 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
     o->coll_budget_s = 1.0;
     o->naive_iters = 10;
     o->root = 0;
+    o->levels = "memory,socket,nic";
+    o->nruns = 10;
+    o->reps = 5;
     o->distort_rank = -1;
     const char *sizes = "0,8,1024,65536,1048576", *coll_sizes = NULL;
     for (int i = 1; i < argc; i++) {
@@ -146,6 +154,7 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
             o->sample_min_s = v;
         } else if (strcmp(flag, "--sync") == 0) o->sync = val;
         else if (strcmp(flag, "--stop") == 0) o->stop = val;
+        else if (strcmp(flag, "--levels") == 0) o->levels = val;
         else if (strcmp(flag, "--buffers") == 0) {
             if (strcmp(val, "hot") && strcmp(val, "cold")) {
                 snprintf(err, errlen, "--buffers %s: expected hot or cold", val);
@@ -184,6 +193,13 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
         return 0;
     }
     return parse_sizes(coll_sizes, o, &o->coll_sizes, &o->ncoll_sizes, err, errlen);
+}
+
+int cs_list_has(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ',')) return 1;
+    return 0;
 }
 
 int cs_options_skipped(const cs_options *o, const char *op, const char *pair, size_t bytes) {

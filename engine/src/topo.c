@@ -67,6 +67,44 @@ static int socket_of_binding(const cs_rankinfo *me, const char **source) {
 }
 #endif
 
+int cs_pin_to_core(char *err, size_t errlen) {
+    int rank, local, leader;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    leader = rank;
+    MPI_Bcast(&leader, 1, MPI_INT, 0, node);
+    MPI_Comm_free(&node);
+    /* Node index = number of nodes led by lower ranks. Rotating by it keeps the ranks of a
+     * node on distinct cores and, where "nodes" share one machine's cores (the virtual
+     * cluster), puts the two ends of an inter-node pair on different cores. */
+    int size, *leaders, node_index = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    leaders = malloc(sizeof(int) * (size_t)size);
+    if (!leaders) {
+        snprintf(err, errlen, "--pin: out of memory");
+        return -1;
+    }
+    MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < leader; r++) node_index += leaders[r] == r;
+    free(leaders);
+    int cpus[CS_MAX_CPUS], n = affinity_list(cpus, CS_MAX_CPUS);
+    if (n == 0) {
+        snprintf(err, errlen, "--pin: cannot read this rank's cpu affinity");
+        return -1;
+    }
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    int cpu = cpus[(local + node_index) % n];
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) {
+        snprintf(err, errlen, "--pin: sched_setaffinity to cpu %d failed", cpu);
+        return -1;
+    }
+    return 0;
+}
+
 int cs_topo_gather(cs_topo *topo, char *err, size_t errlen) {
     int rank, size, len = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -116,11 +154,7 @@ int cs_topo_gather(cs_topo *topo, char *err, size_t errlen) {
 }
 
 static int wanted_label(const char *wanted, const char *label) {
-    if (strcmp(wanted, "auto") == 0) return 1;
-    size_t n = strlen(label);
-    for (const char *p = wanted; (p = strstr(p, label)) != NULL; p += n)
-        if ((p == wanted || p[-1] == ',') && (p[n] == '\0' || p[n] == ',')) return 1;
-    return 0;
+    return strcmp(wanted, "auto") == 0 || cs_list_has(wanted, label);
 }
 
 static int partner(const cs_topo *t, int same_node, int socket_rule) {

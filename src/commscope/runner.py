@@ -15,7 +15,7 @@ from typing import Any
 from commscope import engine, launch
 from commscope.errors import LaunchError
 from commscope.mpi import MPIInstall
-from commscope.records import Coll, End, Header, Point, parse_record
+from commscope.records import Coll, Contention, End, Header, Point, parse_record
 from commscope.store import Store
 
 # Engine options a request may carry, in the engine's own flag spelling.
@@ -49,14 +49,21 @@ ENGINE_FLAGS = {
     "buffers": "--buffers",
     "check": "--check",
     "test_distort": "--test-distort",
+    "levels": "--levels",
+    "cf_max": "--cf-max",
+    "nruns": "--nruns",
+    "reps": "--reps",
+    "pin": "--pin",
 }
 P2P_OPS = ("pingpong", "bw", "bibw")
 SIZELESS_OPS = ("barrier", "ibarrier", "waitpattern_null", "waitpattern_up")
 
 
-def expected_points(options: dict[str, Any], npairs: int) -> int:
-    """How many points the engine will write for these options (before skipping any)."""
+def expected_points(options: dict[str, Any], npairs: int) -> int | None:
+    """How many points the engine will write for these options (None: not known ahead)."""
     ops = [op for op in str(options.get("ops", "")).split(",") if op]
+    if "contention" in ops:
+        return None  # the pairs per level depend on where the ranks landed
     sizes = options.get("sizes") or []
     coll_sizes = options.get("coll_sizes") or sizes
     total = 0
@@ -133,7 +140,7 @@ def run(
     mpi: MPIInstall,
     extra_args: list[str] | None = None,
     extra_env: dict[str, str] | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> Outcome:
     """Launch the engine for ``request`` and store its records under ``run_id``.
 
@@ -165,7 +172,7 @@ def run(
             state["header"] = record
             store.set_header(run_id, segment, record)
             state["total"] = expected_points(request["engine"], len(record.pairs))
-        elif isinstance(record, (Point, Coll)):
+        elif isinstance(record, (Point, Coll, Contention)):
             store.add_point(run_id, segment, record)
             state["points"] += 1
         elif isinstance(record, End):

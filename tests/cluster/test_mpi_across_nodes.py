@@ -80,3 +80,20 @@ def test_a_100mbit_link_is_about_ten_times_slower_than_1gbit(cli, cluster):
     print(f"\n1 MiB one-way: 100mbit {slow * 1e3:.2f} ms, 1gbit {fast * 1e3:.2f} ms, "
           f"ratio {slow / fast:.1f}")
     assert 7 <= slow / fast <= 13
+
+
+@pytest.mark.parametrize("cluster", [(2, "1gbit")], indirect=True)
+def test_nic_contention_of_two_pairs_is_close_to_two(cli, cluster):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    out = cli("run", "contention", "--vcluster", "--mpi", "openmpi", "--levels", "nic",
+              "--sizes", "1MiB,4MiB", "--json", timeout=900)
+    assert out.returncode == 0, out.stderr
+    with Store.open(cli.store) as store:
+        from commscope.analysis.contention import tables
+
+        nic = tables(store.contentions(json.loads(out.stdout)["run"]))["nic"]
+    assert nic.cfs.tolist() == [1, 2]
+    ratios = nic.degradation[:, 1]
+    print(f"\nNIC degradation t(m,2)/t(m,1) at 1 MiB, 4 MiB: {ratios.round(2).tolist()}")
+    # A 1 gbit link shared fairly by two pairs: each takes about twice as long.
+    assert all(1.6 <= r <= 2.4 for r in ratios), ratios

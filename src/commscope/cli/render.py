@@ -6,8 +6,9 @@ from rich.console import Console
 from rich.table import Table
 
 from commscope.analysis import coll as coll_analysis
+from commscope.analysis import contention as contention_analysis
 from commscope.analysis import p2p
-from commscope.records import Coll, Point
+from commscope.records import Coll, Contention, Point
 from commscope.store import RunInfo
 
 
@@ -70,3 +71,27 @@ def coll_table(console: Console, points: list[Coll], level: float) -> None:
             "" if s.overlap_pct is None else f"{s.overlap_pct:.0f}",
         )
     console.print(table)
+
+
+def contention_tables(console: Console, points: list[Contention]) -> None:
+    """Seed 001's degradation tables t(m,cf)/t(m,1); cells above cf in bold red."""
+    for level, t in contention_analysis.tables(points).items():
+        name = contention_analysis.LEVEL_NAMES[level]
+        table = Table(title=f"{name}: degradation t(m,cf)/t(m,1) (red: above cf; "
+                      "t(m,1) in us)")
+        table.add_column("bytes", justify="right")
+        table.add_column("t(m,1) us", justify="right")
+        for cf in t.cfs:
+            table.add_column(f"cf={cf}", justify="right")
+        table.add_column("max procs", justify="right")
+        deg, above, best = t.degradation, t.above_cf, t.max_processes()
+        for i, m in enumerate(t.sizes):
+            cells = []
+            for j in range(t.cfs.size):
+                v = deg[i, j]
+                text = "" if v != v else f"{v:.2f}"
+                cells.append(f"[bold red]{text}[/]" if above[i, j] else text)
+            base = t.t_s[i, 0] if t.cfs[0] == 1 else float("nan")
+            table.add_row(str(int(m)), _us(base) if base == base else "", *cells,
+                          str(best[int(m)]))
+        console.print(table)

@@ -22,14 +22,16 @@ EXAMPLES = """examples:
   commscope run coll --ops alltoall,bcast --sizes 8,1KiB,1MiB --timer tsc --sync ring \\
       --confidence 0.95 --stop rse:0.05
   commscope run coll --sync barrier      the naive back-to-back loop, to see its error
+  commscope run contention --vcluster --sizes 1MiB,4MiB    t(m, cf) at the NIC level
   commscope run p2p --vcluster           intra- and inter-node pairs on the virtual cluster
   commscope run --resume latest          measure only what a failed run is missing
 """
-BENCHMARKS = ("all", "p2p", "coll")
+BENCHMARKS = ("all", "p2p", "coll", "contention")
 DEFAULT_REPORT = "commscope-report.html"
 P2P_OPS = "pingpong,bw,bibw"
 COLL_OPS = "barrier,bcast,reduce,allreduce,gather,scatter,allgather,alltoall,ibcast,iallreduce"
 COLL_SIZES = "8,64,512,4K,32K,256K,1MiB"
+CONTENTION_SIZES = "256K,1MiB,4MiB"
 REDUCTIONS = ("reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan")
 
 
@@ -101,6 +103,15 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   help="--sync barrier: back-to-back calls per sample")
     coll.add_argument("--test-distort", metavar="RANK:OFFSET:DRIFT",
                       help="testing: offset one rank's clock by OFFSET s and drift by DRIFT")
+    cont = p.add_argument_group("contention (seed 001's t(m, cf))")
+    common.option(cont, "--levels", default="auto",
+                  help="auto (every level the allocation has) or a list of memory,socket,nic")
+    common.option(cont, "--cf-max", type=int, default=0,
+                  help="most pairs sharing a channel (0: as many as the allocation allows)")
+    common.option(cont, "--nruns", type=common.positive_int, default=10,
+                  help="exchanges timed per repetition")
+    common.option(cont, "--reps", type=common.positive_int, default=5,
+                  help="repetitions per cell (their median is t(m, cf))")
     common.option(p, "--timeout", type=common.positive_float, default=3600.0,
                   help="seconds before the whole job is killed")
     common.option(p, "--label", help="a name for this run, shown in reports and comparisons")
@@ -125,6 +136,17 @@ def _coll_sizes(args: argparse.Namespace, ops: list[str]) -> list[int]:
         raise UsageError(f"--sizes {args.sizes}: reductions sum doubles, so sizes must be "
                          f"multiples of 8 ({odd[0]} is not)")
     return sizes
+
+
+def _levels(args: argparse.Namespace) -> str:
+    """Requested contention levels; 'auto' keeps those the allocation can express."""
+    if args.levels != "auto":
+        levels = args.levels.split(",")
+        for level in levels:
+            common.require(level in ("memory", "socket", "nic"),
+                           f"--levels {level}: choose from memory, socket, nic")
+        return args.levels
+    return "memory,nic" if args.vcluster else "memory"
 
 
 def _request(args: argparse.Namespace) -> dict[str, Any]:
@@ -161,6 +183,12 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
                        "g": args.g, "gamma": args.gamma, "buffers": args.buffers,
                        "root": args.root, "check": int(args.check),
                        "naive_iters": args.naive_iters, "test_distort": args.test_distort})
+    if args.benchmark == "contention":
+        ops.append("contention")
+        sizes = parse_size_list(args.sizes or CONTENTION_SIZES)
+        engine.update({"sizes": sizes, "coll_sizes": sizes, "levels": _levels(args),
+                       "cf_max": args.cf_max, "nruns": args.nruns, "reps": args.reps, "pin": 1,
+                       "sync": args.sync, "sync_d": args.sync_d})
     engine["ops"] = ",".join(ops)
     request = {"benchmark": args.benchmark, "mpi": args.mpi, "np": args.np,
                "launcher": args.launcher, "timeout_s": args.timeout,
@@ -210,6 +238,7 @@ def run(args: argparse.Namespace) -> int:
         outcome = _measure(store, run_id, request, mpi, args.quiet or args.json)
         info = store.get_run(run_id)
         points, colls = store.points(run_id), store.colls(run_id)
+        store_contentions = store.contentions(run_id)
         report = args.report or (DEFAULT_REPORT if request["benchmark"] == "all" else None)
         if report:
             from commscope.report import html
@@ -226,6 +255,9 @@ def run(args: argparse.Namespace) -> int:
         render.key_figures(out, points)
     if colls:
         render.coll_table(out, colls, request.get("confidence", 0.95))
+    contentions = store_contentions
+    if contentions:
+        render.contention_tables(out, contentions)
     out.print(f"stored in {args.store} as run {run_id}; details: commscope show {run_id}")
     if report:
         out.print(f"report: {os.path.abspath(report)}")

@@ -6,6 +6,7 @@ import argparse
 
 from commscope.analysis import coll as coll_analysis
 from commscope.analysis import p2p
+from commscope.analysis.contention import tables as contention_tables
 from commscope.cli import common, render
 from commscope.errors import UsageError
 
@@ -34,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
         info = store.get_run(run_id)
         points = store.points(run_id)
         colls = store.colls(run_id)
+        contentions = store.contentions(run_id)
     level = args.confidence or info.request.get("confidence", 0.95)
     if not 0 <= args.trim < 0.5:
         raise UsageError(f"--trim {args.trim}: give a share in [0, 0.5)")
@@ -44,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
             "key_figures": [k.to_json() for k in p2p.key_figures(points)],
             "sizes": [r.to_json() for r in p2p.size_rows(points)],
             "collectives": [c.to_json() for c in coll_analysis.summaries(colls, level, args.trim)],
+            "contention": [t.to_json() for t in contention_tables(contentions).values()],
         })
         return 0
     out = common.console()
@@ -55,4 +58,6 @@ def run(args: argparse.Namespace) -> int:
         render.size_table(out, points)
     if colls:
         render.coll_table(out, colls, level)
+    if contentions:
+        render.contention_tables(out, contentions)
     return 0

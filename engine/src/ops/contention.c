@@ -1,0 +1,207 @@
+/* Seed 001, module 1: t(m, cf), the time to exchange m bytes when cf pairs of processes use
+ * the same channel at once. Channel levels, found from where the ranks run:
+ *   memory  both ends on one socket of one node (the socket's memory controller)
+ *   socket  ends on two sockets of one node (the socket interconnect)
+ *   nic     ends on two nodes (the network interface of each)
+ * Each process of a pair runs the paper's loop after an untimed warm-up:
+ *   repeat nruns: t -= now; Irecv; Isend; Waitall; t += now;   t /= 2 * nruns
+ * The pairs start together at a time broadcast on the synchronised clock (or after a barrier
+ * in --sync barrier mode); every process's t of every repetition is written.
+ */
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commscope.h"
+
+enum { TAG_CONT = 31 };
+static const char *level_names[] = {"memory", "socket", "nic"};
+
+/* Pairs of one level on rank 0's topology; returns how many (0: the level cannot be made). */
+static int level_pairs(const cs_topo *t, int level, int pairs[][2], int max) {
+    int n = 0;
+    const cs_rankinfo *r = t->ranks;
+    if (level == 2) { /* nic: i-th rank of node 0 with i-th rank of node 1 */
+        int a[CS_MAX_CPUS], b[CS_MAX_CPUS], na = 0, nb = 0;
+        for (int i = 0; i < t->nranks && na < CS_MAX_CPUS && nb < CS_MAX_CPUS; i++) {
+            if (r[i].node_index == 0) a[na++] = i;
+            else if (r[i].node_index == 1) b[nb++] = i;
+        }
+        for (; n < na && n < nb && n < max; n++) pairs[n][0] = a[n], pairs[n][1] = b[n];
+        return n;
+    }
+    /* memory and socket: ranks of node 0 by socket */
+    int by[2][CS_MAX_CPUS], cnt[2] = {0, 0}, s0 = -1, s1 = -1;
+    for (int i = 0; i < t->nranks; i++) {
+        if (r[i].node_index != 0 || r[i].socket < 0) continue;
+        if (s0 < 0) s0 = r[i].socket;
+        else if (s1 < 0 && r[i].socket != s0) s1 = r[i].socket;
+        int k = r[i].socket == s0 ? 0 : r[i].socket == s1 ? 1 : -1;
+        if (k >= 0 && cnt[k] < CS_MAX_CPUS) by[k][cnt[k]++] = i;
+    }
+    if (level == 0)
+        for (; 2 * n + 1 < cnt[0] && n < max; n++) pairs[n][0] = by[0][2 * n], pairs[n][1] = by[0][2 * n + 1];
+    else
+        for (; n < cnt[0] && n < cnt[1] && n < max; n++) pairs[n][0] = by[0][n], pairs[n][1] = by[1][n];
+    return n;
+}
+
+/* The paper needs each process on a core of its own: one cpu each, distinct within a node. */
+static int pinned_apart(const cs_topo *t, int pairs[][2], int n) {
+    for (int i = 0; i < 2 * n; i++) {
+        const cs_rankinfo *x = &t->ranks[pairs[i / 2][i % 2]];
+        if (x->ncpus != 1) return 0;
+        for (int j = 0; j < i; j++) {
+            const cs_rankinfo *y = &t->ranks[pairs[j / 2][j % 2]];
+            if (y->node_index == x->node_index && y->affinity[0] == x->affinity[0]) return 0;
+        }
+    }
+    return 1;
+}
+
+static const char *why_not[] = {
+    "needs 2 ranks on one socket of a node, each pinned to its own core",
+    "needs ranks on two sockets of one node, each pinned to its own core",
+    "needs ranks on two nodes (e.g. --vcluster or a multi-node allocation)"};
+
+/* Rank 0 picks the pairs of every requested level; all ranks receive them. */
+static int choose(cs_context *ctx, int level, int pairs[][2]) {
+    int n = 0, buf[1 + CS_MAX_CPUS]; /* count, then at most CS_MAX_CPUS / 2 pairs */
+    if (ctx->rank == 0) {
+        int maxcf = ctx->opt->cf_max > 0 && ctx->opt->cf_max < CS_MAX_CPUS / 2 ? ctx->opt->cf_max
+                                                                            : CS_MAX_CPUS / 2;
+        n = level_pairs(ctx->topo, level, pairs, maxcf);
+        if (n == 0)
+            cs_die("rank 0: contention level %s cannot be measured: it %s; this allocation has "
+                   "%d ranks on %d node(s)", level_names[level], why_not[level],
+                   ctx->topo->nranks, ctx->topo->ranks[ctx->topo->nranks - 1].node_index + 1);
+        if (!pinned_apart(ctx->topo, pairs, n))
+            cs_die("rank 0: contention level %s: ranks are not each pinned to a core of their "
+                   "own (pinning failed or more ranks than cores on a node)", level_names[level]);
+        buf[0] = n;
+        for (int i = 0; i < n; i++) buf[1 + 2 * i] = pairs[i][0], buf[2 + 2 * i] = pairs[i][1];
+    }
+    MPI_Bcast(buf, 1 + CS_MAX_CPUS, MPI_INT, 0, MPI_COMM_WORLD);
+    n = buf[0];
+    for (int i = 0; i < n; i++) pairs[i][0] = buf[1 + 2 * i], pairs[i][1] = buf[2 + 2 * i];
+    return n;
+}
+
+static void write_record(cs_context *ctx, int level, int cf, size_t bytes, int pairs[][2],
+                         const double *all, int reps) {
+    const cs_options *o = ctx->opt;
+    cs_json j;
+    cs_json_begin(&j, stdout);
+    cs_json_str(&j, "type", "contention");
+    cs_json_str(&j, "level", level_names[level]);
+    cs_json_int(&j, "cf", cf);
+    cs_json_int(&j, "bytes", (long long)bytes);
+    cs_json_raw_begin(&j, "pairs", '[');
+    for (int i = 0; i < cf; i++) {
+        cs_json_raw_begin(&j, NULL, '[');
+        cs_json_elem_int(&j, pairs[i][0]);
+        cs_json_elem_int(&j, pairs[i][1]);
+        cs_json_raw_end(&j, ']');
+    }
+    cs_json_raw_end(&j, ']');
+    cs_json_int(&j, "nruns", o->nruns);
+    cs_json_str(&j, "start", strcmp(o->sync, "barrier") == 0 ? "barrier" : "window");
+    cs_json_raw_begin(&j, "pinned", '[');
+    for (int i = 0; i < 2 * cf; i++) cs_json_elem_int(&j, ctx->topo->ranks[pairs[i / 2][i % 2]].affinity[0]);
+    cs_json_raw_end(&j, ']');
+    cs_json_raw_begin(&j, "samples_s", '[');
+    for (int r = 0; r < reps; r++) {
+        cs_json_raw_begin(&j, NULL, '[');
+        for (int i = 0; i < 2 * cf; i++) cs_json_elem_num(&j, all[(size_t)r * ctx->nranks + pairs[i / 2][i % 2]]);
+        cs_json_raw_end(&j, ']');
+    }
+    cs_json_raw_end(&j, ']');
+    cs_json_end(&j);
+    ctx->npoints++;
+}
+
+static void measure(cs_context *ctx, int level, int cf, size_t bytes, int pairs[][2], char *sbuf,
+                    char *rbuf, double *mine, double *all) {
+    const cs_options *o = ctx->opt;
+    int peer = -1;
+    for (int i = 0; i < cf; i++) {
+        if (pairs[i][0] == ctx->rank) peer = pairs[i][1];
+        if (pairs[i][1] == ctx->rank) peer = pairs[i][0];
+    }
+    int n = (int)bytes;
+    MPI_Request rq[2];
+    if (peer >= 0) { /* warm-up, not timed */
+        MPI_Irecv(rbuf, n, MPI_BYTE, peer, TAG_CONT, MPI_COMM_WORLD, &rq[0]);
+        MPI_Isend(sbuf, n, MPI_BYTE, peer, TAG_CONT, MPI_COMM_WORLD, &rq[1]);
+        MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+    }
+    /* Only the pairs take part; the others sleep in the idle barrier below. */
+    MPI_Comm sub;
+    MPI_Comm_split(MPI_COMM_WORLD, peer >= 0 ? 0 : MPI_UNDEFINED, ctx->rank, &sub);
+    if (peer >= 0) {
+        int barrier = strcmp(o->sync, "barrier") == 0;
+        for (int r = 0; r < o->reps; r++) {
+            double start = 0.0;
+            if (barrier) {
+                MPI_Barrier(sub);
+            } else { /* world rank 0 is in every level's first pair: rank 0 of sub */
+                if (ctx->rank == 0) start = cs_global_now(ctx) + ctx->t_bcast_s;
+                MPI_Bcast(&start, 1, MPI_DOUBLE, 0, sub);
+                while (cs_global_now(ctx) < start) {}
+            }
+            double t = 0.0;
+            for (int k = 0; k < o->nruns; k++) {
+                t -= ctx->timer->now();
+                MPI_Irecv(rbuf, n, MPI_BYTE, peer, TAG_CONT, MPI_COMM_WORLD, &rq[0]);
+                MPI_Isend(sbuf, n, MPI_BYTE, peer, TAG_CONT, MPI_COMM_WORLD, &rq[1]);
+                MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+                t += ctx->timer->now();
+            }
+            mine[r + 1] = t / (2.0 * o->nruns);
+        }
+        /* Gathered after the repetitions, outside every timed region: [world rank, t...]. */
+        mine[0] = ctx->rank;
+        int members;
+        MPI_Comm_size(sub, &members);
+        double *col = ctx->rank == 0 ? malloc(sizeof(double) * (size_t)members * (o->reps + 1)) : NULL;
+        if (ctx->rank == 0 && !col) cs_die("rank 0: out of memory");
+        MPI_Gather(mine, o->reps + 1, MPI_DOUBLE, col, o->reps + 1, MPI_DOUBLE, 0, sub);
+        if (ctx->rank == 0) {
+            for (int q = 0; q < members; q++) {
+                const double *row = col + (size_t)q * (o->reps + 1);
+                for (int r = 0; r < o->reps; r++) all[(size_t)r * ctx->nranks + (int)row[0]] = row[r + 1];
+            }
+            write_record(ctx, level, cf, bytes, pairs, all, o->reps);
+            free(col);
+        }
+        MPI_Comm_free(&sub);
+    }
+    cs_idle_barrier();
+}
+
+void cs_contention_run(cs_context *ctx) {
+    const cs_options *o = ctx->opt;
+    size_t max = 1;
+    for (int i = 0; i < o->ncoll_sizes; i++)
+        if (o->coll_sizes[i] > max) max = o->coll_sizes[i];
+    if (max > 0x7fffffffu) cs_die("rank %d: contention sizes must fit an int count", ctx->rank);
+    char *sbuf = cs_buffer_alloc(max), *rbuf = cs_buffer_alloc(max);
+    double *mine = malloc(sizeof(double) * (size_t)(o->reps + 1));
+    double *all = malloc(sizeof(double) * (size_t)o->reps * (size_t)ctx->nranks);
+    int (*pairs)[2] = malloc(sizeof(int[2]) * CS_MAX_CPUS);
+    if (!mine || !all || !pairs) cs_die("rank %d: out of memory", ctx->rank);
+    for (int level = 0; level < 3; level++) {
+        if (!cs_list_has(o->levels, level_names[level])) continue;
+        int most = choose(ctx, level, pairs);
+        for (int cf = 1; cf <= most; cf++)
+            for (int s = 0; s < o->ncoll_sizes; s++) {
+                char key[32];
+                snprintf(key, sizeof key, "contention_%s", level_names[level]);
+                char group[16];
+                snprintf(group, sizeof group, "cf%d", cf);
+                if (cs_options_skipped(o, key, group, o->coll_sizes[s])) continue;
+                measure(ctx, level, cf, o->coll_sizes[s], pairs, sbuf, rbuf, mine, all);
+            }
+    }
+    free(sbuf); free(rbuf); free(mine); free(all); free(pairs);
+}

@@ -1,0 +1,48 @@
+"""Contention levels chosen from where ranks really run; impossible levels refused clearly."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from commscope.store import Store
+from tests.conftest import have_mpi, need
+
+pytestmark = pytest.mark.mpi
+
+
+def test_memory_level_pins_each_process_to_its_own_core(cli):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    need(len(os.sched_getaffinity(0)) >= 2, "needs two cores")
+    out = cli("run", "contention", "--mpi", "openmpi", "--np", "2", "--levels", "memory",
+              "--sizes", "64K,1MiB", "--reps", "3", "--json", check=True)
+    with Store.open(cli.store) as store:
+        points = store.contentions(json.loads(out.stdout)["run"])
+    assert {(p.level, p.cf, p.bytes) for p in points} == {("memory", 1, 65536),
+                                                         ("memory", 1, 1048576)}
+    for p in points:
+        assert p.pairs == ((0, 1),)
+        assert len(set(p.raw["pinned"])) == 2  # two distinct cores, really pinned
+        assert len(p.samples_s) == 3 and all(t > 0 for rep in p.samples_s for t in rep)
+    big = next(p for p in points if p.bytes == 1048576)
+    small = next(p for p in points if p.bytes == 65536)
+    assert big.median_s > small.median_s
+
+
+@pytest.mark.parametrize("level,needs", [("socket", "two sockets"), ("nic", "two nodes")])
+def test_a_level_the_allocation_cannot_express_is_refused_with_what_would(cli, level, needs):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    if level == "socket":
+        import subprocess
+
+        sockets = subprocess.run(["lscpu", "-p=SOCKET"], capture_output=True, text=True).stdout
+        need(len({ln for ln in sockets.splitlines() if not ln.startswith("#")}) == 1,
+             "this check expects a single-socket machine")
+    out = cli("run", "contention", "--mpi", "openmpi", "--np", "2", "--levels", level,
+              "--sizes", "64K")
+    assert out.returncode != 0
+    assert f"contention level {level} cannot be measured" in out.stderr
+    assert needs in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
