@@ -99,6 +99,7 @@ typedef struct cs_options {
     double coll_budget_s;
     int naive_iters;     /* barrier mode: back-to-back calls per sample */
     int root;
+    int block;           /* alltoall_block: operations per batch (0: all ranks) */
     int cold;            /* rotate buffers larger than the last-level cache */
     int check;           /* verify results once per point */
     /* contention (seed 001): levels, most pairs, loop length, repetitions, pinning */

@@ -16,7 +16,7 @@ static const char *usage =
     "         [--sync linear|ring|hierarchical|drift|barrier] [--sync-d N] [--sync-rounds N]\n"
     "         [--sync-span S] [--k N] [--k0 N] [--g F] [--gamma F] [--stop a|b|rse:X]\n"
     "         [--min-valid N] [--max-launches N] [--coll-budget S] [--naive-iters N]\n"
-    "         [--root R] [--buffers hot|cold] [--check 0|1] [--test-distort RANK:OFFSET:DRIFT]\n"
+    "         [--root R] [--block B (alltoall_block)] [--buffers hot|cold] [--check 0|1] [--test-distort RANK:OFFSET:DRIFT]\n"
     "       contention (--ops contention, sizes from --coll-sizes):\n"
     "         [--levels memory,socket,nic] [--cf-max N] [--nruns N] [--reps N] [--pin 0|1]\n"
     "       commscope-engine --version   (JSON: engine and MPI library versions, no MPI_Init)\n"
@@ -85,6 +85,7 @@ static void write_options(cs_json *j, const cs_options *o) {
     cs_json_int(j, "nruns", o->nruns);
     cs_json_int(j, "reps", o->reps);
     cs_json_int(j, "pin", o->pin);
+    cs_json_int(j, "block", o->block);
     if (o->distort_rank >= 0) {
         cs_json_raw_begin(j, "test_distort", '{');
         cs_json_int(j, "rank", o->distort_rank);

@@ -54,7 +54,7 @@ static int int_option(const char *flag, const char *val, int *rc, cs_options *o,
         {"--k0", 1, 1e4}, {"--g", 0, 1}, {"--gamma", 1, 100}, {"--min-valid", 1, 1e6},
         {"--max-launches", 1, 1e7}, {"--coll-budget", 1e-3, 36000}, {"--naive-iters", 1, 1e6},
         {"--root", 0, 1e7}, {"--check", 0, 1}, {"--cf-max", 0, 1e4}, {"--nruns", 1, 1e6},
-        {"--reps", 1, 1e4}, {"--pin", 0, 1}};
+        {"--reps", 1, 1e4}, {"--pin", 0, 1}, {"--block", 0, 1e7}};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strcmp(flag, table[i].flag) != 0) continue;
         double v;
@@ -76,7 +76,8 @@ static int int_option(const char *flag, const char *val, int *rc, cs_options *o,
         case 13: o->cf_max = (int)v; break;
         case 14: o->nruns = (int)v; break;
         case 15: o->reps = (int)v; break;
-        default: o->pin = (int)v; break;
+        case 16: o->pin = (int)v; break;
+        default: o->block = (int)v; break;
         }
         return 1;
     }

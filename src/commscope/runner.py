@@ -54,6 +54,7 @@ ENGINE_FLAGS = {
     "nruns": "--nruns",
     "reps": "--reps",
     "pin": "--pin",
+    "block": "--block",
 }
 P2P_OPS = ("pingpong", "bw", "bibw")
 SIZELESS_OPS = ("barrier", "ibarrier", "waitpattern_null", "waitpattern_up")

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.mpi
 BLOCKING = ["barrier", "bcast", "gather", "gatherv", "scatter", "scatterv", "allgather",
             "allgatherv", "alltoall", "alltoallv", "reduce", "allreduce", "reduce_scatter",
             "reduce_scatter_block", "scan", "exscan"]
-ALL_OPS = BLOCKING + ["i" + op for op in BLOCKING] + ["waitpattern_null", "waitpattern_up"]
+ALL_OPS = BLOCKING + ["i" + op for op in BLOCKING] + ["alltoall_block", "waitpattern_null",
+                                                      "waitpattern_up"]
 SIZES = [8, 4096]
 
 
@@ -48,6 +49,19 @@ def test_every_collective_runs_checked_and_is_stored_raw(cli, family, np_):
     if np_ == 2:  # not oversubscribed: launches must mostly be valid
         for c in colls:
             assert summarize(c).nc > 0, c.op
+
+
+@pytest.mark.parametrize("block", [1, 2, 3])
+def test_block_alltoall_delivers_for_every_batch_size(cli, block):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    out = cli("run", "coll", "--mpi", "openmpi", "--np", "3", "--ops", "alltoall_block",
+              "--block", str(block), "--sizes", "8,65536", "--check", "--max-launches", "12",
+              "--json")
+    assert out.returncode == 0, out.stderr  # --check aborts the run on wrong data
+    with Store.open(cli.store) as store:
+        run = store.get_run(store.resolve_run("latest"))
+        assert run.header["options"]["block"] == block
+        assert len(store.colls(run.id)) == 2
 
 
 def test_a_wrong_size_for_reductions_is_refused_before_running(cli):

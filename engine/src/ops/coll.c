@@ -32,6 +32,7 @@ struct coll_state {
     int n, rank, root, count;
     MPI_Datatype type;
     int *counts, *displs;
+    MPI_Request *reqs; /* alltoall_block: 2 * block requests */
     char **sbufs, **rbufs;
     int nbufs;
     size_t bytes, block; /* block = count * type size */
@@ -103,6 +104,26 @@ static void c_exscan(coll_state *s, char *sb, char *rb, MPI_Request *rq) {
     if (rq) MPI_Iexscan(sb, rb, s->count, MPI_DOUBLE, MPI_SUM, W, rq);
     else MPI_Exscan(sb, rb, s->count, MPI_DOUBLE, MPI_SUM, W);
 }
+/* Seed 001's block All-to-all: batches of `block` receives and sends, then Waitall. */
+static void c_alltoall_block(coll_state *s, char *sb, char *rb, MPI_Request *rq) {
+    (void)rq;
+    int p = s->n, r = s->rank, block = s->ctx->opt->block > 0 ? s->ctx->opt->block : p;
+    for (int ii = 0; ii < p; ii += block) {
+        int ss = block < p - ii ? block : p - ii;
+        for (int i = 0; i < ss; i++) {
+            int src = (r + i + ii) % p;
+            MPI_Irecv(rb + (size_t)src * s->block, s->count, MPI_BYTE, src, 41, MPI_COMM_WORLD,
+                      &s->reqs[i]);
+        }
+        for (int i = 0; i < ss; i++) {
+            int dst = (r - i - ii + p) % p;
+            MPI_Isend(sb + (size_t)dst * s->block, s->count, MPI_BYTE, dst, 41, MPI_COMM_WORLD,
+                      &s->reqs[ss + i]);
+        }
+        MPI_Waitall(2 * ss, s->reqs, MPI_STATUSES_IGNORE);
+    }
+}
+
 static void c_wait_null(coll_state *s, char *sb, char *rb, MPI_Request *rq) {
     (void)s; (void)sb; (void)rb; (void)rq; /* returns at once: true time 0 */
 }
@@ -131,6 +152,7 @@ static const cs_coll_op ops[] = {
     PAIR("reduce_scatter_block", REDSCAT_BLOCK, 0, c_redscat_block),
     PAIR("scan", SCAN, 0, c_scan),
     PAIR("exscan", EXSCAN, 0, c_exscan),
+    {"alltoall_block", ALLTOALL, 0, 0, c_alltoall_block},
     {"waitpattern_null", WAIT_NULL, 0, 0, c_wait_null},
     {"waitpattern_up", WAIT_UP, 0, 0, c_wait_up},
 };
@@ -190,7 +212,8 @@ static void setup(coll_state *s, cs_context *ctx, const cs_coll_op *op, size_t b
     s->bytes = s->block;
     s->counts = malloc(sizeof(int) * (size_t)s->n);
     s->displs = malloc(sizeof(int) * (size_t)s->n);
-    if (!s->counts || !s->displs) cs_die("rank %d: out of memory", ctx->rank);
+    s->reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)s->n);
+    if (!s->counts || !s->displs || !s->reqs) cs_die("rank %d: out of memory", ctx->rank);
     for (int i = 0; i < s->n; i++) s->counts[i] = s->count, s->displs[i] = i * s->count;
     size_t each = (size_t)s->n * s->block;
     s->nbufs = 1;
@@ -209,7 +232,7 @@ static void setup(coll_state *s, cs_context *ctx, const cs_coll_op *op, size_t b
 
 static void teardown(coll_state *s) {
     for (int b = 0; b < s->nbufs; b++) free(s->sbufs[b]), free(s->rbufs[b]);
-    free(s->sbufs); free(s->rbufs); free(s->counts); free(s->displs);
+    free(s->sbufs); free(s->rbufs); free(s->counts); free(s->displs); free(s->reqs);
 }
 
 /* --check: fill known data, run once, compare with what MPI must deliver. */

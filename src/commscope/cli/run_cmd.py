@@ -10,7 +10,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from commscope import mpi as mpi_mod
 from commscope import runner
-from commscope.cli import common, render
+from commscope.cli import common, render, run_node, run_tcp
 from commscope.errors import UsageError
 from commscope.sizes import netpipe_schedule, parse_size, parse_size_list
 
@@ -24,9 +24,12 @@ EXAMPLES = """examples:
   commscope run coll --sync barrier      the naive back-to-back loop, to see its error
   commscope run contention --vcluster --sizes 1MiB,4MiB    t(m, cf) at the NIC level
   commscope run p2p --vcluster           intra- and inter-node pairs on the virtual cluster
+  commscope run tcp --peer node2 --sockbuf default,64K,256K   TCP below MPI, one run per buffer
+  commscope run tcp --vcluster --tcp-mode both     ping-pong and the 10 s bidirectional stream
+  commscope run node --cores 1,all       Linpack on this node: P_max, N_1/2, efficiency
   commscope run --resume latest          measure only what a failed run is missing
 """
-BENCHMARKS = ("all", "p2p", "coll", "contention")
+BENCHMARKS = ("all", "p2p", "coll", "contention", "tcp", "node")
 DEFAULT_REPORT = "commscope-report.html"
 P2P_OPS = "pingpong,bw,bibw"
 COLL_OPS = "barrier,bcast,reduce,allreduce,gather,scatter,allgather,alltoall,ibcast,iallreduce"
@@ -51,7 +54,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   help="with --vcluster: ranks on each node")
     common.option(p, "--ops", help=f"operations (p2p: {P2P_OPS}; coll: {COLL_OPS}; also "
                   "gatherv, scatterv, allgatherv, alltoallv, reduce_scatter(_block), scan, "
-                  "exscan, their i- forms, waitpattern_null, waitpattern_up)")
+                  "exscan, their i- forms, alltoall_block, waitpattern_null, waitpattern_up)")
     common.option(p, "--sizes", help="explicit sizes, e.g. 0,8,1K,1MiB (overrides --max-size; "
                   f"coll default {COLL_SIZES})")
     common.option(p, "--max-size", default="4MiB",
@@ -97,6 +100,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     common.option(coll, "--buffers", default="hot", choices=("hot", "cold"),
                   help="cold: rotate buffers larger than the last-level cache")
     common.option(coll, "--root", type=int, default=0, help="root of rooted operations")
+    common.option(coll, "--block", type=int, default=0,
+                  help="alltoall_block: operations per batch (0: all ranks at once)")
     coll.add_argument("--check", action="store_true",
                       help="verify each operation's results once per point")
     common.option(coll, "--naive-iters", type=common.positive_int, default=10,
@@ -118,6 +123,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     common.option(p, "--resume", metavar="RUN",
                   help="re-launch a stored incomplete run and measure only its missing points")
     common.option(p, "--report", help=f"write an HTML report here ('all' default: {DEFAULT_REPORT})")
+    run_tcp.add_options(p)
+    run_node.add_options(p)
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -181,7 +188,7 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
                        "min_valid": args.min_valid, "max_launches": args.max_launches,
                        "coll_budget_s": args.coll_budget, "k": args.k, "k0": args.k0,
                        "g": args.g, "gamma": args.gamma, "buffers": args.buffers,
-                       "root": args.root, "check": int(args.check),
+                       "root": args.root, "check": int(args.check), "block": args.block,
                        "naive_iters": args.naive_iters, "test_distort": args.test_distort})
     if args.benchmark == "contention":
         ops.append("contention")
@@ -221,6 +228,10 @@ def _measure(store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPII
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark(s), print the key figures, write the report when asked."""
+    if run_tcp.wanted(args):  # TCP runs have no MPI: their own requests and runner
+        return run_tcp.run(args)
+    if run_node.wanted(args):  # node runs have no MPI either
+        return run_node.run(args)
     request = None if args.resume else _request(args)  # bad input fails before the store
     with common.open_store(args) as store:
         if request is None:
