@@ -1,0 +1,42 @@
+"""The MPIPerf report of a collective point, checked against scipy on the same numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from commscope.analysis.coll import summarize
+from commscope.records import record_from_dict
+
+
+def coll(times: list[float], flags: list[int]) -> object:
+    return record_from_dict({"type": "coll", "op": "bcast", "group": "world", "nranks": 4,
+                             "bytes": 1024, "root": 0, "method": "window", "times_s": times,
+                             "flags": flags, "stage": [1] * len(times), "stop": "rule_b"},
+                            "test")
+
+
+@pytest.mark.parametrize("level", [0.90, 0.95, 0.99])
+def test_report_matches_scipy_after_dropping_invalid_and_trimming(level):
+    rng = np.random.default_rng(7)
+    valid = rng.lognormal(mean=-11, sigma=0.2, size=40)
+    times = list(valid) + [1e-2, 2e-2, 5e-2]  # three launches far off, all invalid
+    point = coll(times, [0] * 40 + [1, 2, 3])
+    s = summarize(point, level=level, trim=0.25)
+    kept = np.sort(valid)[10:30]  # 25 % of 40 = 10 dropped at each end
+    assert (s.nt, s.nc, s.ns) == (43, 40, 20)
+    assert (s.invalid_late, s.invalid_overrun) == (2, 2)  # flag 3 is both
+    assert s.time_s == pytest.approx(kept.mean())
+    assert s.se_s == pytest.approx(sps.sem(kept))
+    half = sps.t.ppf((1 + level) / 2, df=kept.size - 1) * sps.sem(kept)
+    assert s.error_s == pytest.approx(half)
+    assert (s.ci_low_s, s.ci_high_s) == pytest.approx((kept.mean() - half, kept.mean() + half))
+    assert s.min_s == kept.min() and s.max_s == kept.max()
+    assert s.max_s < 1e-2  # invalid launches never reach the result
+
+
+def test_a_point_with_no_valid_launch_reports_nothing_rather_than_a_number():
+    s = summarize(coll([1e-3, 2e-3], [1, 2]))
+    assert s.nc == 0 and np.isnan(s.time_s)
+    assert s.to_json()["time_s"] is None
