@@ -13,6 +13,7 @@ import pytest
 
 from commscope import vcluster
 from commscope.errors import ClusterError
+from commscope.vcluster import system
 from tests.conftest import need
 
 pytestmark = pytest.mark.cluster
@@ -133,14 +134,14 @@ def test_down_cleans_a_half_finished_up(fresh):
 
 
 def test_down_cleans_up_after_a_command_failed_midway(fresh, monkeypatch):
-    real_run = vcluster._run
+    real_run = system.run
 
     def failing_run(argv):
         if argv[:2] == ["tc", "qdisc"] and argv[4] == "csveth2":
             raise ClusterError("simulated failure")
         return real_run(argv)
 
-    monkeypatch.setattr(vcluster, "_run", failing_run)
+    monkeypatch.setattr(system, "run", failing_run)  # every command up() runs
     with pytest.raises(ClusterError, match="halfway") as err:
         vcluster.up(3)
     assert "simulated failure" in err.value.one_line()

@@ -11,6 +11,7 @@ import pytest
 from commscope import vcluster
 from commscope.cli import OneLineParser, vcluster_cmd
 from commscope.errors import ClusterError, UsageError
+from commscope.vcluster import launch, system
 
 AGENT_NAMES = ("ompi-rsh-agent", "hydra-ssh-agent", "vcluster-node-exec")
 
@@ -145,7 +146,7 @@ def test_bad_ranks_per_node_are_refused(builder, ranks):
 
 
 def test_a_missing_agent_names_the_fix(monkeypatch, tmp_path):
-    monkeypatch.setattr(vcluster, "AGENTS_DIR", tmp_path)
+    monkeypatch.setattr(launch, "AGENTS_DIR", tmp_path)  # where agent_path reads it
     with pytest.raises(ClusterError, match="chmod"):
         vcluster.openmpi_args(vcluster.plan(2), 1)
 
@@ -184,7 +185,7 @@ def test_up_and_down_need_root_and_say_so(monkeypatch):
 
 def test_a_missing_tool_is_named(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    monkeypatch.setattr(vcluster, "TOOLS", ("ip", "no-such-tool-4242"))
+    monkeypatch.setattr(system, "TOOLS", ("ip", "no-such-tool-4242"))
     with pytest.raises(ClusterError, match="no-such-tool-4242"):
         vcluster.up(2)
 
