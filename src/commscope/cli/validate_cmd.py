@@ -14,6 +14,7 @@ HELP = "check timers and clock synchronisation with seed 004's wait patterns"
 EXAMPLES = """examples:
   commscope validate timers
   commscope validate timers --timers tsc,mpi_wtime --syncs linear,drift --json
+  commscope validate predict --procs 4 --sizes 256K,1MiB,4MiB --tables 3 --vcluster
 """
 
 
@@ -26,7 +27,8 @@ def _names(text: str, known: tuple[str, ...], flag: str) -> list[str]:
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope validate`."""
-    p.add_argument("what", choices=("timers",), help="what to validate")
+    p.add_argument("what", choices=("timers", "predict"),
+                   help="timers: wait patterns; predict: placement predictions vs real runs")
     common.option(p, "--mpi", env="COMMSCOPE_MPI",
                   help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)")
     common.option(p, "--np", type=common.positive_int, default=runner.default_ranks(),
@@ -35,11 +37,64 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     common.option(p, "--syncs", default=",".join(validate.SYNCS), help="sync methods to try")
     common.option(p, "--tolerance", type=common.positive_float, default=1.0,
                   help="largest acceptable error, microseconds")
+    pred = p.add_argument_group("predict")
+    common.option(pred, "--procs", type=common.positive_int, default=4, help="ranks")
+    common.option(pred, "--sizes", default="256K,1MiB,4MiB", help="block sizes per peer")
+    common.option(pred, "--tables", metavar="RUN",
+                  help="run holding t(m, cf) contention tables (and p2p points) for the cost")
+    common.option(pred, "--block", type=int, default=0,
+                  help="block All-to-all batch size (0: all ranks at once)")
+    pred.add_argument("--vcluster", action="store_true",
+                      help="run the placements on the virtual cluster (required for now)")
     p.add_argument("--json", action="store_true", help="machine-readable output (seconds)")
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from commscope import predict, vcluster
+    from commscope.analysis import contention
+    from commscope.sizes import parse_size_list
+    from commscope.validate_predict import check
+
+    common.require(args.vcluster, "validate predict: give --vcluster (placements are run on "
+                   "the virtual cluster; 'commscope vcluster up --nodes 4' first)")
+    common.require(bool(args.tables), "validate predict: give --tables RUN with t(m, cf) tables")
+    state = vcluster.status()
+    common.require(state is not None and state.healthy,
+                   "validate predict: no virtual cluster is up; run 'commscope vcluster up'")
+    sizes = parse_size_list(args.sizes)
+    mpi = mpi_mod.resolve(args.mpi)
+    model = predict.model_from_vcluster(state)
+    with common.open_store(args) as store:
+        run_id = store.resolve_run(args.tables)
+        found = store.contentions(run_id)
+        common.require(bool(found), f"--tables {args.tables}: run {run_id} has no contention "
+                       "measurements ('commscope run contention --vcluster' first)")
+        cost = predict.TableCost.from_tables(contention.tables(found), f"run {run_id}")
+        vc = {"rate": state.rate, "subnet": state.subnet}
+        checks, verdicts = check(store, mpi, model, cost, args.procs, sizes, args.block, vc)
+    if args.json:
+        common.print_json({"placements": [c.to_json() for c in checks],
+                           "sizes": [v.to_json() for v in verdicts]})
+        return 0
+    table = Table(title=f"block All-to-all, {args.procs} ranks: predicted vs measured "
+                  f"(tables: run {run_id})")
+    for col in ("placement", "bytes", "predicted (ms)", "measured (ms)", "error"):
+        table.add_column(col, justify="left" if col == "placement" else "right")
+    for c in checks:
+        table.add_row(c.placement, str(c.bytes), f"{c.predicted_s * 1e3:.3f}",
+                      f"{c.measured_s * 1e3:.3f}", f"{c.relative_error:+.0%}")
+    out = common.console()
+    out.print(table)
+    for v in verdicts:
+        out.print(f"{v.bytes} B: Kendall tau {v.kendall_tau:.2f}, median |error| "
+                  f"{v.median_relative_error:.0%}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the checks and print a verdict per timer and sync method."""
+    if args.what == "predict":
+        return _predict(args)
     timers = _names(args.timers, validate.TIMERS, "--timers")
     syncs = _names(args.syncs, validate.SYNCS, "--syncs")
     mpi = mpi_mod.resolve(args.mpi)

@@ -1,0 +1,204 @@
+"""`commscope predict`: rank the placements of a collective by predicted time (seed 001)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from commscope import predict, vcluster
+from commscope.analysis import contention
+from commscope.analysis.text import time_text
+from commscope.cli import common
+from commscope.errors import PredictError, UsageError
+from commscope.predict import handoff
+from commscope.predict.cost import CostModel, HockneyCost, TableCost
+from commscope.predict.model import LEVELS, ClusterModel
+from commscope.predict.rank import Prediction
+from commscope.sizes import parse_size
+
+NAME = "predict"
+HELP = "predict a collective's time on every n x c placement and hand off the best"
+EXAMPLES = """examples:
+  commscope predict alltoall --procs 8 --size 1MiB --tables 3 --cluster cluster.yaml
+  commscope predict alltoall --procs 8 --size 1MiB --tables latest --vcluster --block 8
+  commscope predict allreduce --procs 64 --size 64K --p2p 2 --hwloc --nodes 8 --json
+  commscope predict bcast --procs 16 --size 4MiB --cluster c.yaml --choose 4x4/2s \\
+      --write-rankfile rankfile --write-hostfile hosts
+
+Costs come from the run given with --tables (seed 001's t(m, cf) tables; the run's
+point-to-point results fill levels it lacks), then --p2p (Hockney fits), then the cluster
+model's nominal rates. Placements using a level none of them covers are listed last."""
+
+
+def setup_parser(p: argparse.ArgumentParser) -> None:
+    """Declare the options of `commscope predict`."""
+    p.add_argument("op", choices=tuple(predict.ALGORITHMS), help="collective operation")
+    p.add_argument("--procs", type=common.positive_int, required=True,
+                   help="number of processes p")
+    p.add_argument("--size", default="1MiB", help="bytes per pair (alltoall), of the buffer"
+                   " (bcast, reduce, allreduce) or per rank (allgather, gather)"
+                   " [default: %(default)s]")
+    p.add_argument("--tables", metavar="RUN", help="run with contention measurements")
+    p.add_argument("--p2p", metavar="RUN", help="run with point-to-point ping-pong results")
+    where = p.add_mutually_exclusive_group()
+    common.option(where, "--cluster", env="COMMSCOPE_CLUSTER", metavar="FILE",
+                  help="cluster model YAML file (see README)")
+    where.add_argument("--vcluster", action="store_true", help="model the virtual cluster")
+    where.add_argument("--hwloc", nargs="?", const="", metavar="XML",
+                       help="model nodes like this one (or like a saved hwloc XML file);"
+                       " the default without --cluster")
+    p.add_argument("--nodes", type=common.positive_int, default=1,
+                   help="with --hwloc: number of such nodes [default: 1]")
+    p.add_argument("--algorithm", help="algorithm of the operation (alltoall: block, pairwise;"
+                   " allreduce: recursive-doubling, ring) [default: the first]")
+    p.add_argument("--block", type=common.positive_int,
+                   help=f"block All-to-all batch size [default: {predict.patterns.DEFAULT_BLOCK}]")
+    p.add_argument("--root", type=int, default=0, help="root of bcast, reduce, gather")
+    p.add_argument("--order", choices=predict.placement.ORDERS,
+                   help="rank order across nodes [default: both]")
+    p.add_argument("--hostfile", metavar="FILE", help="also predict this hostfile's placement")
+    p.add_argument("--rankfile", metavar="FILE", help="also predict this rankfile's placement")
+    p.add_argument("--choose", metavar="LABEL", help="hand off this placement, not the best")
+    p.add_argument("--write-rankfile", metavar="FILE", help="write an Open MPI rankfile")
+    p.add_argument("--write-hostfile", metavar="FILE", help="write a hostfile")
+    p.add_argument("--top", type=common.positive_int, help="show only the fastest N")
+    p.add_argument("--json", action="store_true", help="machine-readable output (seconds)")
+
+
+def _model(args: argparse.Namespace) -> ClusterModel:
+    if args.vcluster:
+        state = vcluster.status()
+        common.require(state is not None, "--vcluster: there is no virtual cluster; build one"
+                       " with 'commscope vcluster up --nodes N'")
+        assert state is not None
+        return predict.model_from_vcluster(state)
+    if args.cluster and args.hwloc is None:
+        return predict.load_model(args.cluster)
+    if args.hwloc:
+        return predict.model_from_hwloc_file(args.hwloc, args.nodes)
+    return predict.model_from_hwloc(nodes=args.nodes)
+
+
+def _cost(args: argparse.Namespace, model: ClusterModel) -> CostModel:
+    models: list[CostModel] = []
+    with common.open_store(args) as store:
+        if args.tables:
+            run_id = store.resolve_run(args.tables)
+            found = store.contentions(run_id)
+            common.require(bool(found), f"--tables {args.tables}: run {run_id} has no contention"
+                           " measurements; measure t(m, cf) first, or give --p2p RUN")
+            models.append(TableCost.from_tables(contention.tables(found), f"run {run_id}"))
+            if points := store.points(run_id):
+                models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
+        if args.p2p:
+            run_id = store.resolve_run(args.p2p)
+            points = [pt for pt in store.points(run_id) if pt.op == "pingpong"]
+            common.require(bool(points), f"--p2p {args.p2p}: run {run_id} has no ping-pong"
+                           " points")
+            models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
+    nominal = HockneyCost.from_model(model)
+    if nominal.levels:
+        models.append(nominal)
+    common.require(bool(models), "no cost model: give --tables RUN (t(m, cf) tables), --p2p"
+                   " RUN (ping-pong), or channel bandwidths in the cluster model")
+    return predict.combine(*models)
+
+
+def _placements(args: argparse.Namespace, model: ClusterModel) -> list[predict.Placement]:
+    explicit = []
+    if args.hostfile:
+        explicit.append(predict.from_hostfile(model, args.hostfile, args.procs,
+                                              args.order or "block"))
+    if args.rankfile:
+        explicit.append(predict.from_rankfile(model, args.rankfile, args.procs))
+    orders = (args.order,) if args.order else predict.placement.ORDERS
+    try:
+        return predict.enumerate_placements(model, args.procs, orders) + explicit
+    except PredictError:
+        if explicit:  # p may fit no n x c and still fit the given files
+            return explicit
+        raise
+
+
+def _chosen(args: argparse.Namespace, ranked: list[Prediction]) -> Prediction:
+    if args.choose is None:
+        return ranked[0]
+    for pr in ranked:
+        if pr.placement.label == args.choose:
+            return pr
+    labels = ", ".join(pr.placement.label for pr in ranked[:8])
+    raise UsageError(f"--choose {args.choose}: no such placement; choose one of {labels}")
+
+
+def _write(path: str | None, text: str) -> None:
+    if path:
+        try:
+            Path(path).write_text(text, "utf-8")
+        except OSError as err:
+            raise UsageError(f"cannot write {path} ({err.strerror})") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Rank placements, print them, and hand off the best or chosen one."""
+    size = parse_size(args.size)
+    model = _model(args)
+    cost = _cost(args, model)
+    pattern = predict.build(args.op, args.procs, size, args.algorithm, args.block, args.root)
+    ranked = predict.rank_placements(model, pattern, cost, _placements(args, model))
+    chosen = _chosen(args, ranked)
+    slurm = handoff.slurm_args(model, chosen.placement)
+    _write(args.write_rankfile, handoff.rankfile(model, chosen.placement))
+    _write(args.write_hostfile, handoff.hostfile(model, chosen.placement))
+    if args.json:
+        common.print_json(_json(model, pattern, cost, ranked, chosen, slurm))
+        return 0
+    _print(args, model, pattern, cost, ranked, chosen, slurm)
+    return 0
+
+
+def _json(model: ClusterModel, pattern: predict.Pattern, cost: CostModel,
+          ranked: list[Prediction], chosen: Prediction, slurm: list[str]) -> dict[str, Any]:
+    return {
+        "pattern": pattern.to_json(), "cluster": model.to_json(), "cost": cost.sources(),
+        "predictions": [pr.to_json() for pr in ranked],
+        "chosen": chosen.placement.label,
+        "handoff": {"slurm": slurm, "rankfile": handoff.rankfile(model, chosen.placement),
+                    "hostfile": handoff.hostfile(model, chosen.placement)},
+    }
+
+
+def _print(args: argparse.Namespace, model: ClusterModel, pattern: predict.Pattern,
+           cost: CostModel, ranked: list[Prediction], chosen: Prediction,
+           slurm: list[str]) -> None:
+    out = common.console()
+    out.print(pattern.describe())
+    out.print(f"cluster: {model.describe()}")
+    sources = cost.sources()
+    for level in LEVELS:
+        out.print(f"cost of {level}: {sources.get(level, 'none (placements using it: n/a)')}")
+    best = ranked[0].time_s
+    table = Table(title="placements, fastest first")
+    for col in ("#", "placement", "nodes", "ranks/node", "sockets/node", "order", "predicted",
+                "vs best", "max cf (memory/socket/nic)"):
+        table.add_column(col, justify="left" if col in ("placement", "order") else "right")
+    shown = ranked[: args.top] if args.top else ranked
+    for i, pr in enumerate(shown, 1):
+        pl = pr.placement
+        cfs = "/".join(f"{pr.max_cf[lv]:g}" if lv in pr.max_cf else "-" for lv in LEVELS)
+        if pr.priced:
+            when, ratio = time_text(pr.time_s), f"{pr.time_s / best:.2f}x" if best else ""
+        else:
+            when, ratio = f"n/a (no cost for {', '.join(pr.missing)})", ""
+        table.add_row(str(i), pl.label, str(pl.nodes), str(pl.per_node), str(pl.sockets_used),
+                      pl.order, when, ratio, cfs)
+    out.print(table)
+    pl = chosen.placement
+    out.print(f"hand-off for {pl.label}" + (" (fastest)" if chosen is ranked[0] else ""))
+    out.print(f"  slurm: {' '.join(slurm)}")
+    for flag, what in ((args.write_rankfile, "rankfile"), (args.write_hostfile, "hostfile")):
+        if flag:
+            out.print(f"  wrote {what} {flag}")
+    out.print(f"  launch: {handoff.launch_hint(pl, args.write_rankfile, args.write_hostfile)}")

@@ -1,0 +1,152 @@
+"""The cluster model: nodes of sockets of cores, and the channels transfers share.
+
+Every node is alike: ``sockets`` sockets of ``cores`` cores each. The channels are the three
+levels of seed 001 plus optional switches:
+
+- ``memory``: one memory controller per socket, used by a transfer between two cores of it;
+- ``socket``: one socket interconnect per node, used by a transfer between two of its sockets;
+- ``nic``: one network interface per node, used by a transfer between two nodes;
+- switches: groups of nodes behind one switch; a transfer between nodes behind different
+  switches also crosses the uplink of each switch.
+
+A channel may carry a nominal bandwidth and latency (from a YAML file or the virtual cluster's
+rate); costs come from measured tables first, see :mod:`commscope.predict.cost`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from commscope.errors import PredictError
+
+LEVELS = ("memory", "socket", "nic")
+MEMORY, SOCKET, NIC = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Link:
+    """Nominal figures of one channel; None where unknown."""
+
+    bandwidth_Bps: float | None = None
+    latency_s: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict: bytes/s and seconds."""
+        return {"bandwidth_Bps": self.bandwidth_Bps, "latency_s": self.latency_s}
+
+
+@dataclass(frozen=True)
+class Switch:
+    """Nodes behind one switch, and the switch's uplink to the rest of the network."""
+
+    name: str
+    nodes: tuple[int, ...]
+    uplink: Link
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict with node indices."""
+        return {"name": self.name, "nodes": list(self.nodes), "uplink": self.uplink.to_json()}
+
+
+@dataclass(frozen=True)
+class ClusterModel:
+    """A homogeneous cluster: node names, sockets per node, cores per socket, channels.
+
+    Attributes:
+        name: what the model describes, shown in outputs.
+        node_names: host names, in node index order.
+        sockets: sockets per node.
+        cores: cores per socket.
+        memory: each socket's memory controller.
+        socket_link: each node's socket interconnect.
+        nic: each node's network interface (each direction: it is full duplex).
+        switches: groups of nodes with their uplinks; empty for one flat network.
+        source: where the model came from (a file, hwloc, the virtual cluster).
+    """
+
+    name: str
+    node_names: tuple[str, ...]
+    sockets: int
+    cores: int
+    memory: Link = Link()
+    socket_link: Link = Link()
+    nic: Link = Link()
+    switches: tuple[Switch, ...] = ()
+    source: str = ""
+    _switch_of: NDArray[np.int64] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        where = self.source or self.name
+        if not self.node_names:
+            raise PredictError(f"{where}: a cluster model needs at least one node")
+        if self.sockets < 1 or self.cores < 1:
+            raise PredictError(f"{where}: sockets and cores per socket must be at least 1")
+        if len(set(self.node_names)) != len(self.node_names):
+            raise PredictError(f"{where}: node names must be distinct")
+        switch_of = np.full(len(self.node_names), -1, dtype=np.int64)
+        for k, sw in enumerate(self.switches):
+            for n in sw.nodes:
+                if not 0 <= n < len(self.node_names) or switch_of[n] >= 0:
+                    raise PredictError(f"{where}: switch {sw.name}: node {n} is not a node of"
+                                       " the model or is behind another switch already")
+                switch_of[n] = k
+            if not sw.uplink.bandwidth_Bps:
+                raise PredictError(f"{where}: switch {sw.name} needs an uplink bandwidth")
+        if self.switches:
+            if (switch_of < 0).any():
+                lost = self.node_names[int(np.flatnonzero(switch_of < 0)[0])]
+                raise PredictError(f"{where}: node {lost} is behind no switch; put every node"
+                                   " behind one switch, or give no switches")
+            if not self.nic.bandwidth_Bps:
+                raise PredictError(f"{where}: switches need the NIC bandwidth, to compare"
+                                   " uplinks with NICs")
+        object.__setattr__(self, "_switch_of", switch_of)
+
+    @property
+    def nodes(self) -> int:
+        """Number of nodes."""
+        return len(self.node_names)
+
+    @property
+    def cores_per_node(self) -> int:
+        """Cores of one node."""
+        return self.sockets * self.cores
+
+    @property
+    def switch_of(self) -> NDArray[np.int64]:
+        """Per node: index of its switch (-1 without switches)."""
+        return self._switch_of
+
+    def uplink_ratios(self) -> NDArray[np.float64]:
+        """Per switch: NIC bandwidth / uplink bandwidth (a transfer's share of the uplink)."""
+        nic = float(self.nic.bandwidth_Bps or 0.0)
+        return np.array([nic / float(sw.uplink.bandwidth_Bps or nic) for sw in self.switches])
+
+    def node_order(self) -> list[int]:
+        """Nodes in the order placements take them: switch by switch, biggest switch first."""
+        if not self.switches:
+            return list(range(self.nodes))
+        groups = sorted(self.switches, key=lambda s: -len(s.nodes))
+        return [n for sw in groups for n in sorted(sw.nodes)]
+
+    def describe(self) -> str:
+        """One line: nodes, sockets, cores and switches."""
+        text = (f"{self.name}: {self.nodes} node(s) x {self.sockets} socket(s) x {self.cores}"
+                f" core(s)")
+        if self.switches:
+            text += f", {len(self.switches)} switch(es)"
+        return text + (f" (from {self.source})" if self.source else "")
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict: counts, node names, channels in bytes/s and seconds."""
+        return {
+            "name": self.name, "source": self.source, "nodes": list(self.node_names),
+            "sockets": self.sockets, "cores": self.cores,
+            "channels": {"memory": self.memory.to_json(), "socket": self.socket_link.to_json(),
+                         "nic": self.nic.to_json()},
+            "switches": [sw.to_json() for sw in self.switches],
+        }

@@ -1,0 +1,153 @@
+"""Predicted time of a pattern on a placement, and placements ranked by it.
+
+A step takes as long as its slowest transfer; the pattern takes the sum of its steps (seed
+001's module 2). When the placement is symmetric and every step rotation-invariant, only the
+transfers from the first node's ranks are counted: every other node's are their images. Their
+cf then depends only on the step, the level and the sockets at both ends, so transfers are
+counted by that class and each class is priced once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from commscope.errors import PredictError
+from commscope.predict import channels
+from commscope.predict.cost import CostModel
+from commscope.predict.model import LEVELS, ClusterModel
+from commscope.predict.patterns import Pattern, ShiftStep
+from commscope.predict.placement import Placement, enumerate_placements
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The predicted time of one pattern on one placement.
+
+    Attributes:
+        placement: where the ranks run.
+        time_s: sum of the step times; inf when a level it uses has no cost (``missing``).
+        step_s: time of each step (0 for steps of unpriced levels).
+        transfers: per level, transfers over all steps.
+        max_cf: per level, the most transfers sharing one channel (side) in any step.
+        missing: levels used that the cost model cannot price.
+    """
+
+    placement: Placement
+    time_s: float
+    step_s: NDArray[np.float64] = field(repr=False)
+    transfers: dict[str, int]
+    max_cf: dict[str, float]
+    missing: tuple[str, ...] = ()
+
+    @property
+    def priced(self) -> bool:
+        """Every level used has a cost."""
+        return not self.missing
+
+    def to_json(self, model: ClusterModel | None = None, steps: bool = False) -> dict[str, Any]:
+        """Plain dict; time_s is None when unpriced; each step's time with ``steps``."""
+        d = {"placement": self.placement.to_json(model),
+             "time_s": self.time_s if self.priced else None,
+             "missing_levels": list(self.missing), "transfers": self.transfers,
+             "max_cf": self.max_cf, "steps": int(self.step_s.size),
+             "slowest_step_s": float(self.step_s.max(initial=0.0))}
+        if steps:
+            d["step_s"] = self.step_s.tolist()
+        return d
+
+
+def _missing(cost: CostModel, used: NDArray[np.int64]) -> tuple[str, ...]:
+    """Levels with transfers that the cost model cannot price."""
+    known = set(cost.sources())
+    return tuple(lv for code, lv in enumerate(LEVELS) if used[code] and lv not in known)
+
+
+def _symmetric(model: ClusterModel, placement: Placement, pattern: Pattern,
+               cost: CostModel) -> Prediction:
+    """Price rotation-invariant steps from the first node's transfers, by class."""
+    steps = [s for s in pattern.steps if isinstance(s, ShiftStep)]
+    sizes = np.array([s.offsets.size for s in steps], dtype=np.int64)
+    offsets = np.concatenate([s.offsets for s in steps]) if steps else np.zeros(0, np.int64)
+    step_of = np.repeat(np.arange(len(steps), dtype=np.int64), sizes)
+    classes = channels.count_classes(model, placement, offsets, step_of, len(steps))
+    cf = classes.cf()
+    nbytes = np.array([s.nbytes for s in steps], dtype=np.int64)
+    step_s = np.zeros(len(steps))
+    used = classes.n.sum(axis=(0, 2, 3)) * placement.nodes
+    max_cf = np.zeros(len(LEVELS))
+    known = set(cost.sources())
+    for code, level in enumerate(LEVELS):
+        k, s, t = np.nonzero(classes.n[:, code])
+        if k.size == 0:
+            continue
+        here = cf[k, code, s, t]
+        max_cf[code] = float(here.max())
+        if level in known:
+            np.maximum.at(step_s, k, cost.time_s(level, nbytes[k], here))
+    return _result(placement, step_s, used, max_cf, _missing(cost, used))
+
+
+def _general(model: ClusterModel, placement: Placement, pattern: Pattern,
+             cost: CostModel) -> Prediction:
+    """Price every transfer of every step, one step at a time."""
+    known = set(cost.sources())
+    step_s = np.zeros(len(pattern.steps))
+    used = np.zeros(len(LEVELS), dtype=np.int64)
+    max_cf = np.zeros(len(LEVELS))
+    for k, step in enumerate(pattern.steps):
+        src, dst, nbytes = step.transfers(pattern.p)
+        if src.size == 0:
+            continue
+        usage = channels.count(model, placement, src, dst)
+        for code, level in enumerate(LEVELS):
+            sel = usage.level == code
+            if not sel.any():
+                continue
+            used[code] += int(np.count_nonzero(sel))
+            here = usage.cf[sel]
+            max_cf[code] = max(max_cf[code], float(here.max()))
+            if level in known:
+                step_s[k] = max(step_s[k], float(cost.time_s(level, nbytes[sel], here).max()))
+    return _result(placement, step_s, used, max_cf, _missing(cost, used))
+
+
+def _result(placement: Placement, step_s: NDArray[np.float64], used: NDArray[np.int64],
+            max_cf: NDArray[np.float64], missing: tuple[str, ...]) -> Prediction:
+    return Prediction(
+        placement=placement, time_s=math.inf if missing else float(step_s.sum()),
+        step_s=step_s, transfers={lv: int(used[c]) for c, lv in enumerate(LEVELS) if used[c]},
+        max_cf={lv: float(max_cf[c]) for c, lv in enumerate(LEVELS) if used[c]},
+        missing=missing,
+    )
+
+
+def predict(model: ClusterModel, placement: Placement, pattern: Pattern,
+            cost: CostModel) -> Prediction:
+    """Price every step of ``pattern`` on ``placement``.
+
+    Raises:
+        PredictError: the placement and the pattern have different process counts.
+    """
+    if placement.p != pattern.p:
+        raise PredictError(f"placement {placement.label} has {placement.p} processes, the"
+                           f" pattern {pattern.p}")
+    if placement.symmetric and pattern.shift_invariant:
+        return _symmetric(model, placement, pattern, cost)
+    return _general(model, placement, pattern, cost)
+
+
+def rank_placements(model: ClusterModel, pattern: Pattern, cost: CostModel,
+                    placements: list[Placement] | None = None) -> list[Prediction]:
+    """Predictions for ``placements`` (default: every regular one), fastest first.
+
+    Placements that use a level the cost model cannot price come last, in their given order.
+    """
+    todo = enumerate_placements(model, pattern.p) if placements is None else placements
+    out = [predict(model, pl, pattern, cost) for pl in todo]
+    # sorted() is stable: equal times keep the enumeration order (fewer nodes first).
+    return sorted(out, key=lambda pr: pr.time_s)

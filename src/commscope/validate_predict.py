@@ -1,0 +1,102 @@
+"""Check placement predictions against the same operation run for real on each placement.
+
+For every multi-node placement of p ranks that the virtual cluster (or a real allocation
+described by the same model) can host, the engine runs the block All-to-all that the
+prediction models (`alltoall_block`, seed 001) and the measured time (MPIPerf method) is set
+beside the predicted one: per size, Kendall's tau between the two orders and the relative
+error of each placement.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from scipy import stats as sps
+
+from commscope import predict, runner
+from commscope.analysis.coll import summarize
+from commscope.mpi import MPIInstall
+from commscope.predict.cost import CostModel
+from commscope.store import Store
+
+
+@dataclass(frozen=True)
+class PlacementCheck:
+    """One placement at one size: predicted against measured."""
+
+    placement: str
+    nodes: int
+    per_node: int
+    bytes: int
+    predicted_s: float
+    measured_s: float
+    relative_error: float  # (predicted - measured) / measured
+    run_id: int
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict with full key names."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SizeVerdict:
+    """All placements at one size: does the predicted order match the measured one?"""
+
+    bytes: int
+    kendall_tau: float
+    median_relative_error: float
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict with full key names."""
+        return asdict(self)
+
+
+def multi_node_placements(model: predict.ClusterModel, procs: int) -> list[predict.Placement]:
+    """Block-ordered placements over at least two nodes (what the method is about)."""
+    return [pl for pl in predict.enumerate_placements(model, procs, ("block",))
+            if pl.nodes >= 2 and pl.sockets_used == 1]
+
+
+def measure(store: Store, mpi: MPIInstall, placement: predict.Placement, sizes: list[int],
+            block: int, vcluster: dict[str, Any]) -> dict[int, tuple[float, int]]:
+    """Run alltoall_block on the placement's nodes; return {bytes: (time_s, run_id)}."""
+    request = {"benchmark": "coll", "mpi": mpi.choice, "np": placement.p, "launcher": "auto",
+               "timeout_s": 1800.0, "confidence": 0.95,
+               "vcluster": dict(vcluster, nodes=placement.nodes,
+                                ranks_per_node=placement.per_node),
+               "engine": {"ops": "alltoall_block", "sizes": sizes, "coll_sizes": sizes,
+                          "block": block, "max_launches": 40, "coll_budget_s": 30.0}}
+    run_id = store.create_run("validate", f"predict {placement.label}", mpi.tag, mpi.launcher,
+                              placement.p, request)
+    runner.run(store, run_id, request, mpi)
+    return {c.bytes: (summarize(c).time_s, run_id) for c in store.colls(run_id)}
+
+
+def check(store: Store, mpi: MPIInstall, model: predict.ClusterModel, cost: CostModel,
+          procs: int, sizes: list[int], block: int, vcluster: dict[str, Any],
+          ) -> tuple[list[PlacementCheck], list[SizeVerdict]]:
+    """Predict and measure every multi-node placement; judge the order per size."""
+    placements = multi_node_placements(model, procs)
+    checks: list[PlacementCheck] = []
+    for pl in placements:
+        measured = measure(store, mpi, pl, sizes, block, vcluster)
+        for size in sizes:
+            pattern = predict.build("alltoall", procs, size, block=block or procs)
+            predicted = predict.predict(model, pl, pattern, cost).time_s
+            t, run_id = measured[size]
+            checks.append(PlacementCheck(pl.label, pl.nodes, pl.per_node, size, predicted, t,
+                                         (predicted - t) / t, run_id))
+    verdicts = []
+    for size in sizes:
+        mine = [c for c in checks if c.bytes == size]
+        if len(mine) >= 2:
+            tau = float(sps.kendalltau([c.predicted_s for c in mine],
+                                       [c.measured_s for c in mine]).statistic)
+        else:
+            tau = float("nan")
+        med = statistics.median(abs(c.relative_error) for c in mine)
+        verdicts.append(SizeVerdict(size, tau, med))
+    return checks, verdicts
+

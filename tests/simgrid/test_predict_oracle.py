@@ -1,0 +1,125 @@
+"""Counting oracle: predicted block All-to-all times against SimGrid SMPI's.
+
+With NIC contention only and t(m, cf) = cf * m / B, the prediction must equal what SMPI
+simulates on a platform of full-duplex (SPLITDUPLEX) NICs of bandwidth B and no latency, with
+free communication inside a node, for MPI_Alltoall as one batch of Isend/Irecv
+(smpi/alltoall:basic_linear, i.e. block = p).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from commscope.analysis.contention import tables
+from commscope.predict import build, rank_placements
+from commscope.predict.cost import TableCost
+from commscope.predict.model import ClusterModel
+from commscope.predict.placement import regular
+from tests.conftest import need
+from tests.synthetic_contention import records
+
+pytestmark = pytest.mark.simgrid
+
+B = 1e9  # bytes/s of each NIC side
+M = 1 << 20  # bytes per pair
+TABLE_SIZES = [M // 4, M, 4 * M]
+TABLE_CFS = [1, 2, 4, 8]  # larger counts use the linear-in-cf rule beyond the table
+
+PROGRAM = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, p;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    long m = atol(argv[1]);
+    /* One shared buffer for all ranks: 192 ranks x 2 x 192 MiB would not fit otherwise. */
+    char *s = SMPI_SHARED_MALLOC((size_t)m * p), *r = SMPI_SHARED_MALLOC((size_t)m * p);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t = MPI_Wtime(), tmax;
+    MPI_Alltoall(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, MPI_COMM_WORLD);
+    t = MPI_Wtime() - t;
+    MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("%.12e\n", tmax);
+    SMPI_SHARED_FREE(s);
+    SMPI_SHARED_FREE(r);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+# One multi-core host per node; its private link is the NIC (SPLITDUPLEX: up and down apart),
+# the backbone and the loopback between ranks of one host are free.
+PLATFORM = """<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <zone id="world" routing="Full">
+    <cluster id="nodes" prefix="node" suffix="" radical="0-{last}" core="{cores}" speed="1Gf"
+             bw="{bw:.0f}Bps" lat="0s" sharing_policy="SPLITDUPLEX"
+             bb_bw="1e18Bps" bb_lat="0s" bb_sharing_policy="FATPIPE"
+             loopback_bw="1e18Bps" loopback_lat="0s"/>
+  </zone>
+</platform>
+"""
+
+SMPI_CFG = [
+    "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1", "--cfg=network/crosstraffic:0",
+    "--cfg=smpi/alltoall:basic_linear", "--cfg=smpi/simulate-computation:no",
+    # Shared buffers are mapped block by block; big blocks keep 192 ranks under the
+    # kernel's map count limit.
+    "--cfg=smpi/shared-malloc-blocksize:268435456",
+]
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    need(shutil.which("smpicc") is not None and shutil.which("smpirun") is not None,
+         "SimGrid's smpicc and smpirun (apt-get install libsimgrid-dev)")
+    where = tmp_path_factory.mktemp("smpi")
+    (where / "a2a.c").write_text(PROGRAM)
+    subprocess.run(["smpicc", "-O2", "-o", str(where / "a2a"), str(where / "a2a.c")],
+                   check=True, capture_output=True, timeout=300)
+    return where / "a2a"
+
+
+def smpi_time(program: Path, nodes: int, cores: int) -> float:
+    where = program.parent / f"run{nodes}x{cores}"
+    where.mkdir()
+    (where / "platform.xml").write_text(PLATFORM.format(last=nodes - 1, cores=cores, bw=B))
+    (where / "hosts").write_text("".join(f"node{i}:{cores}\n" for i in range(nodes)))
+    # smpirun's -tmpdir option is broken in 3.32; TMPDIR works.
+    env = dict(os.environ, TMPDIR=str(where))
+    out = subprocess.run(
+        ["smpirun", "-np", str(nodes * cores), "-platform", str(where / "platform.xml"),
+         "-hostfile", str(where / "hosts"), *SMPI_CFG, str(program), str(M)],
+        capture_output=True, text=True, timeout=500, env=env, cwd=where)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def predicted(nodes: int, cores: int) -> float:
+    model = ClusterModel("oracle", tuple(f"node{i}" for i in range(nodes)), 1, cores)
+    recs = (records("nic", lambda m, cf: cf * m / B, TABLE_SIZES, TABLE_CFS)
+            # Inside a node: nothing costs (1e-9 of the NIC's time, never the slowest).
+            + records("memory", lambda m, cf: cf * m / B * 1e-9, TABLE_SIZES, TABLE_CFS))
+    cost = TableCost.from_tables(tables(recs), "oracle")
+    p = nodes * cores
+    pattern = build("alltoall", p, M, "block", block=p)
+    [pr] = rank_placements(model, pattern, cost, [regular(model, nodes, cores)])
+    return pr.time_s
+
+
+@pytest.mark.parametrize(("nodes", "cores"), [(2, 4), (4, 2), (8, 1), (16, 12)])
+def test_block_alltoall_matches_smpi(program: Path, nodes: int, cores: int) -> None:
+    want = smpi_time(program, nodes, cores)
+    got = predicted(nodes, cores)
+    print(f"{nodes}x{cores}: predicted {got:.9f} s, SMPI {want:.9f} s,"
+          f" {100 * (got - want) / want:+.4f} %")
+    assert got == pytest.approx(want, rel=0.01)

@@ -1,0 +1,43 @@
+"""Schema-valid contention records built by hand: t(m, cf) from a formula, per level.
+
+Every process of every repetition gets the formula's time, so each cell's median (of the
+slowest process) is exactly t(m, cf). Used to test prediction without measuring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from commscope.records import Contention, record_from_dict
+from commscope.store import Store
+
+TimeFn = Callable[[int, int], float]
+
+
+def records(level: str, fn: TimeFn, sizes: Iterable[int], cfs: Iterable[int],
+            reps: int = 3) -> list[Contention]:
+    out = []
+    for cf in cfs:
+        pairs = [[2 * i, 2 * i + 1] for i in range(cf)]
+        for m in sizes:
+            t = fn(m, cf)
+            rec = record_from_dict({
+                "type": "contention", "level": level, "cf": cf, "bytes": m, "pairs": pairs,
+                "nruns": 10, "start": "window", "samples_s": [[t] * (2 * cf)] * reps,
+            }, f"synthetic contention {level} cf{cf} {m}")
+            assert isinstance(rec, Contention)
+            out.append(rec)
+    return out
+
+
+def store_run(path: Path, recs: list[Contention], label: str = "contention") -> int:
+    """Store one complete run of contention records and return its id."""
+    with Store.open(path) as store:
+        run_id = store.create_run("contention", label, "synthetic", "none", 4, {})
+        seg = store.start_segment(run_id, ["synthetic"])
+        for rec in recs:
+            store.add_point(run_id, seg, rec)
+        store.finish_segment(seg, "complete")
+        store.set_run_status(run_id, "complete")
+    return run_id

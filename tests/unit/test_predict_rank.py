@@ -1,0 +1,146 @@
+"""Ranking placements, and `commscope predict` end to end on synthetic tables."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from commscope.analysis.contention import tables
+from commscope.predict import build, enumerate_placements, predict, rank_placements
+from commscope.predict.cost import TableCost
+from commscope.predict.model import ClusterModel
+from tests import synthetic_runs
+from tests.synthetic_contention import records, store_run
+
+B = 1e9
+SIZES = [1 << 16, 1 << 20, 1 << 24]
+
+
+def nic_only(m: float, cf: float) -> float:
+    return cf * m / B
+
+
+def cost_with(levels: dict[str, object]) -> TableCost:
+    recs = []
+    for level, fn in levels.items():
+        recs += records(level, fn, SIZES, [1, 2, 4, 8])  # type: ignore[arg-type]
+    return TableCost.from_tables(tables(recs), "synthetic")
+
+
+def test_nic_contention_orders_the_paper_placements() -> None:
+    model = ClusterModel("m", tuple(f"n{i}" for i in range(8)), 1, 8)
+    cost = cost_with({"memory": lambda m, c: 0.0001 * m / B, "nic": nic_only})
+    ranked = rank_placements(model, build("alltoall", 8, 1 << 20, block=8), cost)
+    order = [pr.placement.label for pr in ranked if "cyclic" not in pr.placement.label]
+    assert order == ["1x8", "8x1", "4x2", "2x4"]
+    times = {pr.placement.label: pr.time_s for pr in ranked}
+    assert times["2x4"] == pytest.approx(16 * (1 << 20) / B, rel=1e-3)  # 16 transfers/NIC side
+    assert times["4x2"] == pytest.approx(12 * (1 << 20) / B, rel=1e-3)
+    assert times["8x1"] == pytest.approx(7 * (1 << 20) / B, rel=1e-9)
+
+
+def test_step_times_add_up() -> None:
+    model = ClusterModel("m", tuple(f"n{i}" for i in range(4)), 1, 2)
+    cost = cost_with({"memory": nic_only, "nic": nic_only})
+    pattern = build("alltoall", 8, 1 << 20, block=3)
+    pr = predict(model, enumerate_placements(model, 8)[0], pattern, cost)
+    assert len(pr.step_s) == 3 and pr.time_s == pytest.approx(float(np.sum(pr.step_s)))
+    assert sum(pr.transfers.values()) == 8 * 7
+
+
+def test_unpriced_levels_come_last() -> None:
+    model = ClusterModel("m", tuple(f"n{i}" for i in range(8)), 1, 8)
+    ranked = rank_placements(model, build("alltoall", 8, 1024), cost_with({"nic": nic_only}))
+    assert ranked[0].placement.label == "8x1" and ranked[0].priced
+    last = ranked[-1]
+    assert not last.priced and last.missing == ("memory",) and math.isinf(last.time_s)
+    assert last.to_json()["time_s"] is None
+
+
+CLUSTER = """\
+name: synthetic
+nodes: 8
+sockets: 2
+cores: 4
+"""
+
+
+@pytest.fixture
+def tables_run(cli) -> tuple[int, Path]:
+    recs = (records("memory", lambda m, c: 0.2 * c * m / B, SIZES, [1, 2, 4])
+            + records("socket", lambda m, c: 0.5 * c * m / B, SIZES, [1, 2, 4])
+            + records("nic", nic_only, SIZES, [1, 2, 4, 8]))
+    run_id = store_run(cli.store, recs)
+    path = cli.store.parent / "cluster.yaml"
+    path.write_text(CLUSTER)
+    return run_id, path
+
+
+def test_cli_json_and_handoff(cli, tables_run) -> None:
+    run_id, cluster = tables_run
+    rankfile, hostfile = cli.store.parent / "rf", cli.store.parent / "hosts"
+    out = cli("predict", "alltoall", "--procs", "8", "--size", "1MiB", "--tables", str(run_id),
+              "--cluster", str(cluster), "--block", "8", "--json", "--write-rankfile",
+              str(rankfile), "--write-hostfile", str(hostfile), check=True)
+    data = json.loads(out.stdout)
+    times = [p["time_s"] for p in data["predictions"]]
+    assert times == sorted(times) and len(times) == len(data["predictions"]) >= 7
+    assert data["chosen"] == data["predictions"][0]["placement"]["label"]
+    assert set(data["cost"]) == {"memory", "socket", "nic"}
+    assert data["pattern"]["block"] == 8 and data["handoff"]["slurm"][0] == "-N"
+    assert rankfile.read_text() == data["handoff"]["rankfile"]
+    assert hostfile.read_text() == data["handoff"]["hostfile"]
+
+
+def test_cli_text_names_the_cost_model(cli, tables_run) -> None:
+    run_id, cluster = tables_run
+    out = cli("predict", "bcast", "--procs", "16", "--size", "4MiB", "--tables", str(run_id),
+              "--cluster", str(cluster), "--choose", "4x4/2s", check=True)
+    assert f"cost of nic: t(m, cf) table of run {run_id}" in out.stdout
+    assert "placements, fastest first" in out.stdout
+    assert "hand-off for 4x4/2s" in out.stdout and "slurm: -N 4 --ntasks-per-node 4" in out.stdout
+
+
+def test_cli_hockney_from_p2p(cli, tmp_path) -> None:
+    run_id = synthetic_runs.store_run(cli.store, "p2p", with_colls=False)
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text(CLUSTER.replace("sockets: 2", "sockets: 1"))
+    out = cli("predict", "allreduce", "--procs", "8", "--p2p", str(run_id), "--cluster",
+              str(cluster), "--json", check=True)
+    data = json.loads(out.stdout)
+    assert data["cost"]["nic"].startswith("Hockney fit of inter-node ping-pong")
+    assert all(p["time_s"] is not None for p in data["predictions"])
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--choose", "3x3"], "--choose 3x3: no such placement"),
+    (["--procs", "1000"], "fit no n x c placement"),
+    (["--block", "0"], "--block"),
+    (["--cluster", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read"),
+])
+def test_cli_errors_are_one_line(cli, tables_run, extra, message) -> None:
+    run_id, cluster = tables_run
+    args = ["predict", "alltoall", "--procs", "8", "--tables", str(run_id), "--cluster",
+            str(cluster)]
+    for flag, value in zip(extra[::2], extra[1::2], strict=True):
+        if flag in args:
+            args[args.index(flag) + 1] = value
+        else:
+            args += [flag, value]
+    out = cli(*args)
+    assert out.returncode == 2, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and message in lines[0], out.stderr
+
+
+def test_cli_without_contention_tables(cli, tmp_path) -> None:
+    run_id = synthetic_runs.store_run(cli.store, "p2p", with_colls=False)
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text(CLUSTER)
+    out = cli("predict", "alltoall", "--procs", "8", "--tables", str(run_id), "--cluster",
+              str(cluster))
+    assert out.returncode == 2 and "has no contention measurements" in out.stderr
