@@ -85,7 +85,9 @@ def inspect(path: Path) -> EngineInfo:
         )
         data = json.loads(out.stdout)
     except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as err:
-        raise EngineError(f"{path} --version failed; rebuild with 'commscope engine build'") from err
+        raise EngineError(
+            f"{path} --version failed; rebuild with 'commscope engine build'"
+        ) from err
     family, version = family_of_library(data["mpi_library_version"])
     return EngineInfo(path, data["engine_version"], data["mpi_library_version"], family, version)
 
@@ -135,6 +137,7 @@ def find(mpi: MPIInstall, build_missing: bool = True) -> EngineInfo:
                 return info
     if not build_missing:
         raise EngineError(
-            f"no engine for {mpi.family} {mpi.version}; run 'commscope engine build --mpi {mpi.choice}'"
+            f"no engine for {mpi.family} {mpi.version};"
+            f" run 'commscope engine build --mpi {mpi.choice}'"
         )
     return build(mpi)

@@ -48,3 +48,13 @@ class LaunchError(CommscopeError):
 
 class ClusterError(CommscopeError):
     """The virtual cluster cannot be built, used or removed."""
+
+
+class ComputeError(CommscopeError):
+    """The node compute benchmark failed: a wrong solution, or threads or cpus not applied."""
+
+
+class PredictError(CommscopeError):
+    """A cluster model, placement, pattern or cost input for a prediction is unusable."""
+
+    exit_code = 2

@@ -23,7 +23,7 @@ from commscope.errors import RecordError
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = "records-v1.json"
-RECORD_TYPES = ("header", "point", "coll", "contention", "end")
+RECORD_TYPES = ("header", "point", "coll", "contention", "stream", "linpack", "end")
 # Messages from jsonschema quote the offending value, which can be a long sample array.
 _MAX_REASON = 200
 
@@ -73,7 +73,7 @@ class Header:
 
     schema_version: int
     engine_version: str
-    mpi: MpiInfo
+    mpi: MpiInfo | None  # None for transport "tcp"
     nranks: int
     ranks: tuple[RankInfo, ...]
     timer: TimerInfo
@@ -88,6 +88,11 @@ class Header:
         """Distinct node names, in the order of the first rank on each."""
         ordered = sorted(self.ranks, key=lambda r: r.rank)
         return tuple(dict.fromkeys(r.node for r in ordered))
+
+    @property
+    def transport(self) -> str:
+        """What carried the messages: "mpi" (the engine) or "tcp" (commscope-tcp)."""
+        return str(self.raw.get("transport", "mpi"))
 
     @property
     def pair_labels(self) -> tuple[str, ...]:
@@ -185,7 +190,7 @@ class Coll:
     @property
     def valid_times_s(self) -> tuple[float, ...]:
         """Times of the valid launches only."""
-        return tuple(t for t, f in zip(self.times_s, self.flags) if f == 0)
+        return tuple(t for t, f in zip(self.times_s, self.flags, strict=True) if f == 0)
 
     @cached_property
     def median_s(self) -> float:
@@ -228,6 +233,109 @@ class Contention:
 
 
 @dataclass(frozen=True)
+class StreamDirection:
+    """One direction of a stream: what its sender sent and its receiver got, and when.
+
+    Times are each end's own, from its start; ``bins_bytes[k]`` is what arrived during
+    interval k. ``retrans`` counts the segments the sender retransmitted (None if unknown).
+    """
+
+    src: int
+    dst: int
+    sent_bytes: int
+    messages: int
+    send_s: float
+    received_bytes: int
+    first_s: float
+    last_s: float
+    bins_bytes: tuple[int, ...]
+    retrans: int | None
+    segs_out: int | None
+    snd_mss: int | None
+
+    @property
+    def rate_Bps(self) -> float:  # noqa: N802 - the unit is part of the name
+        """Bytes received per second, from the receiver's start to the last byte."""
+        return self.received_bytes / self.last_s if self.last_s > 0 else 0.0
+
+    @property
+    def loss(self) -> float | None:
+        """Share of segments retransmitted, when the kernel reported both counts."""
+        if self.retrans is None or not self.segs_out:
+            return None
+        return self.retrans / self.segs_out
+
+
+@dataclass(frozen=True)
+class Stream:
+    """Seed 000's network test: both directions at once, exponentially sized messages."""
+
+    pair: str
+    ranks: tuple[int, int]
+    mean_bytes: int
+    max_bytes: int
+    duration_s: float
+    interval_s: float
+    directions: tuple[StreamDirection, ...]
+    raw: dict[str, Any] = field(compare=False, repr=False)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """(stream, pair, mean bytes): what identifies this record within a run."""
+        return ("stream", self.pair, self.mean_bytes)
+
+    @property
+    def n_samples(self) -> int:
+        """Number of time bins of the first direction."""
+        return len(self.directions[0].bins_bytes)
+
+    @cached_property
+    def median_s(self) -> float:
+        """Time of one mean-size message at the slower direction's rate (0 if none moved)."""
+        slowest = min(d.rate_Bps for d in self.directions)
+        return self.mean_bytes / slowest if slowest > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Linpack:
+    """Seed 000's node test: every solve of one dense Ax = b of order ``n`` on ``cores`` cores.
+
+    ``times_s[i]`` is solve i's wall time (LU with partial pivoting plus the triangular
+    solves), ``gflops[i]`` its rate by (2/3 n^3 + 2 n^2) / t; ``residual`` is the largest HPL
+    scaled residual of the solves, and ``affinity`` the cpus the process was pinned to.
+    """
+
+    cores: int
+    threads: int
+    n: int
+    times_s: tuple[float, ...]
+    gflops: tuple[float, ...]
+    residual: float
+    affinity: tuple[int, ...]
+    raw: dict[str, Any] = field(compare=False, repr=False)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """(linpack, cores<cores>, n): what identifies this point within a run."""
+        return ("linpack", f"cores{self.cores}", self.n)
+
+    @property
+    def n_samples(self) -> int:
+        """Number of timed solves."""
+        return len(self.times_s)
+
+    @cached_property
+    def median_s(self) -> float:
+        """Median solve time, in seconds."""
+        return float(np.median(self.times_s))
+
+    @cached_property
+    def median_gflops(self) -> float:
+        """Median rate of the solves, in GFLOPS."""
+        return float(np.median(self.gflops))
+
+
+@dataclass(frozen=True)
 class End:
     """Last record of an engine run."""
 
@@ -236,7 +344,7 @@ class End:
     raw: dict[str, Any] = field(compare=False, repr=False)
 
 
-Record = Header | Point | Coll | Contention | End
+Record = Header | Point | Coll | Contention | Stream | Linpack | End
 
 
 @cache
@@ -313,8 +421,8 @@ def record_from_dict(data: Any, where: str, validate: bool = True) -> Record:
     """
     kind = data.get("type") if isinstance(data, dict) else None
     if kind not in RECORD_TYPES:
-        raise _fail(where, "expected a JSON object whose 'type' is header, point, coll,"
-                    " contention or end")
+        raise _fail(where, "expected a JSON object whose 'type' is "
+                    f"{', '.join(RECORD_TYPES[:-1])} or {RECORD_TYPES[-1]}")
     if kind == "header" and data.get("schema_version") != SCHEMA_VERSION:
         raise _fail(
             where,
@@ -335,6 +443,10 @@ def record_from_dict(data: Any, where: str, validate: bool = True) -> Record:
             return _coll(data, where)
         if kind == "contention":
             return _contention(data, where)
+        if kind == "stream":
+            return _stream(data, where)
+        if kind == "linpack":
+            return _linpack(data, where)
         return End(points=int(data["points"]), elapsed_s=float(data["elapsed_s"]), raw=data)
     except (KeyError, TypeError, ValueError) as err:  # only reachable without validation
         raise _fail(where, f"{kind} is malformed ({type(err).__name__}: {err})") from None
@@ -361,7 +473,7 @@ def _header(d: dict[str, Any], where: str) -> Header:
     return Header(
         schema_version=int(d["schema_version"]),
         engine_version=d["engine_version"],
-        mpi=MpiInfo(d["mpi"]["library_version"], d["mpi"]["standard"]),
+        mpi=MpiInfo(d["mpi"]["library_version"], d["mpi"]["standard"]) if "mpi" in d else None,
         nranks=int(d["nranks"]),
         ranks=ranks,
         timer=TimerInfo(
@@ -431,3 +543,30 @@ def _contention(d: dict[str, Any], where: str) -> Contention:
         raise _fail(where, "contention samples_s must hold one time per process of the pairs")
     return Contention(d["level"], int(d["cf"]), int(d["bytes"]), pairs, int(d["nruns"]),
                       d["start"], samples, raw=d)
+
+
+def _stream(d: dict[str, Any], where: str) -> Stream:
+    def known(value: Any) -> int | None:
+        return None if value is None else int(value)
+
+    directions = tuple(
+        StreamDirection(int(x["from"]), int(x["to"]), int(x["sent_bytes"]), int(x["messages"]),
+                        float(x["send_s"]), int(x["received_bytes"]), float(x["first_s"]),
+                        float(x["last_s"]), tuple(int(b) for b in x["bins_bytes"]),
+                        known(x.get("retrans")), known(x.get("segs_out")),
+                        known(x.get("snd_mss")))
+        for x in d["directions"]
+    )
+    if not directions:  # only reachable without validation
+        raise _fail(where, "stream has no directions")
+    a, b = (int(r) for r in d["ranks"])
+    return Stream(d["pair"], (a, b), int(d["mean_bytes"]), int(d["max_bytes"]),
+                  float(d["duration_s"]), float(d["interval_s"]), directions, raw=d)
+
+
+def _linpack(d: dict[str, Any], where: str) -> Linpack:
+    if len(d["gflops"]) != len(d["times_s"]):
+        raise _fail(where, "linpack times_s and gflops must have one entry per solve")
+    return Linpack(int(d["cores"]), int(d["threads"]), int(d["n"]),
+                   tuple(float(t) for t in d["times_s"]), tuple(float(g) for g in d["gflops"]),
+                   float(d["residual"]), tuple(int(c) for c in d["affinity"]), raw=d)

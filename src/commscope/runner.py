@@ -120,8 +120,11 @@ def _lost_rank(stderr: str, header: Header | None) -> str:
     return lines[-1] if lines else "the job ended without its end record"
 
 
-def _vcluster_launch(mpi: MPIInstall, ranks_per_node: int) -> tuple[list[str], dict[str, str]]:
-    """Launcher options that spread the ranks over the virtual cluster's nodes."""
+def _vcluster_launch(mpi: MPIInstall, ranks_per_node: int,
+                     nodes: int | None) -> tuple[list[str], dict[str, str]]:
+    """Launcher options that spread the ranks over the virtual cluster's first nodes."""
+    import dataclasses
+
     from commscope import vcluster
 
     state = vcluster.status()
@@ -129,6 +132,11 @@ def _vcluster_launch(mpi: MPIInstall, ranks_per_node: int) -> tuple[list[str], d
         why = "none is up" if state is None else "; ".join(state.problems)
         raise LaunchError(f"no usable virtual cluster ({why}); run 'commscope vcluster up "
                           "--nodes 2' as root first")
+    if nodes is not None:
+        if nodes > len(state.nodes):
+            raise LaunchError(f"the run needs {nodes} virtual nodes, {len(state.nodes)} are up; "
+                              f"run 'commscope vcluster up --nodes {nodes}'")
+        state = dataclasses.replace(state, nodes=state.nodes[:nodes])
     if mpi.family == "openmpi":
         return vcluster.openmpi_args(state, ranks_per_node)
     return vcluster.mpich_args(state, ranks_per_node)
@@ -153,7 +161,8 @@ def run(
     """
     info = engine.find(mpi)
     if request.get("vcluster"):
-        extra_args, extra_env = _vcluster_launch(mpi, request["vcluster"]["ranks_per_node"])
+        vc = request["vcluster"]
+        extra_args, extra_env = _vcluster_launch(mpi, vc["ranks_per_node"], vc.get("nodes"))
     skip = store.measured_keys(run_id)
     argv = engine_argv(str(info.path), request["engine"], skip)
     job = launch.build_job(

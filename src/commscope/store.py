@@ -2,7 +2,9 @@
 
 Indexed columns sit next to the raw JSON of each record, so analyses can always go back to
 the samples. Every write is its own committed transaction: a killed run keeps each point it
-finished. A file that is not a commscope store is refused before SQLite touches it.
+finished. Opening the file (one that is not a commscope store is refused before SQLite
+touches it), creating its tables and running write transactions are the job of
+:mod:`commscope.store_file`; this module holds the queries.
 """
 
 from __future__ import annotations
@@ -12,39 +14,30 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from commscope.errors import StoreError, UsageError
-from commscope.records import Coll, Contention, Header, Point, record_from_dict
-
-APPLICATION_ID = 0x636D7363  # "cmsc"
-SCHEMA_VERSION = 1
-BUSY_TIMEOUT_MS = 5000
-RUN_STATUSES = ("running", "complete", "incomplete")
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-
-_TABLES = (
-    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS runs (
-        id INTEGER PRIMARY KEY, created_unix REAL, kind TEXT, label TEXT,
-        status TEXT CHECK (status IN ('running', 'complete', 'incomplete')),
-        mpi TEXT, launcher TEXT, nranks INTEGER, request_json TEXT, header_json TEXT,
-        message TEXT)""",
-    """CREATE TABLE IF NOT EXISTS segments (
-        id INTEGER PRIMARY KEY, run_id INTEGER REFERENCES runs(id), started_unix REAL,
-        ended_unix REAL, status TEXT, argv_json TEXT, header_json TEXT, message TEXT,
-        end_json TEXT)""",
-    """CREATE TABLE IF NOT EXISTS points (
-        id INTEGER PRIMARY KEY, run_id INTEGER REFERENCES runs(id),
-        segment_id INTEGER REFERENCES segments(id), op TEXT, pair TEXT, bytes INTEGER,
-        n_samples INTEGER, median_s REAL, record_json TEXT,
-        UNIQUE (run_id, op, pair, bytes))""",
-    "CREATE INDEX IF NOT EXISTS points_key ON points (run_id, op, pair, bytes)",
+from commscope.records import (
+    Coll,
+    Contention,
+    Header,
+    Linpack,
+    Point,
+    Stream,
+    record_from_dict,
 )
+
+# Re-exported: callers import the file's constants from here.
+from commscope.store_file import APPLICATION_ID as APPLICATION_ID
+from commscope.store_file import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
+from commscope.store_file import SCHEMA_VERSION as SCHEMA_VERSION
+from commscope.store_file import connect, write_transaction
+
+RUN_STATUSES = ("running", "complete", "incomplete")
+
 # Column names match the fields of RunInfo and SegmentInfo; *_json columns are decoded.
 _RUN_QUERY = """SELECT r.*, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id) AS n_points
     FROM runs r"""
@@ -113,35 +106,6 @@ class SegmentInfo:
         return _header_record(self.header, f"segment {self.id} header")
 
 
-def _not_ours(path: Path, why: str) -> StoreError:
-    return StoreError(f"{path} is not a commscope store ({why}); choose another --store path")
-
-
-def _probe(path: Path) -> bool:
-    """Return True when ``path`` is absent or empty; refuse files that are not our store.
-
-    Reads the SQLite header directly, so a foreign file is never opened by SQLite (which
-    could leave journal files behind or switch its journal mode).
-    """
-    if path.is_dir():
-        raise _not_ours(path, "it is a directory")
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(100)
-    except FileNotFoundError:
-        return True
-    except OSError as err:
-        raise StoreError(f"{path} cannot be read ({err.strerror}); check its permissions") from None
-    if not head:
-        return True
-    if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
-        raise _not_ours(path, "file is not a database")
-    app = int.from_bytes(head[68:72], "big")
-    if app != APPLICATION_ID:
-        raise _not_ours(path, f"SQLite application_id {app:#x}, expected {APPLICATION_ID:#x}")
-    return False
-
-
 class Store:
     """A commscope SQLite store. Open it with ``Store.open(path)``."""
 
@@ -158,62 +122,7 @@ class Store:
                 cannot be created.
         """
         where = Path(path).expanduser()
-        new = _probe(where)
-        try:
-            where.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(where, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        except (OSError, sqlite3.Error) as err:
-            raise StoreError(
-                f"{where} cannot be opened ({err}); choose another --store path"
-            ) from None
-        conn.row_factory = sqlite3.Row
-        store = cls(where, conn)
-        try:
-            store._setup(new)
-        except sqlite3.DatabaseError as err:
-            conn.close()
-            raise _not_ours(where, str(err)) from None
-        except BaseException:
-            conn.close()
-            raise
-        return store
-
-    def _setup(self, new: bool) -> None:
-        # PRAGMAs take no parameters; the values are constants of this module.
-        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._conn.execute("PRAGMA foreign_keys = ON")
-        if new:
-            with self._write("initialise the store") as c:
-                app = c.execute("PRAGMA application_id").fetchone()[0]
-                if app == 0:  # another process may have initialised it since the probe
-                    # Set while still in rollback-journal mode, so the id lands in the main
-                    # file's header where _probe reads it.
-                    c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                    for statement in _TABLES:
-                        c.execute(statement)
-                    c.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-                elif app != APPLICATION_ID:
-                    raise _not_ours(self.path, f"SQLite application_id {app:#x}")
-        try:
-            rows = self._conn.execute("SELECT version FROM schema_version").fetchall()
-        except sqlite3.OperationalError:
-            raise _not_ours(self.path, "no schema_version table") from None
-        versions = sorted({row[0] for row in rows})
-        if versions != [SCHEMA_VERSION]:
-            found = ", ".join(str(v) for v in versions) or "none"
-            raise StoreError(
-                f"{self.path} has store schema version {found}, this commscope"
-                f" reads version {SCHEMA_VERSION}; use a matching commscope or another --store path"
-            )
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._add_missing_columns()
-
-    def _add_missing_columns(self) -> None:
-        # Columns added within schema version 1 (nullable, so old rows stay valid).
-        have = {row[1] for row in self._conn.execute("PRAGMA table_info(segments)")}
-        if "end_json" not in have:
-            with self._write("add the segments.end_json column") as c:
-                c.execute("ALTER TABLE segments ADD COLUMN end_json TEXT")
+        return cls(where, connect(where))
 
     def close(self) -> None:
         """Close the connection; further calls do nothing."""
@@ -225,23 +134,9 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def _write(self, what: str) -> Iterator[sqlite3.Connection]:
+    def _write(self, what: str) -> AbstractContextManager[sqlite3.Connection]:
         """Run the block as one transaction, committed before returning."""
-        c = self._conn
-        try:
-            c.execute("BEGIN IMMEDIATE")
-            yield c
-            c.execute("COMMIT")
-        except BaseException as err:
-            if c.in_transaction:
-                c.execute("ROLLBACK")
-            if not isinstance(err, sqlite3.Error):
-                raise
-            raise StoreError(
-                f"{self.path}: cannot {what} ({err}); check free space and that no other"
-                " program locks the store"
-            ) from None
+        return write_transaction(self._conn, self.path, what)
 
     def _missing_run(self, ref: object) -> StoreError:
         return StoreError(f"no run {ref} in {self.path}; see 'commscope runs'")
@@ -298,7 +193,9 @@ class Store:
             )
             c.execute("UPDATE segments SET header_json = ? WHERE id = ?", (text, segment_id))
 
-    def add_point(self, run_id: int, segment_id: int, point: Point | Coll | Contention) -> None:
+    def add_point(
+        self, run_id: int, segment_id: int, point: Point | Coll | Contention | Stream | Linpack
+    ) -> None:
         """Store one measured point, committed before returning.
 
         The point's ``raw`` record is stored as is, so it must come from ``parse_record`` or
@@ -398,18 +295,27 @@ class Store:
         out = [p for p in self._measurements(run_id) if isinstance(p, Contention)]
         return sorted(out, key=lambda p: (p.level, p.cf, p.bytes))
 
-    def _measurements(self, run_id: int) -> list[Point | Coll | Contention]:
+    def streams(self, run_id: int) -> list[Stream]:
+        """Return a run's TCP stream records ordered by pair and mean message size."""
+        return [p for p in self._measurements(run_id) if isinstance(p, Stream)]
+
+    def linpacks(self, run_id: int) -> list[Linpack]:
+        """Return a run's Linpack points ordered by cores and matrix order."""
+        out = [p for p in self._measurements(run_id) if isinstance(p, Linpack)]
+        return sorted(out, key=lambda p: (p.cores, p.n))
+
+    def _measurements(self, run_id: int) -> list[Point | Coll | Contention | Stream | Linpack]:
         self._require_run(run_id)
         rows = self._conn.execute(
             "SELECT id, record_json FROM points WHERE run_id = ? ORDER BY op, pair, bytes",
             (run_id,),
         )
-        out: list[Point | Coll | Contention] = []
+        out: list[Point | Coll | Contention | Stream | Linpack] = []
         for point_id, text in rows:
             where = f"{self.path} point {point_id}"
             # Validated when it arrived; validating thousands of sample arrays again is slow.
             point = record_from_dict(json.loads(text), where, validate=False)
-            if not isinstance(point, (Point, Coll, Contention)):
+            if not isinstance(point, (Point, Coll, Contention, Stream, Linpack)):
                 raise _damaged(where, point, "point")
             out.append(point)
         return out

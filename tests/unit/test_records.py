@@ -128,8 +128,8 @@ def test_raw_is_excluded_from_compare_and_repr() -> None:
     [
         ("", "not JSON"),
         ("{not json", "not JSON"),
-        ("[1, 2]", "'type' is header, point, coll, contention or end"),
-        ('{"type": "sample"}', "'type' is header, point, coll, contention or end"),
+        ("[1, 2]", "'type' is header, point, coll, contention, stream, linpack or end"),
+        ('{"type": "sample"}', "'type' is header, point, coll, contention, stream, linpack or end"),
         (json.dumps(point_dict(op="alltoall")), "alltoall"),
         (json.dumps(point_dict(samples_s=[0.1, -0.5])), "samples_s/1"),
         (json.dumps(point_dict(samples_s=[])), "samples_s"),

@@ -53,7 +53,7 @@ def console(stderr: bool = False) -> Console:
 
 
 def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+    """Parse an integer >= 1 (an argparse type)."""
     try:
         value = int(text)
     except ValueError:
@@ -64,7 +64,7 @@ def positive_int(text: str) -> int:
 
 
 def positive_float(text: str) -> float:
-    """argparse type: a number > 0."""
+    """Parse a number > 0 (an argparse type)."""
     try:
         value = float(text)
     except ValueError:

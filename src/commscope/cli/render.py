@@ -7,6 +7,7 @@ from rich.table import Table
 
 from commscope.analysis import coll as coll_analysis
 from commscope.analysis import contention as contention_analysis
+from commscope.analysis import node as node_analysis
 from commscope.analysis import p2p
 from commscope.records import Coll, Contention, Point
 from commscope.store import RunInfo
@@ -23,7 +24,10 @@ def _mbs(bps: float | None) -> str:
 def run_title(run: RunInfo) -> str:
     """One line naming the run, its status, MPI and size."""
     label = f" '{run.label}'" if run.label else ""
-    return f"run {run.id}{label}: {run.kind}, {run.status}, {run.mpi}, {run.nranks} ranks"
+    if run.kind == "node":  # one process, no MPI
+        return f"run {run.id}{label}: node compute, {run.status}"
+    mpi = f"{run.mpi}, " if run.mpi else ""  # TCP and imported runs have no MPI
+    return f"run {run.id}{label}: {run.kind}, {run.status}, {mpi}{run.nranks} ranks"
 
 
 def key_figures(console: Console, points: list[Point]) -> None:
@@ -95,3 +99,43 @@ def contention_tables(console: Console, points: list[Contention]) -> None:
             table.add_row(str(int(m)), _us(base) if base == base else "", *cells,
                           str(best[int(m)]))
         console.print(table)
+
+
+def _gf(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+def node_figures(console: Console, summary: node_analysis.NodeSummary) -> None:
+    """Seed 000's Linpack table per core count, then how each P_peak was derived."""
+    on = f" on {summary.cpu_model}" if summary.cpu_model else ""
+    table = Table(title=f"node compute: Linpack (GFLOPS){on}")
+    for col in ("cores", "threads", "cpus", "P_max", "N_max", "N_1/2", "P_peak", "efficiency",
+                "largest N", "solver"):
+        table.add_column(col, justify="left" if col == "solver" else "right")
+    for f in summary.figures:
+        half = f"{'<= ' if f.n_half_at_smallest else ''}{f.n_half:.0f}"
+        eff = "" if f.efficiency is None else f"{f.efficiency:.1%}"
+        table.add_row(str(f.cores), str(f.threads), ",".join(map(str, f.affinity)),
+                      _gf(f.p_max_gflops), str(f.n_max), half, _gf(f.p_peak_gflops), eff,
+                      str(f.largest_n), f.solver)
+    console.print(table)
+    for f in summary.figures:
+        if f.peak_derivation:
+            console.print(f.peak_derivation)
+        if f.warning:
+            console.print(f"[bold red]{f.cores} core{'s' if f.cores != 1 else ''}: {f.warning}[/]")
+
+
+def node_rows(console: Console, summary: node_analysis.NodeSummary) -> None:
+    """Every N: solves, median time, GFLOPS spread, residual, threads at work."""
+    table = Table(title="Linpack per N (GFLOPS; residual: HPL scaled residual, must be < 16)")
+    for col in ("cores", "N", "solves", "median s", "median", "min", "max", "residual",
+                "threads busy", "others %"):
+        table.add_column(col, justify="right")
+    for r in summary.rows:
+        busy = "" if r.threads_at_work is None else f"{r.threads_at_work:.2f}"
+        others = "" if r.others_cpu_share is None else f"{r.others_cpu_share:.0%}"
+        table.add_row(str(r.cores), str(r.n), str(r.solves), f"{r.median_s:.4g}",
+                      _gf(r.median_gflops), _gf(r.min_gflops), _gf(r.max_gflops),
+                      f"{r.residual:.3g}", busy, others)
+    console.print(table)

@@ -122,7 +122,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     common.option(p, "--label", help="a name for this run, shown in reports and comparisons")
     common.option(p, "--resume", metavar="RUN",
                   help="re-launch a stored incomplete run and measure only its missing points")
-    common.option(p, "--report", help=f"write an HTML report here ('all' default: {DEFAULT_REPORT})")
+    common.option(p, "--report",
+                  help=f"write an HTML report here ('all' default: {DEFAULT_REPORT})")
     run_tcp.add_options(p)
     run_node.add_options(p)
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
@@ -222,8 +223,11 @@ def _measure(store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPII
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
     with Progress(*columns, console=common.console(stderr=True), transient=True) as bar:
         task = bar.add_task("points", total=None)
-        return runner.run(store, run_id, request, mpi,
-                          progress=lambda done, total: bar.update(task, completed=done, total=total))
+
+        def show(done: int, total: int | None) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return runner.run(store, run_id, request, mpi, progress=show)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from commscope.analysis import coll as coll_analysis
+from commscope.analysis import node as node_analysis
 from commscope.analysis import p2p
 from commscope.analysis.contention import tables as contention_tables
 from commscope.cli import common, render
@@ -36,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
         points = store.points(run_id)
         colls = store.colls(run_id)
         contentions = store.contentions(run_id)
+        linpacks = store.linpacks(run_id)
     level = args.confidence or info.request.get("confidence", 0.95)
     if not 0 <= args.trim < 0.5:
         raise UsageError(f"--trim {args.trim}: give a share in [0, 0.5)")
@@ -47,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
             "sizes": [r.to_json() for r in p2p.size_rows(points)],
             "collectives": [c.to_json() for c in coll_analysis.summaries(colls, level, args.trim)],
             "contention": [t.to_json() for t in contention_tables(contentions).values()],
+            "node": node_analysis.summarize(info.request, linpacks).to_json() if linpacks else None,
         })
         return 0
     out = common.console()
@@ -60,4 +63,8 @@ def run(args: argparse.Namespace) -> int:
         render.coll_table(out, colls, level)
     if contentions:
         render.contention_tables(out, contentions)
+    if linpacks:
+        summary = node_analysis.summarize(info.request, linpacks)
+        render.node_figures(out, summary)
+        render.node_rows(out, summary)
     return 0

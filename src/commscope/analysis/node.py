@@ -1,0 +1,226 @@
+"""Linpack figures of a node run, as seed 000 reports them, per core count.
+
+- P_max: the highest rate the sweep demonstrated: the largest per-N median GFLOPS (the median
+  over the solves of one N, so one lucky solve on a shared machine does not set it);
+- N_max: the N where P_max was reached;
+- N_1/2: the smallest N reaching half of P_max, interpolated linearly in log N between the
+  two sizes around the crossing (the smallest N measured when that already reaches it);
+- P_peak: cores x clock x DP flops per cycle (see ``commscope.cpu``), from the run's request;
+- efficiency: P_max / P_peak;
+- others' share: the largest share of the pinned cpus' time that other processes (or the
+  hypervisor) took while a point was measured. Above BUSY_WARNING the figures understate the
+  node, and a warning says so.
+
+Pure functions: records and the request in, frozen dataclasses out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from commscope.cpu import PeakModel
+from commscope.records import Linpack
+
+BUSY_WARNING = 0.10
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One N on one core count: the spread of its solves."""
+
+    cores: int
+    n: int
+    solves: int
+    median_s: float
+    median_gflops: float
+    min_gflops: float
+    max_gflops: float
+    residual: float
+    threads_at_work: float | None  # CPU time / wall time of the median solve
+    others_cpu_share: float | None  # share of the cpus other processes took meanwhile
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict with full key names."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class NodeFigures:
+    """Seed 000's table for one core count."""
+
+    cores: int
+    threads: int
+    affinity: tuple[int, ...]
+    solver: str  # "dgetrf+dgetrs", or "HPL 1x2, NB 128 (hpcc)" for HPL across ranks
+    n_points: int
+    largest_n: int
+    p_max_gflops: float
+    n_max: int
+    n_half: float
+    n_half_at_smallest: bool  # the smallest N already reached half of P_max: N_1/2 is at most it
+    p_peak_gflops: float | None
+    efficiency: float | None
+    peak_derivation: str | None
+    others_cpu_share: float | None  # the largest of its points'
+
+    @property
+    def warning(self) -> str | None:
+        """A plain sentence when other processes took a noticeable share of the cores."""
+        share = self.others_cpu_share
+        if share is None or share <= BUSY_WARNING:
+            return None
+        return (f"other processes took up to {share:.0%} of the {self.cores} pinned"
+                f" core{'s' if self.cores != 1 else ''} while measuring: these figures"
+                " understate the node; measure again on an idle machine")
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict with full key names."""
+        d = asdict(self)
+        d["affinity"] = list(self.affinity)
+        d["warning"] = self.warning
+        return d
+
+
+def p_max(ns: Sequence[int], gflops: Sequence[float]) -> tuple[float, int]:
+    """(P_max, N_max): the largest rate and the N where it was reached (the smaller on ties)."""
+    if not ns:
+        raise ValueError("no points")
+    i = max(range(len(ns)), key=lambda k: (gflops[k], -ns[k]))
+    return float(gflops[i]), int(ns[i])
+
+
+def n_half(ns: Sequence[int], gflops: Sequence[float]) -> tuple[float, bool]:
+    """(N_1/2, whether it is the smallest N measured): half of P_max first reached, in log N.
+
+    ``ns`` must be increasing.
+    """
+    half = p_max(ns, gflops)[0] / 2
+    i = next(k for k, g in enumerate(gflops) if g >= half)
+    if i == 0:
+        return float(ns[0]), True
+    x0, x1 = math.log(ns[i - 1]), math.log(ns[i])
+    y0, y1 = gflops[i - 1], gflops[i]
+    frac = (half - y0) / (y1 - y0) if y1 != y0 else 1.0
+    return float(math.exp(x0 + frac * (x1 - x0))), False
+
+
+def rows(points: Sequence[Linpack]) -> list[NodeRow]:
+    """One row per (cores, N), in that order."""
+    out = []
+    for p in sorted(points, key=lambda p: (p.cores, p.n)):
+        cpu_s = p.raw.get("cpu_s") or []
+        busy = None
+        if len(cpu_s) == p.n_samples:
+            k = min(range(p.n_samples), key=lambda j: abs(p.times_s[j] - p.median_s))
+            busy = cpu_s[k] / p.times_s[k]
+        out.append(NodeRow(p.cores, p.n, p.n_samples, p.median_s, p.median_gflops,
+                           min(p.gflops), max(p.gflops), p.residual, busy,
+                           p.raw.get("others_cpu_share")))
+    return out
+
+
+def solver(point: Linpack) -> str:
+    """What solved the system: our LAPACK routines, or HPL with its grid and block size."""
+    raw = point.raw
+    if raw.get("routine") == "hpl":
+        p, q = raw.get("grid") or ("?", "?")
+        return f"HPL {p}x{q}, NB {raw.get('nb', '?')} ({raw.get('source', 'imported')})"
+    return str(raw.get("routine", "dgetrf+dgetrs"))
+
+
+def figures(points: Sequence[Linpack], peak: PeakModel | None = None) -> list[NodeFigures]:
+    """P_max, N_max, N_1/2, P_peak and efficiency per core count, fewest cores first."""
+    out = []
+    for cores in sorted({p.cores for p in points}):
+        mine = sorted((p for p in points if p.cores == cores), key=lambda p: p.n)
+        ns = [p.n for p in mine]
+        rates = [p.median_gflops for p in mine]
+        best, n_best = p_max(ns, rates)
+        shares = [p.raw["others_cpu_share"] for p in mine if "others_cpu_share" in p.raw]
+        half, at_smallest = n_half(ns, rates)
+        p_peak = peak.peak_gflops(cores) if peak else None
+        out.append(NodeFigures(
+            cores=cores, threads=mine[-1].threads, affinity=mine[-1].affinity,
+            solver=solver(mine[-1]),
+            n_points=len(mine), largest_n=ns[-1], p_max_gflops=best, n_max=n_best,
+            n_half=half, n_half_at_smallest=at_smallest, p_peak_gflops=p_peak,
+            efficiency=best / p_peak if p_peak else None,
+            peak_derivation=peak.derivation(cores) if peak else None,
+            others_cpu_share=max(shares) if shares else None,
+        ))
+    return out
+
+
+def peak_of(request: Mapping[str, Any]) -> PeakModel | None:
+    """The P_peak model a node run stored in its request (None for runs without one)."""
+    data = request.get("cpu")
+    return PeakModel.from_json(data) if isinstance(data, Mapping) else None
+
+
+@dataclass(frozen=True)
+class NodeSummary:
+    """Everything shown about a node run: figures per core count and the per-N rows."""
+
+    figures: tuple[NodeFigures, ...]
+    rows: tuple[NodeRow, ...]
+    cpu_model: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict: GFLOPS, seconds, matrix orders."""
+        return {"cpu_model": self.cpu_model, "figures": [f.to_json() for f in self.figures],
+                "points": [r.to_json() for r in self.rows]}
+
+
+def summarize(request: Mapping[str, Any], points: Sequence[Linpack]) -> NodeSummary:
+    """The node figures of a run from its request (for P_peak) and its Linpack points."""
+    peak = peak_of(request)
+    return NodeSummary(tuple(figures(points, peak)), tuple(rows(points)),
+                       peak.model if peak else None)
+
+
+PANEL_NB = 256  # HPL block width (panel columns); the balance below does not depend on it
+
+
+@dataclass(frozen=True)
+class PanelBalance:
+    """One step of a right-looking block LU (HPL's) at order n: send a panel, then update.
+
+    The panel is an n x nb block column of doubles, sent to the processes that update with it;
+    the update of the trailing matrix costs 2 (n - nb)^2 nb flops. For n much larger than nb
+    their ratio is about 4 P / (n B), whatever nb is: a faster node needs a larger n (or a
+    faster network) for compute to hide communication.
+    """
+
+    n: int
+    nb: int
+    panel_bytes: int
+    send_s: float  # latency + panel_bytes / bandwidth
+    update_flops: float
+    compute_s: float  # update_flops at P_max
+    crossover_n: float  # the n at which both take equally long (larger n: compute dominates)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict with full key names."""
+        return asdict(self)
+
+
+def panel_balance(n: int, p_max_gflops: float, bandwidth_Bps: float, latency_s: float = 0.0,
+                  nb: int = PANEL_NB) -> PanelBalance | None:
+    """Time to send one n x nb panel against the time of the update it feeds.
+
+    Returns:
+        None when n is not above nb or a rate is not positive.
+    """
+    if n <= nb or p_max_gflops <= 0 or bandwidth_Bps <= 0:
+        return None
+    rate = p_max_gflops * 1e9
+    panel = 8 * n * nb
+    flops = 2.0 * (n - nb) ** 2 * nb
+    # Equal times: (2 nb / P) m^2 - (8 nb / B) m - (8 nb^2 / B + latency) = 0 with m = n - nb.
+    a, b, c = 2.0 * nb / rate, 8.0 * nb / bandwidth_Bps, 8.0 * nb * nb / bandwidth_Bps + latency_s
+    crossover = nb + (b + math.sqrt(b * b + 4 * a * c)) / (2 * a)
+    return PanelBalance(n, nb, panel, latency_s + panel / bandwidth_Bps, flops, flops / rate,
+                        crossover)

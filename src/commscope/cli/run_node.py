@@ -1,0 +1,124 @@
+"""``commscope run node``: seed 000's node validation, a Linpack sweep on 1..all cores.
+
+No MPI: one process pinned to the cores asked for, OpenBLAS held to as many threads. The run
+(kind "node") stores its options and the CPU facts behind P_peak in its request, and one
+linpack record per (cores, N); ``commscope show`` and ``commscope report`` derive P_max,
+N_max, N_1/2 and the efficiency from them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from commscope import cpu, hpcc, node, pinning
+from commscope.analysis import node as node_analysis
+from commscope.cli import common, render
+from commscope.errors import UsageError
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """Declare the options only `commscope run node` uses.
+
+    It also reads --sizes (as matrix orders), --label, --resume, --report, --json and --quiet.
+    """
+    g = p.add_argument_group("node (run node: Linpack on this node, seed 000; --sizes are N)")
+    common.option(g, "--cores", default=node.DEFAULT_CORES,
+                  help="core counts to sweep, e.g. 1,2,all (all: every physical core usable)")
+    common.option(g, "--max-memory", default=node.DEFAULT_MEMORY,
+                  help="memory the largest N may use: a share of MemAvailable or a size (8GiB)")
+    common.option(g, "--time-budget", type=float, default=node.DEFAULT_TIME_BUDGET_S,
+                  help="seconds for the whole sweep, shared by the core counts; it stops before"
+                  " an N predicted to overrun it (0: no limit)")
+    common.option(g, "--solves", type=common.positive_int, default=node.DEFAULT_REPEATS,
+                  help="timed solves per N at least (small N repeat until they last "
+                  f"{node.MIN_POINT_S} s)")
+    common.option(g, "--peak-flops-per-cycle", type=common.positive_float,
+                  help="DP flops per cycle per core for P_peak, instead of the CPU flags' value")
+    common.option(g, "--peak-ghz", type=common.positive_float,
+                  help="clock for P_peak in GHz, instead of cpufreq or /proc/cpuinfo")
+    common.option(g, "--hpl-grid", metavar="PxQ",
+                  help="run HPL with Debian's hpcc on P x Q Open MPI ranks instead (--sizes: N,"
+                  f" default {','.join(map(str, hpcc.DEFAULT_SIZES))})")
+    common.option(g, "--hpl-nb", type=common.positive_int, default=hpcc.DEFAULT_NB,
+                  help="with --hpl-grid: HPL block size NB")
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    """Whether `commscope run` should hand this invocation to the node benchmark."""
+    if getattr(args, "benchmark", None) == "node":
+        return True
+    if not getattr(args, "resume", None):
+        return False
+    with common.open_store(args) as store:
+        return store.get_run(store.resolve_run(args.resume)).kind == "node"
+
+
+def _sizes(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        sizes = [int(item) for item in text.split(",") if item.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise UsageError(f"--sizes {text}: for node, give matrix orders N, e.g. 100,1000,4000")
+    return sizes
+
+
+def _request(args: argparse.Namespace) -> dict[str, Any]:
+    common.require(args.time_budget >= 0, f"--time-budget {args.time_budget}: must be >= 0")
+    if args.hpl_grid:
+        p, q = hpcc.parse_grid(args.hpl_grid)
+        peak = cpu.peak_model(pinning.allowed_cpus(), args.peak_flops_per_cycle, args.peak_ghz)
+        return hpcc.build_request(args.hpl_grid, _sizes(args.sizes), args.hpl_nb,
+                                  peak.to_json(), peak.derivation(p * q), args.timeout)
+    return node.build_request(
+        cores=args.cores, sizes=_sizes(args.sizes), max_memory=args.max_memory,
+        time_budget_s=args.time_budget, repeats=args.solves,
+        peak_flops_per_cycle=args.peak_flops_per_cycle, peak_ghz=args.peak_ghz)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure (or resume) a node run, print its figures, write the report when asked."""
+    request = None if args.resume else _request(args)  # bad input fails before the store
+    err = common.console(stderr=True)
+    quiet = args.quiet or args.json
+    with common.open_store(args) as store:
+        if request is None:
+            run_id = store.resolve_run(args.resume)
+            info = store.get_run(run_id)
+            if info.status == "complete":
+                raise UsageError(f"--resume {args.resume}: run {run_id} is complete; nothing to do")
+            request = info.request
+        else:
+            run_id = store.create_run("node", args.label, None, None, None, request)
+        if not quiet:
+            for cores in request["cores"]:
+                err.print(request["peak_derivation"][str(cores)])
+        measure = hpcc.run if "hpl" in request else node.run
+        outcome = measure(store, run_id, request, progress=None if quiet else err.print)
+        info = store.get_run(run_id)
+        points = store.linpacks(run_id)
+        if args.report:
+            from commscope.report import html
+
+            html.write_report(store, [run_id], args.report)
+    summary = node_analysis.summarize(request, points)
+    report = os.path.abspath(args.report) if args.report else None
+    if args.json:
+        common.print_json({"run": run_id, "status": info.status, "new_points": outcome.new_points,
+                           "points": outcome.total_points, "store": os.path.abspath(args.store),
+                           "report": report, "stops": {str(c): s for c, s in outcome.stops.items()},
+                           "node": summary.to_json()})
+        return 0
+    out = common.console()
+    out.print(render.run_title(info))
+    render.node_figures(out, summary)
+    for cores, why in outcome.stops.items():
+        out.print(f"{cores} core{'s' if cores != 1 else ''}: sweep ended: {why}")
+    out.print(f"stored in {args.store} as run {run_id}; details: commscope show {run_id}")
+    if report:
+        out.print(f"report: {report}")
+    return 0

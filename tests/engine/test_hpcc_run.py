@@ -1,0 +1,19 @@
+"""HPL across two Open MPI ranks through Debian's hpcc, imported into a node run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+pytestmark = pytest.mark.mpi
+
+
+def test_hpcc_run_end_to_end(cli):
+    if shutil.which("hpcc") is None or shutil.which("mpirun.openmpi") is None:
+        pytest.skip("SKIPPED, NOT TESTED: hpcc or Open MPI is not installed")
+    out = cli("run", "node", "--hpl-grid", "1x2", "--sizes", "500,1000", "--json", check=True)
+    node = json.loads(out.stdout)["node"]
+    assert [p["n"] for p in node["points"]] == [500, 1000]
+    assert node["figures"][0]["cores"] == 2 and 0 < node["figures"][0]["efficiency"] < 1
