@@ -8,28 +8,23 @@
  * waiting in recv. Errors before the header exit 2, errors after it exit 3; every record
  * written before an error stays valid.
  */
+#include <errno.h>
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "commscope.h"
 #include "cstcp.h"
 
 typedef struct client {
     const cstcp_client_opts *o;
+    cstcp_facts f; /* what the records say about this session */
     int ctl, data;
-    char server_node[64];
-    int server_pid;
-    cstcp_end mine, theirs;
-    const char *pair;
     char *sbuf, *rbuf;
     double *samples;
     int records;
-    double start, resolution_s, overhead_s;
+    double start;
     char err[CSTCP_ERRLEN];
 } client;
 
@@ -47,8 +42,8 @@ static void timer_facts(client *c) {
     }
     double t0 = cstcp_now();
     for (int i = 0; i < 10000; i++) (void)cstcp_now();
-    c->resolution_s = best;
-    c->overhead_s = (cstcp_now() - t0) / 10000;
+    c->f.resolution_s = best;
+    c->f.overhead_s = (cstcp_now() - t0) / 10000;
 }
 
 /* ---- handshake ---- */
@@ -76,12 +71,17 @@ static int handshake(client *c) {
              o->sockbuf, o->node);
     int rc = cstcp_line_send(c->ctl, line);
     if (rc == 0) rc = cstcp_line_recv(c->ctl, line, sizeof line);
+    if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        snprintf(c->err, sizeof c->err, "the server at %s:%d did not answer within 10 s "
+                 "(busy with another client, or not a commscope tcp server)", o->peer, o->port);
+        return -1;
+    }
     if (rc != 0) return fail(c, "handshake with the server", rc);
     if (expect(c, line, "ok") < 0) return -1;
     char token[32] = "";
     cstcp_field(line, "token", token, sizeof token);
-    cstcp_field(line, "node", c->server_node, sizeof c->server_node);
-    c->server_pid = (int)cstcp_field_ll(line, "pid", 0);
+    cstcp_field(line, "node", c->f.server_node, sizeof c->f.server_node);
+    c->f.server_pid = (int)cstcp_field_ll(line, "pid", 0);
 
     c->data = cstcp_connect(o->peer, o->port, o->sockbuf, o->connect_timeout_s, c->err,
                             sizeof c->err);
@@ -92,7 +92,7 @@ static int handshake(client *c) {
     if (rc != 0) return fail(c, "handshake with the server", rc);
     if (expect(c, line, "ready") < 0) return -1;
     cstcp_set_timeouts(c->ctl, CSTCP_IO_TIMEOUT_S + 10);
-    cstcp_end *t = &c->theirs;
+    cstcp_end *t = &c->f.server_end;
     cstcp_field(line, "address", t->address, sizeof t->address);
     t->port = (int)cstcp_field_ll(line, "port", 0);
     cstcp_field(line, "iface", t->iface, sizeof t->iface);
@@ -103,131 +103,9 @@ static int handshake(client *c) {
     t->rcvbuf = (long)cstcp_field_ll(line, "rcvbuf", -1);
     t->wmem_max = (long)cstcp_field_ll(line, "wmem_max", -1);
     t->rmem_max = (long)cstcp_field_ll(line, "rmem_max", -1);
-    cstcp_end_of(c->data, &c->mine);
-    c->pair = cstcp_peer_is_local(c->data) ? "intra-node" : "inter-node";
+    cstcp_end_of(c->data, &c->f.client_end);
+    c->f.pair = cstcp_peer_is_local(c->data) ? "intra-node" : "inter-node";
     return 0;
-}
-
-/* ---- records ---- */
-
-static void json_null(cs_json *j, const char *key) {
-    cs_json_key(j, key);
-    fputs("null", j->out);
-}
-
-static void json_known(cs_json *j, const char *key, long long v) {
-    if (v < 0) json_null(j, key);
-    else cs_json_int(j, key, v);
-}
-
-static void write_end_facts(cs_json *j, const char *role, const char *node, const cstcp_end *e) {
-    cs_json_raw_begin(j, NULL, '{');
-    cs_json_str(j, "role", role);
-    cs_json_str(j, "node", node);
-    cs_json_str(j, "address", e->address);
-    cs_json_int(j, "port", e->port);
-    if (e->iface[0]) cs_json_str(j, "interface", e->iface);
-    else json_null(j, "interface");
-    json_known(j, "mtu", e->mtu);
-    json_known(j, "speed_mbps", e->speed_mbps);
-    cs_json_int(j, "sndbuf", e->sndbuf);
-    cs_json_int(j, "rcvbuf", e->rcvbuf);
-    json_known(j, "wmem_max", e->wmem_max);
-    json_known(j, "rmem_max", e->rmem_max);
-    cs_json_raw_end(j, '}');
-}
-
-static void write_rank(cs_json *j, int rank, const char *node, int index, int cpu, int pid) {
-    cs_json_raw_begin(j, NULL, '{');
-    cs_json_int(j, "rank", rank);
-    cs_json_str(j, "node", node);
-    cs_json_int(j, "node_index", index);
-    cs_json_int(j, "socket", -1);
-    cs_json_int(j, "cpu", cpu);
-    cs_json_int(j, "pid", pid);
-    cs_json_raw_end(j, '}');
-}
-
-static void write_options(cs_json *j, const cstcp_client_opts *o) {
-    cs_json_raw_begin(j, "options", '{');
-    cs_json_str(j, "mode", o->mode);
-    cs_json_str(j, "peer", o->peer);
-    cs_json_int(j, "port", o->port);
-    cs_json_int(j, "sockbuf", o->sockbuf);
-    cs_json_raw_begin(j, "sizes", '[');
-    for (int i = 0; i < o->nsizes; i++) cs_json_elem_int(j, (long long)o->sizes[i]);
-    cs_json_raw_end(j, ']');
-    cs_json_str(j, "skip", o->skip);
-    cs_json_int(j, "warmup", o->warmup);
-    cs_json_int(j, "min_samples", o->min_samples);
-    cs_json_int(j, "max_samples", o->max_samples);
-    cs_json_num(j, "target_rse", o->target_rse);
-    cs_json_num(j, "point_budget_s", o->point_budget_s);
-    cs_json_num(j, "sample_min_s", o->sample_min_s);
-    cs_json_num(j, "duration_s", o->duration_s);
-    cs_json_int(j, "mean_bytes", (long long)o->mean);
-    cs_json_int(j, "max_bytes", (long long)o->max);
-    cs_json_num(j, "interval_s", o->interval_s);
-    cs_json_int(j, "seed", (long long)o->seed);
-    cs_json_raw_end(j, '}');
-}
-
-static void write_header(client *c) {
-    const cstcp_client_opts *o = c->o;
-    struct timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
-    cs_json j;
-    cs_json_begin(&j, stdout);
-    cs_json_str(&j, "type", "header");
-    cs_json_int(&j, "schema_version", CS_SCHEMA_VERSION);
-    cs_json_str(&j, "engine_version", CSTCP_VERSION);
-    cs_json_str(&j, "transport", "tcp");
-    cs_json_int(&j, "nranks", 2);
-    cs_json_raw_begin(&j, "ranks", '[');
-    int same = strcmp(o->node, c->server_node) == 0;
-    write_rank(&j, 0, o->node, 0, sched_getcpu(), (int)getpid());
-    write_rank(&j, 1, c->server_node, same ? 0 : 1, -1, c->server_pid);
-    cs_json_raw_end(&j, ']');
-    cs_json_raw_begin(&j, "timer", '{');
-    cs_json_str(&j, "name", "monotonic_raw");
-    cs_json_num(&j, "resolution_s", c->resolution_s);
-    cs_json_num(&j, "overhead_s", c->overhead_s);
-    cs_json_raw_end(&j, '}');
-    cs_json_raw_begin(&j, "pairs", '[');
-    cs_json_raw_begin(&j, NULL, '{');
-    cs_json_str(&j, "label", c->pair);
-    cs_json_raw_begin(&j, "ranks", '[');
-    cs_json_elem_int(&j, 0);
-    cs_json_elem_int(&j, 1);
-    cs_json_raw_end(&j, ']');
-    cs_json_raw_end(&j, '}');
-    cs_json_raw_end(&j, ']');
-    write_options(&j, o);
-    cs_json_num(&j, "started_unix", (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec);
-    cs_json_raw_begin(&j, "tcp", '{');
-    cs_json_str(&j, "mode", o->mode);
-    cs_json_str(&j, "peer", o->peer);
-    cs_json_int(&j, "port", o->port);
-    cs_json_key(&j, "nodelay");
-    fputs("true", j.out);
-    cs_json_int(&j, "sockbuf_requested", o->sockbuf);
-    cs_json_raw_begin(&j, "ends", '[');
-    write_end_facts(&j, "client", o->node, &c->mine);
-    write_end_facts(&j, "server", c->server_node, &c->theirs);
-    cs_json_raw_end(&j, ']');
-    cs_json_raw_end(&j, '}');
-    cs_json_end(&j);
-}
-
-static void write_stat(cs_json *j, const char *key, const cstcp_stat *st) {
-    cs_json_raw_begin(j, key, '{');
-    json_known(j, "retrans", st->total_retrans);
-    json_known(j, "segs_out", st->segs_out);
-    json_known(j, "snd_mss", st->snd_mss);
-    json_known(j, "pmtu", st->pmtu);
-    if (st->rtt_s >= 0) cs_json_num(j, "rtt_s", st->rtt_s);
-    else json_null(j, "rtt_s");
-    cs_json_raw_end(j, '}');
 }
 
 /* ---- ping-pong ---- */
@@ -260,7 +138,7 @@ static int measure(client *c, size_t size) {
     if (o->warmup > 0 && block(c, size, o->warmup, &elapsed) < 0) return -1;
     if (block(c, size, 2, &elapsed) < 0) return -1;
     double per = elapsed / 2.0;
-    double want = fmax(o->sample_min_s, 100.0 * c->resolution_s);
+    double want = fmax(o->sample_min_s, 100.0 * c->f.resolution_s);
     long iters = per > 0 && want > per ? (long)ceil(want / per) : 1;
     if (iters > (1L << 20)) iters = 1L << 20;
 
@@ -278,27 +156,7 @@ static int measure(client *c, size_t size) {
         else if (cstcp_now() - start >= o->point_budget_s && n >= 2) stop = 2;
         else if (n >= o->max_samples) stop = 3;
     }
-    cs_json j;
-    cs_json_begin(&j, stdout);
-    cs_json_str(&j, "type", "point");
-    cs_json_str(&j, "op", "pingpong");
-    cs_json_str(&j, "pair", c->pair);
-    cs_json_raw_begin(&j, "ranks", '[');
-    cs_json_elem_int(&j, 0);
-    cs_json_elem_int(&j, 1);
-    cs_json_raw_end(&j, ']');
-    cs_json_int(&j, "bytes", (long long)size);
-    cs_json_int(&j, "bytes_per_sample", (long long)size);
-    cs_json_int(&j, "window", 1);
-    cs_json_int(&j, "iters_per_sample", iters);
-    cs_json_int(&j, "warmup", o->warmup);
-    cs_json_raw_begin(&j, "samples_s", '[');
-    for (int i = 0; i < n; i++) cs_json_elem_num(&j, c->samples[i]);
-    cs_json_raw_end(&j, ']');
-    cs_json_str(&j, "stop", stop_names[stop]);
-    cs_json_str(&j, "transport", "tcp");
-    cs_json_int(&j, "sockbuf", o->sockbuf);
-    cs_json_end(&j);
+    cstcp_write_point(&c->f, size, iters, c->samples, n, stop_names[stop]);
     c->records++;
     return 0;
 }
@@ -312,27 +170,6 @@ static int skipped(const char *skip, const char *item) {
 }
 
 /* ---- stream ---- */
-
-static void write_direction(cs_json *j, int from, const cstcp_stream *sent,
-                            const cstcp_stream *got, const cstcp_stat *st) {
-    cs_json_raw_begin(j, NULL, '{');
-    cs_json_int(j, "from", from);
-    cs_json_int(j, "to", 1 - from);
-    cs_json_int(j, "sent_bytes", sent->sent_bytes);
-    cs_json_int(j, "messages", sent->messages);
-    cs_json_num(j, "send_s", sent->send_s);
-    cs_json_int(j, "received_bytes", got->received_bytes);
-    cs_json_num(j, "first_s", got->first_s);
-    cs_json_num(j, "last_s", got->last_s);
-    cs_json_raw_begin(j, "bins_bytes", '[');
-    for (int i = 0; i < got->nbins; i++) cs_json_elem_int(j, got->bins[i]);
-    cs_json_raw_end(j, ']');
-    json_known(j, "retrans", st->total_retrans);
-    json_known(j, "segs_out", st->segs_out);
-    json_known(j, "snd_mss", st->snd_mss);
-    json_known(j, "pmtu", st->pmtu);
-    cs_json_raw_end(j, '}');
-}
 
 static int stream(client *c, cstcp_stat *server_stat) {
     const cstcp_client_opts *o = c->o;
@@ -358,24 +195,7 @@ static int stream(client *c, cstcp_stat *server_stat) {
     cstcp_stat_parse(line, server_stat);
     cstcp_stat st;
     cstcp_stat_of(c->data, &st);
-    cs_json j;
-    cs_json_begin(&j, stdout);
-    cs_json_str(&j, "type", "stream");
-    cs_json_str(&j, "pair", c->pair);
-    cs_json_raw_begin(&j, "ranks", '[');
-    cs_json_elem_int(&j, 0);
-    cs_json_elem_int(&j, 1);
-    cs_json_raw_end(&j, ']');
-    cs_json_int(&j, "mean_bytes", (long long)o->mean);
-    cs_json_int(&j, "max_bytes", (long long)o->max);
-    cs_json_num(&j, "duration_s", o->duration_s);
-    cs_json_num(&j, "interval_s", mine.interval_s);
-    cs_json_int(&j, "sockbuf", o->sockbuf);
-    cs_json_raw_begin(&j, "directions", '[');
-    write_direction(&j, 0, &mine, &theirs, &st);
-    write_direction(&j, 1, &theirs, &mine, server_stat);
-    cs_json_raw_end(&j, ']');
-    cs_json_end(&j);
+    cstcp_write_stream(&c->f, &mine, &theirs, &st, server_stat);
     c->records++;
     return 0;
 }
@@ -406,21 +226,12 @@ static int measure_all(client *c) {
     if (streaming ? stream(c, &server_stat) < 0 : finish(c, &server_stat) < 0) return -1;
     cstcp_stat st;
     cstcp_stat_of(c->data, &st);
-    cs_json j;
-    cs_json_begin(&j, stdout);
-    cs_json_str(&j, "type", "end");
-    cs_json_int(&j, "points", c->records);
-    cs_json_num(&j, "elapsed_s", cstcp_now() - c->start);
-    cs_json_raw_begin(&j, "tcp", '{');
-    write_stat(&j, "client", &st);
-    write_stat(&j, "server", &server_stat);
-    cs_json_raw_end(&j, '}');
-    cs_json_end(&j);
+    cstcp_write_end(c->records, cstcp_now() - c->start, &st, &server_stat);
     return 0;
 }
 
 int cstcp_client(const cstcp_client_opts *o) {
-    client c = {.o = o, .ctl = -1, .data = -1, .start = cstcp_now()};
+    client c = {.o = o, .f = {.o = o}, .ctl = -1, .data = -1, .start = cstcp_now()};
     size_t max = 1;
     for (int i = 0; i < o->nsizes; i++)
         if (o->sizes[i] > max) max = o->sizes[i];
@@ -437,7 +248,7 @@ int cstcp_client(const cstcp_client_opts *o) {
         fprintf(stderr, "commscope-tcp: %s\n", c.err);
         return 2;
     }
-    write_header(&c);
+    cstcp_write_header(&c.f);
     int rc = measure_all(&c);
     if (rc < 0) fprintf(stderr, "commscope-tcp: %s\n", c.err);
     close(c.data);

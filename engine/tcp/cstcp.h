@@ -135,4 +135,23 @@ typedef struct cstcp_client_opts {
 
 int cstcp_client(const cstcp_client_opts *o); /* exit status */
 
+/* ---- the client's records (JSON lines on stdout) ---- */
+typedef struct cstcp_facts {
+    const cstcp_client_opts *o;
+    const char *pair; /* intra-node when the peer's address is on this host, else inter-node */
+    char server_node[64];
+    int server_pid;
+    cstcp_end client_end, server_end;
+    double resolution_s, overhead_s; /* of the timer (CLOCK_MONOTONIC_RAW) */
+} cstcp_facts;
+
+void cstcp_write_header(const cstcp_facts *f);
+void cstcp_write_point(const cstcp_facts *f, size_t size, long iters, const double *samples,
+                       int n, const char *stop);
+void cstcp_write_stream(const cstcp_facts *f, const cstcp_stream *mine,
+                        const cstcp_stream *theirs, const cstcp_stat *mine_st,
+                        const cstcp_stat *theirs_st);
+void cstcp_write_end(int records, double elapsed_s, const cstcp_stat *client,
+                     const cstcp_stat *server);
+
 #endif

@@ -1,12 +1,15 @@
 /* Stream mode, run the same way at both ends: a sender thread writes messages whose sizes
  * follow an exponential distribution (seed 000's network test) for a fixed duration, while
- * this thread counts what arrives from the peer in fixed time bins until its end of stream. */
+ * this thread counts what arrives from the peer in fixed time bins until its end of stream.
+ * Nagle's algorithm is on during the stream, as for any streaming application. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include "cstcp.h"
@@ -83,6 +86,9 @@ int cstcp_stream_run(int fd, cstcp_stream *s, char *err, size_t errlen) {
         snprintf(err, errlen, "stream: out of memory");
         return -1;
     }
+    /* A streaming application leaves Nagle on: small writes coalesce into full segments. */
+    int off = 0;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &off, sizeof off);
     sender snd = {fd, s, cstcp_now(), 0};
     pthread_t thread;
     if (pthread_create(&thread, NULL, send_loop, &snd) != 0) {

@@ -17,7 +17,7 @@ from commscope import __version__
 from commscope.errors import CommscopeError
 
 SUBCOMMANDS = ("run", "runs", "show", "export", "report", "compare", "import", "validate", "engine",
-               "vcluster")
+               "vcluster", "tcp", "predict")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -32,7 +32,8 @@ def default_store() -> str:
     """Return the store path: $COMMSCOPE_STORE, else $XDG_DATA_HOME/commscope/store.sqlite."""
     if os.environ.get("COMMSCOPE_STORE"):
         return os.environ["COMMSCOPE_STORE"]
-    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    home = os.path.expanduser("~")
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
     return os.path.join(data, "commscope", "store.sqlite")
 
 
@@ -41,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="commscope",
         description="Measure, analyse and report how this cluster's communication performs.",
-        epilog="examples:\n  commscope run                 characterise this machine, write a report\n"
+        epilog="examples:\n"
+        "  commscope run                 characterise this machine, write a report\n"
         "  commscope run p2p --mpi mpich point-to-point with MPICH\n"
         "  commscope runs                list stored runs\n"
         "  commscope show latest         figures of the newest run",

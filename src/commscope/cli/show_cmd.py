@@ -8,7 +8,7 @@ from commscope.analysis import coll as coll_analysis
 from commscope.analysis import node as node_analysis
 from commscope.analysis import p2p
 from commscope.analysis.contention import tables as contention_tables
-from commscope.cli import common, render
+from commscope.cli import common, render, tcp_render
 from commscope.errors import UsageError
 
 HELP = "show a run's latency (us) and bandwidth (MB/s) per size"
@@ -38,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
         colls = store.colls(run_id)
         contentions = store.contentions(run_id)
         linpacks = store.linpacks(run_id)
+        tcp = (tcp_render.TcpRun(info, points, store.streams(run_id)) if info.kind == "tcp"
+               else None)
     level = args.confidence or info.request.get("confidence", 0.95)
     if not 0 <= args.trim < 0.5:
         raise UsageError(f"--trim {args.trim}: give a share in [0, 0.5)")
@@ -50,12 +52,15 @@ def run(args: argparse.Namespace) -> int:
             "collectives": [c.to_json() for c in coll_analysis.summaries(colls, level, args.trim)],
             "contention": [t.to_json() for t in contention_tables(contentions).values()],
             "node": node_analysis.summarize(info.request, linpacks).to_json() if linpacks else None,
+            "tcp": tcp_render.run_json(tcp) if tcp else None,
         })
         return 0
     out = common.console()
     out.print(render.run_title(info))
     if info.message:
         out.print(info.message)
+    if tcp:
+        tcp_render.print_run(out, tcp)
     if points:
         render.key_figures(out, points)
         render.size_table(out, points)

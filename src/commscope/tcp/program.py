@@ -1,0 +1,217 @@
+"""Find or build ``commscope-tcp``; parse peers and socket-buffer lists; build argument lists.
+
+The program is installed with the package beside the engine. It needs no MPI, so a missing
+one (e.g. when running from a source tree) is compiled with the C compiler alone into
+``$COMMSCOPE_HOME/tcp/<sources hash>/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from commscope import engine
+from commscope.analysis.text import size_text
+from commscope.errors import EngineError, UsageError
+from commscope.records import SCHEMA_VERSION
+from commscope.sizes import parse_size
+
+PROGRAM = "commscope-tcp"
+DEFAULT_PORT = 5220
+MAX_SOCKBUF = 1 << 30
+# Request options in the client's own flag spelling.
+CLIENT_FLAGS = {
+    "mode": "--mode",
+    "sizes": "--sizes",
+    "sockbuf": "--sockbuf",
+    "warmup": "--warmup",
+    "min_samples": "--min-samples",
+    "max_samples": "--max-samples",
+    "target_rse": "--target-rse",
+    "point_budget_s": "--point-budget",
+    "sample_min_s": "--sample-min-time",
+    "duration_s": "--duration",
+    "interval_s": "--interval",
+    "mean_bytes": "--mean-size",
+    "max_bytes": "--max-message",
+    "seed": "--seed",
+    "connect_timeout_s": "--connect-timeout",
+}
+_SOURCES = ("tcp/*.c", "tcp/*.h", "include/commscope.h", "src/jsonl.c")
+_HOST = re.compile(r"[A-Za-z0-9_.:%-]+")
+
+
+def packaged_program() -> Path | None:
+    """The program installed with the package, if any."""
+    path = Path(str(resources.files("commscope"))) / "_bin" / PROGRAM
+    return path if path.is_file() else None
+
+
+def _source_files() -> list[Path]:
+    root = engine.engine_sources()
+    return sorted({p for pattern in _SOURCES for p in root.glob(pattern)})
+
+
+def built_path() -> Path:
+    """Where the program built from these sources lives."""
+    root = engine.engine_sources()
+    h = hashlib.sha256()
+    for path in _source_files():
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return engine.cache_dir().parent / "tcp" / h.hexdigest()[:12] / PROGRAM
+
+
+def build(dest: Path | None = None) -> Path:
+    """Compile the program with ``$CC`` (default ``cc``) into ``dest`` and return its path.
+
+    Raises:
+        EngineError: no compiler, or the compilation failed.
+    """
+    cc = os.environ.get("CC", "cc")
+    if not shutil.which(cc):
+        raise EngineError(f"no C compiler '{cc}' to build {PROGRAM}; install one (Debian: "
+                          "apt-get install build-essential) or set CC")
+    dest = dest or built_path()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    root = engine.engine_sources()
+    sources = [str(p) for p in _source_files() if p.suffix == ".c"]
+    with tempfile.TemporaryDirectory(prefix="commscope-tcp-build-") as tmp:
+        out = Path(tmp) / PROGRAM
+        cmd = [cc, "-std=c11", "-O2", "-D_GNU_SOURCE", "-I", str(root / "include"), *sources,
+               "-o", str(out), "-lm", "-pthread"]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise EngineError(f"building {PROGRAM} with {cc} failed: {tail[0]}")
+        tmp_dest = dest.with_name(PROGRAM + ".new")
+        shutil.copy2(out, tmp_dest)
+        os.replace(tmp_dest, dest)  # atomic: a concurrent run never sees half a binary
+    return dest
+
+
+def check(path: Path) -> Path:
+    """Return ``path`` if it is a commscope-tcp writing this schema version.
+
+    Raises:
+        EngineError: it does not run or writes another schema version.
+    """
+    try:
+        out = subprocess.run([str(path), "--version"], capture_output=True, text=True,
+                             timeout=30, check=True)
+        version = json.loads(out.stdout)
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as err:
+        raise EngineError(f"{path} --version failed; reinstall commscope") from err
+    if version.get("program") != PROGRAM or version.get("schema_version") != SCHEMA_VERSION:
+        raise EngineError(f"{path} is not a {PROGRAM} writing schema {SCHEMA_VERSION};"
+                          " reinstall commscope")
+    return path
+
+
+def find(build_missing: bool = True) -> Path:
+    """Return the program: the packaged one, else one built from the shipped sources.
+
+    Raises:
+        EngineError: none is installed and it cannot (or may not) be built.
+    """
+    for path in (packaged_program(), built_path()):
+        if path is not None and path.is_file():
+            return check(path)
+    if not build_missing:
+        raise EngineError(f"{PROGRAM} is not installed; reinstall commscope")
+    return check(build())
+
+
+def parse_peer(text: str, default_port: int = DEFAULT_PORT) -> tuple[str, int]:
+    """Split "HOST", "HOST:PORT", "[IPV6]:PORT" or a bare IPv6 address into (host, port).
+
+    Raises:
+        UsageError: an empty host, a bad port, or characters no host name has.
+    """
+    spec = text.strip()
+    host, port_text = spec, None
+    if spec.startswith("["):
+        close = spec.find("]")
+        host = spec[1:close] if close > 0 else ""
+        rest = spec[close + 1 :] if close > 0 else ""
+        if rest and not rest.startswith(":"):
+            host = ""
+        port_text = rest[1:] if rest else None
+    elif spec.count(":") == 1:
+        host, port_text = spec.split(":")
+    if not host or not _HOST.fullmatch(host):
+        raise UsageError(f"--peer {text!r}: give HOST, HOST:PORT or [IPV6]:PORT")
+    if port_text is None:
+        return host, default_port
+    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise UsageError(f"--peer {text!r}: the port must be a number from 1 to 65535")
+    return host, int(port_text)
+
+
+def parse_sockbufs(text: str) -> list[int]:
+    """Parse "default,16K,64K": socket buffer sizes in bytes, 0 for the system default.
+
+    Raises:
+        UsageError: an item is neither "default" nor a size from 1 byte to 1 GiB.
+    """
+    out: list[int] = []
+    for item in (part.strip() for part in text.split(",")):
+        if item.lower() in ("default", "0"):
+            value = 0
+        else:
+            value = parse_size(item) if item else -1
+            if not 1 <= value <= MAX_SOCKBUF:
+                raise UsageError(f"--sockbuf {text!r}: give 'default' or sizes like 16K,64K,256K "
+                                 "(at most 1 GiB)")
+        if value not in out:
+            out.append(value)
+    return out
+
+
+def sockbuf_text(nbytes: int) -> str:
+    """How a socket buffer size reads in labels: "default", "64 KiB"."""
+    return "default" if nbytes == 0 else size_text(nbytes)
+
+
+def client_argv(program: Path, options: dict[str, Any], host: str, port: int,
+                skip: Iterable[tuple[str, str, int]] = (), node: str | None = None) -> list[str]:
+    """The client's argument list for request options (never a shell string).
+
+    ``skip`` holds keys already stored: ping-pong sizes and the stream are not measured again.
+    """
+    argv = [str(program), "client", "--peer", host, "--port", str(port)]
+    for key, flag in CLIENT_FLAGS.items():
+        value = options.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ",".join(str(v) for v in value)
+        argv += [flag, str(value)]
+    done = sorted({"stream" if op == "stream" else str(size) for op, _, size in skip})
+    if done:
+        argv += ["--skip", ",".join(done)]
+    if node:
+        argv += ["--node", node]
+    return argv
+
+
+def server_argv(program: Path, bind: str | None, port: int, node: str | None = None,
+                once: bool = False) -> list[str]:
+    """The server's argument list; port 0 lets the kernel pick a free one."""
+    argv = [str(program), "serve", "--port", str(port)]
+    if bind:
+        argv += ["--bind", bind]
+    if node:
+        argv += ["--node", node]
+    if once:
+        argv.append("--once")
+    return argv
