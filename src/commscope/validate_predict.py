@@ -67,7 +67,8 @@ def measure(store: Store, mpi: MPIInstall, placement: predict.Placement, sizes: 
                "vcluster": dict(vcluster, nodes=placement.nodes,
                                 ranks_per_node=placement.per_node),
                "engine": {"ops": "alltoall_block", "sizes": sizes, "coll_sizes": sizes,
-                          "block": block, "max_launches": 40, "coll_budget_s": 30.0}}
+                          "block": block, "max_launches": 40, "coll_budget_s": 30.0,
+                          "pin": 1}}
     run_id = store.create_run("validate", f"predict {placement.label}", mpi.tag, mpi.launcher,
                               placement.p, request)
     runner.run(store, run_id, request, mpi)

@@ -24,7 +24,8 @@ SIZES = [8, 4096]
 def test_every_collective_runs_checked_and_is_stored_raw(cli, family, np_):
     need(have_mpi(family), f"{family} is not installed")
     out = cli("run", "coll", "--mpi", family, "--np", str(np_), "--ops", ",".join(ALL_OPS),
-              "--sizes", ",".join(map(str, SIZES)), "--check", "--max-launches", "12",
+              "--sizes", ",".join(map(str, SIZES)), "--check", "--max-launches",
+              "40" if np_ == 2 else "12",
               "--coll-budget", "0.5", "--json", timeout=900)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["status"] == "complete"

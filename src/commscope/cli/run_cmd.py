@@ -209,6 +209,9 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError("--vcluster: no virtual cluster is up; run 'commscope vcluster up "
                              "--nodes 2' as root first")
         request["np"] = len(state.nodes) * args.ranks_per_node
+        # The nodes share this machine's cores: pin each rank to its own core within its node
+        # (rotated by node index), or two measuring ranks may share one core.
+        engine["pin"] = 1
         request["vcluster"] = {"nodes": len(state.nodes), "ranks_per_node": args.ranks_per_node,
                                "rate": state.rate, "subnet": state.subnet}
     common.require(args.root < request["np"], f"--root {args.root}: not a rank")
