@@ -39,8 +39,13 @@ def test_every_point_is_stored_checked_and_placed(node_run):
     for f in figures:
         assert f["threads"] == f["cores"] and len(f["affinity"]) == f["cores"]
         assert f["largest_n"] == 1000
-        assert 0 < f["efficiency"] < 1, f
-        assert f["p_peak_gflops"] > f["p_max_gflops"] > 0
+        assert f["p_max_gflops"] > 0 and f["efficiency"] > 0, f
+        if "cpufreq" in f["peak_derivation"]:  # the highest clock a core may run at
+            assert f["efficiency"] < 1, f
+        else:
+            # /proc/cpuinfo gives the current (often nominal) clock; a turbo-boosted core can
+            # beat a peak derived from it, but not by more than boost clocks allow.
+            assert f["efficiency"] < 1.5, f
         assert f["peak_derivation"].startswith(f"P_peak = {f['cores']} core")
     assert all(p["residual"] < 16 for p in result["node"]["points"])
 
