@@ -12,11 +12,25 @@ import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from commscope.errors import LaunchError, UsageError
 from commscope.mpi import MPIInstall
 
 LAUNCHERS = ("auto", "mpirun", "mpiexec", "srun")
+
+
+def flag_argv(options: dict[str, Any], flags: dict[str, str]) -> list[str]:
+    """Program flags for the options that are set: lists joined by commas, None left out."""
+    argv: list[str] = []
+    for key, flag in flags.items():
+        value = options.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ",".join(str(v) for v in value)
+        argv += [flag, str(value)]
+    return argv
 
 
 @dataclass(frozen=True)

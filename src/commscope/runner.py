@@ -87,14 +87,7 @@ class Outcome:
 
 def engine_argv(path: str, options: dict[str, Any], skip: set[tuple[str, str, int]]) -> list[str]:
     """Build the engine's argument list from request options (never a shell string)."""
-    argv = [path]
-    for key, flag in ENGINE_FLAGS.items():
-        value = options.get(key)
-        if value is None:
-            continue
-        if isinstance(value, (list, tuple)):
-            value = ",".join(str(v) for v in value)
-        argv += [flag, str(value)]
+    argv = [path, *launch.flag_argv(options, ENGINE_FLAGS)]
     if skip:
         argv += ["--skip", ",".join(f"{op}:{pair}:{size}" for op, pair, size in sorted(skip))]
     return argv

@@ -39,6 +39,15 @@ def open_store(args: argparse.Namespace) -> Store:
     return Store.open(args.store)
 
 
+def resumable_request(store: Store, ref: str) -> tuple[int, dict[str, Any]]:
+    """The run id and stored request of an incomplete run to resume (UsageError if complete)."""
+    run_id = store.resolve_run(ref)
+    info = store.get_run(run_id)
+    if info.status == "complete":
+        raise UsageError(f"--resume {ref}: run {run_id} is complete; nothing to do")
+    return run_id, info.request
+
+
 def print_json(data: Any) -> None:
     """Machine-readable output: sizes in bytes, times in seconds, bandwidths in bytes/s."""
     json.dump(data, sys.stdout, indent=2, sort_keys=False)

@@ -242,11 +242,7 @@ def run(args: argparse.Namespace) -> int:
     request = None if args.resume else _request(args)  # bad input fails before the store
     with common.open_store(args) as store:
         if request is None:
-            run_id = store.resolve_run(args.resume)
-            info = store.get_run(run_id)
-            if info.status == "complete":
-                raise UsageError(f"--resume {args.resume}: run {run_id} is complete; nothing to do")
-            request = info.request
+            run_id, request = common.resumable_request(store, args.resume)
             mpi = mpi_mod.resolve(request["mpi"])
         else:
             mpi = mpi_mod.resolve(request["mpi"])

@@ -87,11 +87,7 @@ def run(args: argparse.Namespace) -> int:
     quiet = args.quiet or args.json
     with common.open_store(args) as store:
         if request is None:
-            run_id = store.resolve_run(args.resume)
-            info = store.get_run(run_id)
-            if info.status == "complete":
-                raise UsageError(f"--resume {args.resume}: run {run_id} is complete; nothing to do")
-            request = info.request
+            run_id, request = common.resumable_request(store, args.resume)
         else:
             run_id = store.create_run("node", args.label, None, None, None, request)
         if not quiet:

@@ -22,6 +22,7 @@ from typing import Any
 from commscope import engine
 from commscope.analysis.text import size_text
 from commscope.errors import EngineError, UsageError
+from commscope.launch import flag_argv
 from commscope.records import SCHEMA_VERSION
 from commscope.sizes import parse_size
 
@@ -188,14 +189,8 @@ def client_argv(program: Path, options: dict[str, Any], host: str, port: int,
 
     ``skip`` holds keys already stored: ping-pong sizes and the stream are not measured again.
     """
-    argv = [str(program), "client", "--peer", host, "--port", str(port)]
-    for key, flag in CLIENT_FLAGS.items():
-        value = options.get(key)
-        if value is None:
-            continue
-        if isinstance(value, (list, tuple)):
-            value = ",".join(str(v) for v in value)
-        argv += [flag, str(value)]
+    argv = [str(program), "client", "--peer", host, "--port", str(port),
+            *flag_argv(options, CLIENT_FLAGS)]
     done = sorted({"stream" if op == "stream" else str(size) for op, _, size in skip})
     if done:
         argv += ["--skip", ",".join(done)]
