@@ -25,7 +25,8 @@ from commscope.store import Store
 OPS = ("alltoall", "bcast")
 
 
-def one_run(store: Store, mpi: mpi_mod.MPIInstall, np_: int, size: int, sync: str) -> dict[str, float]:
+def one_run(store: Store, mpi: mpi_mod.MPIInstall, np_: int, size: int,
+            sync: str) -> dict[str, float]:
     request = {"benchmark": "coll", "mpi": mpi.choice, "np": np_, "launcher": "auto",
                "timeout_s": 600, "engine": {"ops": ",".join(OPS), "sizes": [size],
                                             "coll_sizes": [size], "sync": sync, "timer": "tsc"}}

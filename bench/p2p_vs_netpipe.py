@@ -34,7 +34,8 @@ def netpipe_round(mpi: mpi_mod.MPIInstall, max_bytes: int, workdir: Path) -> tup
     return times[8], peak
 
 
-def commscope_round(mpi: mpi_mod.MPIInstall, sizes: list[int], store_path: Path) -> tuple[float, float]:
+def commscope_round(mpi: mpi_mod.MPIInstall, sizes: list[int],
+                    store_path: Path) -> tuple[float, float]:
     """Run commscope ping-pong once; return (8-byte one-way time s, peak bandwidth bytes/s)."""
     request = {"benchmark": "p2p", "mpi": mpi.choice, "np": 2, "launcher": "auto",
                "timeout_s": 600, "engine": {"ops": "pingpong", "sizes": sizes}}

@@ -75,6 +75,8 @@ typedef struct cs_options {
     int nsizes;
     size_t *coll_sizes;  /* collective sizes (default: the same list) */
     int ncoll_sizes;
+    size_t *loggp_sizes; /* LogGP sizes (default: the point-to-point list) */
+    int nloggp_sizes;
     const char *skip;    /* comma list of op:pair:bytes already measured */
     int window;
     int warmup;
@@ -136,6 +138,7 @@ void cs_json_string_value(FILE *out, const char *s);
 
 /* ---- buffers ---- */
 void *cs_buffer_alloc(size_t bytes); /* page-aligned, touched, never NULL (dies instead) */
+void cs_buffer_free(void *p);
 
 /* ---- clocks: global time = local + offset + drift * (local - ref) ---- */
 typedef struct cs_clock {
@@ -179,6 +182,10 @@ void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes);
 /* Contention t(m, cf) at every requested level (collective). */
 void cs_contention_run(cs_context *ctx);
 
+/* LogGP round trips and overheads (Netgauge's PRTT(n, d, s)) for every pair and LogGP size. */
+void cs_loggp_init(cs_context *ctx); /* allocate buffers for the largest LogGP size */
+void cs_loggp_run(cs_context *ctx, const cs_pair *pairs, int npairs);
+
 /* Clock synchronisation (collective); fills ctx->clock on every rank. */
 int cs_clock_sync(cs_context *ctx, char *err, size_t errlen);
 void cs_clock_write(cs_context *ctx, cs_json *j); /* header member, rank 0 (collective) */
@@ -199,6 +206,8 @@ void cs_schedule_run(cs_context *ctx, void (*launch)(void *state, long i), void 
 /* A barrier that sleeps while it waits: ranks outside a measurement must not spin on cores
  * the measured ranks need (with more ranks than cores, a polling MPI would steal them). */
 void cs_idle_barrier(void);
+/* Wait until global time ``start`` (``t`` = global time now): spin, or sleep when simulated. */
+void cs_wait_until(const cs_context *ctx, double start, double t);
 void cs_naive_run(cs_context *ctx, void (*launch)(void *state, long i), void *state,
                   cs_sched_result *res);
 

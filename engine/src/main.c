@@ -12,6 +12,8 @@ static const char *usage =
     "         [--timer gettimeofday|mpi_wtime|monotonic_raw|tsc] [--window N] [--warmup N]\n"
     "         [--min-samples N] [--max-samples N] [--target-rse X] [--point-budget SECONDS]\n"
     "         [--sample-min-time SECONDS] [--skip op:pair:bytes,...] [--coll-sizes LIST]\n"
+    "       LogGP (--ops loggp, Netgauge's PRTT(n,d,s) and overheads per pair):\n"
+    "         [--loggp-sizes LIST (default: --sizes)]\n"
     "       collectives (--ops bcast,alltoall,...,waitpattern_null,waitpattern_up):\n"
     "         [--sync linear|ring|hierarchical|drift|barrier] [--sync-d N] [--sync-rounds N]\n"
     "         [--sync-span S] [--k N] [--k0 N] [--g F] [--gamma F] [--stop a|b|rse:X]\n"
@@ -54,6 +56,9 @@ static void write_options(cs_json *j, const cs_options *o) {
     cs_json_raw_end(j, ']');
     cs_json_raw_begin(j, "coll_sizes", '[');
     for (int i = 0; i < o->ncoll_sizes; i++) cs_json_elem_int(j, (long long)o->coll_sizes[i]);
+    cs_json_raw_end(j, ']');
+    cs_json_raw_begin(j, "loggp_sizes", '[');
+    for (int i = 0; i < o->nloggp_sizes; i++) cs_json_elem_int(j, (long long)o->loggp_sizes[i]);
     cs_json_raw_end(j, ']');
     cs_json_str(j, "skip", o->skip);
     cs_json_int(j, "window", o->window);
@@ -189,15 +194,17 @@ static int share_pairs(int rank, const cs_topo *topo, const char *wanted, cs_pai
     return buf[0];
 }
 
-/* Checks every name; sets whether point-to-point and collective operations are present. */
+/* Checks every name; sets whether point-to-point (bit 1: pingpong/bw/bibw, bit 2: loggp) and
+ * collective operations are present. */
 static void check_ops(const char *ops, int rank, int *p2p, int *coll) {
     char copy[1024];
     snprintf(copy, sizeof copy, "%s", ops);
     *p2p = *coll = 0;
     for (char *save = NULL, *op = strtok_r(copy, ",", &save); op; op = strtok_r(NULL, ",", &save)) {
-        if (cs_op_find(op)) *p2p = 1;
+        if (cs_op_find(op)) *p2p |= 1;
+        else if (strcmp(op, "loggp") == 0) *p2p |= 2;
         else if (cs_coll_find(op) || strcmp(op, "contention") == 0) *coll = 1;
-        else cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong,bw,bibw,contention,%s)", rank,
+        else cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong,bw,bibw,loggp,contention,%s)", rank,
                     op, cs_coll_names());
     }
 }
@@ -242,13 +249,18 @@ int main(int argc, char **argv) {
     double t0 = MPI_Wtime();
     write_header(&ctx, pairs, npairs, has_coll);
 
-    if (has_p2p) cs_p2p_init(&ctx);
+    if (has_p2p & 1) cs_p2p_init(&ctx);
+    if (has_p2p & 2) cs_loggp_init(&ctx);
     char ops[1024];
     snprintf(ops, sizeof ops, "%s", opt.ops);
     for (char *save = NULL, *name = strtok_r(ops, ",", &save); name;
          name = strtok_r(NULL, ",", &save)) {
         if (strcmp(name, "contention") == 0) {
             cs_contention_run(&ctx);
+            continue;
+        }
+        if (strcmp(name, "loggp") == 0) {
+            cs_loggp_run(&ctx, pairs, npairs);
             continue;
         }
         const cs_op *op = cs_op_find(name);

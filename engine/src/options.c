@@ -116,7 +116,7 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
     o->nruns = 10;
     o->reps = 5;
     o->distort_rank = -1;
-    const char *sizes = "0,8,1024,65536,1048576", *coll_sizes = NULL;
+    const char *sizes = "0,8,1024,65536,1048576", *coll_sizes = NULL, *loggp_sizes = NULL;
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
         if (i + 1 >= argc) {
@@ -131,6 +131,7 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
         else if (strcmp(flag, "--timer") == 0) o->timer = val;
         else if (strcmp(flag, "--sizes") == 0) sizes = val;
         else if (strcmp(flag, "--coll-sizes") == 0) coll_sizes = val;
+        else if (strcmp(flag, "--loggp-sizes") == 0) loggp_sizes = val;
         else if (strcmp(flag, "--skip") == 0) o->skip = val;
         else if (strcmp(flag, "--window") == 0) {
             rc = number(flag, val, 1, 4096, &v, err, errlen);
@@ -189,6 +190,9 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
         }
     }
     if (parse_sizes(sizes, o, &o->sizes, &o->nsizes, err, errlen) != 0) return -1;
+    if (!loggp_sizes) o->loggp_sizes = o->sizes, o->nloggp_sizes = o->nsizes;
+    else if (parse_sizes(loggp_sizes, o, &o->loggp_sizes, &o->nloggp_sizes, err, errlen) != 0)
+        return -1;
     if (!coll_sizes) {
         o->coll_sizes = o->sizes, o->ncoll_sizes = o->nsizes;
         return 0;

@@ -118,14 +118,25 @@ int cs_topo_gather(cs_topo *topo, char *err, size_t errlen) {
     char name[MPI_MAX_PROCESSOR_NAME];
     MPI_Get_processor_name(name, &len);
     snprintf(me.node, sizeof me.node, "%s", name);
+#ifdef CS_SIMULATED
+    /* Under SMPI every rank is a thread of one real process: its real cpu says nothing. A
+     * simulated node is one socket of cores, rank k of a node on its core k (set below). */
+    me.ncpus = 1;
+    me.socket = 0;
+    topo->socket_source = "simulated";
+#else
     me.ncpus = affinity_list(me.affinity, CS_MAX_CPUS);
     me.socket = socket_of_binding(&me, &topo->socket_source);
+#endif
 
     /* Node index: ranks sharing memory form a node; nodes are numbered by their lowest rank. */
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
     int node_rank, leader = rank;
     MPI_Comm_rank(node, &node_rank);
+#ifdef CS_SIMULATED
+    me.cpu = me.affinity[0] = node_rank;
+#endif
     MPI_Bcast(&leader, 1, MPI_INT, 0, node);
     MPI_Comm_free(&node);
     int *leaders = malloc(sizeof(int) * (size_t)size);

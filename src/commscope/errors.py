@@ -58,3 +58,7 @@ class PredictError(CommscopeError):
     """A cluster model, placement, pattern or cost input for a prediction is unusable."""
 
     exit_code = 2
+
+
+class SimulateError(CommscopeError):
+    """SimGrid is missing, a simulation parameter is unusable, or a simulated run failed."""

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from commscope import cpu, linpack, pinning
-from commscope.errors import ComputeError, UsageError
+from commscope import busyclock, cpu, linpack, pinning
+from commscope.errors import CommscopeError, ComputeError, UsageError
 from commscope.records import Linpack, record_from_dict
 from commscope.sizes import parse_size
 from commscope.store import Store
@@ -40,6 +40,7 @@ MAX_REPEATS = 100
 WARMUP_BELOW_S = 1.0  # an untimed solve first when one solve is predicted shorter than this
 
 Progress = Callable[[str], None]
+ClockMeter = Callable[[Iterable[int]], cpu.BusyClock]
 
 
 def geometric_sizes(n_cap: int, n_min: int = N_MIN) -> list[int]:
@@ -87,13 +88,38 @@ def memory_cap(budget: int) -> int:
     return math.isqrt(budget // linpack.matrix_bytes(1))
 
 
+def busy_clocks(cpus: Mapping[int, Iterable[int]], meter: ClockMeter | None = None,
+                ) -> tuple[dict[int, cpu.BusyClock], str | None]:
+    """The busy clock of each core count, measured on its cpus all busy at once.
+
+    ``meter`` measures one group of cpus (default: ``busyclock.measure``).
+
+    Returns:
+        The clocks measured, and why the rest were not (None when all were): a machine where
+        the clock program cannot be built or run keeps the nominal clock.
+    """
+    meter = meter or busyclock.measure
+    out: dict[int, cpu.BusyClock] = {}
+    for cores, where in sorted(cpus.items()):
+        try:
+            out[cores] = meter(list(where))
+        except CommscopeError as err:
+            return out, err.one_line()
+    return out, None
+
+
 def build_request(cores: str = DEFAULT_CORES, sizes: list[int] | None = None,
                   max_memory: str = DEFAULT_MEMORY,
                   time_budget_s: float = DEFAULT_TIME_BUDGET_S,
                   repeats: int = DEFAULT_REPEATS, seed: int = DEFAULT_SEED,
                   peak_flops_per_cycle: float | None = None,
-                  peak_ghz: float | None = None) -> dict[str, Any]:
+                  peak_ghz: float | None = None,
+                  clock_meter: ClockMeter | None = busyclock.measure) -> dict[str, Any]:
     """Everything a node run needs, checked, with this machine's CPU facts.
+
+    Unless --peak-ghz is given, the busy clock of each core count is measured here on the cpus
+    its Linpack sweep will use (``clock_meter``; None skips it), so P_peak cannot be beaten
+    by a core boosting above its nominal clock.
 
     Raises:
         UsageError: bad cores, sizes or memory budget.
@@ -118,6 +144,8 @@ def build_request(cores: str = DEFAULT_CORES, sizes: list[int] | None = None,
     if repeats < 1:
         raise UsageError(f"--repeats {repeats}: give at least 1")
     peak = cpu.peak_model(cpus[str(max(counts))], peak_flops_per_cycle, peak_ghz)
+    if peak_ghz is None and clock_meter is not None:
+        peak = peak.with_busy(*busy_clocks({c: cpus[str(c)] for c in counts}, clock_meter))
     return {
         "benchmark": "node", "cores": counts, "cpus": cpus, "sizes": plan,
         "sizes_given": bool(sizes), "routine": linpack.ROUTINE,

@@ -23,7 +23,7 @@ from commscope.errors import RecordError
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = "records-v1.json"
-RECORD_TYPES = ("header", "point", "coll", "contention", "stream", "linpack", "end")
+RECORD_TYPES = ("header", "point", "coll", "contention", "stream", "linpack", "loggp", "end")
 # Messages from jsonschema quote the offending value, which can be a long sample array.
 _MAX_REASON = 200
 
@@ -336,6 +336,49 @@ class Linpack:
 
 
 @dataclass(frozen=True)
+class LogGP:
+    """Netgauge's LogGP measurements of one pair at one size (Hoefler et al.).
+
+    Per sample: ``prtt_1_0_s`` is one round trip of ``bytes``-byte messages, ``prtt_n_0_s``
+    ``n`` messages sent back to back then one back, ``prtt_n_d_s`` the same with a busy delay
+    of ``delay_s`` after each send but the last, ``recv_s`` the time of a receive whose
+    message had arrived (the receiver waited ``wait_s`` first). ``send_s`` holds the time of
+    each MPI_Send call of the delayed trains, ``n`` per sample. Send and receive times include
+    one timer call; ``timer_s`` holds empty timed intervals, which cost that much.
+    """
+
+    pair: str
+    ranks: tuple[int, int]
+    bytes: int
+    n: int
+    delay_s: float
+    wait_s: float
+    prtt_1_0_s: tuple[float, ...]
+    prtt_n_0_s: tuple[float, ...]
+    prtt_n_d_s: tuple[float, ...]
+    send_s: tuple[float, ...]
+    recv_s: tuple[float, ...]
+    timer_s: tuple[float, ...]
+    stop: str
+    raw: dict[str, Any] = field(compare=False, repr=False)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """(loggp, pair, bytes): what identifies this point within a run."""
+        return ("loggp", self.pair, self.bytes)
+
+    @property
+    def n_samples(self) -> int:
+        """Number of samples (passes through the four measurements)."""
+        return len(self.prtt_1_0_s)
+
+    @cached_property
+    def median_s(self) -> float:
+        """Median round trip PRTT(1,0,s), in seconds."""
+        return float(np.median(self.prtt_1_0_s))
+
+
+@dataclass(frozen=True)
 class End:
     """Last record of an engine run."""
 
@@ -344,7 +387,7 @@ class End:
     raw: dict[str, Any] = field(compare=False, repr=False)
 
 
-Record = Header | Point | Coll | Contention | Stream | Linpack | End
+Record = Header | Point | Coll | Contention | Stream | Linpack | LogGP | End
 
 
 @cache
@@ -447,6 +490,8 @@ def record_from_dict(data: Any, where: str, validate: bool = True) -> Record:
             return _stream(data, where)
         if kind == "linpack":
             return _linpack(data, where)
+        if kind == "loggp":
+            return _loggp(data, where)
         return End(points=int(data["points"]), elapsed_s=float(data["elapsed_s"]), raw=data)
     except (KeyError, TypeError, ValueError) as err:  # only reachable without validation
         raise _fail(where, f"{kind} is malformed ({type(err).__name__}: {err})") from None
@@ -570,3 +615,21 @@ def _linpack(d: dict[str, Any], where: str) -> Linpack:
     return Linpack(int(d["cores"]), int(d["threads"]), int(d["n"]),
                    tuple(float(t) for t in d["times_s"]), tuple(float(g) for g in d["gflops"]),
                    float(d["residual"]), tuple(int(c) for c in d["affinity"]), raw=d)
+
+
+def _loggp(d: dict[str, Any], where: str) -> LogGP:
+    a, b = (int(r) for r in d["ranks"])
+    if a == b:
+        raise _fail(where, f"loggp ranks are both {a}; a pair needs two ranks")
+    times = {k: tuple(float(t) for t in d[k])
+             for k in ("prtt_1_0_s", "prtt_n_0_s", "prtt_n_d_s", "send_s", "recv_s", "timer_s")}
+    samples, n = len(times["prtt_1_0_s"]), int(d["n"])
+    if any(len(times[k]) != samples for k in ("prtt_n_0_s", "prtt_n_d_s", "recv_s")):
+        raise _fail(where, "loggp prtt_1_0_s, prtt_n_0_s, prtt_n_d_s and recv_s must have one"
+                    " entry per sample")
+    if len(times["send_s"]) != n * samples:
+        raise _fail(where, f"loggp send_s must hold n = {n} send times per sample")
+    return LogGP(d["pair"], (a, b), int(d["bytes"]), n, float(d["delay_s"]),
+                 float(d["wait_s"]), times["prtt_1_0_s"], times["prtt_n_0_s"],
+                 times["prtt_n_d_s"], times["send_s"], times["recv_s"], times["timer_s"],
+                 d["stop"], raw=d)

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from commscope import engine, launch
 from commscope.errors import LaunchError
 from commscope.mpi import MPIInstall
-from commscope.records import Coll, Contention, End, Header, Point, parse_record
+from commscope.records import Coll, Contention, End, Header, LogGP, Point, parse_record
 from commscope.store import Store
 
 # Engine options a request may carry, in the engine's own flag spelling.
@@ -32,6 +35,7 @@ ENGINE_FLAGS = {
     "point_budget_s": "--point-budget",
     "sample_min_s": "--sample-min-time",
     "coll_sizes": "--coll-sizes",
+    "loggp_sizes": "--loggp-sizes",
     "sync": "--sync",
     "sync_d": "--sync-d",
     "sync_rounds": "--sync-rounds",
@@ -71,6 +75,8 @@ def expected_points(options: dict[str, Any], npairs: int) -> int | None:
     for op in ops:
         if op in P2P_OPS:
             total += npairs * len(sizes)
+        elif op == "loggp":
+            total += npairs * len(options.get("loggp_sizes") or sizes)
         else:
             total += 1 if op in SIZELESS_OPS else len(coll_sizes)
     return total
@@ -152,16 +158,24 @@ def run(
     Raises:
         LaunchError: the job failed, timed out or lost a rank; stored points are kept.
     """
-    info = engine.find(mpi)
-    if request.get("vcluster"):
-        vc = request["vcluster"]
-        extra_args, extra_env = _vcluster_launch(mpi, vc["ranks_per_node"], vc.get("nodes"))
     skip = store.measured_keys(run_id)
-    argv = engine_argv(str(info.path), request["engine"], skip)
-    job = launch.build_job(
-        mpi, request["np"], argv, request.get("launcher", "auto"),
-        extra_args=extra_args or [], extra_env=extra_env,
-    )
+    workdir = None
+    if request.get("simulate"):
+        from commscope.simulate import smpi
+
+        workdir = Path(tempfile.mkdtemp(prefix="commscope-smpi-"))
+        job = smpi.job_in(request["simulate"], engine_argv(str(smpi.engine_path()),
+                                                            request["engine"], skip), workdir)
+    else:
+        info = engine.find(mpi)
+        if request.get("vcluster"):
+            vc = request["vcluster"]
+            extra_args, extra_env = _vcluster_launch(mpi, vc["ranks_per_node"], vc.get("nodes"))
+        argv = engine_argv(str(info.path), request["engine"], skip)
+        job = launch.build_job(
+            mpi, request["np"], argv, request.get("launcher", "auto"),
+            extra_args=extra_args or [], extra_env=extra_env,
+        )
     segment = store.start_segment(run_id, job.argv)
     state: dict[str, Any] = {"header": None, "end": None, "points": 0, "lines": 0, "stray": []}
 
@@ -175,7 +189,7 @@ def run(
             state["header"] = record
             store.set_header(run_id, segment, record)
             state["total"] = expected_points(request["engine"], len(record.pairs))
-        elif isinstance(record, (Point, Coll, Contention)):
+        elif isinstance(record, (Point, Coll, Contention, LogGP)):
             store.add_point(run_id, segment, record)
             state["points"] += 1
         elif isinstance(record, End):
@@ -188,6 +202,8 @@ def run(
     try:
         result = launch.run_streaming(job, on_line, float(request.get("timeout_s", 3600)))
     finally:
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
         if result is None:  # interrupted or a bad record: keep what arrived, say so
             store.finish_segment(segment, "incomplete", "interrupted")
             store.set_run_status(run_id, "incomplete", "interrupted")

@@ -25,6 +25,7 @@ from commscope.records import (
     Contention,
     Header,
     Linpack,
+    LogGP,
     Point,
     Stream,
     record_from_dict,
@@ -194,7 +195,8 @@ class Store:
             c.execute("UPDATE segments SET header_json = ? WHERE id = ?", (text, segment_id))
 
     def add_point(
-        self, run_id: int, segment_id: int, point: Point | Coll | Contention | Stream | Linpack
+        self, run_id: int, segment_id: int,
+        point: Point | Coll | Contention | Stream | Linpack | LogGP,
     ) -> None:
         """Store one measured point, committed before returning.
 
@@ -304,18 +306,25 @@ class Store:
         out = [p for p in self._measurements(run_id) if isinstance(p, Linpack)]
         return sorted(out, key=lambda p: (p.cores, p.n))
 
-    def _measurements(self, run_id: int) -> list[Point | Coll | Contention | Stream | Linpack]:
+    def loggps(self, run_id: int) -> list[LogGP]:
+        """Return a run's LogGP points ordered by pair and bytes."""
+        out = [p for p in self._measurements(run_id) if isinstance(p, LogGP)]
+        return sorted(out, key=lambda p: (p.pair, p.bytes))
+
+    def _measurements(
+        self, run_id: int
+    ) -> list[Point | Coll | Contention | Stream | Linpack | LogGP]:
         self._require_run(run_id)
         rows = self._conn.execute(
             "SELECT id, record_json FROM points WHERE run_id = ? ORDER BY op, pair, bytes",
             (run_id,),
         )
-        out: list[Point | Coll | Contention | Stream | Linpack] = []
+        out: list[Point | Coll | Contention | Stream | Linpack | LogGP] = []
         for point_id, text in rows:
             where = f"{self.path} point {point_id}"
             # Validated when it arrived; validating thousands of sample arrays again is slow.
             point = record_from_dict(json.loads(text), where, validate=False)
-            if not isinstance(point, (Point, Coll, Contention, Stream, Linpack)):
+            if not isinstance(point, (Point, Coll, Contention, Stream, Linpack, LogGP)):
                 raise _damaged(where, point, "point")
             out.append(point)
         return out

@@ -85,7 +85,7 @@ def test_a_cpu_hog_makes_invalid_launches_that_are_counted_not_averaged_in(cli):
     assert invalid == sum(1 for f in coll.flags if f)
     assert s.invalid_late + s.invalid_overrun >= invalid
     # The reported time comes from valid launches only: the preempted ones took milliseconds.
-    worst_invalid = max(t for t, f in zip(coll.times_s, coll.flags) if f)
+    worst_invalid = max(t for t, f in zip(coll.times_s, coll.flags, strict=True) if f)
     assert s.time_s < worst_invalid
     assert s.max_s <= max(coll.valid_times_s)
     shown = json.loads(cli("show", str(run_id), "--json", check=True).stdout)

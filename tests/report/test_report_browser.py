@@ -141,3 +141,25 @@ def test_compare_page_in_the_browser_keeps_hostile_labels_inert(tmp_path):
     png = tmp_path / "c.png"
     screenshot(page, tmp_path / "profile-shot", png)
     assert len([b for b in coloured_bands(png) if b[1] - b[0] > 150]) == 6
+
+
+def test_tcp_section_beside_mpi_in_the_browser_keeps_hostile_labels_inert(tmp_path):
+    need(chromium() is not None, "headless Chromium (Debian package chromium) is not installed")
+    from tests import synthetic_tcp
+
+    path = tmp_path / "s.sqlite"
+    mpi = synthetic_runs.store_run(path, "mpi", with_colls=False)
+    tcp = synthetic_tcp.store_tcp_run(path, HOSTILE, 65536, retrans=3)
+    with Store.open(path) as store:
+        report = html.write_report(store, [mpi, tcp], tmp_path / "report.html")
+    dom = dump_dom(report, tmp_path / "profile")
+    assert "<title>commscope report</title>" in dom  # no script renamed it
+    assert "pwned" not in re.sub(r"&lt;script&gt;.*?&lt;/script&gt;|onerror=.*?&gt;", "", dom)
+    section = dom.split('<section class="tcp" id="tcp">')[1].split("</section>")[0]
+    assert "<script" not in section.replace("&lt;script", "")
+    assert "TCP: the network below MPI" in section
+    for table in ("tcp-streams", "tcp-sweep", "tcp-ends"):
+        assert f'<table class="{table}">' in section
+    assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in section  # shown as text
+    assert "retransmitted segments (client -&gt; server 3" in section
+    assert section.count("<svg") == 3  # throughput, signature, saturation: TCP beside MPI

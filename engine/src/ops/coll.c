@@ -231,7 +231,7 @@ static void setup(coll_state *s, cs_context *ctx, const cs_coll_op *op, size_t b
 }
 
 static void teardown(coll_state *s) {
-    for (int b = 0; b < s->nbufs; b++) free(s->sbufs[b]), free(s->rbufs[b]);
+    for (int b = 0; b < s->nbufs; b++) cs_buffer_free(s->sbufs[b]), cs_buffer_free(s->rbufs[b]);
     free(s->sbufs); free(s->rbufs); free(s->counts); free(s->displs); free(s->reqs);
 }
 

@@ -203,5 +203,5 @@ void cs_contention_run(cs_context *ctx) {
                 measure(ctx, level, cf, o->coll_sizes[s], pairs, sbuf, rbuf, mine, all);
             }
     }
-    free(sbuf); free(rbuf); free(mine); free(all); free(pairs);
+    cs_buffer_free(sbuf); cs_buffer_free(rbuf); free(mine); free(all); free(pairs);
 }

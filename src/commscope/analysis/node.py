@@ -6,6 +6,8 @@
 - N_1/2: the smallest N reaching half of P_max, interpolated linearly in log N between the
   two sizes around the crossing (the smallest N measured when that already reaches it);
 - P_peak: cores x clock x DP flops per cycle (see ``commscope.cpu``), from the run's request;
+  the clock is the higher of the nominal one and the busy clock measured on those cores (or
+  --peak-ghz), and both are kept beside the figures;
 - efficiency: P_max / P_peak;
 - others' share: the largest share of the pinned cpus' time that other processes (or the
   hypervisor) took while a point was measured. Above BUSY_WARNING the figures understate the
@@ -65,6 +67,11 @@ class NodeFigures:
     efficiency: float | None
     peak_derivation: str | None
     others_cpu_share: float | None  # the largest of its points'
+    clock_ghz: float | None = None  # the clock P_peak assumes
+    clock_source: str | None = None
+    nominal_ghz: float | None = None  # cpufreq maximum or /proc/cpuinfo (or --peak-ghz)
+    nominal_source: str | None = None
+    busy_ghz: float | None = None  # measured with these cores busy at once; None: not measured
 
     @property
     def warning(self) -> str | None:
@@ -142,6 +149,9 @@ def figures(points: Sequence[Linpack], peak: PeakModel | None = None) -> list[No
         shares = [p.raw["others_cpu_share"] for p in mine if "others_cpu_share" in p.raw]
         half, at_smallest = n_half(ns, rates)
         p_peak = peak.peak_gflops(cores) if peak else None
+        used = peak.clock_for(cores) if peak else None
+        nominal = peak.clock if peak else None
+        busy = peak.busy.get(cores) if peak else None
         out.append(NodeFigures(
             cores=cores, threads=mine[-1].threads, affinity=mine[-1].affinity,
             solver=solver(mine[-1]),
@@ -150,6 +160,10 @@ def figures(points: Sequence[Linpack], peak: PeakModel | None = None) -> list[No
             efficiency=best / p_peak if p_peak else None,
             peak_derivation=peak.derivation(cores) if peak else None,
             others_cpu_share=max(shares) if shares else None,
+            clock_ghz=used.ghz if used else None, clock_source=used.source if used else None,
+            nominal_ghz=nominal.ghz if nominal else None,
+            nominal_source=nominal.source if nominal else None,
+            busy_ghz=busy.ghz if busy else None,
         ))
     return out
 

@@ -17,7 +17,7 @@ from commscope import __version__
 from commscope.errors import CommscopeError
 
 SUBCOMMANDS = ("run", "runs", "show", "export", "report", "compare", "import", "validate", "engine",
-               "vcluster", "tcp", "predict")
+               "vcluster", "tcp", "predict", "simulate")
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -7,9 +7,10 @@ from rich.table import Table
 
 from commscope.analysis import coll as coll_analysis
 from commscope.analysis import contention as contention_analysis
+from commscope.analysis import loggp as loggp_analysis
 from commscope.analysis import node as node_analysis
 from commscope.analysis import p2p
-from commscope.records import Coll, Contention, Point
+from commscope.records import Coll, Contention, LogGP, Point
 from commscope.store import RunInfo
 
 
@@ -101,8 +102,33 @@ def contention_tables(console: Console, points: list[Contention]) -> None:
         console.print(table)
 
 
+def _us3(seconds: float) -> str:
+    return f"{seconds * 1e6:.3f}"
+
+
+def loggp_table(console: Console, points: list[LogGP]) -> None:
+    """LogGP parameters per pair (Netgauge's method), then what stands out."""
+    fitted = loggp_analysis.fits(points)
+    table = Table(title="LogGP (L, o_s, o_r, g in us; G in ns/byte; bandwidth 1/G in MB/s)")
+    for col in ("pair", "L", "o_s", "o_r", "g", "G", "1/G MB/s", "small sizes", "G from"):
+        table.add_column(col, justify="left" if col == "pair" else "right")
+    for f in fitted:
+        g_line = f.lines["G"]
+        table.add_row(f.pair, _us3(f.L_s), _us3(f.o_s_s), _us3(f.o_r_s), _us3(f.g_s),
+                      f"{f.G_s_per_byte * 1e9:.4f}", _mbs(f.bandwidth_Bps),
+                      f"{f.small_bytes[0]}-{f.small_bytes[1]}",
+                      f"{g_line.first_bytes}-{g_line.last_bytes}")
+    console.print(table)
+    for text in loggp_analysis.findings(fitted):
+        console.print(text)
+
+
 def _gf(value: float | None) -> str:
     return "" if value is None else f"{value:.2f}"
+
+
+def _ghz(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
 
 
 def node_figures(console: Console, summary: node_analysis.NodeSummary) -> None:
@@ -110,14 +136,14 @@ def node_figures(console: Console, summary: node_analysis.NodeSummary) -> None:
     on = f" on {summary.cpu_model}" if summary.cpu_model else ""
     table = Table(title=f"node compute: Linpack (GFLOPS){on}")
     for col in ("cores", "threads", "cpus", "P_max", "N_max", "N_1/2", "P_peak", "efficiency",
-                "largest N", "solver"):
+                "nominal GHz", "busy GHz", "largest N", "solver"):
         table.add_column(col, justify="left" if col == "solver" else "right")
     for f in summary.figures:
         half = f"{'<= ' if f.n_half_at_smallest else ''}{f.n_half:.0f}"
         eff = "" if f.efficiency is None else f"{f.efficiency:.1%}"
         table.add_row(str(f.cores), str(f.threads), ",".join(map(str, f.affinity)),
                       _gf(f.p_max_gflops), str(f.n_max), half, _gf(f.p_peak_gflops), eff,
-                      str(f.largest_n), f.solver)
+                      _ghz(f.nominal_ghz), _ghz(f.busy_ghz), str(f.largest_n), f.solver)
     console.print(table)
     for f in summary.figures:
         if f.peak_derivation:

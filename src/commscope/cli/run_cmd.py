@@ -23,13 +23,14 @@ EXAMPLES = """examples:
       --confidence 0.95 --stop rse:0.05
   commscope run coll --sync barrier      the naive back-to-back loop, to see its error
   commscope run contention --vcluster --sizes 1MiB,4MiB    t(m, cf) at the NIC level
+  commscope run loggp --mpi mpich        LogGP's L, o_s, o_r, g, G (Netgauge's method)
   commscope run p2p --vcluster           intra- and inter-node pairs on the virtual cluster
   commscope run tcp --peer node2 --sockbuf default,64K,256K   TCP below MPI, one run per buffer
   commscope run tcp --vcluster --tcp-mode both     ping-pong and the 10 s bidirectional stream
   commscope run node --cores 1,all       Linpack on this node: P_max, N_1/2, efficiency
   commscope run --resume latest          measure only what a failed run is missing
 """
-BENCHMARKS = ("all", "p2p", "coll", "contention", "tcp", "node")
+BENCHMARKS = ("all", "p2p", "coll", "contention", "loggp", "tcp", "node")
 DEFAULT_REPORT = "commscope-report.html"
 P2P_OPS = "pingpong,bw,bibw"
 COLL_OPS = "barrier,bcast,reduce,allreduce,gather,scatter,allgather,alltoall,ibcast,iallreduce"
@@ -41,7 +42,8 @@ REDUCTIONS = ("reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope run`."""
     p.add_argument("benchmark", nargs="?", default="all", choices=BENCHMARKS,
-                   help="what to measure; 'all' also writes an HTML report [default: all]")
+                   help="what to measure; 'all' (p2p, loggp, coll) also writes an HTML report"
+                   " [default: all]")
     common.option(p, "--mpi", env="COMMSCOPE_MPI",
                   help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)")
     common.option(p, "--launcher", default="auto", choices=("auto", "mpirun", "mpiexec", "srun"),
@@ -137,6 +139,13 @@ def _p2p_sizes(args: argparse.Namespace) -> list[int]:
     return netpipe_schedule(parse_size(args.max_size), args.perturbation)
 
 
+def _loggp_sizes(args: argparse.Namespace) -> list[int]:
+    """LogGP sizes: --sizes for 'run loggp', else the NetPIPE bases without perturbation."""
+    if args.sizes and args.benchmark == "loggp":
+        return parse_size_list(args.sizes)
+    return netpipe_schedule(parse_size(args.max_size), 0)
+
+
 def _coll_sizes(args: argparse.Namespace, ops: list[str]) -> list[int]:
     sizes = parse_size_list(args.sizes if args.sizes and args.benchmark == "coll" else COLL_SIZES)
     odd = [s for s in sizes if s % 8]
@@ -157,7 +166,8 @@ def _levels(args: argparse.Namespace) -> str:
     return "memory,nic" if args.vcluster else "memory"
 
 
-def _request(args: argparse.Namespace) -> dict[str, Any]:
+def build_request(args: argparse.Namespace) -> dict[str, Any]:
+    """The stored request of an MPI run from its options; bad input fails here."""
     common.require(args.min_samples >= 2, "--min-samples: need at least 2")
     common.require(args.max_samples >= args.min_samples, "--max-samples must be >= --min-samples")
     common.require(args.warmup >= 0, "--warmup: must be >= 0")
@@ -180,6 +190,13 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
                        "warmup": args.warmup, "min_samples": args.min_samples,
                        "max_samples": args.max_samples, "target_rse": args.target_rse,
                        "point_budget_s": args.point_budget})
+    if args.benchmark in ("all", "loggp"):
+        # Netgauge's PRTT(n, d, s) and overheads; a few seconds, so part of 'all'.
+        ops.append("loggp")
+        engine["loggp_sizes"] = _loggp_sizes(args)
+        engine.update({"pairs": args.pairs, "warmup": args.warmup,
+                       "min_samples": args.min_samples, "max_samples": args.max_samples,
+                       "target_rse": args.target_rse, "point_budget_s": args.point_budget})
     if args.benchmark in ("all", "coll"):
         coll_ops = (args.ops if args.benchmark == "coll" and args.ops else COLL_OPS).split(",")
         ops += coll_ops
@@ -218,8 +235,9 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
     return request
 
 
-def _measure(store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPIInstall,
-             quiet: bool) -> runner.Outcome:
+def measure(store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPIInstall,
+            quiet: bool) -> runner.Outcome:
+    """Run the engine for a stored request, with a progress bar unless ``quiet``."""
     if quiet:
         return runner.run(store, run_id, request, mpi)
     columns = (TextColumn("measuring"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -239,25 +257,37 @@ def run(args: argparse.Namespace) -> int:
         return run_tcp.run(args)
     if run_node.wanted(args):  # node runs have no MPI either
         return run_node.run(args)
-    request = None if args.resume else _request(args)  # bad input fails before the store
+    request = None if args.resume else build_request(args)  # bad input fails before the store
     with common.open_store(args) as store:
         if request is None:
             run_id, request = common.resumable_request(store, args.resume)
-            mpi = mpi_mod.resolve(request["mpi"])
+            if request.get("simulate"):
+                from commscope.simulate import smpi
+
+                mpi = smpi.install()
+            else:
+                mpi = mpi_mod.resolve(request["mpi"])
         else:
             mpi = mpi_mod.resolve(request["mpi"])
             run_id = store.create_run(
                 request["benchmark"], args.label, mpi.tag, mpi.launcher, request["np"], request
             )
-        outcome = _measure(store, run_id, request, mpi, args.quiet or args.json)
-        info = store.get_run(run_id)
-        points, colls = store.points(run_id), store.colls(run_id)
-        store_contentions = store.contentions(run_id)
+        outcome = measure(store, run_id, request, mpi, args.quiet or args.json)
         report = args.report or (DEFAULT_REPORT if request["benchmark"] == "all" else None)
-        if report:
-            from commscope.report import html
+        return show_outcome(args, store, run_id, request, outcome, report)
 
-            html.write_report(store, [run_id], report)
+
+def show_outcome(args: argparse.Namespace, store: Any, run_id: int, request: dict[str, Any],
+                 outcome: runner.Outcome, report: str | None) -> int:
+    """Write the report when asked, then print the run's key figures (or JSON)."""
+    info = store.get_run(run_id)
+    points, colls = store.points(run_id), store.colls(run_id)
+    contentions = store.contentions(run_id)
+    loggps = store.loggps(run_id)
+    if report:
+        from commscope.report import html
+
+        html.write_report(store, [run_id], report)
     if args.json:
         common.print_json({"run": run_id, "status": info.status, "new_points": outcome.new_points,
                            "points": outcome.total_points, "store": os.path.abspath(args.store),
@@ -269,9 +299,10 @@ def run(args: argparse.Namespace) -> int:
         render.key_figures(out, points)
     if colls:
         render.coll_table(out, colls, request.get("confidence", 0.95))
-    contentions = store_contentions
     if contentions:
         render.contention_tables(out, contentions)
+    if loggps:
+        render.loggp_table(out, loggps)
     out.print(f"stored in {args.store} as run {run_id}; details: commscope show {run_id}")
     if report:
         out.print(f"report: {os.path.abspath(report)}")

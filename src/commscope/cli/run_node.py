@@ -37,7 +37,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
     common.option(g, "--peak-flops-per-cycle", type=common.positive_float,
                   help="DP flops per cycle per core for P_peak, instead of the CPU flags' value")
     common.option(g, "--peak-ghz", type=common.positive_float,
-                  help="clock for P_peak in GHz, instead of cpufreq or /proc/cpuinfo")
+                  help="clock for P_peak in GHz, instead of the higher of the nominal clock"
+                  " (cpufreq or /proc/cpuinfo) and the busy clock measured on the cores used")
     common.option(g, "--hpl-grid", metavar="PxQ",
                   help="run HPL with Debian's hpcc on P x Q Open MPI ranks instead (--sizes: N,"
                   f" default {','.join(map(str, hpcc.DEFAULT_SIZES))})")
@@ -71,7 +72,11 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
     common.require(args.time_budget >= 0, f"--time-budget {args.time_budget}: must be >= 0")
     if args.hpl_grid:
         p, q = hpcc.parse_grid(args.hpl_grid)
-        peak = cpu.peak_model(pinning.allowed_cpus(), args.peak_flops_per_cycle, args.peak_ghz)
+        allowed = pinning.allowed_cpus()
+        peak = cpu.peak_model(allowed, args.peak_flops_per_cycle, args.peak_ghz)
+        if args.peak_ghz is None:  # the clock of the cores HPL's ranks keep busy
+            used = min(p * q, cpu.physical_cores(allowed))
+            peak = peak.with_busy(*node.busy_clocks({p * q: pinning.choose_cpus(used, allowed)}))
         return hpcc.build_request(args.hpl_grid, _sizes(args.sizes), args.hpl_nb,
                                   peak.to_json(), peak.derivation(p * q), args.timeout)
     return node.build_request(

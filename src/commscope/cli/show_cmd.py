@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from commscope.analysis import coll as coll_analysis
+from commscope.analysis import loggp as loggp_analysis
 from commscope.analysis import node as node_analysis
 from commscope.analysis import p2p
 from commscope.analysis.contention import tables as contention_tables
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         colls = store.colls(run_id)
         contentions = store.contentions(run_id)
         linpacks = store.linpacks(run_id)
+        loggps = store.loggps(run_id)
         tcp = (tcp_render.TcpRun(info, points, store.streams(run_id)) if info.kind == "tcp"
                else None)
     level = args.confidence or info.request.get("confidence", 0.95)
@@ -51,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
             "sizes": [r.to_json() for r in p2p.size_rows(points)],
             "collectives": [c.to_json() for c in coll_analysis.summaries(colls, level, args.trim)],
             "contention": [t.to_json() for t in contention_tables(contentions).values()],
+            "loggp": [f.to_json() for f in loggp_analysis.fits(loggps)],
             "node": node_analysis.summarize(info.request, linpacks).to_json() if linpacks else None,
             "tcp": tcp_render.run_json(tcp) if tcp else None,
         })
@@ -68,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         render.coll_table(out, colls, level)
     if contentions:
         render.contention_tables(out, contentions)
+    if loggps:
+        render.loggp_table(out, loggps)
     if linpacks:
         summary = node_analysis.summarize(info.request, linpacks)
         render.node_figures(out, summary)

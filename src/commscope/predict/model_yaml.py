@@ -31,7 +31,8 @@ import yaml
 from commscope.errors import PredictError
 from commscope.predict.model import ClusterModel, Link, Switch
 
-_TOP = ("name", "nodes", "sockets", "cores", "channels", "switches")
+# "simulation" holds SimGrid parameters (commscope.simulate.params); prediction ignores it.
+_TOP = ("name", "nodes", "sockets", "cores", "channels", "switches", "simulation")
 _CHANNELS = {"memory": "memory", "socket": "socket_link", "nic": "nic"}
 _LINK = ("bandwidth", "latency")
 _SWITCH = ("name", "nodes", "uplink")
@@ -217,6 +218,15 @@ def load_model(path: str | Path) -> ClusterModel:
     Raises:
         PredictError: the file cannot be read, is not YAML, or a field is invalid.
     """
+    return model_from_dict(load_document(path), str(path))
+
+
+def load_document(path: str | Path) -> Any:
+    """The decoded YAML of a model file (not yet validated).
+
+    Raises:
+        PredictError: the file cannot be read or is not YAML.
+    """
     where = str(path)
     try:
         text = Path(path).read_text("utf-8")
@@ -229,4 +239,4 @@ def load_model(path: str | Path) -> ClusterModel:
         line = f" line {mark.line + 1}" if mark is not None else ""
         raise PredictError(f"{where}:{line} not valid YAML ({getattr(err, 'problem', err)})"
                            ) from None
-    return model_from_dict(data, where)
+    return data

@@ -23,7 +23,7 @@ from commscope.analysis import curve as curves
 from commscope.analysis import findings, p2p
 from commscope.analysis.text import size_text, time_text
 from commscope.records import Coll, Point
-from commscope.report import figures, node_section
+from commscope.report import contention_section, figures, loggp_section, node_section, tcp_section
 from commscope.store import RunInfo, Store
 
 _SCALAR_OPTIONS = 12  # header options shown in the machine table; the rest stay in the store
@@ -142,8 +142,11 @@ def render(store: Store, run_ids: list[int]) -> str:
     """Render the report for ``run_ids`` as HTML text."""
     runs = [run_context(store, run_id) for run_id in run_ids]
     node_section.add(store, runs)
+    loggp_section.add(store, runs)
+    contention_section.add(store, runs)
     return environment().get_template("report.html.j2").render(
         runs=runs, version=__version__, generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        tcp=tcp_section.build(store, runs),
     )
 
 

@@ -2,28 +2,20 @@
 
 The program is installed with the package beside the engine. It needs no MPI, so a missing
 one (e.g. when running from a source tree) is compiled with the C compiler alone into
-``$COMMSCOPE_HOME/tcp/<sources hash>/``.
+``$COMMSCOPE_HOME/tcp/<sources hash>/`` (``commscope.cprogram``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import re
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from commscope import engine
 from commscope.analysis.text import size_text
-from commscope.errors import EngineError, UsageError
+from commscope.cprogram import CProgram
+from commscope.errors import UsageError
 from commscope.launch import flag_argv
-from commscope.records import SCHEMA_VERSION
 from commscope.sizes import parse_size
 
 PROGRAM = "commscope-tcp"
@@ -47,29 +39,19 @@ CLIENT_FLAGS = {
     "seed": "--seed",
     "connect_timeout_s": "--connect-timeout",
 }
-_SOURCES = ("tcp/*.c", "tcp/*.h", "include/commscope.h", "src/jsonl.c")
+TCP_PROGRAM = CProgram(PROGRAM, ("tcp/*.c", "tcp/*.h", "include/commscope.h", "src/jsonl.c"),
+                       "tcp")
 _HOST = re.compile(r"[A-Za-z0-9_.:%-]+")
 
 
 def packaged_program() -> Path | None:
     """The program installed with the package, if any."""
-    path = Path(str(resources.files("commscope"))) / "_bin" / PROGRAM
-    return path if path.is_file() else None
-
-
-def _source_files() -> list[Path]:
-    root = engine.engine_sources()
-    return sorted({p for pattern in _SOURCES for p in root.glob(pattern)})
+    return TCP_PROGRAM.packaged()
 
 
 def built_path() -> Path:
     """Where the program built from these sources lives."""
-    root = engine.engine_sources()
-    h = hashlib.sha256()
-    for path in _source_files():
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
-    return engine.cache_dir().parent / "tcp" / h.hexdigest()[:12] / PROGRAM
+    return TCP_PROGRAM.built_path()
 
 
 def build(dest: Path | None = None) -> Path:
@@ -78,26 +60,7 @@ def build(dest: Path | None = None) -> Path:
     Raises:
         EngineError: no compiler, or the compilation failed.
     """
-    cc = os.environ.get("CC", "cc")
-    if not shutil.which(cc):
-        raise EngineError(f"no C compiler '{cc}' to build {PROGRAM}; install one (Debian: "
-                          "apt-get install build-essential) or set CC")
-    dest = dest or built_path()
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    root = engine.engine_sources()
-    sources = [str(p) for p in _source_files() if p.suffix == ".c"]
-    with tempfile.TemporaryDirectory(prefix="commscope-tcp-build-") as tmp:
-        out = Path(tmp) / PROGRAM
-        cmd = [cc, "-std=c11", "-O2", "-D_GNU_SOURCE", "-I", str(root / "include"), *sources,
-               "-o", str(out), "-lm", "-pthread"]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise EngineError(f"building {PROGRAM} with {cc} failed: {tail[0]}")
-        tmp_dest = dest.with_name(PROGRAM + ".new")
-        shutil.copy2(out, tmp_dest)
-        os.replace(tmp_dest, dest)  # atomic: a concurrent run never sees half a binary
-    return dest
+    return TCP_PROGRAM.build(dest)
 
 
 def check(path: Path) -> Path:
@@ -106,16 +69,7 @@ def check(path: Path) -> Path:
     Raises:
         EngineError: it does not run or writes another schema version.
     """
-    try:
-        out = subprocess.run([str(path), "--version"], capture_output=True, text=True,
-                             timeout=30, check=True)
-        version = json.loads(out.stdout)
-    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as err:
-        raise EngineError(f"{path} --version failed; reinstall commscope") from err
-    if version.get("program") != PROGRAM or version.get("schema_version") != SCHEMA_VERSION:
-        raise EngineError(f"{path} is not a {PROGRAM} writing schema {SCHEMA_VERSION};"
-                          " reinstall commscope")
-    return path
+    return TCP_PROGRAM.check(path)
 
 
 def find(build_missing: bool = True) -> Path:
@@ -124,12 +78,7 @@ def find(build_missing: bool = True) -> Path:
     Raises:
         EngineError: none is installed and it cannot (or may not) be built.
     """
-    for path in (packaged_program(), built_path()):
-        if path is not None and path.is_file():
-            return check(path)
-    if not build_missing:
-        raise EngineError(f"{PROGRAM} is not installed; reinstall commscope")
-    return check(build())
+    return TCP_PROGRAM.find(build_missing)
 
 
 def parse_peer(text: str, default_port: int = DEFAULT_PORT) -> tuple[str, int]:

@@ -1,0 +1,108 @@
+"""Simulated against measured, point by point (seed 000's real-vs-model tables).
+
+Also how a swept parameter moves each result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from commscope.analysis.coll import summarize
+from commscope.analysis.curve import message_time
+from commscope.records import Coll, Contention, Point
+
+Key = tuple[str, str, str, int]  # (kind, op, where, bytes)
+
+
+def level_of(pair: str) -> str:
+    """The level a pair is compared at: ``inter-node`` or ``intra-node``.
+
+    A simulated node has no sockets, so every pair inside one node is ``intra-node``.
+    """
+    return "inter-node" if pair == "inter-node" else "intra-node"
+
+
+def point_times(points: list[Point], colls: list[Coll],
+                contentions: list[Contention]) -> dict[Key, float]:
+    """One time per point.
+
+    That is one message's median time (p2p), T (collectives), the median exchange time
+    (contention cells).
+    """
+    out: dict[Key, float] = {}
+    for p in points:
+        key = ("p2p", p.op, level_of(p.pair), p.bytes)
+        out.setdefault(key, message_time(p))  # the first pair of a level stands for it
+    for c in colls:
+        out[("coll", c.op, f"{c.nranks} ranks", c.bytes)] = summarize(c).time_s
+    for t in contentions:
+        samples = np.asarray([s for row in t.samples_s for s in row], dtype=float)
+        out[("contention", t.level, f"cf {t.cf}", t.bytes)] = float(np.median(samples))
+    return out
+
+
+@dataclass(frozen=True)
+class Row:
+    """One point: measured and simulated time, signed relative error of the simulation."""
+
+    key: Key
+    measured_s: float
+    simulated_s: float
+
+    @property
+    def error(self) -> float:
+        """(simulated - measured) / measured."""
+        return (self.simulated_s - self.measured_s) / self.measured_s
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict."""
+        kind, op, where, size = self.key
+        return {"kind": kind, "op": op, "where": where, "bytes": size,
+                "measured_s": self.measured_s, "simulated_s": self.simulated_s,
+                "error": self.error}
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Rows and the summary: median and 90th percentile of |relative error|."""
+
+    rows: list[Row]
+    median_abs: float
+    p90_abs: float
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict."""
+        return {"median_abs_error": self.median_abs, "p90_abs_error": self.p90_abs,
+                "points": [r.to_json() for r in self.rows]}
+
+
+def agreement(measured: dict[Key, float], simulated: dict[Key, float],
+              min_bytes: int = 0, max_bytes: int | None = None,
+              where: str | None = None) -> Agreement:
+    """Compare the points both runs have, within the size range and (optionally) one place."""
+    rows = [Row(k, measured[k], simulated[k]) for k in sorted(measured)
+            if k in simulated and measured[k] > 0 and k[3] >= min_bytes
+            and (max_bytes is None or k[3] <= max_bytes) and (where is None or k[2] == where)]
+    errs = np.abs([r.error for r in rows])
+    if errs.size == 0:
+        return Agreement(rows, float("nan"), float("nan"))
+    return Agreement(rows, float(np.median(errs)), float(np.percentile(errs, 90)))
+
+
+def sensitivity(runs: list[dict[Key, float]]) -> list[tuple[Key, list[float], float]]:
+    """Per point in every run: its times across the swept values, and the change.
+
+    The change is relative, from the first value to the last.
+    """
+    if not runs:
+        return []
+    common = set(runs[0]).intersection(*runs[1:])
+    out = []
+    for key in sorted(common):
+        values = [r[key] for r in runs]
+        change = (values[-1] - values[0]) / values[0] if values[0] > 0 else float("nan")
+        out.append((key, values, change))
+    return out

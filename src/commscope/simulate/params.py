@@ -1,0 +1,211 @@
+"""Simulation parameters of a cluster model: link figures, SMPI factors, switch latency.
+
+They live in the model's YAML file under ``simulation:`` (written by ``commscope simulate
+calibrate``); anything left out comes from the model's channels, then from defaults::
+
+    simulation:
+      calibrated_from: run 12 (p2p, openmpi-4.1.4, 2 nodes)
+      nic: {bandwidth: 117.9MB/s, latency: 7.6us}      # each NIC link, each direction
+      memory: {bandwidth: 9.1GB/s, latency: 0.2us}     # each node's shared memory link
+      switch_latency: 0us                              # added once to every inter-node route
+      lat_factor: [[0, 1.0], [1024, 1.12], [65536, 1.9]]   # [from size, factor], SMPI's
+      bw_factor: [[0, 0.4], [1024, 0.83], [65536, 0.94]]   # smpi/lat-factor and bw-factor
+      crosstraffic: false                              # acks take reverse bandwidth
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from commscope.errors import SimulateError
+from commscope.predict.model import ClusterModel
+from commscope.predict.model_yaml import parse_bandwidth, parse_latency
+
+# Used when neither the model nor a calibration gives a figure: a GigE-like NIC and a
+# node's memory copy rate (stated in every run's record, so nothing is hidden).
+DEFAULT_NIC_BPS = 125e6
+DEFAULT_NIC_LAT_S = 10e-6
+DEFAULT_MEMORY_BPS = 10e9
+DEFAULT_MEMORY_LAT_S = 0.2e-6
+
+_KEYS = ("calibrated_from", "nic", "memory", "switch_latency", "lat_factor", "bw_factor",
+         "crosstraffic", "eager_bytes")
+# Messages below this go eagerly, without waiting for the receive (as MPI's eager protocol:
+# Open MPI's TCP and shared-memory eager limits are 64 KiB). SMPI's default, 0, delays every
+# message until its receive is posted.
+DEFAULT_EAGER_BYTES = 65536
+# Parameters a sweep may vary: name -> (field, kind).
+SWEEPABLE = {
+    "nic_latency": ("nic_lat_s", "time"),
+    "nic_bandwidth": ("nic_bw_Bps", "rate"),
+    "memory_latency": ("memory_lat_s", "time"),
+    "memory_bandwidth": ("memory_bw_Bps", "rate"),
+    "switch_latency": ("switch_lat_s", "time"),
+}
+
+Factors = tuple[tuple[int, float], ...]
+
+
+@dataclass(frozen=True)
+class SimParams:
+    """Everything the platform and SMPI need beyond the model's shape.
+
+    Attributes:
+        nic_bw_Bps, nic_lat_s: each NIC link (one per node, each direction apart).
+        memory_bw_Bps, memory_lat_s: each node's memory link, shared by its ranks' transfers.
+        switch_lat_s: latency added once to every route between nodes.
+        lat_factor, bw_factor: SMPI's piecewise factors ((from size, factor), ...); empty means
+            SimGrid's own defaults (calibrated on TACC's Stampede), said in every run.
+        crosstraffic: whether acknowledgements take bandwidth in the reverse direction.
+        eager_bytes: messages smaller than this are sent without waiting for their receive.
+        calibrated_from: the measured run the factors come from, if any.
+        sources: where each link figure came from (calibration, model, default).
+    """
+
+    nic_bw_Bps: float
+    nic_lat_s: float
+    memory_bw_Bps: float
+    memory_lat_s: float
+    switch_lat_s: float = 0.0
+    lat_factor: Factors = ()
+    bw_factor: Factors = ()
+    crosstraffic: bool = False
+    eager_bytes: int = DEFAULT_EAGER_BYTES
+    calibrated_from: str | None = None
+    sources: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def calibrated(self) -> bool:
+        """True when the SMPI factors come from a measurement."""
+        return bool(self.lat_factor or self.bw_factor)
+
+    def with_value(self, name: str, text: str) -> SimParams:
+        """A copy with one sweepable parameter set from text such as ``80us`` or ``10Gbit/s``."""
+        if name not in SWEEPABLE:
+            raise SimulateError(f"--sweep {name}: not a model parameter; choose from "
+                                f"{', '.join(SWEEPABLE)}")
+        attr, kind = SWEEPABLE[name]
+        value = parse_latency(text) if kind == "time" else parse_bandwidth(text)
+        if value is None:
+            forms = "e.g. 80us, 0.4ms" if kind == "time" else "e.g. 1Gbit/s, 125MB/s"
+            raise SimulateError(f"--sweep {name}={text}: not a {kind}; use {forms}")
+        return dataclasses.replace(self, **{attr: value})
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict in bytes/s and seconds, for run records."""
+        return {"nic": {"bandwidth_Bps": self.nic_bw_Bps, "latency_s": self.nic_lat_s},
+                "memory": {"bandwidth_Bps": self.memory_bw_Bps, "latency_s": self.memory_lat_s},
+                "switch_latency_s": self.switch_lat_s,
+                "lat_factor": [list(f) for f in self.lat_factor],
+                "bw_factor": [list(f) for f in self.bw_factor],
+                "crosstraffic": self.crosstraffic, "eager_bytes": self.eager_bytes,
+                "calibrated_from": self.calibrated_from, "sources": dict(self.sources)}
+
+    def to_yaml(self) -> dict[str, Any]:
+        """The ``simulation:`` section of a model file."""
+        return {"calibrated_from": self.calibrated_from,
+                "nic": {"bandwidth": f"{self.nic_bw_Bps:.6g}B/s",
+                        "latency": f"{self.nic_lat_s * 1e6:.6g}us"},
+                "memory": {"bandwidth": f"{self.memory_bw_Bps:.6g}B/s",
+                           "latency": f"{self.memory_lat_s * 1e6:.6g}us"},
+                "switch_latency": f"{self.switch_lat_s * 1e6:.6g}us",
+                "lat_factor": [[int(s), round(float(f), 6)] for s, f in self.lat_factor],
+                "bw_factor": [[int(s), round(float(f), 6)] for s, f in self.bw_factor],
+                "crosstraffic": self.crosstraffic, "eager_bytes": self.eager_bytes}
+
+
+def _factors(value: Any, field: str, where: str) -> Factors:
+    bad = SimulateError(f"{where}: simulation.{field}: give a list of [from size, factor]"
+                        " pairs with sizes rising from 0 and factors > 0")
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise bad
+    out: list[tuple[int, float]] = []
+    for item in value:
+        if (not isinstance(item, list) or len(item) != 2 or isinstance(item[0], bool)
+                or not isinstance(item[0], int) or not isinstance(item[1], (int, float))
+                or item[1] <= 0):
+            raise bad
+        out.append((int(item[0]), float(item[1])))
+    sizes = [s for s, _ in out]
+    if out and (sizes[0] != 0 or sizes != sorted(set(sizes))):
+        raise bad
+    return tuple(out)
+
+
+def _link(value: Any, field: str, where: str) -> tuple[float | None, float | None]:
+    if value is None:
+        return None, None
+    if not isinstance(value, dict) or set(value) - {"bandwidth", "latency"}:
+        raise SimulateError(f"{where}: simulation.{field}: expected {{bandwidth: .., latency: ..}}")
+    bw = None if value.get("bandwidth") is None else parse_bandwidth(value["bandwidth"])
+    lat = None if value.get("latency") is None else parse_latency(value["latency"])
+    if value.get("bandwidth") is not None and bw is None:
+        raise SimulateError(f"{where}: simulation.{field}.bandwidth: {value['bandwidth']!r} is"
+                            " not a bandwidth; use e.g. 125MB/s or 1Gbit/s")
+    if value.get("latency") is not None and lat is None:
+        raise SimulateError(f"{where}: simulation.{field}.latency: {value['latency']!r} is not"
+                            " a latency; use e.g. 10us")
+    return bw, lat
+
+
+def params_for(model: ClusterModel, section: Any = None, where: str = "") -> SimParams:
+    """Simulation parameters of ``model``.
+
+    Each figure comes from the ``simulation:`` section, else the model's channels, else a
+    default; ``sources`` says which.
+    """
+    where = where or model.source or model.name
+    if section is None:
+        section = {}
+    if not isinstance(section, dict):
+        raise SimulateError(f"{where}: simulation: expected a mapping with keys "
+                            f"{', '.join(_KEYS)}")
+    unknown = sorted(set(section) - set(_KEYS))
+    if unknown:
+        raise SimulateError(f"{where}: simulation.{unknown[0]}: unknown field; expected one of"
+                            f" {', '.join(_KEYS)}")
+    sources: list[tuple[str, str]] = []
+
+    def pick(name: str, calibrated: float | None, nominal: float | None, default: float) -> float:
+        if calibrated is not None:
+            sources.append((name, "simulation section"))
+            return calibrated
+        if nominal is not None:
+            sources.append((name, "model channels"))
+            return nominal
+        sources.append((name, "default"))
+        return default
+
+    nic_bw, nic_lat = _link(section.get("nic"), "nic", where)
+    mem_bw, mem_lat = _link(section.get("memory"), "memory", where)
+    switch = section.get("switch_latency")
+    switch_s = 0.0 if switch is None else parse_latency(switch)
+    if switch_s is None:
+        raise SimulateError(f"{where}: simulation.switch_latency: {switch!r} is not a latency;"
+                            " use e.g. 80us")
+    cross = section.get("crosstraffic", False)
+    if not isinstance(cross, bool):
+        raise SimulateError(f"{where}: simulation.crosstraffic: give true or false")
+    eager = section.get("eager_bytes", DEFAULT_EAGER_BYTES)
+    if isinstance(eager, bool) or not isinstance(eager, int) or eager < 0:
+        raise SimulateError(f"{where}: simulation.eager_bytes: give a whole number of bytes")
+    return SimParams(
+        nic_bw_Bps=pick("nic bandwidth", nic_bw, model.nic.bandwidth_Bps, DEFAULT_NIC_BPS),
+        nic_lat_s=pick("nic latency", nic_lat, model.nic.latency_s, DEFAULT_NIC_LAT_S),
+        memory_bw_Bps=pick("memory bandwidth", mem_bw, model.memory.bandwidth_Bps,
+                           DEFAULT_MEMORY_BPS),
+        memory_lat_s=pick("memory latency", mem_lat, model.memory.latency_s,
+                          DEFAULT_MEMORY_LAT_S),
+        switch_lat_s=switch_s,
+        lat_factor=_factors(section.get("lat_factor"), "lat_factor", where),
+        bw_factor=_factors(section.get("bw_factor"), "bw_factor", where),
+        crosstraffic=cross,
+        eager_bytes=eager,
+        calibrated_from=None if section.get("calibrated_from") is None
+        else str(section["calibrated_from"]),
+        sources=tuple(sources),
+    )

@@ -1,0 +1,96 @@
+"""A SimGrid platform and hostfile from a cluster model and its simulation parameters.
+
+One host per node with one core per model core, so SMPI sees the ranks of a node as one node
+(MPI_Comm_split_type, processor names). Transfers between two ranks of a node take the node's
+own route to itself: its memory link, SHARED, so they contend with each other. (A
+``<cluster>``'s loopback is a FATPIPE in SimGrid 3.32 and would hide that contention.) A
+transfer between nodes crosses the sender's NIC going up, the fabric, the receiver's NIC going
+down; NICs are SPLITDUPLEX, so each direction has the full rate. With switches in the model,
+nodes behind different switches also cross both switches' uplinks and a core fabric. The
+socket interconnect is not modelled apart: a node's transfers all share its memory link.
+"""
+
+from __future__ import annotations
+
+import re
+from xml.sax.saxutils import quoteattr
+
+from commscope.errors import SimulateError
+from commscope.predict.model import ClusterModel
+from commscope.predict.placement import Placement
+from commscope.simulate.params import SimParams
+
+# The fabric itself never limits bandwidth; it carries the switch latency.
+FABRIC_BPS = 1e15
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+
+
+def _check_names(model: ClusterModel) -> None:
+    for name in model.node_names:
+        if not _SAFE_NAME.fullmatch(name):
+            raise SimulateError(f"{model.source or model.name}: node name {name!r}: SimGrid host"
+                                " names here may hold only letters, digits, '.', '_' and '-'")
+
+
+def _link(name: str, bw: float, lat: float, sharing: str) -> str:
+    return (f"    <link id={quoteattr(name)} bandwidth=\"{bw:.9g}Bps\" latency=\"{lat:.9g}s\""
+            f" sharing_policy=\"{sharing}\"/>\n")
+
+
+def _route(src: str, dst: str, links: list[tuple[str, str | None]]) -> str:
+    parts = "".join(
+        f"<link_ctn id={quoteattr(name)}" + (f" direction=\"{d}\"" if d else "") + "/>"
+        for name, d in links)
+    return (f"    <route src={quoteattr(src)} dst={quoteattr(dst)} symmetrical=\"NO\">"
+            f"{parts}</route>\n")
+
+
+def platform_xml(model: ClusterModel, params: SimParams) -> str:
+    """The SimGrid (platform version 4.1) description of ``model``."""
+    _check_names(model)
+    names = model.node_names
+    out = ["<?xml version='1.0'?>\n",
+           "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n",
+           "<platform version=\"4.1\">\n",
+           f"  <!-- {len(names)} nodes x {model.cores_per_node} cores, written by commscope -->\n",
+           "  <zone id=\"cluster\" routing=\"Full\">\n"]
+    for name in names:
+        out.append(f"    <host id={quoteattr(name)} speed=\"1Gf\""
+                   f" core=\"{model.cores_per_node}\"/>\n")
+    for name in names:
+        out.append(_link(f"{name}-memory", params.memory_bw_Bps, params.memory_lat_s, "SHARED"))
+        out.append(_link(f"{name}-nic", params.nic_bw_Bps, params.nic_lat_s, "SPLITDUPLEX"))
+    switch_of = model.switch_of
+    if model.switches:
+        for sw in model.switches:
+            up = sw.uplink
+            out.append(_link(f"{sw.name}-uplink", float(up.bandwidth_Bps or FABRIC_BPS),
+                             float(up.latency_s or 0.0), "SPLITDUPLEX"))
+            out.append(_link(f"{sw.name}-fabric", FABRIC_BPS, params.switch_lat_s, "FATPIPE"))
+        out.append(_link("core-fabric", FABRIC_BPS, params.switch_lat_s, "FATPIPE"))
+    else:
+        out.append(_link("fabric", FABRIC_BPS, params.switch_lat_s, "FATPIPE"))
+    for i, a in enumerate(names):
+        out.append(_route(a, a, [(f"{a}-memory", None)]))
+        for j, b in enumerate(names):
+            if i == j:
+                continue
+            links: list[tuple[str, str | None]] = [(f"{a}-nic", "UP")]
+            if not model.switches:
+                links.append(("fabric", None))
+            elif switch_of[i] == switch_of[j]:
+                links.append((f"{model.switches[switch_of[i]].name}-fabric", None))
+            else:
+                sa, sb = model.switches[switch_of[i]].name, model.switches[switch_of[j]].name
+                links += [(f"{sa}-fabric", None), (f"{sa}-uplink", "UP"), ("core-fabric", None),
+                          (f"{sb}-uplink", "DOWN"), (f"{sb}-fabric", None)]
+            links.append((f"{b}-nic", "DOWN"))
+            out.append(_route(a, b, links))
+    out.append("  </zone>\n</platform>\n")
+    return "".join(out)
+
+
+def hostfile(model: ClusterModel, placement: Placement) -> str:
+    """One line per rank: the host it runs on (smpirun fills ranks in line order)."""
+    _check_names(model)
+    return "".join(f"{model.node_names[int(n)]}\n" for n in placement.node)

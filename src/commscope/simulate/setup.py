@@ -1,0 +1,147 @@
+"""What a simulated run needs: its model and parameters, placement, request and model file."""
+
+from __future__ import annotations
+
+import copy
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from commscope.errors import SimulateError
+from commscope.predict.model import ClusterModel, Link
+from commscope.predict.model_yaml import load_document, model_from_dict
+from commscope.predict.placement import Placement, regular
+from commscope.simulate import platform, smpi
+from commscope.simulate.params import SimParams, params_for
+from commscope.store import RunInfo
+
+STAMPEDE_NOTE = ("uncalibrated: SimGrid's default SMPI factors (calibrated on TACC's Stampede)"
+                 " are in use; run 'commscope simulate calibrate RUN' for this cluster's own")
+
+
+def load(path: str | Path) -> tuple[ClusterModel, SimParams]:
+    """A model file and its simulation parameters (one-line errors naming file and field)."""
+    data = load_document(path)
+    model = model_from_dict(data, str(path))
+    return model, params_for(model, data.get("simulation"), str(path))
+
+
+def model_of_run(info: RunInfo) -> ClusterModel:
+    """The cluster a measured run ran on.
+
+    Its nodes and ranks per node, and the virtual cluster's link rate when it ran there.
+    """
+    header = info.header or {}
+    ranks = header.get("ranks") or []
+    if not ranks:
+        raise SimulateError(f"run {info.id} has no engine header (it never started); give"
+                            " --cluster FILE instead")
+    names: list[str] = []
+    for r in ranks:
+        if r["node"] not in names:
+            names.append(str(r["node"]))
+    per_node = max(sum(1 for r in ranks if r["node"] == n) for n in names)
+    nic = Link()
+    vc = info.request.get("vcluster")
+    if vc and vc.get("rate"):
+        from commscope.vcluster.model import parse_rate
+
+        nic = Link(bandwidth_Bps=parse_rate(vc["rate"]) / 8.0)
+    source = f"run {info.id}" + (f" on the virtual cluster at {vc['rate']}" if vc else "")
+    return ClusterModel(name=f"run{info.id}", node_names=tuple(names), sockets=1,
+                        cores=per_node, nic=nic, source=source)
+
+
+def placement_of_run(model: ClusterModel, info: RunInfo) -> Placement:
+    """The measured run's placement: nodes used, ranks per node, block or cyclic order."""
+    ranks = (info.header or {}).get("ranks") or []
+    index = {n: i for i, n in enumerate(model.node_names)}
+    order = [index.get(str(r["node"])) for r in ranks]
+    if any(i is None for i in order):
+        raise SimulateError(f"run {info.id} ran on nodes the model does not have; give a model"
+                            " whose node names match the run's (commscope show RUN)")
+    nodes = len(set(order))
+    per_node = len(order) // nodes
+    cyclic = len(order) > 1 and order[0] != order[1] and per_node > 1
+    return regular(model, nodes, per_node, "cyclic" if cyclic else "block")
+
+
+def simulated_request(base: dict[str, Any], model: ClusterModel, params: SimParams,
+                      placement: Placement, extra_cfg: list[str], neutral: bool = False
+                      ) -> dict[str, Any]:
+    """The request of a simulated run: ``base``'s benchmark on ``placement`` of ``model``.
+
+    Clocks and pinning mean nothing in a simulation: the timer is MPI_Wtime (SMPI's
+    simulated clock), ranks are not pinned, and result checks are refused (buffers shared).
+    """
+    if base["benchmark"] in ("tcp", "node"):
+        raise SimulateError(f"{base['benchmark']}: only MPI benchmarks (all, p2p, coll,"
+                            " contention) run under SMPI")
+    engine = dict(base["engine"])
+    if engine.get("check"):
+        raise SimulateError("--check: simulated ranks share their buffers, so results cannot"
+                            " be checked; leave --check out")
+    engine.update({"timer": "mpi_wtime", "pin": 0})
+    if engine.get("sync") == "drift":
+        engine["sync"] = "linear"  # one simulated clock: there is no drift to fit
+    if engine.get("pairs") not in (None, "auto"):
+        engine["pairs"] = ",".join(p for p in str(engine["pairs"]).split(",")
+                                   if p in ("intra-node", "inter-node")) or "auto"
+    config = smpi.config(params, list(extra_cfg) + (smpi.neutral_factors() if neutral else []))
+    request = copy.deepcopy(base)
+    request.pop("vcluster", None)
+    request.update({"mpi": "simgrid", "launcher": "smpirun", "np": placement.p, "engine": engine})
+    request["simulate"] = {
+        "np": placement.p, "simgrid": smpi.version(), "config": config,
+        "model": model.to_json(), "params": params.to_json(),
+        "placement": placement.to_json(model),
+        "factors": "neutral (0:1)" if neutral else (
+            f"calibrated from {params.calibrated_from}" if params.calibrated else STAMPEDE_NOTE),
+        "platform_xml": platform.platform_xml(model, params),
+        "hostfile": platform.hostfile(model, placement),
+    }
+    return request
+
+
+def model_document(model: ClusterModel, params: SimParams) -> dict[str, Any]:
+    """A model file's content (readable by ``predict.load_model``) with ``simulation:``."""
+    def link(ch: Link) -> dict[str, Any] | None:
+        d = {}
+        if ch.bandwidth_Bps:
+            d["bandwidth"] = f"{ch.bandwidth_Bps:.6g}B/s"
+        if ch.latency_s is not None:
+            d["latency"] = f"{ch.latency_s * 1e6:.6g}us"
+        return d or None
+
+    doc: dict[str, Any] = {"name": model.name, "nodes": list(model.node_names),
+                           "sockets": model.sockets, "cores": model.cores}
+    channels = {k: link(v) for k, v in (("memory", model.memory), ("socket", model.socket_link),
+                                        ("nic", model.nic))}
+    channels = {k: v for k, v in channels.items() if v}
+    if channels:
+        doc["channels"] = channels
+    if model.switches:
+        doc["switches"] = [{"name": sw.name, "nodes": list(sw.nodes),
+                            "uplink": link(sw.uplink)} for sw in model.switches]
+    doc["simulation"] = params.to_yaml()
+    return doc
+
+
+def write_model(path: str | Path, model: ClusterModel, params: SimParams) -> None:
+    """Write the model file atomically: a failed write leaves the old file whole."""
+    path = Path(path)
+    text = ("# Cluster model for commscope predict and simulate; 'simulation' written by\n"
+            "# commscope simulate calibrate.\n"
+            + yaml.safe_dump(model_document(model, params), sort_keys=False,
+                             default_flow_style=None))
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent or Path(".")))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        raise SimulateError(f"{path}: cannot write the model ({err.strerror})") from None

@@ -1,0 +1,124 @@
+"""SimGrid's tools, the engine built for SMPI, and the smpirun job of a simulated run."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from commscope import engine
+from commscope.errors import SimulateError
+from commscope.launch import Job
+from commscope.mpi import MPIInstall
+from commscope.simulate.params import SimParams
+
+INSTALL_HINT = "install SimGrid (Debian: apt-get install libsimgrid-dev)"
+ENGINE_NAME = "commscope-engine"
+
+# Collective algorithms chosen explicitly: SimGrid's default selector picks algorithms that
+# abort for some rank counts (its "pair" all-to-all needs a power of two). Open MPI's decision
+# logic, with a linear all-to-all (one batch of Isend/Irecv, as the prediction's block = p).
+COLLECTIVES = ("smpi/coll-selector:ompi", "smpi/alltoall:basic_linear")
+BASE_CONFIG = (
+    # Communication only: the engine's own CPU time between MPI calls costs nothing.
+    "smpi/simulate-computation:no",
+    # All ranks share buffers mapped block by block; big blocks keep large runs under the
+    # kernel's map count limit (vm.max_map_count).
+    "smpi/shared-malloc-blocksize:268435456",
+)
+
+
+def tools() -> tuple[str, str]:
+    """Paths of smpicc and smpirun."""
+    cc, run = shutil.which("smpicc"), shutil.which("smpirun")
+    if not cc or not run:
+        raise SimulateError(f"smpicc and smpirun are not on PATH; {INSTALL_HINT}")
+    return cc, run
+
+
+def version() -> str:
+    """SimGrid's version, e.g. ``3.32``."""
+    _, run = tools()
+    try:
+        out = subprocess.run([run, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise SimulateError(f"{run} -version failed; {INSTALL_HINT}") from err
+    m = re.search(r"SimGrid version (\S+)", out.stdout + out.stderr)
+    if not m:
+        raise SimulateError(f"{run} -version did not name a SimGrid version; {INSTALL_HINT}")
+    return m.group(1)
+
+
+def install() -> MPIInstall:
+    """SimGrid as the MPI a simulated run records."""
+    cc, run = tools()
+    return MPIInstall("simgrid", "simgrid", version(), cc, run)
+
+
+def engine_path() -> Path:
+    """The engine built with smpicc from these sources (built once, then cached)."""
+    cc, _ = tools()
+    src = engine.engine_sources()
+    sources = sorted((src / "src").glob("*.c")) + sorted((src / "src" / "ops").glob("*.c"))
+    digest = hashlib.sha256(f"{version()}:{engine.sources_digest()}".encode()).hexdigest()[:12]
+    dest = engine.cache_dir() / f"simgrid-{version()}-{digest}"
+    path = dest / ENGINE_NAME
+    if path.is_file():
+        return path
+    dest.mkdir(parents=True, exist_ok=True)
+    tmp = dest / f".{ENGINE_NAME}.{os.getpid()}"
+    argv = [cc, "-O2", "-std=c11", "-D_GNU_SOURCE", "-DCS_SIMULATED=1",
+            "-I", str(src / "include"), *map(str, sources), "-lm", "-o", str(tmp)]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise SimulateError(f"building the engine with {cc} failed; {INSTALL_HINT}") from err
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SimulateError(f"building the engine with {cc} failed: {last}")
+    tmp.replace(path)  # atomic: a concurrent build never sees half a binary
+    return path
+
+
+def config(params: SimParams, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Every SimGrid option of a run (name:value), in the order given to smpirun."""
+    cfg = list(BASE_CONFIG) + list(COLLECTIVES)
+    if params.lat_factor:
+        cfg.append("smpi/lat-factor:" + ";".join(f"{s}:{f:.9g}" for s, f in params.lat_factor))
+    if params.bw_factor:
+        cfg.append("smpi/bw-factor:" + ";".join(f"{s}:{f:.9g}" for s, f in params.bw_factor))
+    cfg.append(f"network/crosstraffic:{1 if params.crosstraffic else 0}")
+    cfg += [f"smpi/async-small-thresh:{params.eager_bytes}",
+            f"smpi/send-is-detached-thresh:{params.eager_bytes}"]
+    for item in extra:
+        if ":" not in item or item.startswith(":"):
+            raise SimulateError(f"--smpi-cfg {item}: give NAME:VALUE, e.g."
+                                " smpi/bcast:binomial_tree")
+    # Later options win in SimGrid, so the user's extras come last.
+    return cfg + list(extra)
+
+
+def neutral_factors() -> list[str]:
+    """Options that make SMPI's time exactly latency + size / bandwidth (no factors)."""
+    return ["smpi/bw-factor:0:1", "smpi/lat-factor:0:1"]
+
+
+def job(sim: dict[str, Any], program: list[str], workdir: Path) -> Job:
+    """The smpirun job of a simulated run whose files are in ``workdir``."""
+    _, run = tools()
+    argv = [run, "-np", str(sim["np"]), "-platform", str(workdir / "platform.xml"),
+            "-hostfile", str(workdir / "hostfile"), "--log=root.thres:warning",
+            *[f"--cfg={c}" for c in sim["config"]], *program]
+    # smpirun's -tmpdir option is broken in 3.32; TMPDIR works.
+    return Job(argv, {"TMPDIR": str(workdir)})
+
+
+def job_in(sim: dict[str, Any], program: list[str], workdir: Path) -> Job:
+    """Write the recorded platform and hostfile into ``workdir``; return the smpirun job."""
+    (workdir / "platform.xml").write_text(sim["platform_xml"], "utf-8")
+    (workdir / "hostfile").write_text(sim["hostfile"], "utf-8")
+    return job(sim, program, workdir)

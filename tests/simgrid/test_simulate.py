@@ -1,0 +1,189 @@
+"""`commscope simulate` under real SimGrid SMPI: the engine built with smpicc, run on a
+platform written from a cluster model, calibrated against a measured curve, validated."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from commscope.records import parse_record
+from commscope.sizes import netpipe_schedule
+from commscope.store import Store
+from tests.conftest import CLI, need
+
+pytestmark = pytest.mark.simgrid
+
+GIGE = 125e6
+
+
+@pytest.fixture(autouse=True)
+def simgrid() -> None:
+    need(shutil.which("smpicc") is not None and shutil.which("smpirun") is not None,
+         "SimGrid's smpicc and smpirun (apt-get install libsimgrid-dev)")
+
+
+def model(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(text)
+    return path
+
+
+def one_way(cli: CLI, run: int) -> dict[tuple[str, int], float]:
+    with Store.open(cli.store) as store:
+        return {(p.pair, p.bytes): p.median_s for p in store.points(run)
+                if p.op == "pingpong"}
+
+
+def test_neutral_pingpong_is_latency_plus_size_over_bandwidth(cli: CLI, tmp_path: Path) -> None:
+    # Two links of 40 us on the route, 125 MB/s: below the eager limit one message takes
+    # exactly 80 us + m / B; above it the engine's control message between samples makes the
+    # receiver post late, which SMPI (as a rendezvous) charges one more route latency per
+    # sample of one message. SMPI's own per-call costs add ~0.2 us (hence 0.5 %).
+    path = model(tmp_path, "nodes: 2\nsockets: 1\ncores: 2\n"
+                 "channels: {nic: {bandwidth: 125MB/s, latency: 40us}}\n")
+    out = cli("simulate", "run", "--cluster", str(path), "--neutral", "--json", "--",
+              "p2p", "--ops", "pingpong", "--sizes", "0,1024,16384,262144", check=True)
+    run = json.loads(out.stdout)["run"]
+    times = one_way(cli, run)
+    for size in (0, 1024, 16384):
+        assert times[("inter-node", size)] == pytest.approx(80e-6 + size / GIGE, rel=5e-3)
+    assert times[("inter-node", 262144)] == pytest.approx(120e-6 + 262144 / GIGE, rel=5e-3)
+    runs = {r["id"]: r for r in json.loads(cli("runs", "--json", check=True).stdout)}
+    assert runs[run]["mpi"].startswith("simgrid-")
+    with Store.open(cli.store) as store:
+        sim = store.get_run(run).request["simulate"]
+    assert "<route src=\"node0\" dst=\"node1\"" in sim["platform_xml"]
+    assert "smpi/bw-factor:0:1" in sim["config"] and sim["factors"] == "neutral (0:1)"
+    assert sim["hostfile"].splitlines() == ["node0", "node1"]
+
+
+def test_ranks_of_a_node_share_its_memory_link(cli: CLI, tmp_path: Path) -> None:
+    # One node, four ranks: the contention benchmark's two simultaneous pairs each get half
+    # of the node's 1 GB/s memory link (SHARED), so t(m, 2) = 2 t(m, 1).
+    path = model(tmp_path, "nodes: 1\nsockets: 1\ncores: 4\n"
+                 "channels: {memory: {bandwidth: 1GB/s, latency: 0us}}\n")
+    out = cli("simulate", "run", "--cluster", str(path), "--nodes", "1", "--ranks-per-node",
+              "4", "--neutral", "--json", "--", "contention", "--sizes", "1MiB",
+              "--levels", "memory", "--reps", "1", "--nruns", "2", check=True)
+    run = json.loads(out.stdout)["run"]
+    with Store.open(cli.store) as store:
+        cells = {c.cf: c for c in store.contentions(run)}
+    assert set(cells) >= {1, 2}
+    t1 = max(max(s) for s in cells[1].samples_s)
+    t2 = max(max(s) for s in cells[2].samples_s)
+    assert t2 / t1 == pytest.approx(2.0, rel=0.02)
+
+
+def measured_run(store_path: Path, time_of) -> int:
+    """A stored 'measured' ping-pong run between two nodes whose times follow ``time_of``."""
+    sizes = netpipe_schedule(1 << 22, 3)
+    ranks = [{"rank": r, "node": n, "node_index": i, "socket": -1, "cpu": r, "pid": 100 + r,
+              "affinity": [r]} for r, (n, i) in enumerate([("a", 0), ("a", 0), ("b", 1),
+                                                          ("b", 1)])]
+    header = {"type": "header", "schema_version": 1, "engine_version": "0.1.0",
+              "mpi": {"library_version": "Open MPI v4.1.4, package: Debian", "standard": "3.1"},
+              "nranks": 4, "ranks": ranks, "socket_source": "sysfs",
+              "timer": {"name": "monotonic_raw", "resolution_s": 1e-9, "overhead_s": 2e-8,
+                        "frequency_hz": None},
+              "pairs": [{"label": "intra-node", "ranks": [0, 1]},
+                        {"label": "inter-node", "ranks": [0, 2]}],
+              "options": {"ops": "pingpong"}, "started_unix": 1.0}
+    request = {"benchmark": "p2p", "mpi": "openmpi", "np": 4, "launcher": "auto",
+               "timeout_s": 600, "confidence": 0.95,
+               "engine": {"ops": "pingpong", "timer": "monotonic_raw", "sizes": sizes,
+                          "pairs": "auto", "window": 64, "warmup": 2, "min_samples": 3,
+                          "max_samples": 20, "target_rse": 0.01, "point_budget_s": 0.25},
+               "vcluster": {"nodes": 2, "ranks_per_node": 2, "rate": "1gbit",
+                            "subnet": "10.0.0.0/24"}}
+    with Store.open(store_path) as store:
+        run = store.create_run("p2p", "measured", "openmpi-4.1.4", "mpirun", 4, request)
+        seg = store.start_segment(run, ["mpirun"])
+        store.set_header(run, seg, parse_record(json.dumps(header), "test"))
+        for pair, ab in (("intra-node", [0, 1]), ("inter-node", [0, 2])):
+            for m in sizes:
+                t = time_of(pair, m)
+                rec = {"type": "point", "op": "pingpong", "pair": pair, "ranks": ab,
+                       "bytes": m, "bytes_per_sample": m, "iters_per_sample": 1, "warmup": 2,
+                       "samples_s": [t] * 5, "stop": "rse"}
+                store.add_point(run, seg, parse_record(json.dumps(rec), "test"))
+        store.finish_segment(seg, "complete", None)
+        store.set_run_status(run, "complete")
+    return run
+
+
+def test_calibrated_model_reproduces_a_measured_curve(cli: CLI, tmp_path: Path) -> None:
+    # A curve no neutral model gives: TCP-like, 30 us + m / 110 MB/s between nodes with a
+    # rendezvous step of 25 us from 64 KiB, and 3 us + m / 4 GB/s within a node.
+    def time_of(pair: str, m: int) -> float:
+        if pair == "inter-node":
+            return 30e-6 + m / 110e6 + (25e-6 if m >= 65536 else 0.0)
+        return 3e-6 + m / 4e9
+
+    run = measured_run(cli.store, time_of)
+    out_model = tmp_path / "calibrated.yaml"
+    cal = cli("simulate", "calibrate", str(run), "-o", str(out_model), "--json", check=True)
+    params = json.loads(cal.stdout)["params"]
+    assert params["nic"]["bandwidth_Bps"] == GIGE  # the virtual cluster's nominal 1gbit
+    assert params["calibrated_from"].startswith(f"run {run}")
+    text = out_model.read_text()
+    assert "simulation:" in text and "lat_factor:" in text
+    val = cli("simulate", "validate", str(run), "--cluster", str(out_model), "--min-size",
+              "1KiB", "--json", check=True)
+    result = json.loads(val.stdout)
+    inter = sorted(abs(p["error"]) for p in result["points"] if p["where"] == "inter-node")
+    assert len(inter) > 20
+    median, p90 = inter[len(inter) // 2], inter[int(0.9 * len(inter)) - 1]
+    print(f"calibrated on a synthetic curve: median |err| {median:.3%}, p90 {p90:.3%}")
+    assert median <= 0.03 and p90 <= 0.10
+
+
+def test_sweep_reports_what_a_parameter_moves(cli: CLI, tmp_path: Path) -> None:
+    path = model(tmp_path, "nodes: 2\nsockets: 1\ncores: 1\n"
+                 "channels: {nic: {bandwidth: 125MB/s, latency: 10us}}\n")
+    out = cli("simulate", "run", "--cluster", str(path), "--neutral", "--json",
+              "--sweep", "nic_latency=10us,100us", "--", "p2p", "--ops", "pingpong",
+              "--sizes", "8,4MiB", check=True)
+    data = json.loads(out.stdout)
+    assert data["labels"] == ["nic_latency=10us", "nic_latency=100us"]
+    change = {(p["key"][2], p["key"][3]): p["change"] for p in data["points"]}
+    # Small messages are latency-bound: ~9x slower; 4 MiB barely moves (<1 %).
+    assert change[("inter-node", 8)] > 5
+    assert abs(change[("inter-node", 4 << 20)]) < 0.01
+
+
+def test_bad_inputs_fail_with_one_line(cli: CLI, tmp_path: Path) -> None:
+    path = model(tmp_path, "nodes: 2\nsockets: 1\ncores: 1\nsimulation: {lat_factor: 3}\n")
+    out = cli("simulate", "run", "--cluster", str(path), "--", "p2p")
+    assert out.returncode != 0
+    assert "simulation.lat_factor" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    good = model(tmp_path, "nodes: 2\nsockets: 1\ncores: 1\n")
+    out = cli("simulate", "run", "--cluster", str(good), "--sweep", "colour=red", "--", "p2p")
+    assert out.returncode != 0 and "--sweep colour" in out.stderr
+    out = cli("simulate", "run", "--cluster", str(good), "--", "tcp")
+    assert out.returncode != 0 and "only MPI benchmarks" in out.stderr
+    assert not cli.store.exists() or json.loads(cli("runs", "--json").stdout) == []
+
+
+def test_192_rank_alltoall_equals_the_contention_oracle(cli: CLI, tmp_path: Path) -> None:
+    # 16 nodes x 12 cores on GigE NICs, free memory links, neutral factors: each node sends
+    # 12 x 180 MiB out through its NIC, so the linear all-to-all takes exactly that / B, the
+    # count the prediction's oracle (tests/simgrid/test_predict_oracle.py) gives.
+    path = model(tmp_path, "nodes: 16\nsockets: 1\ncores: 12\nchannels: {nic: {bandwidth:"
+                 " 125MB/s, latency: 0us}, memory: {bandwidth: 1e15, latency: 0us}}\n")
+    out = cli("simulate", "run", "--cluster", str(path), "--nodes", "16", "--ranks-per-node",
+              "12", "--neutral", "--", "coll", "--ops", "alltoall", "--sizes", "1MiB",
+              "--k0", "1", "--k", "1", "--max-launches", "1", timeout=1200, check=True)
+    print(out.stdout)
+    with Store.open(cli.store) as store:
+        [run] = store.list_runs()
+        [coll] = store.colls(run.id)
+        [seg] = store.segments(run.id)
+    want = 12 * 180 * (1 << 20) / GIGE
+    assert coll.nranks == 192 and coll.times_s[0] == pytest.approx(want, rel=0.01)
+    wall = seg.ended_unix - seg.started_unix
+    print(f"192-rank all-to-all at 1 MiB: simulated {coll.times_s[0]:.4f} s (oracle {want:.4f}"
+          f" s), wall {wall:.1f} s")
+    assert "wall" in out.stdout
