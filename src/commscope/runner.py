@@ -201,6 +201,8 @@ def run(
     result = None
     try:
         result = launch.run_streaming(job, on_line, float(request.get("timeout_s", 3600)))
+        if workdir is not None and result.returncode == 0:
+            smpi.keep_trace_results(request["simulate"], workdir, store, run_id)
     finally:
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)

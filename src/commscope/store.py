@@ -249,6 +249,19 @@ class Store:
             if cur.rowcount == 0:
                 raise self._missing_run(run_id)
 
+    def set_run_data(self, run_id: int, kind: str, data: Any) -> None:
+        """Keep derived data of ``kind`` with a run (replacing what was there)."""
+        self._require_run(run_id)
+        with self._write(f"store the run's {kind}") as c:
+            c.execute("INSERT OR REPLACE INTO run_data (run_id, kind, data_json) VALUES (?, ?, ?)",
+                      (run_id, kind, json.dumps(data)))
+
+    def run_data(self, run_id: int, kind: str) -> Any:
+        """The run's derived data of ``kind``; None when there is none."""
+        row = self._conn.execute("SELECT data_json FROM run_data WHERE run_id = ? AND kind = ?",
+                                 (run_id, kind)).fetchone()
+        return None if row is None else json.loads(row[0])
+
     def resolve_run(self, ref: str) -> int:
         """Turn "latest" or a run id typed by the user into an existing run id.
 

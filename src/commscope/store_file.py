@@ -20,6 +20,11 @@ SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 5000
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
+# Derived data kept with a run (e.g. a simulated run's network load), one JSON per kind.
+RUN_DATA_TABLE = """CREATE TABLE IF NOT EXISTS run_data (
+        run_id INTEGER REFERENCES runs(id), kind TEXT, data_json TEXT,
+        UNIQUE (run_id, kind))"""
+
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
     """CREATE TABLE IF NOT EXISTS runs (
@@ -37,6 +42,7 @@ _TABLES = (
         n_samples INTEGER, median_s REAL, record_json TEXT,
         UNIQUE (run_id, op, pair, bytes))""",
     "CREATE INDEX IF NOT EXISTS points_key ON points (run_id, op, pair, bytes)",
+    RUN_DATA_TABLE,
 )
 
 
@@ -166,3 +172,7 @@ def _add_missing_columns(conn: sqlite3.Connection, path: Path) -> None:
     if "end_json" not in have:
         with write_transaction(conn, path, "add the segments.end_json column") as c:
             c.execute("ALTER TABLE segments ADD COLUMN end_json TEXT")
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "run_data" not in tables:  # added within schema version 1
+        with write_transaction(conn, path, "add the run_data table") as c:
+            c.execute(RUN_DATA_TABLE)

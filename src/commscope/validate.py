@@ -29,6 +29,8 @@ class TimerVerdict:
     timer: str
     sync: str
     run_id: int
+    # Medians of the valid launches: a launch stretched by a preempted rank is not a timer
+    # error, and on a shared machine one such stage can move the trimmed mean by a microsecond.
     null_s: float  # WaitPatternNull, true time 0
     up_s: float  # WaitPatternUp, true time up_true_s
     up_true_s: float
@@ -72,16 +74,16 @@ def check_timer(store: Store, mpi: MPIInstall, np_: int, timer: str, sync: str,
     clock_error = max(errors, default=0.0)
     true_up = np_ * 1e-6
     problems = []
-    if not abs(null.time_s) <= tolerance_s:
-        problems.append(f"WaitPatternNull {null.time_s * 1e6:.2f} us, not 0")
-    if not abs(up.time_s - true_up) <= tolerance_s:
-        problems.append(f"WaitPatternUp {up.time_s * 1e6:.2f} us, not {true_up * 1e6:.0f}")
+    if not abs(null.median_s) <= tolerance_s:
+        problems.append(f"WaitPatternNull {null.median_s * 1e6:.2f} us, not 0")
+    if not abs(up.median_s - true_up) <= tolerance_s:
+        problems.append(f"WaitPatternUp {up.median_s * 1e6:.2f} us, not {true_up * 1e6:.0f}")
     if clock_error > tolerance_s:
         problems.append(f"clock drifted {clock_error * 1e6:.2f} us during the run")
     if share < 0.5:
         problems.append(f"only {share:.0%} of launches valid")
     reason = "; ".join(problems) if problems else f"within {tolerance_s * 1e6:g} us"
-    return TimerVerdict(timer, sync, run_id, null.time_s, up.time_s, true_up, share, clock_error,
+    return TimerVerdict(timer, sync, run_id, null.median_s, up.median_s, true_up, share, clock_error,
                         not problems, reason)
 
 

@@ -61,6 +61,8 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
                      help="extra SimGrid option, e.g. smpi/bcast:binomial_tree (repeatable)")
     run.add_argument("--neutral", action="store_true",
                      help="no SMPI factors: time = latency + size / bandwidth exactly")
+    run.add_argument("--netload", action="store_true",
+                     help="trace the run and keep bytes, messages and Mbit/s per link")
     common.option(run, "--label", help="a name for the run (sweeps add NAME=VALUE)")
     run.add_argument("--json", action="store_true", help="print the outcome as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -141,7 +143,7 @@ def _run(args: argparse.Namespace) -> int:
     with common.open_store(args) as store:
         for tag, p in _sweeps(args.sweep, params):
             request = setup.simulated_request(base, model, p, placement, args.smpi_cfg,
-                                              args.neutral)
+                                              args.neutral, args.netload)
             label = " ".join(x for x in (args.label, tag) if x) or None
             if not (args.json or args.quiet):
                 common.console(stderr=True).print(
@@ -154,7 +156,13 @@ def _run(args: argparse.Namespace) -> int:
             rid = runs[0]
             outcome = runner.Outcome(rid, len(store.measured_keys(rid)),
                                      len(store.measured_keys(rid)))
+            load = store.run_data(rid, "netload")
+            if args.json and load is not None:
+                common.print_json({"run": rid, "netload": load})
+                return 0
             status = run_cmd.show_outcome(args, store, rid, request, outcome, None)
+            if load is not None:
+                _netload_table(load)
             if not args.json:
                 seg = store.segments(rid)[-1]
                 wall = (seg.ended_unix or seg.started_unix) - seg.started_unix
@@ -182,6 +190,18 @@ def _run(args: argparse.Namespace) -> int:
     out.print(f"runs {', '.join(map(str, runs))}; overlay them with 'commscope compare "
               f"{' '.join(map(str, runs))}'")
     return 0
+
+
+def _netload_table(load: dict[str, Any]) -> None:
+    table = Table(title=f"network load over {load['duration_s']:.6g} s simulated")
+    for col in ("link", "MB", "messages", "mean message (B)", "average Mbit/s"):
+        table.add_column(col, justify="right")
+    for x in load["links"]:
+        mean = x["mean_message_bytes"]
+        table.add_row(x["link"], f"{x['bytes'] / 1e6:.3f}", str(x["messages"]),
+                      "" if mean is None else f"{mean:.0f}",
+                      "" if x["mbit_per_s"] is None else f"{x['mbit_per_s']:.1f}")
+    common.console().print(table)
 
 
 def _key_text(key: agreement.Key) -> str:

@@ -5,9 +5,11 @@ One host per node with one core per model core, so SMPI sees the ranks of a node
 own route to itself: its memory link, SHARED, so they contend with each other. (A
 ``<cluster>``'s loopback is a FATPIPE in SimGrid 3.32 and would hide that contention.) A
 transfer between nodes crosses the sender's NIC going up, the fabric, the receiver's NIC going
-down; NICs are SPLITDUPLEX, so each direction has the full rate. With switches in the model,
-nodes behind different switches also cross both switches' uplinks and a core fabric. The
-socket interconnect is not modelled apart: a node's transfers all share its memory link.
+down. A NIC is two links, one per direction, so each direction has the full rate (what
+SPLITDUPLEX means; SimGrid 3.32's tracing aborts on SPLITDUPLEX links, and the network load
+needs the trace). With switches in the model, nodes behind different switches also cross both
+switches' uplinks and a core fabric. The socket interconnect is not modelled apart: a node's
+transfers all share its memory link.
 """
 
 from __future__ import annotations
@@ -37,12 +39,29 @@ def _link(name: str, bw: float, lat: float, sharing: str) -> str:
             f" sharing_policy=\"{sharing}\"/>\n")
 
 
-def _route(src: str, dst: str, links: list[tuple[str, str | None]]) -> str:
-    parts = "".join(
-        f"<link_ctn id={quoteattr(name)}" + (f" direction=\"{d}\"" if d else "") + "/>"
-        for name, d in links)
+def _route(src: str, dst: str, links: list[str]) -> str:
+    parts = "".join(f"<link_ctn id={quoteattr(name)}/>" for name in links)
     return (f"    <route src={quoteattr(src)} dst={quoteattr(dst)} symmetrical=\"NO\">"
             f"{parts}</route>\n")
+
+
+def route_links(model: ClusterModel, i: int, j: int) -> list[str]:
+    """Names of the links a transfer from node ``i`` to node ``j`` crosses, in order."""
+    names = model.node_names
+    if i == j:
+        return [f"{names[i]}-memory"]
+    links = [f"{names[i]}-nic-up"]
+    if not model.switches:
+        links.append("fabric")
+    elif model.switch_of[i] == model.switch_of[j]:
+        links.append(f"{model.switches[model.switch_of[i]].name}-fabric")
+    else:
+        sa = model.switches[model.switch_of[i]].name
+        sb = model.switches[model.switch_of[j]].name
+        links += [f"{sa}-fabric", f"{sa}-uplink-up", "core-fabric", f"{sb}-uplink-down",
+                  f"{sb}-fabric"]
+    links.append(f"{names[j]}-nic-down")
+    return links
 
 
 def platform_xml(model: ClusterModel, params: SimParams) -> str:
@@ -59,33 +78,21 @@ def platform_xml(model: ClusterModel, params: SimParams) -> str:
                    f" core=\"{model.cores_per_node}\"/>\n")
     for name in names:
         out.append(_link(f"{name}-memory", params.memory_bw_Bps, params.memory_lat_s, "SHARED"))
-        out.append(_link(f"{name}-nic", params.nic_bw_Bps, params.nic_lat_s, "SPLITDUPLEX"))
-    switch_of = model.switch_of
+        for way in ("up", "down"):
+            out.append(_link(f"{name}-nic-{way}", params.nic_bw_Bps, params.nic_lat_s, "SHARED"))
     if model.switches:
         for sw in model.switches:
             up = sw.uplink
-            out.append(_link(f"{sw.name}-uplink", float(up.bandwidth_Bps or FABRIC_BPS),
-                             float(up.latency_s or 0.0), "SPLITDUPLEX"))
+            for way in ("up", "down"):
+                out.append(_link(f"{sw.name}-uplink-{way}", float(up.bandwidth_Bps or FABRIC_BPS),
+                                 float(up.latency_s or 0.0), "SHARED"))
             out.append(_link(f"{sw.name}-fabric", FABRIC_BPS, params.switch_lat_s, "FATPIPE"))
         out.append(_link("core-fabric", FABRIC_BPS, params.switch_lat_s, "FATPIPE"))
     else:
         out.append(_link("fabric", FABRIC_BPS, params.switch_lat_s, "FATPIPE"))
     for i, a in enumerate(names):
-        out.append(_route(a, a, [(f"{a}-memory", None)]))
         for j, b in enumerate(names):
-            if i == j:
-                continue
-            links: list[tuple[str, str | None]] = [(f"{a}-nic", "UP")]
-            if not model.switches:
-                links.append(("fabric", None))
-            elif switch_of[i] == switch_of[j]:
-                links.append((f"{model.switches[switch_of[i]].name}-fabric", None))
-            else:
-                sa, sb = model.switches[switch_of[i]].name, model.switches[switch_of[j]].name
-                links += [(f"{sa}-fabric", None), (f"{sa}-uplink", "UP"), ("core-fabric", None),
-                          (f"{sb}-uplink", "DOWN"), (f"{sb}-fabric", None)]
-            links.append((f"{b}-nic", "DOWN"))
-            out.append(_route(a, b, links))
+            out.append(_route(a, b, route_links(model, i, j)))
     out.append("  </zone>\n</platform>\n")
     return "".join(out)
 

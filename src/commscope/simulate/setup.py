@@ -70,8 +70,8 @@ def placement_of_run(model: ClusterModel, info: RunInfo) -> Placement:
 
 
 def simulated_request(base: dict[str, Any], model: ClusterModel, params: SimParams,
-                      placement: Placement, extra_cfg: list[str], neutral: bool = False
-                      ) -> dict[str, Any]:
+                      placement: Placement, extra_cfg: list[str], neutral: bool = False,
+                      netload: bool = False) -> dict[str, Any]:
     """The request of a simulated run: ``base``'s benchmark on ``placement`` of ``model``.
 
     Clocks and pinning mean nothing in a simulation: the timer is MPI_Wtime (SMPI's
@@ -97,6 +97,8 @@ def simulated_request(base: dict[str, Any], model: ClusterModel, params: SimPara
     request["simulate"] = {
         "np": placement.p, "simgrid": smpi.version(), "config": config,
         "model": model.to_json(), "params": params.to_json(),
+        "model_file": model_document(model, params), "netload": netload,
+        "rank_node": [int(n) for n in placement.node],
         "placement": placement.to_json(model),
         "factors": "neutral (0:1)" if neutral else (
             f"calibrated from {params.calibrated_from}" if params.calibrated else STAMPEDE_NOTE),

@@ -110,11 +110,30 @@ def neutral_factors() -> list[str]:
 def job(sim: dict[str, Any], program: list[str], workdir: Path) -> Job:
     """The smpirun job of a simulated run whose files are in ``workdir``."""
     _, run = tools()
+    config = list(sim["config"])
+    if sim.get("netload"):
+        from commscope.simulate import netload
+
+        config += [*netload.TRACE_CONFIG,
+                   f"tracing/filename:{workdir / netload.TRACE_FILE}"]
     argv = [run, "-np", str(sim["np"]), "-platform", str(workdir / "platform.xml"),
             "-hostfile", str(workdir / "hostfile"), "--log=root.thres:warning",
-            *[f"--cfg={c}" for c in sim["config"]], *program]
+            *[f"--cfg={c}" for c in config], *program]
     # smpirun's -tmpdir option is broken in 3.32; TMPDIR works.
     return Job(argv, {"TMPDIR": str(workdir)})
+
+
+def keep_trace_results(sim: dict[str, Any], workdir: Path, store: Any, run_id: int) -> None:
+    """After a traced run: store its network load per link (kind ``netload``)."""
+    if not sim.get("netload"):
+        return
+    from commscope.predict import model_from_dict
+    from commscope.simulate import netload
+
+    model = model_from_dict(sim["model_file"], "the run's model")
+    loads, duration = netload.link_loads(workdir / netload.TRACE_FILE, model, sim["rank_node"])
+    store.set_run_data(run_id, "netload", {
+        "duration_s": duration, "links": [x.to_json(duration) for x in loads]})
 
 
 def job_in(sim: dict[str, Any], program: list[str], workdir: Path) -> Job:
