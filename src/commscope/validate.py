@@ -83,8 +83,8 @@ def check_timer(store: Store, mpi: MPIInstall, np_: int, timer: str, sync: str,
     if share < 0.5:
         problems.append(f"only {share:.0%} of launches valid")
     reason = "; ".join(problems) if problems else f"within {tolerance_s * 1e6:g} us"
-    return TimerVerdict(timer, sync, run_id, null.median_s, up.median_s, true_up, share, clock_error,
-                        not problems, reason)
+    return TimerVerdict(timer, sync, run_id, null.median_s, up.median_s, true_up, share,
+                        clock_error, not problems, reason)
 
 
 def check_timers(store: Store, mpi: MPIInstall, np_: int, timers: list[str], syncs: list[str],
