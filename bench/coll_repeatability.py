@@ -3,7 +3,9 @@
 Eight independent runs (each its own launch, clock sync and measurement) of Alltoall and
 Bcast at 1 MiB on 2 ranks, for the MPIPerf window method and for the naive back-to-back loop
 after MPI_Barrier, interleaved. Prints each run's reported time and the coefficient of
-variation (std / mean over runs) per operation and method. Not a test: it prints figures.
+variation (std / mean over runs) per operation and method. Beside them, the same for the
+median one-way time of a 1 MiB ping-pong (up to 1000 samples per run): the machine's own
+run-to-run variation, which no collective method can get below. Not a test: it prints figures.
 
     .venv/bin/python bench/coll_repeatability.py [--runs 8] [--size 1MiB] [--np 2]
 """
@@ -35,6 +37,14 @@ def one_run(store: Store, mpi: mpi_mod.MPIInstall, np_: int, size: int,
     return {c.op: summarize(c).time_s for c in store.colls(run_id)}
 
 
+def one_pingpong(store: Store, mpi: mpi_mod.MPIInstall, size: int) -> float:
+    request = {"benchmark": "p2p", "mpi": mpi.choice, "np": 2, "launcher": "auto",
+               "timeout_s": 600, "engine": {"ops": "pingpong", "sizes": [size], "timer": "tsc"}}
+    run_id = store.create_run("p2p", "repeatability floor", mpi.tag, mpi.launcher, 2, request)
+    runner.run(store, run_id, request, mpi)
+    return store.points(run_id)[0].median_s
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=8)
@@ -55,10 +65,11 @@ def main() -> int:
                     times.setdefault((op, method), []).append(result[op])
                 print(f"{i + 1:>3} {method:>7} " +
                       " ".join(f"{result[op] * 1e6:>15.2f}" for op in OPS), flush=True)
+            times.setdefault(("pingpong", "floor"), []).append(one_pingpong(store, mpi, size))
     print(f"\ncoefficient of variation over {args.runs} runs ({args.size}, {args.np} ranks, "
           f"{mpi.tag}):")
-    for op in OPS:
-        for method in ("window", "naive"):
+    for op, methods in [(op, ("window", "naive")) for op in OPS] + [("pingpong", ("floor",))]:
+        for method in methods:
             xs = times[(op, method)]
             cv = statistics.stdev(xs) / statistics.mean(xs)
             print(f"  {op:>9} {method:>7}: mean {statistics.mean(xs) * 1e6:9.2f} us, "
