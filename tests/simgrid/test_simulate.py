@@ -174,8 +174,8 @@ def test_192_rank_alltoall_equals_the_contention_oracle(cli: CLI, tmp_path: Path
     path = model(tmp_path, "nodes: 16\nsockets: 1\ncores: 12\nchannels: {nic: {bandwidth:"
                  " 125MB/s, latency: 0us}, memory: {bandwidth: 1e15, latency: 0us}}\n")
     out = cli("simulate", "run", "--cluster", str(path), "--nodes", "16", "--ranks-per-node",
-              "12", "--neutral", "--", "coll", "--ops", "alltoall", "--sizes", "1MiB",
-              "--k0", "1", "--k", "1", "--max-launches", "1", timeout=1200, check=True)
+              "12", "--neutral", "--launches", "1", "--", "coll", "--ops", "alltoall", "--sizes",
+              "1MiB", timeout=1200, check=True)
     print(out.stdout)
     with Store.open(cli.store) as store:
         [run] = store.list_runs()
@@ -196,8 +196,8 @@ def test_network_load_per_link_counts_what_crossed_it(cli: CLI, tmp_path: Path) 
     path = model(tmp_path, "nodes: 2\nsockets: 1\ncores: 2\n"
                  "channels: {nic: {bandwidth: 125MB/s, latency: 10us}}\n")
     out = cli("simulate", "run", "--cluster", str(path), "--ranks-per-node", "2", "--netload",
-              "--json", "--", "coll", "--ops", "alltoall", "--sizes", "1MiB", "--k0", "1",
-              "--k", "1", "--max-launches", "1", check=True)
+              "--launches", "1", "--json", "--", "coll", "--ops", "alltoall", "--sizes", "1MiB",
+              check=True)
     load = json.loads(out.stdout)["netload"]
     links = {x["link"]: x for x in load["links"]}
     assert set(links) == {f"node{n}-{k}" for n in (0, 1)

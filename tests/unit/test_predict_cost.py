@@ -122,3 +122,22 @@ def test_combine_takes_each_level_from_the_first_model_that_has_it() -> None:
     assert cost.sources()["memory"] == "nominal rate of m"
     assert cost.time_s("nic", np.array([4096]), np.array([2.0]))[0] == pytest.approx(
         linear(4096, 2))
+
+
+def test_a_channel_is_never_faster_than_its_nominal_rate() -> None:
+    # Pair exchanges the MPI did not overlap in both directions: t(m, cf) = cf m / B with
+    # nothing halved, degradation 1.5 at cf 2. Beyond the table the extrapolation would give
+    # 3 m / (2 B) ... but k transfers through one NIC side take at least k m / B.
+    b = 25e6
+    recs = records("nic", lambda m, cf: m / b * (1.0 if cf == 1 else 1.5), [1 << 20, 1 << 22],
+                   [1, 2])
+    model = ClusterModel("m", ("a", "b"), 1, 2, nic=Link(bandwidth_Bps=b))
+    plain = TableCost.from_tables(tables(recs), "run 1")
+    floored = TableCost.from_tables(tables(recs), "run 1", model)
+    m = np.array([1 << 20, 1 << 20, 1 << 22])
+    k = np.array([1.0, 4.0, 8.0])
+    assert plain.time_s("nic", m, k)[1] == pytest.approx(3 * (1 << 20) / b)  # 1.5 x 4 / 2
+    got = floored.time_s("nic", m, k)
+    assert got == pytest.approx(np.maximum(plain.time_s("nic", m, k), k * m / b))
+    assert got[1] == pytest.approx(4 * (1 << 20) / b) and got[2] == pytest.approx(8 * (1 << 22) / b)
+    assert "25 MB/s" in floored.sources()["nic"] and "MB/s" not in plain.sources()["nic"]

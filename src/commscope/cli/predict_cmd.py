@@ -90,7 +90,8 @@ def _cost(args: argparse.Namespace, model: ClusterModel) -> CostModel:
             found = store.contentions(run_id)
             common.require(bool(found), f"--tables {args.tables}: run {run_id} has no contention"
                            " measurements; measure t(m, cf) first, or give --p2p RUN")
-            models.append(TableCost.from_tables(contention.tables(found), f"run {run_id}"))
+            models.append(TableCost.from_tables(contention.tables(found), f"run {run_id}",
+                                                model))
             if points := store.points(run_id):
                 models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
         if args.p2p:

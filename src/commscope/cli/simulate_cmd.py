@@ -61,6 +61,9 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
                      help="extra SimGrid option, e.g. smpi/bcast:binomial_tree (repeatable)")
     run.add_argument("--neutral", action="store_true",
                      help="no SMPI factors: time = latency + size / bandwidth exactly")
+    common.option(run, "--launches", type=int, default=2,
+                  help="collectives: launches per point after one warm-up launch (simulated"
+                  " time has no noise); 0 keeps the benchmark's own stop rule")
     run.add_argument("--netload", action="store_true",
                      help="trace the run and keep bytes, messages and Mbit/s per link")
     common.option(run, "--label", help="a name for the run (sweeps add NAME=VALUE)")
@@ -139,6 +142,9 @@ def _run(args: argparse.Namespace) -> int:
     common.require(nodes <= model.nodes, f"--nodes {nodes}: {args.cluster} has {model.nodes}")
     placement = regular(model, nodes, args.ranks_per_node, args.order)
     base = run_cmd.build_request(bench)
+    common.require(args.launches >= 0, f"--launches {args.launches}: must be >= 0")
+    if args.launches and "coll_sizes" in base["engine"]:
+        base["engine"].update({"k0": 1, "k": args.launches, "max_launches": args.launches})
     runs = []
     with common.open_store(args) as store:
         for tag, p in _sweeps(args.sweep, params):

@@ -69,7 +69,7 @@ def _predict(args: argparse.Namespace) -> int:
         found = store.contentions(run_id)
         common.require(bool(found), f"--tables {args.tables}: run {run_id} has no contention "
                        "measurements ('commscope run contention --vcluster' first)")
-        cost = predict.TableCost.from_tables(contention.tables(found), f"run {run_id}")
+        cost = predict.TableCost.from_tables(contention.tables(found), f"run {run_id}", model)
         vc = {"rate": state.rate, "subnet": state.subnet}
         checks, verdicts = check(store, mpi, model, cost, args.procs, sizes, args.block, vc)
     if args.json:

@@ -112,12 +112,27 @@ class TableCost:
 
     grids: Mapping[str, Grid]
     where: str = ""
+    # Per level: the channel's bandwidth (bytes/s). k transfers of m bytes through one side of
+    # it take at least k m / B, whatever the table says: its cells are pair *exchanges*, which
+    # an MPI may not overlap in both directions while an all-to-all's many transfers do, and
+    # beyond its largest cf it is only extrapolated.
+    floor_Bps: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
-    def from_tables(cls, tables: Mapping[str, LevelTable], where: str = "") -> TableCost:
-        """From ``analysis.contention.tables()`` output; ``where`` names the run."""
+    def from_tables(cls, tables: Mapping[str, LevelTable], where: str = "",
+                    model: ClusterModel | None = None) -> TableCost:
+        """From ``analysis.contention.tables()`` output; ``where`` names the run.
+
+        With ``model``, its channels' nominal bandwidths set the bandwidth floor.
+        """
         grids = {lv: g for lv, t in tables.items() if (g := Grid.from_table(t)) is not None}
-        return cls(grids, where)
+        floor: dict[str, float] = {}
+        if model is not None:
+            for level, link in (("memory", model.memory), ("socket", model.socket_link),
+                                ("nic", model.nic)):
+                if link.bandwidth_Bps and level in grids:
+                    floor[level] = float(link.bandwidth_Bps)
+        return cls(grids, where, floor)
 
     def sources(self) -> dict[str, str]:
         """Per level: the table's range."""
@@ -126,12 +141,19 @@ class TableCost:
             out[level] = (f"t(m, cf) table{' of ' + self.where if self.where else ''}"
                           f" ({size_text(g.sizes[0])}..{size_text(g.sizes[-1])},"
                           f" cf {g.cfs[0]:g}..{g.cfs[-1]:g})")
+            if level in self.floor_Bps:
+                out[level] += (f", at least k m / {self.floor_Bps[level] / 1e6:.4g} MB/s (the"
+                               " channel's nominal rate)")
         return out
 
     def time_s(self, level: str, nbytes: NDArray[np.int64],
                cf: NDArray[np.float64]) -> NDArray[np.float64]:
-        """t(m, cf / transfers per cf) from the level's table."""
-        return self.grids[level].at(nbytes, cf / TRANSFERS_PER_CF[level])
+        """t(m, cf / transfers per cf) from the level's table, floored at cf m / B."""
+        t = self.grids[level].at(nbytes, cf / TRANSFERS_PER_CF[level])
+        if level in self.floor_Bps:
+            floor = np.asarray(cf, dtype=np.float64) * np.asarray(nbytes, dtype=np.float64)
+            t = np.maximum(t, floor / self.floor_Bps[level])
+        return t
 
 
 @dataclass(frozen=True)
