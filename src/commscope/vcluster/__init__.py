@@ -14,7 +14,7 @@ Modules, one job each (import the names below from here):
 """
 
 from commscope.vcluster.launch import AGENTS_DIR, agent_path, mpich_args, openmpi_args
-from commscope.vcluster.lifecycle import NODE_IFACE, down, queue_bytes, status, up
+from commscope.vcluster.lifecycle import NODE_IFACE, TBF_LATENCY, down, status, up
 from commscope.vcluster.model import (
     BRIDGE,
     BURST_SECONDS,
@@ -55,6 +55,7 @@ __all__ = [
     "STATE_DIR",
     "STATE_FILE",
     "STATE_FORMAT",
+    "TBF_LATENCY",
     "TOOLS",
     "VETH_PREFIX",
     "ClusterState",
@@ -66,7 +67,6 @@ __all__ = [
     "openmpi_args",
     "parse_rate",
     "plan",
-    "queue_bytes",
     "status",
     "up",
 ]

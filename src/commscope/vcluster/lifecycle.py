@@ -20,7 +20,6 @@ from commscope.vcluster.model import (
     STATE_DIR,
     VETH_RE,
     ClusterState,
-    parse_rate,
     plan,
     same_layout,
 )
@@ -28,22 +27,14 @@ from commscope.vcluster.system import HOSTS_FILE, HOSTS_MARK
 
 NODE_IFACE = "eth0"
 
-# tbf's queue, in bytes: 10 ms of the rate, and never less than a switch port's few MiB of
-# buffer. A 10 ms queue at 50 mbit holds 43 packets: several flows into one node (an
-# all-to-all) overflow it, and TCP's 200 ms retransmission timeouts then dominate the run.
-TBF_QUEUE_SECONDS = 0.01
-TBF_MIN_QUEUE_BYTES = 4 << 20
-
-
-def queue_bytes(rate_bps: int) -> int:
-    """The tbf queue limit (bytes) for a link of ``rate_bps`` bits per second."""
-    return max(TBF_MIN_QUEUE_BYTES, int(rate_bps / 8 * TBF_QUEUE_SECONDS))
+# tbf drops what waits longer than this; it sizes the queue (rate x latency) deep enough
+# for TCP's window at 1 gbit without adding much delay at low load.
+TBF_LATENCY = "10ms"
 
 
 def _build(state: ClusterState) -> None:
     """Create the bridge and every node of ``state``, in the order down() can undo."""
-    tbf = ["tbf", "rate", state.rate, "burst", str(state.burst_bytes), "limit",
-           str(queue_bytes(parse_rate(state.rate)))]
+    tbf = ["tbf", "rate", state.rate, "burst", str(state.burst_bytes), "latency", TBF_LATENCY]
     bridge_cidr = f"{state.bridge_address}/{state.prefixlen}"
     system.run(["ip", "link", "add", state.bridge, "type", "bridge"])
     system.run(["ip", "addr", "add", bridge_cidr, "dev", state.bridge])
