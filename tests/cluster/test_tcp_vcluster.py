@@ -39,11 +39,8 @@ def run_tcp(cli, *args: str) -> list[dict]:
     return json.loads(out.stdout)["runs"]
 
 
-def iperf3_peak_Bps(state: vcluster.ClusterState, seconds: int = 6) -> float:
-    """iperf3's peak from node 1 to node 2: its best one-second interval, bytes/s.
-
-    The first interval is left out: it also counts what filled the socket buffer.
-    """
+def _iperf3(state: vcluster.ClusterState, *args: str) -> dict:
+    """Run iperf3 from node 1 to a one-shot server on node 2; its JSON output."""
     a, b = state.nodes[0], state.nodes[1]
     server = subprocess.Popen(["ip", "netns", "exec", b.name, "iperf3", "-s", "-1", "-p",
                                str(IPERF_PORT)], stdout=subprocess.DEVNULL,
@@ -51,40 +48,66 @@ def iperf3_peak_Bps(state: vcluster.ClusterState, seconds: int = 6) -> float:
     try:
         time.sleep(0.5)
         out = subprocess.run(["ip", "netns", "exec", a.name, "iperf3", "-c", b.address, "-p",
-                              str(IPERF_PORT), "-t", str(seconds), "-J"], capture_output=True,
+                              str(IPERF_PORT), *args, "-J"], capture_output=True,
                              text=True, timeout=60, check=True)
     finally:
         server.kill()
         server.wait()
-    intervals = json.loads(out.stdout)["intervals"][1:]
+    return json.loads(out.stdout)
+
+
+def iperf3_peak_Bps(state: vcluster.ClusterState, seconds: int = 6) -> float:
+    """iperf3's peak from node 1 to node 2: its best one-second interval, bytes/s.
+
+    The first interval is left out: it also counts what filled the socket buffer.
+    """
+    intervals = _iperf3(state, "-t", str(seconds))["intervals"][1:]
     return max(float(i["sum"]["bits_per_second"]) for i in intervals) / 8
 
 
-def _stream_share_ok(run) -> bool:
-    return all(0.50 <= d["rate_Bps"] / GBIT_BPS <= 1.00 for d in run["stream"])
+def iperf3_bidir_Bps(state: vcluster.ClusterState, seconds: int = 10) -> tuple[float, float]:
+    """iperf3 --bidir between nodes 1 and 2: bytes/s node 1 -> 2 and node 2 -> 1."""
+    end = _iperf3(state, "-t", str(seconds), "--bidir")["end"]
+    return (end["sum_received"]["bits_per_second"] / 8,
+            end["sum_received_bidir_reverse"]["bits_per_second"] / 8)
 
 
-def test_stream_each_direction_runs_at_half_to_all_of_the_link(cli, two_nodes):
-    # The shaping and TCP share this VM's two cores with whatever the host steals from them:
-    # one of three 10 s runs must hold the floor (all three are stored).
+def stream_vs_iperf3(run: dict, reference: tuple[float, float]) -> list[float]:
+    """Each direction's stream rate over iperf3's in the same direction, client -> server first."""
+    rate = {d["from"]: d["rate_Bps"] for d in run["stream"]}  # 0: the client, 1: the server
+    return [rate[0] / reference[0], rate[1] / reference[1]]
+
+
+def test_stream_each_direction_keeps_up_with_iperf3_bidir(cli, two_nodes):
+    need(shutil.which("iperf3") is not None, "iperf3 is not installed (./setup.sh --test)")
+    # Both directions at once cross two tbf hops and a bridge, all processed by this VM's two
+    # cores: the emulated link, not the tool, sets the ceiling (58-71 % of 1 gbit each way on
+    # a quiet machine, less when the host steals time). So the reference is iperf3 --bidir
+    # (a connection per direction, 128 KiB writes) on the same link, before and after; one of
+    # three rounds must agree (every stream run is stored).
     for _ in range(3):
+        before = iperf3_bidir_Bps(two_nodes)
         (run,) = run_tcp(cli, "--tcp-mode", "stream")  # 10 s, mean 2000 B, max 16000 B
-        if _stream_share_ok(run):
+        after = iperf3_bidir_Bps(two_nodes)
+        reference = ((before[0] + after[0]) / 2, (before[1] + after[1]) / 2)
+        ratios = stream_vs_iperf3(run, reference)
+        rates = ", ".join(f"{d['rate_Bps'] / 1e6:.1f}" for d in run["stream"])
+        print(f"\nstream MB/s each way: {rates}; iperf3 --bidir {reference[0] / 1e6:.1f}, "
+              f"{reference[1] / 1e6:.1f}; ratios {', '.join(f'{r:.2f}' for r in ratios)}; "
+              f"retransmitted {[d['retrans'] for d in run['stream']]}")
+        if min(ratios) >= 0.80:
             break
     assert run["status"] == "complete" and run["pair"] == "inter-node"
     ends = {e["role"]: e for e in run["ends"]}
     assert (ends["client"]["node"], ends["server"]["node"]) == ("csnode1", "csnode2")
     assert all(e["interface"] == "eth0" and e["mtu"] == 1500 for e in ends.values())
-    rates = [d["rate_Bps"] for d in run["stream"]]
-    print(f"\nstream MB/s each way: {', '.join(f'{r / 1e6:.1f}' for r in rates)}; "
-          f"retransmitted: {[d['retrans'] for d in run['stream']]}")
-    assert len(rates) == 2
+    assert len(run["stream"]) == 2
+    # Messages of 2000 B on average against iperf3's 128 KiB writes: at least 80 % of its rate.
+    assert min(ratios) >= 0.80, ratios
     for d in run["stream"]:
-        share = d["rate_Bps"] / GBIT_BPS
-        # Both directions at once on tbf-shaped veths whose shaping and TCP processing share
-        # this machine's two cores: 58-71 % of the rate each way when quiet. The goal of 60 %
-        # is not met reliably here; below half the link something is broken.
-        assert 0.50 <= share <= 1.00, f"{share:.0%} of 1 gbit"
+        # Below a quarter of the link something is broken (seed 000's misconfigured GigE
+        # link ran at 18 and 8 MB/s).
+        assert 0.25 <= d["rate_Bps"] / GBIT_BPS <= 1.00
         assert d["retrans"] is not None and d["snd_mss"] == 1448
         assert 1900 <= d["received_bytes"] / d["messages"] <= 2100  # exponential, mean 2000
 
