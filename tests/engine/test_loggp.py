@@ -59,9 +59,11 @@ def test_loggp_parameters_obey_the_model(cli, family):
     for size in (256 << 10, MAX):
         i = int(np.searchsorted(c.bytes, size))
         assert 0.5 < f.G_s_per_byte * size / c.one_way_s[i] < 2.0, (size, c.one_way_s[i])
-    # Netgauge's o_s from PRTT(n,d,s) agrees with the timed send calls at small sizes (it
-    # also holds a timer call and the delay loop's overshoot).
-    assert np.all(np.abs(c.o_s_prtt_s[small] - c.o_s_s[small]) < 0.5e-6)
+    # Netgauge's o_s from PRTT(n,d,s) agrees with the timed send calls in the first regime:
+    # within 0.5 us (it also holds a timer call and the delay loop's overshoot), or 10 % where
+    # the send call itself is long (MPICH's first regime can reach 1 MiB, o_s ~ 140 us).
+    tolerance = np.maximum(0.5e-6, 0.1 * c.o_s_s[small])
+    assert np.all(np.abs(c.o_s_prtt_s[small] - c.o_s_s[small]) < tolerance)
     # Below the first protocol threshold the delay exceeded the gap everywhere.
     assert np.all(c.delay_s[small] > c.g_s[small])
 
