@@ -178,6 +178,12 @@ def predict_cost(n_prev: int, solve_prev_s: float, other_prev_s: float, n_next: 
     return (repeats_for(solve, repeats) + warm) * solve + other_prev_s * ratio**2
 
 
+# /proc/stat counts busy time in ticks (1/CLK_TCK s, 10 ms): over a shorter window the share
+# of the cpus others took would be off by tens of percent (a 50 ms point read 64 % on an idle
+# machine), so short points carry no share.
+MIN_SHARE_WINDOW_S = 1.0
+
+
 def measure_point(n: int, place: pinning.Placement, repeats: int, seed: int,
                   warmup: bool) -> Linpack:
     """Solve one random system of order ``n`` repeatedly where ``place`` says; check each.
@@ -214,7 +220,7 @@ def measure_point(n: int, place: pinning.Placement, repeats: int, seed: int,
         "affinity": list(place.cpus), "warmup": warm, "seed": seed,
         "blas": [dict(b) for b in place.blas], "source": "commscope",
     }
-    if busy0 is not None and busy1 is not None:
+    if busy0 is not None and busy1 is not None and wall1 - wall0 >= MIN_SHARE_WINDOW_S:
         # What the cpus did beyond this process's own work: other processes, or the hypervisor.
         others = (busy1 - busy0) - (cpu1 - cpu0)
         data["others_cpu_share"] = min(1.0, max(0.0, others / ((wall1 - wall0) * cores)))
