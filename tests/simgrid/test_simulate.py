@@ -210,3 +210,35 @@ def test_network_load_per_link_counts_what_crossed_it(cli: CLI, tmp_path: Path) 
             assert nic["messages"] >= 8 and nic["mean_message_bytes"] > 0
         assert links[f"node{n}-memory"]["bytes"] == pytest.approx(4 * mib, rel=0.01)
     assert 0 < links["node0-nic-up"]["mbit_per_s"] <= 1000.0
+
+
+def test_latency_sweep_lands_in_the_report(cli: CLI, tmp_path: Path) -> None:
+    # Seed 000's sensitivity study on a model: a collective's time against the NIC latency,
+    # 80 to 400 us, one simulated run per value, lined up in the HTML report.
+    path = model(tmp_path, "nodes: 4\nsockets: 1\ncores: 2\n"
+                 "channels: {nic: {bandwidth: 125MB/s, latency: 10us}}\n")
+    values = ["80us", "160us", "240us", "320us", "400us"]
+    out = cli("simulate", "run", "--cluster", str(path), "--nodes", "4", "--ranks-per-node", "2",
+              "--json", "--sweep", "nic_latency=" + ",".join(values), "--", "coll", "--ops",
+              "alltoall", "--sizes", "8,4MiB", timeout=600, check=True)
+    runs = json.loads(out.stdout)["runs"]
+    assert len(runs) == 5
+    report = tmp_path / "sweep.html"
+    cli("report", *map(str, runs), "-o", str(report), check=True)
+    html = report.read_text()
+    assert "Sweep of nic_latency" in html and html.count('class="sim-sweep"') == 1
+    table = html[html.index('class="sim-sweep"'):]
+    table = table[:table.index("</table>")]
+    for v in values:
+        assert f"nic_latency={v}</th>" in table
+    rows = {}
+    for line in table.splitlines():
+        if line.startswith('<tr><td class="l">'):
+            cells = [c.split("<")[0] for c in line.split("<td")[1:]]
+            rows[cells[0].split(">")[1]] = cells[-1].split(">")[1]
+    # 8 B all-to-all: latency-bound, several times slower at 400 us; 4 MiB: bandwidth-bound.
+    small = next(v for k, v in rows.items() if k.startswith("alltoall 8 B"))
+    large = next(v for k, v in rows.items() if k.startswith("alltoall 4 MiB"))
+    assert float(small.split()[0]) > 200 and float(large.split()[0]) < 20, rows
+    assert "Sensitivity to nic_latency" in html
+    assert "nic_latency from 80us to 400us moves alltoall 8 B" in html

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from commscope.analysis import contention as contention_analysis
-from commscope.report import contention_section, html
+from commscope.report import contention_section, html, simulation_section
 from commscope.store import Store
 from tests import synthetic_contention, synthetic_loggp
 
@@ -89,3 +89,22 @@ def test_runs_without_these_measurements_have_no_such_sections(tmp_path):
     with Store.open(path) as store:
         page = html.render(store, [run_id])
     assert "<h3>LogGP parameters" not in page and "Contention heat map:" not in page
+
+
+def _sweep(changes: dict[int, float]) -> "simulation_section.Sweep":
+    values = ["80us", "240us", "400us"]
+    rows = [(("coll", "alltoall", "8 ranks", size), [1e-3, 1e-3 * (1 + c / 2), 1e-3 * (1 + c)], c)
+            for size, c in changes.items()]
+    return simulation_section.Sweep("nic_latency", "coll on 8 ranks of rack", [1, 2, 3], values,
+                                    [80e-6, 240e-6, 400e-6], rows)
+
+
+def test_sweep_findings_name_the_most_sensitive_point_or_say_insensitive():
+    moving = simulation_section.sweep_findings(_sweep({8: 3.2, 1 << 20: 0.01, 4 << 20: 0.002}))
+    assert moving == ["coll on 8 ranks of rack: nic_latency from 80us to 400us moves alltoall"
+                      " 8 B (8 ranks) by +320.0%; 2 of 3 points move less than 5 %."]
+    calm = simulation_section.sweep_findings(_sweep({1 << 20: 0.03, 4 << 20: -0.01}))
+    assert calm == ["coll on 8 ranks of rack: insensitive to nic_latency from 80us to 400us; no"
+                    " point moves 5 % or more (largest: alltoall 1 MiB (8 ranks), +3.0%)."]
+    svg = simulation_section.sweep_plot(_sweep({8: 3.2, 1 << 20: 0.01}))
+    assert svg.startswith("<svg") and "alltoall 8 B (8 ranks)" in svg

@@ -109,17 +109,25 @@ def _bench_args(words: list[str]) -> argparse.Namespace:
                          " (see 'commscope run --help')") from None
 
 
-def _sweeps(specs: list[str], params: SimParams) -> list[tuple[str, SimParams]]:
-    """(label, parameters) of every run: one per value of each swept parameter."""
+def _sweeps(specs: list[str], params: SimParams) -> list[tuple[str, SimParams,
+                                                               dict[str, Any] | None]]:
+    """(label, parameters, sweep record) of every run: one per value of each swept parameter.
+
+    The sweep record (parameter, value as given, value in seconds or bytes/s) goes into the
+    run's request, so a report can line the runs of one sweep up.
+    """
     if not specs:
-        return [("", params)]
+        return [("", params, None)]
     out = []
     for spec in specs:
         name, _, values = spec.partition("=")
         if not values:
             raise UsageError(f"--sweep {spec}: give NAME=V1,V2,... (e.g. nic_latency=80us,400us)")
         for value in values.split(","):
-            out.append((f"{name}={value}", params.with_value(name, value)))
+            swept = params.with_value(name, value)
+            record = {"parameter": name, "value": value,
+                      "si_value": getattr(swept, SWEEPABLE[name][0])}
+            out.append((f"{name}={value}", swept, record))
     return out
 
 
@@ -147,9 +155,10 @@ def _run(args: argparse.Namespace) -> int:
         base["engine"].update({"k0": 1, "k": args.launches, "max_launches": args.launches})
     runs = []
     with common.open_store(args) as store:
-        for tag, p in _sweeps(args.sweep, params):
+        for tag, p, sweep in _sweeps(args.sweep, params):
             request = setup.simulated_request(base, model, p, placement, args.smpi_cfg,
                                               args.neutral, args.netload)
+            request["simulate"]["sweep"] = sweep
             label = " ".join(x for x in (args.label, tag) if x) or None
             if not (args.json or args.quiet):
                 common.console(stderr=True).print(
@@ -177,7 +186,7 @@ def _run(args: argparse.Namespace) -> int:
             return status
         times = [agreement.point_times(store.points(r), store.colls(r), store.contentions(r))
                  for r in runs]
-    labels = [tag for tag, _ in _sweeps(args.sweep, params)]
+    labels = [tag for tag, _, _ in _sweeps(args.sweep, params)]
     rows = agreement.sensitivity(times)
     if args.json:
         common.print_json({"runs": runs, "labels": labels, "points": [

@@ -23,7 +23,8 @@ from commscope.analysis import curve as curves
 from commscope.analysis import findings, p2p
 from commscope.analysis.text import size_text, time_text
 from commscope.records import Coll, Point
-from commscope.report import contention_section, figures, loggp_section, node_section, tcp_section
+from commscope.report import (contention_section, figures, loggp_section, node_section,
+                              simulation_section, tcp_section)
 from commscope.store import RunInfo, Store
 
 _SCALAR_OPTIONS = 12  # header options shown in the machine table; the rest stay in the store
@@ -146,7 +147,7 @@ def render(store: Store, run_ids: list[int]) -> str:
     contention_section.add(store, runs)
     return environment().get_template("report.html.j2").render(
         runs=runs, version=__version__, generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        tcp=tcp_section.build(store, runs),
+        tcp=tcp_section.build(store, runs), simulation=simulation_section.build(store, runs),
     )
 
 
