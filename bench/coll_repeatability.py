@@ -7,7 +7,7 @@ variation (std / mean over runs) per operation and method. Beside them, the same
 median one-way time of a 1 MiB ping-pong (up to 1000 samples per run): the machine's own
 run-to-run variation, which no collective method can get below. Not a test: it prints figures.
 
-    .venv/bin/python bench/coll_repeatability.py [--runs 8] [--size 1MiB] [--np 2]
+    .venv/bin/python bench/coll_repeatability.py [--runs 8] [--size 1MiB] [--np 2] [--stop b]
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ OPS = ("alltoall", "bcast")
 
 
 def one_run(store: Store, mpi: mpi_mod.MPIInstall, np_: int, size: int,
-            sync: str) -> dict[str, float]:
+            sync: str, stop: str, budget_s: float) -> dict[str, float]:
     request = {"benchmark": "coll", "mpi": mpi.choice, "np": np_, "launcher": "auto",
                "timeout_s": 600, "engine": {"ops": ",".join(OPS), "sizes": [size],
-                                            "coll_sizes": [size], "sync": sync, "timer": "tsc"}}
+                                            "coll_sizes": [size], "sync": sync, "timer": "tsc",
+                                            "stop": stop, "coll_budget_s": budget_s}}
     run_id = store.create_run("coll", f"repeatability {sync}", mpi.tag, mpi.launcher, np_, request)
     runner.run(store, run_id, request, mpi)
     return {c.op: summarize(c).time_s for c in store.colls(run_id)}
@@ -51,6 +52,9 @@ def main() -> int:
     parser.add_argument("--size", default="1MiB")
     parser.add_argument("--np", type=int, default=2)
     parser.add_argument("--mpi", default="openmpi")
+    parser.add_argument("--stop", default="b", help="window method's stop rule (a, b, rse:X)")
+    parser.add_argument("--coll-budget", type=float, default=1.0,
+                        help="seconds one collective point may take at most")
     args = parser.parse_args()
     mpi = mpi_mod.resolve(args.mpi)
     engine.find(mpi)
@@ -60,14 +64,14 @@ def main() -> int:
         print(f"{'run':>3} {'method':>7} " + " ".join(f"{op + ' (us)':>15}" for op in OPS))
         for i in range(args.runs):
             for sync, method in (("linear", "window"), ("barrier", "naive")):
-                result = one_run(store, mpi, args.np, size, sync)
+                result = one_run(store, mpi, args.np, size, sync, args.stop, args.coll_budget)
                 for op in OPS:
                     times.setdefault((op, method), []).append(result[op])
                 print(f"{i + 1:>3} {method:>7} " +
                       " ".join(f"{result[op] * 1e6:>15.2f}" for op in OPS), flush=True)
             times.setdefault(("pingpong", "floor"), []).append(one_pingpong(store, mpi, size))
     print(f"\ncoefficient of variation over {args.runs} runs ({args.size}, {args.np} ranks, "
-          f"{mpi.tag}):")
+          f"{mpi.tag}, window stop rule {args.stop}):")
     for op, methods in [(op, ("window", "naive")) for op in OPS] + [("pingpong", ("floor",))]:
         for method in methods:
             xs = times[(op, method)]
