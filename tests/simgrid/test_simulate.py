@@ -174,7 +174,8 @@ def test_192_rank_alltoall_equals_the_contention_oracle(cli: CLI, tmp_path: Path
     path = model(tmp_path, "nodes: 16\nsockets: 1\ncores: 12\nchannels: {nic: {bandwidth:"
                  " 125MB/s, latency: 0us}, memory: {bandwidth: 1e15, latency: 0us}}\n")
     out = cli("simulate", "run", "--cluster", str(path), "--nodes", "16", "--ranks-per-node",
-              "12", "--neutral", "--launches", "1", "--", "coll", "--ops", "alltoall", "--sizes",
+              "12", "--neutral", "--launches", "1", "--smpi-cfg", "smpi/alltoall:basic_linear",
+              "--", "coll", "--ops", "alltoall", "--sizes",
               "1MiB", timeout=1200, check=True)
     print(out.stdout)
     with Store.open(cli.store) as store:
