@@ -101,3 +101,30 @@ def test_panel_balance_crossover_is_where_both_times_meet():
     faster = node.panel_balance(4000, 40.0, 100e6, latency_s=50e-6)
     assert faster is not None and 1.6 < faster.crossover_n / b.crossover_n < 2.0
     assert node.panel_balance(200, 20.0, 100e6) is None
+
+
+def test_blas_kernels_narrower_than_the_cpu_set_a_ceiling():
+    # An AVX-512 CPU (32 flops/cycle at 2 GHz: 64 GFLOPS a core) solved by OpenBLAS's Haswell
+    # (AVX2) kernels: at most 16 flops/cycle, so 32 GFLOPS is the ceiling; 24 is 75 % of it.
+    wide = PeakModel("test CPU", FlopsPerCycle(32.0, "avx512f+fma", "2 FMA units x 8 doubles"
+                                               " x 2 flops", "/proc/cpuinfo flags"),
+                     Clock(2.0, "--peak-ghz"))
+    blas = [{"user_api": "blas", "internal_api": "openblas", "version": "0.3.30",
+             "architecture": "Haswell", "filepath": "/x/numpy.libs/libscipy_openblas64_.so"},
+            {"user_api": "blas", "internal_api": "openblas", "version": "0.3.30",
+             "architecture": "Haswell", "filepath": "/x/scipy.libs/libscipy_openblas.so"}]
+    points = [linpack(1, n, [g] * 3) for n, g in ((1000, 12.0), (4000, 24.0))]
+    for p in points:
+        p.raw["blas"] = blas
+    (f,) = node.figures(points, wide)
+    assert f.blas == "OpenBLAS 0.3.30 (Haswell kernels)" and f.kernel_flops_per_cycle == 16
+    assert f.efficiency == pytest.approx(24 / 64)
+    assert f.kernel_ceiling is not None
+    assert "cannot pass 50% of P_peak" in f.kernel_ceiling
+    assert "P_max is 75% of that 32.0 GFLOPS ceiling" in f.kernel_ceiling
+    # Kernels as wide as the CPU (or an unknown library) say nothing.
+    (same,) = node.figures(points, PEAK)
+    assert same.kernel_ceiling is None
+    for p in points:
+        p.raw["blas"] = [dict(blas[1], architecture="SkylakeX")]
+    assert node.figures(points, wide)[0].kernel_ceiling is None

@@ -72,6 +72,23 @@ class NodeFigures:
     nominal_ghz: float | None = None  # cpufreq maximum or /proc/cpuinfo (or --peak-ghz)
     nominal_source: str | None = None
     busy_ghz: float | None = None  # measured with these cores busy at once; None: not measured
+    blas: str | None = None  # "OpenBLAS 0.3.30, Haswell kernels": the library that solved
+    kernel_flops_per_cycle: float | None = None  # what its kernels can issue, if known
+    cpu_flops_per_cycle: float | None = None
+
+    @property
+    def kernel_ceiling(self) -> str | None:
+        """A plain sentence when the BLAS kernels cannot reach the CPU's peak, else None."""
+        kernel, cpu_fpc = self.kernel_flops_per_cycle, self.cpu_flops_per_cycle
+        if not kernel or not cpu_fpc or kernel >= cpu_fpc or not self.p_peak_gflops:
+            return None
+        ceiling = self.p_peak_gflops * kernel / cpu_fpc
+        return (f"the BLAS, {self.blas}, issues at most {kernel:g} flops per cycle where this"
+                f" CPU allows"
+                f" {cpu_fpc:g}: Linpack cannot pass {kernel / cpu_fpc:.0%} of P_peak with this"
+                f" library; P_max is {self.p_max_gflops / ceiling:.0%} of that"
+                f" {ceiling:.1f} GFLOPS ceiling (a BLAS with kernels for the CPU's widest"
+                " vectors would raise it)")
 
     @property
     def warning(self) -> str | None:
@@ -88,6 +105,7 @@ class NodeFigures:
         d = asdict(self)
         d["affinity"] = list(self.affinity)
         d["warning"] = self.warning
+        d["kernel_ceiling"] = self.kernel_ceiling
         return d
 
 
@@ -138,6 +156,34 @@ def solver(point: Linpack) -> str:
     return str(raw.get("routine", "dgetrf+dgetrs"))
 
 
+# Double-precision flops per cycle of OpenBLAS's kernels by the core name it reports
+# (threadpoolctl's "architecture"), with two FMA pipes of the kernel's vector width.
+OPENBLAS_KERNEL_FLOPS = {
+    "skylakex": 32, "cooperlake": 32, "sapphirerapids": 32,  # AVX-512
+    "haswell": 16, "zen": 16,  # AVX2 + FMA
+    "sandybridge": 8,  # AVX, no FMA
+    "nehalem": 4, "core2": 4, "penryn": 4, "dunnington": 4, "prescott": 4,  # SSE2
+}
+
+
+def blas_kernels(point: Linpack) -> tuple[str | None, float | None]:
+    """The BLAS that solved ``point`` in words, and its kernels' flops per cycle if known.
+
+    SciPy's LAPACK calls the OpenBLAS SciPy ships (``scipy.libs``), so that library is the
+    one described when several are loaded.
+    """
+    libs = [b for b in point.raw.get("blas") or [] if isinstance(b, Mapping)]
+    if not libs:
+        return None, None
+    lib = next((b for b in libs if "scipy.libs" in str(b.get("filepath", ""))), libs[0])
+    name = {"openblas": "OpenBLAS", "mkl": "MKL", "blis": "BLIS"}.get(
+        str(lib.get("internal_api")), str(lib.get("internal_api") or "BLAS"))
+    arch = lib.get("architecture")
+    text = f"{name} {lib.get('version') or ''}".strip() + (f" ({arch} kernels)" if arch else "")
+    fpc = OPENBLAS_KERNEL_FLOPS.get(str(arch).lower()) if name == "OpenBLAS" and arch else None
+    return text, (float(fpc) if fpc else None)
+
+
 def figures(points: Sequence[Linpack], peak: PeakModel | None = None) -> list[NodeFigures]:
     """P_max, N_max, N_1/2, P_peak and efficiency per core count, fewest cores first."""
     out = []
@@ -152,6 +198,7 @@ def figures(points: Sequence[Linpack], peak: PeakModel | None = None) -> list[No
         used = peak.clock_for(cores) if peak else None
         nominal = peak.clock if peak else None
         busy = peak.busy.get(cores) if peak else None
+        blas, kernel_fpc = blas_kernels(mine[-1])
         out.append(NodeFigures(
             cores=cores, threads=mine[-1].threads, affinity=mine[-1].affinity,
             solver=solver(mine[-1]),
@@ -164,6 +211,9 @@ def figures(points: Sequence[Linpack], peak: PeakModel | None = None) -> list[No
             nominal_ghz=nominal.ghz if nominal else None,
             nominal_source=nominal.source if nominal else None,
             busy_ghz=busy.ghz if busy else None,
+            blas=blas, kernel_flops_per_cycle=kernel_fpc,
+            cpu_flops_per_cycle=(peak.flops_per_cycle.value
+                                 if peak and peak.flops_per_cycle else None),
         ))
     return out
 

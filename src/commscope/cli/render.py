@@ -148,6 +148,8 @@ def node_figures(console: Console, summary: node_analysis.NodeSummary) -> None:
     for f in summary.figures:
         if f.peak_derivation:
             console.print(f.peak_derivation)
+        if f.kernel_ceiling:
+            console.print(f"{f.cores} core{'s' if f.cores != 1 else ''}: {f.kernel_ceiling}")
         if f.warning:
             console.print(f"[bold red]{f.cores} core{'s' if f.cores != 1 else ''}: {f.warning}[/]")
 
