@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from commscope.analysis.contention import LevelTable, tables
-from commscope.predict.cost import Grid, HockneyCost, TableCost, combine, duplex_rates
+from commscope.predict.cost import Grid, HockneyCost, TableCost, combine
 from commscope.predict.model import ClusterModel, Link
 from tests import synthetic_runs
 from tests.synthetic_contention import records
@@ -141,24 +141,3 @@ def test_a_channel_is_never_faster_than_its_nominal_rate() -> None:
     assert got == pytest.approx(np.maximum(plain.time_s("nic", m, k), k * m / b))
     assert got[1] == pytest.approx(4 * (1 << 20) / b) and got[2] == pytest.approx(8 * (1 << 22) / b)
     assert "25 MB/s" in floored.sources()["nic"] and "MB/s" not in plain.sources()["nic"]
-
-
-def test_the_floor_takes_what_a_side_kept_with_both_directions_busy() -> None:
-    # The synthetic inter-node bibw takes 0.35 one-way times (17 us + m / 1.1 GB/s) per
-    # message: both directions together about 3.1 GB/s, a side 1.57 GB/s when both are busy,
-    # below the nominal 2 GB/s, so the floor takes it.
-    b = 2e9
-    recs = records("nic", lambda m, cf: m / b, [1 << 20, 1 << 22], [1, 2])
-    model = ClusterModel("m", ("a", "b"), 1, 2, nic=Link(bandwidth_Bps=b))
-    points = synthetic_runs.points("inter-node", (0, 2), seed=5)
-    duplex = duplex_rates(points, "run 4")
-    assert set(duplex) == {"nic"}
-    assert duplex["nic"][0] == pytest.approx(1.1e9 / 0.35 / 2, rel=0.05)
-    assert duplex["nic"][1] == "half the inter-node bibw of run 4"
-    cost = TableCost.from_tables(tables(recs), "run 1", model, duplex)
-    m, k = np.array([1 << 22]), np.array([3.0])
-    assert cost.time_s("nic", m, k)[0] == pytest.approx(3 * (1 << 22) / duplex["nic"][0])
-    assert "half the inter-node bibw of run 4" in cost.sources()["nic"]
-    # A measured rate above the nominal one does not raise the floor's rate.
-    fast = TableCost.from_tables(tables(recs), "run 1", model, {"nic": (3e9, "x")})
-    assert fast.floor_Bps["nic"] == b and "nominal" in fast.sources()["nic"]

@@ -14,7 +14,7 @@ from commscope.analysis.text import time_text
 from commscope.cli import common
 from commscope.errors import PredictError, UsageError
 from commscope.predict import handoff
-from commscope.predict.cost import CostModel, HockneyCost, TableCost, duplex_rates
+from commscope.predict.cost import CostModel, HockneyCost, TableCost
 from commscope.predict.model import LEVELS, ClusterModel
 from commscope.predict.rank import Prediction
 from commscope.sizes import parse_size
@@ -85,28 +85,21 @@ def _model(args: argparse.Namespace) -> ClusterModel:
 def _cost(args: argparse.Namespace, model: ClusterModel) -> CostModel:
     models: list[CostModel] = []
     with common.open_store(args) as store:
-        p2p_points = []
-        if args.p2p:
-            p2p_id = store.resolve_run(args.p2p)
-            p2p_points = store.points(p2p_id)
-            common.require(any(pt.op == "pingpong" for pt in p2p_points),
-                           f"--p2p {args.p2p}: run {p2p_id} has no ping-pong points")
         if args.tables:
             run_id = store.resolve_run(args.tables)
             found = store.contentions(run_id)
             common.require(bool(found), f"--tables {args.tables}: run {run_id} has no contention"
                            " measurements; measure t(m, cf) first, or give --p2p RUN")
-            points = store.points(run_id)
-            duplex = duplex_rates(points, f"run {run_id}")
-            if args.p2p:
-                duplex = {**duplex, **duplex_rates(p2p_points, f"run {p2p_id}")}
             models.append(TableCost.from_tables(contention.tables(found), f"run {run_id}",
-                                                model, duplex))
-            if points:
+                                                model))
+            if points := store.points(run_id):
                 models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
         if args.p2p:
-            models.append(HockneyCost.from_p2p([pt for pt in p2p_points if pt.op == "pingpong"],
-                                               f"run {p2p_id}"))
+            run_id = store.resolve_run(args.p2p)
+            points = [pt for pt in store.points(run_id) if pt.op == "pingpong"]
+            common.require(bool(points), f"--p2p {args.p2p}: run {run_id} has no ping-pong"
+                           " points")
+            models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
     nominal = HockneyCost.from_model(model)
     if nominal.levels:
         models.append(nominal)

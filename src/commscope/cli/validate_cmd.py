@@ -15,7 +15,6 @@ EXAMPLES = """examples:
   commscope validate timers
   commscope validate timers --timers tsc,mpi_wtime --syncs linear,drift --json
   commscope validate predict --procs 4 --sizes 256K,1MiB,4MiB --tables 3 --vcluster
-  commscope validate predict --procs 8 --tables 3 --p2p 4 --vcluster
 """
 
 
@@ -43,9 +42,6 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     common.option(pred, "--sizes", default="256K,1MiB,4MiB", help="block sizes per peer")
     common.option(pred, "--tables", metavar="RUN",
                   help="run holding t(m, cf) contention tables (and p2p points) for the cost")
-    common.option(pred, "--p2p", metavar="RUN",
-                  help="p2p run whose inter-node bibw floors the NIC: half of it is what a side"
-                  " keeps with both directions busy")
     common.option(pred, "--block", type=int, default=0,
                   help="block All-to-all batch size (0: all ranks at once)")
     pred.add_argument("--vcluster", action="store_true",
@@ -56,7 +52,6 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 def _predict(args: argparse.Namespace) -> int:
     from commscope import predict, vcluster
     from commscope.analysis import contention
-    from commscope.predict.cost import duplex_rates
     from commscope.sizes import parse_size_list
     from commscope.validate_predict import check
 
@@ -74,14 +69,7 @@ def _predict(args: argparse.Namespace) -> int:
         found = store.contentions(run_id)
         common.require(bool(found), f"--tables {args.tables}: run {run_id} has no contention "
                        "measurements ('commscope run contention --vcluster' first)")
-        duplex = duplex_rates(store.points(run_id), f"run {run_id}")
-        if args.p2p:
-            p2p_id = store.resolve_run(args.p2p)
-            duplex.update(duplex_rates(store.points(p2p_id), f"run {p2p_id}"))
-        cost = predict.TableCost.from_tables(contention.tables(found), f"run {run_id}", model,
-                                             duplex)
-        for level, text in cost.sources().items():
-            common.console(stderr=True).print(f"{level}: {text}")
+        cost = predict.TableCost.from_tables(contention.tables(found), f"run {run_id}", model)
         vc = {"rate": state.rate, "subnet": state.subnet}
         checks, verdicts = check(store, mpi, model, cost, args.procs, sizes, args.block, vc)
     if args.json:

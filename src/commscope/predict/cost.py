@@ -12,9 +12,6 @@ Two models, and a combination that takes each level from the first model that ha
   takes an equal share); beyond the largest size, t(m_max, cf) * m / m_max (bandwidth-bound);
   below the smallest size, the power law of the first two sizes with its exponent clamped to
   [0, 1] (between latency-bound and bandwidth-bound). With a single size, linear in m.
-- A floor under the tables: k transfers through one side of a channel take at least k m / B,
-  B the channel's nominal rate or, lower, what one direction kept with both busy (half the
-  measured bibw across it, :func:`duplex_rates`).
 - :class:`HockneyCost`: t = alpha + cf * m / beta, cf transfers sharing the bandwidth beta,
   from Hockney fits of measured ping-pong (per protocol regime) or the model's nominal rates.
 """
@@ -121,32 +118,21 @@ class TableCost:
     # beyond its largest cf it is only extrapolated.
     floor_Bps: Mapping[str, float] = field(default_factory=dict)
 
-    # Per level: what the floor's rate is, in words ("nominal rate", "bibw of run 4 / 2").
-    floor_source: Mapping[str, str] = field(default_factory=dict)
-
     @classmethod
     def from_tables(cls, tables: Mapping[str, LevelTable], where: str = "",
-                    model: ClusterModel | None = None,
-                    duplex: Mapping[str, tuple[float, str]] | None = None) -> TableCost:
+                    model: ClusterModel | None = None) -> TableCost:
         """From ``analysis.contention.tables()`` output; ``where`` names the run.
 
-        With ``model``, its channels' nominal bandwidths set the bandwidth floor; with
-        ``duplex`` (``duplex_rates``: per level, the rate one direction kept while both were
-        busy, and where it was measured), the lower of the two.
+        With ``model``, its channels' nominal bandwidths set the bandwidth floor.
         """
         grids = {lv: g for lv, t in tables.items() if (g := Grid.from_table(t)) is not None}
         floor: dict[str, float] = {}
-        why: dict[str, str] = {}
         if model is not None:
             for level, link in (("memory", model.memory), ("socket", model.socket_link),
                                 ("nic", model.nic)):
                 if link.bandwidth_Bps and level in grids:
                     floor[level] = float(link.bandwidth_Bps)
-                    why[level] = "the channel's nominal rate"
-        for level, (rate, source) in (duplex or {}).items():
-            if level in grids and rate < floor.get(level, np.inf):
-                floor[level], why[level] = rate, source
-        return cls(grids, where, floor, why)
+        return cls(grids, where, floor)
 
     def sources(self) -> dict[str, str]:
         """Per level: the table's range."""
@@ -156,8 +142,8 @@ class TableCost:
                           f" ({size_text(g.sizes[0])}..{size_text(g.sizes[-1])},"
                           f" cf {g.cfs[0]:g}..{g.cfs[-1]:g})")
             if level in self.floor_Bps:
-                out[level] += (f", at least k m / {self.floor_Bps[level] / 1e6:.4g} MB/s"
-                               f" ({self.floor_source.get(level, 'the channel rate')})")
+                out[level] += (f", at least k m / {self.floor_Bps[level] / 1e6:.4g} MB/s (the"
+                               " channel's nominal rate)")
         return out
 
     def time_s(self, level: str, nbytes: NDArray[np.int64],
@@ -168,28 +154,6 @@ class TableCost:
             floor = np.asarray(cf, dtype=np.float64) * np.asarray(nbytes, dtype=np.float64)
             t = np.maximum(t, floor / self.floor_Bps[level])
         return t
-
-
-# Pairs whose two ends sit on the two sides of a duplex channel, and that channel.
-DUPLEX_PAIRS = {"inter-node": "nic", "inter-socket": "socket"}
-
-
-def duplex_rates(points: list[Point], where: str = "") -> dict[str, tuple[float, str]]:
-    """Per duplex channel: the rate one direction kept while both were busy, and its source.
-
-    That is half the asymptotic bidirectional bandwidth (bibw) of the pair across the channel.
-    An all-to-all keeps both directions of every NIC busy, so neither the nominal rate nor a
-    one-way stream says what a side delivers then: over TCP, acknowledgements share the wire
-    and one progress engine serves both directions.
-    """
-    out: dict[str, tuple[float, str]] = {}
-    for fig in p2p.pair_figures(points):
-        level = DUPLEX_PAIRS.get(fig.pair)
-        curve = fig.curve("bibw")
-        if level and curve is not None and curve.asymptotic_bandwidth_Bps:
-            out[level] = (curve.asymptotic_bandwidth_Bps / 2.0,
-                          f"half the {fig.pair} bibw{' of ' + where if where else ''}")
-    return out
 
 
 @dataclass(frozen=True)
