@@ -9,6 +9,7 @@ error of each placement.
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -45,8 +46,9 @@ class SizeVerdict:
     """All placements at one size: does the predicted order match the measured one?"""
 
     bytes: int
-    kendall_tau: float
+    kendall_tau: float  # over the placements with a measured time (NaN below two)
     median_relative_error: float
+    unmeasured: tuple[str, ...] = ()  # placements without a valid launch at this size
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
@@ -91,13 +93,18 @@ def check(store: Store, mpi: MPIInstall, model: predict.ClusterModel, cost: Cost
                                          (predicted - t) / t, run_id))
     verdicts = []
     for size in sizes:
-        mine = [c for c in checks if c.bytes == size]
+        at_size = [c for c in checks if c.bytes == size]
+        # A point whose budget ran out before a valid launch has no time (NaN): left out of
+        # the order and the errors, and named.
+        mine = [c for c in at_size if math.isfinite(c.measured_s)]
         if len(mine) >= 2:
             tau = float(sps.kendalltau([c.predicted_s for c in mine],
                                        [c.measured_s for c in mine]).statistic)
         else:
             tau = float("nan")
-        med = statistics.median(abs(c.relative_error) for c in mine)
-        verdicts.append(SizeVerdict(size, tau, med))
+        med = (statistics.median(abs(c.relative_error) for c in mine) if mine
+               else float("nan"))
+        verdicts.append(SizeVerdict(size, tau, med, tuple(c.placement for c in at_size
+                                                           if c not in mine)))
     return checks, verdicts
 

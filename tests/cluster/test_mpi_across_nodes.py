@@ -3,32 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 
 import pytest
 
 from commscope import vcluster
 from commscope.store import Store
-from tests.cluster.test_vcluster import assert_nothing_left
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.cluster
 GBIT_BPS = 1e9 / 8  # bytes per second of a 1 gbit link
-
-
-@pytest.fixture
-def cluster(request) -> Iterator[vcluster.ClusterState]:
-    """A vcluster of ``request.param`` = (nodes, rate), always removed afterwards."""
-    need(os.geteuid() == 0, "vcluster tests need root (network namespaces, bridge, /etc/hosts)")
-    if vcluster.STATE_FILE.exists():
-        pytest.skip("SKIPPED, NOT TESTED: a vcluster is already up; 'commscope vcluster down'")
-    nodes, rate = request.param
-    try:
-        yield vcluster.up(nodes, rate)
-    finally:
-        vcluster.down()
-        assert_nothing_left()
 
 
 def _p2p(cli, family: str, sizes: str, ops: str = "pingpong,bw", rpn: int = 2) -> tuple:

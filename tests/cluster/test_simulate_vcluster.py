@@ -8,7 +8,6 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.cluster.test_mpi_across_nodes import cluster  # noqa: F401 - fixture
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.cluster

@@ -91,7 +91,7 @@ def test_runs_without_these_measurements_have_no_such_sections(tmp_path):
     assert "<h3>LogGP parameters" not in page and "Contention heat map:" not in page
 
 
-def _sweep(changes: dict[int, float]) -> "simulation_section.Sweep":
+def _sweep(changes: dict[int, float]) -> simulation_section.Sweep:
     values = ["80us", "240us", "400us"]
     rows = [(("coll", "alltoall", "8 ranks", size), [1e-3, 1e-3 * (1 + c / 2), 1e-3 * (1 + c)], c)
             for size, c in changes.items()]

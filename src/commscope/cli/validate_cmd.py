@@ -81,13 +81,18 @@ def _predict(args: argparse.Namespace) -> int:
     for col in ("placement", "bytes", "predicted (ms)", "measured (ms)", "error"):
         table.add_column(col, justify="left" if col == "placement" else "right")
     for c in checks:
+        measured = c.measured_s == c.measured_s  # NaN: no valid launch
         table.add_row(c.placement, str(c.bytes), f"{c.predicted_s * 1e3:.3f}",
-                      f"{c.measured_s * 1e3:.3f}", f"{c.relative_error:+.0%}")
+                      f"{c.measured_s * 1e3:.3f}" if measured else "no valid launch",
+                      f"{c.relative_error:+.0%}" if measured else "")
     out = common.console()
     out.print(table)
     for v in verdicts:
         out.print(f"{v.bytes} B: Kendall tau {v.kendall_tau:.2f}, median |error| "
                   f"{v.median_relative_error:.0%}")
+        if v.unmeasured:
+            out.print(f"{v.bytes} B: {', '.join(v.unmeasured)}: no valid launch within the"
+                      " point's budget (30 s, 40 launches); left out of tau and the errors")
     return 0
 
 

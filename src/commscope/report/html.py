@@ -23,8 +23,14 @@ from commscope.analysis import curve as curves
 from commscope.analysis import findings, p2p
 from commscope.analysis.text import size_text, time_text
 from commscope.records import Coll, Point
-from commscope.report import (contention_section, figures, loggp_section, node_section,
-                              simulation_section, tcp_section)
+from commscope.report import (
+    contention_section,
+    figures,
+    loggp_section,
+    node_section,
+    simulation_section,
+    tcp_section,
+)
 from commscope.store import RunInfo, Store
 
 _SCALAR_OPTIONS = 12  # header options shown in the machine table; the rest stay in the store

@@ -1,0 +1,26 @@
+"""Fixtures of the virtual-cluster tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from commscope import vcluster
+from tests.cluster.test_vcluster import assert_nothing_left
+from tests.conftest import need
+
+
+@pytest.fixture
+def cluster(request) -> Iterator[vcluster.ClusterState]:
+    """A vcluster of ``request.param`` = (nodes, rate), always removed afterwards."""
+    need(os.geteuid() == 0, "vcluster tests need root (network namespaces, bridge, /etc/hosts)")
+    if vcluster.STATE_FILE.exists():
+        pytest.skip("SKIPPED, NOT TESTED: a vcluster is already up; 'commscope vcluster down'")
+    nodes, rate = request.param
+    try:
+        yield vcluster.up(nodes, rate)
+    finally:
+        vcluster.down()
+        assert_nothing_left()
