@@ -48,19 +48,22 @@ def test_four_nodes_one_rank_each(cli, cluster):
     assert {p.pair for p in points} == {"inter-node"}
 
 
-def _one_mib_time(cli) -> float:
-    _, points = _p2p(cli, "openmpi", "1048576", ops="pingpong")
+def _one_way_time(cli, size: int) -> float:
+    _, points = _p2p(cli, "openmpi", str(size), ops="pingpong")
     return next(p.latency_s for p in points if p.pair == "inter-node")
 
 
-@pytest.mark.parametrize("cluster", [(2, "100mbit")], indirect=True)
-def test_a_100mbit_link_is_about_ten_times_slower_than_1gbit(cli, cluster):
+@pytest.mark.parametrize("cluster", [(2, "10mbit")], indirect=True)
+def test_a_10mbit_link_is_about_ten_times_slower_than_100mbit(cli, cluster):
+    # Rates far below what the host's CPU can push: at 1 gbit a 1 MiB ping-pong ran at
+    # 78-118 MB/s depending on the host, so a 100mbit/1gbit ratio read 6.5 to 9.8.
     need(have_mpi("openmpi"), "openmpi is not installed")
-    slow = _one_mib_time(cli)
+    size = 256 << 10
+    slow = _one_way_time(cli, size)
     vcluster.down()
-    vcluster.up(2, "1gbit")
-    fast = _one_mib_time(cli)
-    print(f"\n1 MiB one-way: 100mbit {slow * 1e3:.2f} ms, 1gbit {fast * 1e3:.2f} ms, "
+    vcluster.up(2, "100mbit")
+    fast = _one_way_time(cli, size)
+    print(f"\n256 KiB one-way: 10mbit {slow * 1e3:.2f} ms, 100mbit {fast * 1e3:.2f} ms, "
           f"ratio {slow / fast:.1f}")
     assert 7 <= slow / fast <= 13
 
