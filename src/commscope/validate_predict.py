@@ -22,6 +22,10 @@ from commscope.mpi import MPIInstall
 from commscope.predict.cost import CostModel
 from commscope.store import Store
 
+# Each measured point stops after this many launches or seconds, whichever comes first.
+MAX_LAUNCHES = 40
+POINT_BUDGET_S = 30.0
+
 
 @dataclass(frozen=True)
 class PlacementCheck:
@@ -69,7 +73,8 @@ def measure(store: Store, mpi: MPIInstall, placement: predict.Placement, sizes: 
                "vcluster": dict(vcluster, nodes=placement.nodes,
                                 ranks_per_node=placement.per_node),
                "engine": {"ops": "alltoall_block", "sizes": sizes, "coll_sizes": sizes,
-                          "block": block, "max_launches": 40, "coll_budget_s": 30.0,
+                          "block": block, "max_launches": MAX_LAUNCHES,
+                          "coll_budget_s": POINT_BUDGET_S,
                           "pin": 1}}
     run_id = store.create_run("validate", f"predict {placement.label}", mpi.tag, mpi.launcher,
                               placement.p, request)

@@ -155,7 +155,8 @@ def _run(args: argparse.Namespace) -> int:
         base["engine"].update({"k0": 1, "k": args.launches, "max_launches": args.launches})
     runs = []
     with common.open_store(args) as store:
-        for tag, p, sweep in _sweeps(args.sweep, params):
+        sweeps = _sweeps(args.sweep, params)
+        for tag, p, sweep in sweeps:
             request = setup.simulated_request(base, model, p, placement, args.smpi_cfg,
                                               args.neutral, args.netload)
             request["simulate"]["sweep"] = sweep
@@ -186,7 +187,7 @@ def _run(args: argparse.Namespace) -> int:
             return status
         times = [agreement.point_times(store.points(r), store.colls(r), store.contentions(r))
                  for r in runs]
-    labels = [tag for tag, _, _ in _sweeps(args.sweep, params)]
+    labels = [tag for tag, _, _ in sweeps]
     rows = agreement.sensitivity(times)
     if args.json:
         common.print_json({"runs": runs, "labels": labels, "points": [

@@ -53,7 +53,7 @@ def _predict(args: argparse.Namespace) -> int:
     from commscope import predict, vcluster
     from commscope.analysis import contention
     from commscope.sizes import parse_size_list
-    from commscope.validate_predict import check
+    from commscope.validate_predict import MAX_LAUNCHES, POINT_BUDGET_S, check
 
     common.require(args.vcluster, "validate predict: give --vcluster (placements are run on "
                    "the virtual cluster; 'commscope vcluster up --nodes 4' first)")
@@ -92,7 +92,8 @@ def _predict(args: argparse.Namespace) -> int:
                   f"{v.median_relative_error:.0%}")
         if v.unmeasured:
             out.print(f"{v.bytes} B: {', '.join(v.unmeasured)}: no valid launch within the"
-                      " point's budget (30 s, 40 launches); left out of tau and the errors")
+                      f" point's budget ({POINT_BUDGET_S:g} s, {MAX_LAUNCHES} launches); left out"
+                      " of tau and the errors")
     return 0
 
 
