@@ -17,6 +17,7 @@ from typing import Any
 
 from commscope import engine, launch
 from commscope.errors import LaunchError
+from commscope.exit_watch import ExitWatch
 from commscope.mpi import MPIInstall
 from commscope.records import Coll, Contention, End, Header, LogGP, Point, parse_record
 from commscope.store import Store
@@ -99,15 +100,21 @@ def engine_argv(path: str, options: dict[str, Any], skip: set[tuple[str, str, in
     return argv
 
 
-def _lost_rank(stderr: str, header: Header | None) -> str:
-    """Name the rank the launcher reports as lost, using the pids in the header."""
+def _lost_rank(stderr: str, header: Header | None, first: tuple[int, ...] = ()) -> str:
+    """Name the lost rank: the one seen to end first, else the one the launcher reports.
+
+    ``first`` holds the ranks found ended when this host saw the first rank end.
+    """
     pids = {r["pid"]: r for r in header.raw["ranks"]} if header else {}
+    sig = re.search(r"\(signal (\d+)\)|exited on signal (\d+)", stderr)
+    how = f" (signal {sig.group(1) or sig.group(2)})" if sig else ""
+    if len(first) == 1 and header:
+        info = next(r for r in header.raw["ranks"] if r["rank"] == first[0])
+        return f"rank {first[0]} (pid {info['pid']} on {info['node']}) was lost{how}"
     m = re.search(r"rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)", stderr)
     if m:  # Open MPI
         rank, pid, node, sig = m.groups()
         return f"rank {rank} (pid {pid} on {node}) was lost (signal {sig})"
-    sig = re.search(r"\(signal (\d+)\)", stderr)
-    how = f" (signal {sig.group(1)})" if sig else ""
     for pid_text in re.findall(r"PID (\d+) RUNNING AT", stderr):  # hydra names pids, not ranks
         info = pids.get(int(pid_text))
         if info:
@@ -160,6 +167,7 @@ def run(
     """
     skip = store.measured_keys(run_id)
     workdir = None
+    engine_name = None  # simulated ranks are threads of one process: nothing to watch
     if request.get("simulate"):
         from commscope.simulate import smpi
 
@@ -168,6 +176,7 @@ def run(
                                                             request["engine"], skip), workdir)
     else:
         info = engine.find(mpi)
+        engine_name = Path(info.path).name
         if request.get("vcluster"):
             vc = request["vcluster"]
             extra_args, extra_env = _vcluster_launch(mpi, vc["ranks_per_node"], vc.get("nodes"))
@@ -177,7 +186,8 @@ def run(
             extra_args=extra_args or [], extra_env=extra_env,
         )
     segment = store.start_segment(run_id, job.argv)
-    state: dict[str, Any] = {"header": None, "end": None, "points": 0, "lines": 0, "stray": []}
+    state: dict[str, Any] = {"header": None, "end": None, "points": 0, "lines": 0, "stray": [],
+                             "watch": None}
 
     def on_line(line: str) -> bool:
         state["lines"] += 1
@@ -188,6 +198,9 @@ def run(
         if isinstance(record, Header):
             state["header"] = record
             store.set_header(run_id, segment, record)
+            if engine_name:
+                state["watch"] = ExitWatch({r["pid"]: r["rank"] for r in record.raw["ranks"]},
+                                           engine_name)
             state["total"] = expected_points(request["engine"], len(record.pairs))
         elif isinstance(record, (Point, Coll, Contention, LogGP)):
             store.add_point(run_id, segment, record)
@@ -198,12 +211,15 @@ def run(
             progress(len(skip) + state["points"], state["total"])
         return isinstance(record, End)
 
-    result = None
+    result, first = None, ()
     try:
         result = launch.run_streaming(job, on_line, float(request.get("timeout_s", 3600)))
         if workdir is not None and result.returncode == 0:
             smpi.keep_trace_results(request["simulate"], workdir, store, run_id)
     finally:
+        if state["watch"] is not None:
+            first = state["watch"].first()
+            state["watch"].stop()
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
         if result is None:  # interrupted or a bad record: keep what arrived, say so
@@ -222,7 +238,8 @@ def run(
         cause = f"timed out after {request.get('timeout_s')} s (raise --timeout)"
     else:
         # hydra reports a lost process on stdout, Open MPI on stderr: read both.
-        cause = _lost_rank("\n".join(state["stray"]) + "\n" + result.stderr, state["header"])
+        cause = _lost_rank("\n".join(state["stray"]) + "\n" + result.stderr, state["header"],
+                           first)
     message = (
         f"{cause}; {state['points']} new points stored ({total} in run {run_id}), run marked "
         f"incomplete; measure the rest with 'commscope run --resume {run_id}'"

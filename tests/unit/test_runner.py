@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import time
+
+from commscope.exit_watch import ExitWatch
 from commscope.records import parse_record
 from commscope.runner import _lost_rank, engine_argv
 
@@ -35,6 +39,39 @@ def test_hydra_report_is_mapped_from_pid_to_rank_with_the_header():
             "=   PID 200 RUNNING AT n1\n=   EXIT CODE: 9\n"
             "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)")
     assert _lost_rank(text, HEADER) == "rank 1 (pid 200 on n1) was lost (signal 9)"
+
+
+def test_the_rank_seen_to_end_first_wins_over_the_launchers_report():
+    # hydra named rank 0, which it killed itself after rank 1 died
+    text = ("=   PID 100 RUNNING AT n0\n=   EXIT CODE: 9\n"
+            "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)")
+    assert _lost_rank(text, HEADER, (1,)) == "rank 1 (pid 200 on n1) was lost (signal 9)"
+    # two found ended at once: the first is unknown, the launcher's report stands
+    assert _lost_rank(text, HEADER, (0, 1)) == "rank 0 (pid 100 on n0) was lost (signal 9)"
+
+
+def test_exit_watch_sees_which_process_ended_first():
+    procs = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
+    other = subprocess.Popen(["cat"], stdin=subprocess.PIPE)  # not the engine: not watched
+    try:
+        watch = ExitWatch({p.pid: rank for rank, p in enumerate(procs)} | {other.pid: 9},
+                          "sleep")
+        assert watch.first() == ()
+        other.kill()
+        other.wait()
+        procs[1].kill()
+        procs[1].wait()
+        deadline = time.monotonic() + 5
+        while not watch.first() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for p in procs:
+            p.kill()
+        assert watch.first() == (1,)
+        watch.stop()
+    finally:
+        for p in (*procs, other):
+            p.kill()
+            p.wait()
 
 
 def test_engine_message_is_passed_through_and_unknown_failures_keep_the_last_line():
