@@ -109,6 +109,7 @@ typedef struct cs_options {
     int cf_max;          /* 0: as many pairs as the allocation allows */
     int nruns;
     int reps;
+    int in_flight;       /* messages each way posted per iteration (1: the paper's loop) */
     int pin;             /* pin each rank to one core of its affinity (node-local rank order) */
     int distort_rank;    /* testing: rank whose clock is distorted, -1 for none */
     double distort_offset_s, distort_drift;

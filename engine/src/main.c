@@ -20,7 +20,8 @@ static const char *usage =
     "         [--min-valid N] [--max-launches N] [--coll-budget S] [--naive-iters N]\n"
     "         [--root R] [--block B (alltoall_block)] [--buffers hot|cold] [--check 0|1] [--test-distort RANK:OFFSET:DRIFT]\n"
     "       contention (--ops contention, sizes from --coll-sizes):\n"
-    "         [--levels memory,socket,nic] [--cf-max N] [--nruns N] [--reps N] [--pin 0|1]\n"
+    "         [--levels memory,socket,nic] [--cf-max N] [--nruns N] [--reps N] [--in-flight W]\n"
+    "         [--pin 0|1]\n"
     "       commscope-engine --version   (JSON: engine and MPI library versions, no MPI_Init)\n"
     "Run under mpirun/mpiexec; rank 0 writes JSON lines to stdout.\n";
 
@@ -89,6 +90,7 @@ static void write_options(cs_json *j, const cs_options *o) {
     cs_json_int(j, "cf_max", o->cf_max);
     cs_json_int(j, "nruns", o->nruns);
     cs_json_int(j, "reps", o->reps);
+    cs_json_int(j, "in_flight", o->in_flight);
     cs_json_int(j, "pin", o->pin);
     cs_json_int(j, "block", o->block);
     if (o->distort_rank >= 0) {

@@ -54,7 +54,7 @@ static int int_option(const char *flag, const char *val, int *rc, cs_options *o,
         {"--k0", 1, 1e4}, {"--g", 0, 1}, {"--gamma", 1, 100}, {"--min-valid", 1, 1e6},
         {"--max-launches", 1, 1e7}, {"--coll-budget", 1e-3, 36000}, {"--naive-iters", 1, 1e6},
         {"--root", 0, 1e7}, {"--check", 0, 1}, {"--cf-max", 0, 1e4}, {"--nruns", 1, 1e6},
-        {"--reps", 1, 1e4}, {"--pin", 0, 1}, {"--block", 0, 1e7}};
+        {"--reps", 1, 1e4}, {"--pin", 0, 1}, {"--block", 0, 1e7}, {"--in-flight", 1, 1024}};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strcmp(flag, table[i].flag) != 0) continue;
         double v;
@@ -77,7 +77,8 @@ static int int_option(const char *flag, const char *val, int *rc, cs_options *o,
         case 14: o->nruns = (int)v; break;
         case 15: o->reps = (int)v; break;
         case 16: o->pin = (int)v; break;
-        default: o->block = (int)v; break;
+        case 17: o->block = (int)v; break;
+        default: o->in_flight = (int)v; break;
         }
         return 1;
     }
@@ -115,6 +116,7 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
     o->levels = "memory,socket,nic";
     o->nruns = 10;
     o->reps = 5;
+    o->in_flight = 1;
     o->distort_rank = -1;
     const char *sizes = "0,8,1024,65536,1048576", *coll_sizes = NULL, *loggp_sizes = NULL;
     for (int i = 1; i < argc; i++) {

@@ -204,7 +204,8 @@ class Contention:
     """Seed 001's t(m, cf): cf pairs exchanging ``bytes`` at once over one level's channel.
 
     ``samples_s[r][i]`` is process i's time in repetition r (pairs in order, a then b):
-    the time of ``nruns`` Irecv + Isend + Waitall divided by 2 * nruns, as in the paper.
+    the time of ``nruns`` Irecv + Isend + Waitall divided by 2 * nruns, as in the paper;
+    with ``in_flight`` W > 1, W receives and W sends per iteration, divided by 2 * W * nruns.
     """
 
     level: str
@@ -215,6 +216,7 @@ class Contention:
     start: str
     samples_s: tuple[tuple[float, ...], ...]
     raw: dict[str, Any] = field(compare=False, repr=False)
+    in_flight: int = 1
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -587,7 +589,8 @@ def _contention(d: dict[str, Any], where: str) -> Contention:
     if any(len(rep) != 2 * len(pairs) for rep in samples):
         raise _fail(where, "contention samples_s must hold one time per process of the pairs")
     return Contention(d["level"], int(d["cf"]), int(d["bytes"]), pairs, int(d["nruns"]),
-                      d["start"], samples, raw=d)
+                      d["start"], samples, raw=d,
+                      in_flight=int(d.get("in_flight", 1)))
 
 
 def _stream(d: dict[str, Any], where: str) -> Stream:

@@ -58,6 +58,7 @@ ENGINE_FLAGS = {
     "cf_max": "--cf-max",
     "nruns": "--nruns",
     "reps": "--reps",
+    "in_flight": "--in-flight",
     "pin": "--pin",
     "block": "--block",
 }

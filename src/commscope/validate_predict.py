@@ -65,6 +65,15 @@ def multi_node_placements(model: predict.ClusterModel, procs: int) -> list[predi
             if pl.nodes >= 2 and pl.sockets_used == 1]
 
 
+def unpriced_levels(model: predict.ClusterModel, cost: CostModel, procs: int) -> list[str]:
+    """Levels the multi-node placements use that ``cost`` cannot price (checked before running)."""
+    missing: set[str] = set()
+    pattern = predict.build("alltoall", procs, 1 << 20, block=procs)
+    for pl in multi_node_placements(model, procs):
+        missing.update(predict.predict(model, pl, pattern, cost).missing)
+    return sorted(missing)
+
+
 def measure(store: Store, mpi: MPIInstall, placement: predict.Placement, sizes: list[int],
             block: int, vcluster: dict[str, Any]) -> dict[int, tuple[float, int]]:
     """Run alltoall_block on the placement's nodes; return {bytes: (time_s, run_id)}."""

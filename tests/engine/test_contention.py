@@ -31,6 +31,23 @@ def test_memory_level_pins_each_process_to_its_own_core(cli):
     assert big.median_s > small.median_s
 
 
+def test_messages_in_flight_are_posted_together_and_timed_per_message(cli):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    need(len(os.sched_getaffinity(0)) >= 2, "needs two cores")
+    medians = {}
+    for w in (1, 4):
+        out = cli("run", "contention", "--mpi", "openmpi", "--np", "2", "--levels", "memory",
+                  "--sizes", "1MiB", "--reps", "5", "--in-flight", str(w), "--json", check=True)
+        with Store.open(cli.store) as store:
+            [point] = store.contentions(json.loads(out.stdout)["run"])
+        assert point.in_flight == w and point.raw["in_flight"] == w
+        medians[w] = point.median_s
+    # Both are times per message: four in flight share the copies but are divided by 4.
+    ratio = medians[4] / medians[1]
+    print(f"\n1 MiB per message, 4 in flight vs 1: {ratio:.2f}")
+    assert 0.25 < ratio < 2.5, medians
+
+
 @pytest.mark.parametrize("level,needs", [("socket", "two sockets"), ("nic", "two nodes")])
 def test_a_level_the_allocation_cannot_express_is_refused_with_what_would(cli, level, needs):
     need(have_mpi("openmpi"), "openmpi is not installed")

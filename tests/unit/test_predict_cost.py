@@ -141,3 +141,16 @@ def test_a_channel_is_never_faster_than_its_nominal_rate() -> None:
     assert got == pytest.approx(np.maximum(plain.time_s("nic", m, k), k * m / b))
     assert got[1] == pytest.approx(4 * (1 << 20) / b) and got[2] == pytest.approx(8 * (1 << 22) / b)
     assert "25 MB/s" in floored.sources()["nic"] and "MB/s" not in plain.sources()["nic"]
+
+
+def test_validation_names_levels_its_placements_use_but_cannot_price() -> None:
+    from commscope.validate_predict import unpriced_levels
+
+    model = ClusterModel("m", ("a", "b", "c", "d"), 1, 2, nic=Link(bandwidth_Bps=25e6))
+    nic_only = TableCost.from_tables(tables(records("nic", linear, SIZES.tolist(), [1, 2])),
+                                     "run 1", model)
+    assert unpriced_levels(model, nic_only, 4) == ["memory"]  # 2x2 puts two ranks on a node
+    assert unpriced_levels(model, nic_only, 3) == []  # only 3x1 spans nodes with 3 ranks
+    both = records("nic", linear, SIZES.tolist(), [1, 2]) + records("memory", linear,
+                                                                     SIZES.tolist(), [1])
+    assert unpriced_levels(model, TableCost.from_tables(tables(both), "run 1", model), 4) == []

@@ -5,6 +5,9 @@
  *   nic     ends on two nodes (the network interface of each)
  * Each process of a pair runs the paper's loop after an untimed warm-up:
  *   repeat nruns: t -= now; Irecv; Isend; Waitall; t += now;   t /= 2 * nruns
+ * With --in-flight W > 1 each iteration posts W receives and W sends (distinct receive
+ * buffers) before Waitall, and t /= 2 * W * nruns: the channel then never waits for one
+ * message's handshake, as under a collective that posts all its transfers at once.
  * The pairs start together at a time broadcast on the synchronised clock (or after a barrier
  * in --sync barrier mode); every process's t of every repetition is written.
  */
@@ -105,6 +108,7 @@ static void write_record(cs_context *ctx, int level, int cf, size_t bytes, int p
     }
     cs_json_raw_end(&j, ']');
     cs_json_int(&j, "nruns", o->nruns);
+    cs_json_int(&j, "in_flight", o->in_flight);
     cs_json_str(&j, "start", strcmp(o->sync, "barrier") == 0 ? "barrier" : "window");
     cs_json_raw_begin(&j, "pinned", '[');
     for (int i = 0; i < 2 * cf; i++) cs_json_elem_int(&j, ctx->topo->ranks[pairs[i / 2][i % 2]].affinity[0]);
@@ -120,21 +124,26 @@ static void write_record(cs_context *ctx, int level, int cf, size_t bytes, int p
     ctx->npoints++;
 }
 
+/* One iteration: w receives (each into its own slot of rbuf), w sends, Waitall. */
+static void exchange(char *rbuf, char *sbuf, size_t bytes, int w, int peer, MPI_Request *rq) {
+    for (int i = 0; i < w; i++)
+        MPI_Irecv(rbuf + (size_t)i * bytes, (int)bytes, MPI_BYTE, peer, TAG_CONT, MPI_COMM_WORLD,
+                  &rq[i]);
+    for (int i = 0; i < w; i++)
+        MPI_Isend(sbuf, (int)bytes, MPI_BYTE, peer, TAG_CONT, MPI_COMM_WORLD, &rq[w + i]);
+    MPI_Waitall(2 * w, rq, MPI_STATUSES_IGNORE);
+}
+
 static void measure(cs_context *ctx, int level, int cf, size_t bytes, int pairs[][2], char *sbuf,
-                    char *rbuf, double *mine, double *all) {
+                    char *rbuf, MPI_Request *rq, double *mine, double *all) {
     const cs_options *o = ctx->opt;
     int peer = -1;
     for (int i = 0; i < cf; i++) {
         if (pairs[i][0] == ctx->rank) peer = pairs[i][1];
         if (pairs[i][1] == ctx->rank) peer = pairs[i][0];
     }
-    int n = (int)bytes;
-    MPI_Request rq[2];
-    if (peer >= 0) { /* warm-up, not timed */
-        MPI_Irecv(rbuf, n, MPI_BYTE, peer, TAG_CONT, MPI_COMM_WORLD, &rq[0]);
-        MPI_Isend(sbuf, n, MPI_BYTE, peer, TAG_CONT, MPI_COMM_WORLD, &rq[1]);
-        MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
-    }
+    int w = o->in_flight;
+    if (peer >= 0) exchange(rbuf, sbuf, bytes, w, peer, rq); /* warm-up, not timed */
     /* Only the pairs take part; the others sleep in the idle barrier below. */
     MPI_Comm sub;
     MPI_Comm_split(MPI_COMM_WORLD, peer >= 0 ? 0 : MPI_UNDEFINED, ctx->rank, &sub);
@@ -152,12 +161,10 @@ static void measure(cs_context *ctx, int level, int cf, size_t bytes, int pairs[
             double t = 0.0;
             for (int k = 0; k < o->nruns; k++) {
                 t -= ctx->timer->now();
-                MPI_Irecv(rbuf, n, MPI_BYTE, peer, TAG_CONT, MPI_COMM_WORLD, &rq[0]);
-                MPI_Isend(sbuf, n, MPI_BYTE, peer, TAG_CONT, MPI_COMM_WORLD, &rq[1]);
-                MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+                exchange(rbuf, sbuf, bytes, w, peer, rq);
                 t += ctx->timer->now();
             }
-            mine[r + 1] = t / (2.0 * o->nruns);
+            mine[r + 1] = t / (2.0 * w * o->nruns);
         }
         /* Gathered after the repetitions, outside every timed region: [world rank, t...]. */
         mine[0] = ctx->rank;
@@ -185,11 +192,15 @@ void cs_contention_run(cs_context *ctx) {
     for (int i = 0; i < o->ncoll_sizes; i++)
         if (o->coll_sizes[i] > max) max = o->coll_sizes[i];
     if (max > 0x7fffffffu) cs_die("rank %d: contention sizes must fit an int count", ctx->rank);
-    char *sbuf = cs_buffer_alloc(max), *rbuf = cs_buffer_alloc(max);
+    if (max * (size_t)o->in_flight > ((size_t)1 << 31))
+        cs_die("rank %d: --in-flight %d x %zu bytes needs more than 2 GiB of receive buffers",
+               ctx->rank, o->in_flight, max);
+    char *sbuf = cs_buffer_alloc(max), *rbuf = cs_buffer_alloc(max * (size_t)o->in_flight);
+    MPI_Request *rq = malloc(sizeof(MPI_Request) * 2 * (size_t)o->in_flight);
     double *mine = malloc(sizeof(double) * (size_t)(o->reps + 1));
     double *all = malloc(sizeof(double) * (size_t)o->reps * (size_t)ctx->nranks);
     int (*pairs)[2] = malloc(sizeof(int[2]) * CS_MAX_CPUS);
-    if (!mine || !all || !pairs) cs_die("rank %d: out of memory", ctx->rank);
+    if (!mine || !all || !pairs || !rq) cs_die("rank %d: out of memory", ctx->rank);
     for (int level = 0; level < 3; level++) {
         if (!cs_list_has(o->levels, level_names[level])) continue;
         int most = choose(ctx, level, pairs);
@@ -200,8 +211,8 @@ void cs_contention_run(cs_context *ctx) {
                 char group[16];
                 snprintf(group, sizeof group, "cf%d", cf);
                 if (cs_options_skipped(o, key, group, o->coll_sizes[s])) continue;
-                measure(ctx, level, cf, o->coll_sizes[s], pairs, sbuf, rbuf, mine, all);
+                measure(ctx, level, cf, o->coll_sizes[s], pairs, sbuf, rbuf, rq, mine, all);
             }
     }
-    cs_buffer_free(sbuf); cs_buffer_free(rbuf); free(mine); free(all); free(pairs);
+    cs_buffer_free(sbuf); cs_buffer_free(rbuf); free(mine); free(all); free(pairs); free(rq);
 }

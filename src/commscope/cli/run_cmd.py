@@ -119,6 +119,9 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   help="exchanges timed per repetition")
     common.option(cont, "--reps", type=common.positive_int, default=5,
                   help="repetitions per cell (their median is t(m, cf))")
+    common.option(cont, "--in-flight", type=common.positive_int, default=1,
+                  help="messages each way posted per exchange (1: the paper's loop; more keep"
+                  " the channel busy through each message's handshake)")
     common.option(p, "--timeout", type=common.positive_float, default=3600.0,
                   help="seconds before the whole job is killed")
     common.option(p, "--label", help="a name for this run, shown in reports and comparisons")
@@ -212,7 +215,8 @@ def build_request(args: argparse.Namespace) -> dict[str, Any]:
         ops.append("contention")
         sizes = parse_size_list(args.sizes or CONTENTION_SIZES)
         engine.update({"sizes": sizes, "coll_sizes": sizes, "levels": _levels(args),
-                       "cf_max": args.cf_max, "nruns": args.nruns, "reps": args.reps, "pin": 1,
+                       "cf_max": args.cf_max, "nruns": args.nruns, "reps": args.reps,
+                       "in_flight": args.in_flight, "pin": 1,
                        "sync": args.sync, "sync_d": args.sync_d})
     engine["ops"] = ",".join(ops)
     request = {"benchmark": args.benchmark, "mpi": args.mpi, "np": args.np,

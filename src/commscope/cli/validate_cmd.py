@@ -53,7 +53,7 @@ def _predict(args: argparse.Namespace) -> int:
     from commscope import predict, vcluster
     from commscope.analysis import contention
     from commscope.sizes import parse_size_list
-    from commscope.validate_predict import MAX_LAUNCHES, POINT_BUDGET_S, check
+    from commscope.validate_predict import MAX_LAUNCHES, POINT_BUDGET_S, check, unpriced_levels
 
     common.require(args.vcluster, "validate predict: give --vcluster (placements are run on "
                    "the virtual cluster; 'commscope vcluster up --nodes 4' first)")
@@ -70,6 +70,11 @@ def _predict(args: argparse.Namespace) -> int:
         common.require(bool(found), f"--tables {args.tables}: run {run_id} has no contention "
                        "measurements ('commscope run contention --vcluster' first)")
         cost = predict.TableCost.from_tables(contention.tables(found), f"run {run_id}", model)
+        missing = unpriced_levels(model, cost, args.procs)
+        common.require(not missing, f"--tables {args.tables}: run {run_id} has no t(m, cf) table"
+                       f" for the {' and '.join(missing)} level, which placements of"
+                       f" {args.procs} ranks use; measure it ('commscope run contention"
+                       " --vcluster --levels memory,nic')")
         vc = {"rate": state.rate, "subnet": state.subnet}
         checks, verdicts = check(store, mpi, model, cost, args.procs, sizes, args.block, vc)
     if args.json:
