@@ -22,9 +22,18 @@ from commscope.mpi import MPIInstall
 from commscope.predict.cost import CostModel
 from commscope.store import Store
 
-# Each measured point stops after this many launches or seconds, whichever comes first.
+# Each measured point stops after MAX_LAUNCHES launches or its time budget, whichever comes
+# first. The budget is POINT_BUDGET_S, raised to BUDGET_LAUNCHES times the slowest predicted
+# launch of the placement: the method spends its first launches finding a start window, so a
+# point of seconds-long launches needs room for a few dozen of them.
 MAX_LAUNCHES = 40
 POINT_BUDGET_S = 30.0
+BUDGET_LAUNCHES = 20
+
+
+def point_budget_s(predicted_s: list[float]) -> float:
+    """Time budget of each point of one placement's run, from its predicted launch times."""
+    return max(POINT_BUDGET_S, BUDGET_LAUNCHES * max(predicted_s, default=0.0))
 
 
 @dataclass(frozen=True)
@@ -75,7 +84,8 @@ def unpriced_levels(model: predict.ClusterModel, cost: CostModel, procs: int) ->
 
 
 def measure(store: Store, mpi: MPIInstall, placement: predict.Placement, sizes: list[int],
-            block: int, vcluster: dict[str, Any]) -> dict[int, tuple[float, int]]:
+            block: int, vcluster: dict[str, Any], budget_s: float = POINT_BUDGET_S,
+            ) -> dict[int, tuple[float, int]]:
     """Run alltoall_block on the placement's nodes; return {bytes: (time_s, run_id)}."""
     request = {"benchmark": "coll", "mpi": mpi.choice, "np": placement.p, "launcher": "auto",
                "timeout_s": 1800.0, "confidence": 0.95,
@@ -83,7 +93,7 @@ def measure(store: Store, mpi: MPIInstall, placement: predict.Placement, sizes: 
                                 ranks_per_node=placement.per_node),
                "engine": {"ops": "alltoall_block", "sizes": sizes, "coll_sizes": sizes,
                           "block": block, "max_launches": MAX_LAUNCHES,
-                          "coll_budget_s": POINT_BUDGET_S,
+                          "coll_budget_s": budget_s,
                           "pin": 1}}
     run_id = store.create_run("validate", f"predict {placement.label}", mpi.tag, mpi.launcher,
                               placement.p, request)
@@ -98,13 +108,14 @@ def check(store: Store, mpi: MPIInstall, model: predict.ClusterModel, cost: Cost
     placements = multi_node_placements(model, procs)
     checks: list[PlacementCheck] = []
     for pl in placements:
-        measured = measure(store, mpi, pl, sizes, block, vcluster)
-        for size in sizes:
-            pattern = predict.build("alltoall", procs, size, block=block or procs)
-            predicted = predict.predict(model, pl, pattern, cost).time_s
+        predicted = [predict.predict(model, pl, predict.build("alltoall", procs, size,
+                                                              block=block or procs), cost).time_s
+                     for size in sizes]
+        measured = measure(store, mpi, pl, sizes, block, vcluster, point_budget_s(predicted))
+        for size, pred in zip(sizes, predicted, strict=True):
             t, run_id = measured[size]
-            checks.append(PlacementCheck(pl.label, pl.nodes, pl.per_node, size, predicted, t,
-                                         (predicted - t) / t, run_id))
+            checks.append(PlacementCheck(pl.label, pl.nodes, pl.per_node, size, pred, t,
+                                         (pred - t) / t, run_id))
     verdicts = []
     for size in sizes:
         at_size = [c for c in checks if c.bytes == size]

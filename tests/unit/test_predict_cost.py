@@ -154,3 +154,10 @@ def test_validation_names_levels_its_placements_use_but_cannot_price() -> None:
     both = records("nic", linear, SIZES.tolist(), [1, 2]) + records("memory", linear,
                                                                      SIZES.tolist(), [1])
     assert unpriced_levels(model, TableCost.from_tables(tables(both), "run 1", model), 4) == []
+
+
+def test_validation_budget_grows_with_the_slowest_predicted_launch() -> None:
+    from commscope.validate_predict import BUDGET_LAUNCHES, POINT_BUDGET_S, point_budget_s
+
+    assert point_budget_s([0.01, 0.2]) == POINT_BUDGET_S  # short launches: the fixed budget
+    assert point_budget_s([0.5, 8.0]) == BUDGET_LAUNCHES * 8.0 > POINT_BUDGET_S

@@ -53,7 +53,13 @@ def _predict(args: argparse.Namespace) -> int:
     from commscope import predict, vcluster
     from commscope.analysis import contention
     from commscope.sizes import parse_size_list
-    from commscope.validate_predict import MAX_LAUNCHES, POINT_BUDGET_S, check, unpriced_levels
+    from commscope.validate_predict import (
+        BUDGET_LAUNCHES,
+        MAX_LAUNCHES,
+        POINT_BUDGET_S,
+        check,
+        unpriced_levels,
+    )
 
     common.require(args.vcluster, "validate predict: give --vcluster (placements are run on "
                    "the virtual cluster; 'commscope vcluster up --nodes 4' first)")
@@ -97,7 +103,8 @@ def _predict(args: argparse.Namespace) -> int:
                   f"{v.median_relative_error:.0%}")
         if v.unmeasured:
             out.print(f"{v.bytes} B: {', '.join(v.unmeasured)}: no valid launch within the"
-                      f" point's budget ({POINT_BUDGET_S:g} s, {MAX_LAUNCHES} launches); left out"
+                      f" point's budget ({MAX_LAUNCHES} launches, {POINT_BUDGET_S:g} s or"
+                      f" {BUDGET_LAUNCHES} predicted launches if longer); left out"
                       " of tau and the errors")
     return 0
 
