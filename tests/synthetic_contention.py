@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from commscope.records import Contention, record_from_dict
+from commscope.record_parse import record_from_dict
+from commscope.records import Contention
 from commscope.store import Store
 
 TimeFn = Callable[[int, int], float]

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from commscope.records import LogGP, record_from_dict
+from commscope.record_parse import record_from_dict
+from commscope.records import LogGP
 from commscope.sizes import netpipe_schedule
 from commscope.store import Store
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from commscope.records import Coll, Header, Point, record_from_dict
+from commscope.record_parse import record_from_dict
+from commscope.records import Coll, Header, Point
 from commscope.sizes import netpipe_schedule
 from commscope.store import Store
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from commscope.records import Header, Point, Stream, record_from_dict
+from commscope.record_parse import record_from_dict
+from commscope.records import Header, Point, Stream
 from commscope.store import Store
 
 SIZES = [1, 64, 1024, 8192, 65536, 262144, 1048576]

@@ -21,7 +21,8 @@ from commscope import launch, linpack
 from commscope import mpi as mpi_mod
 from commscope.errors import ComputeError, LaunchError, UsageError
 from commscope.node import NodeOutcome, Progress
-from commscope.records import Linpack, record_from_dict
+from commscope.record_parse import record_from_dict
+from commscope.records import Linpack
 from commscope.store import Store
 
 PROGRAM = "hpcc"

@@ -25,7 +25,8 @@ import numpy as np
 
 from commscope import busyclock, cpu, linpack, pinning
 from commscope.errors import CommscopeError, ComputeError, UsageError
-from commscope.records import Linpack, record_from_dict
+from commscope.record_parse import record_from_dict
+from commscope.records import Linpack
 from commscope.sizes import parse_size
 from commscope.store import Store
 

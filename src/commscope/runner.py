@@ -19,7 +19,8 @@ from commscope import engine, launch
 from commscope.errors import LaunchError
 from commscope.exit_watch import ExitWatch
 from commscope.mpi import MPIInstall
-from commscope.records import Coll, Contention, End, Header, LogGP, Point, parse_record
+from commscope.record_parse import parse_record
+from commscope.records import Coll, Contention, End, Header, LogGP, Point
 from commscope.store import Store
 
 # Engine options a request may carry, in the engine's own flag spelling.

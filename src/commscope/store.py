@@ -20,16 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from commscope.errors import StoreError, UsageError
-from commscope.records import (
-    Coll,
-    Contention,
-    Header,
-    Linpack,
-    LogGP,
-    Point,
-    Stream,
-    record_from_dict,
-)
+from commscope.record_parse import record_from_dict
+from commscope.records import Coll, Contention, Header, Linpack, LogGP, Point, Stream
 
 # Re-exported: callers import the file's constants from here.
 from commscope.store_file import APPLICATION_ID as APPLICATION_ID

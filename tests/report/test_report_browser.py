@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commscope.records import Header, Point, parse_record
+from commscope.record_parse import parse_record
+from commscope.records import Header, Point
 from commscope.report import compare_html, html
 from commscope.store import Store
 from tests import synthetic_runs

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from commscope.records import parse_record
+from commscope.record_parse import parse_record
 from commscope.sizes import netpipe_schedule
 from commscope.store import Store
 from tests.conftest import CLI, need

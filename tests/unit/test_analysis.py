@@ -10,7 +10,8 @@ import pytest
 
 from commscope.analysis import curve, findings, p2p, regimes
 from commscope.analysis.text import size_text
-from commscope.records import Point, record_from_dict
+from commscope.record_parse import record_from_dict
+from commscope.records import Point
 from commscope.sizes import netpipe_schedule
 
 SIZES = np.array(netpipe_schedule(4 << 20, 3), dtype=float)  # 0..4 MiB, +-3-byte neighbours

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as sps
 
 from commscope.analysis.coll import summarize
-from commscope.records import record_from_dict
+from commscope.record_parse import record_from_dict
 
 
 def coll(times: list[float], flags: list[int]) -> object:

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from commscope.analysis.compare import compare_runs, mann_whitney_p
-from commscope.records import Coll, Point, record_from_dict
+from commscope.record_parse import record_from_dict
+from commscope.records import Coll, Point
 from commscope.store import Store
 
 

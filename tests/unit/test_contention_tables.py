@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from commscope.analysis.contention import tables
-from commscope.records import record_from_dict
+from commscope.record_parse import record_from_dict
 
 
 def cell(level: str, cf: int, size: int, t_slowest: float, reps: int = 3) -> object:

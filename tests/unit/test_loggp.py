@@ -10,7 +10,8 @@ import pytest
 
 from commscope.analysis import loggp
 from commscope.errors import RecordError
-from commscope.records import LogGP, parse_record
+from commscope.record_parse import parse_record
+from commscope.records import LogGP
 from commscope.store import Store
 from tests import synthetic_loggp as syn
 

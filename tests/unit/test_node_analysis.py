@@ -8,7 +8,8 @@ import pytest
 
 from commscope.analysis import node
 from commscope.cpu import Clock, FlopsPerCycle, PeakModel
-from commscope.records import Linpack, record_from_dict
+from commscope.record_parse import record_from_dict
+from commscope.records import Linpack
 
 
 def linpack(cores: int, n: int, rates: list[float]) -> Linpack:

@@ -6,7 +6,7 @@ import subprocess
 import time
 
 from commscope.exit_watch import ExitWatch
-from commscope.records import parse_record
+from commscope.record_parse import parse_record
 from commscope.runner import _lost_rank, engine_argv
 
 HEADER = parse_record(

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from commscope.errors import StoreError, UsageError
-from commscope.records import Header, Point, parse_record
+from commscope.record_parse import parse_record
+from commscope.records import Header, Point
 from commscope.store import APPLICATION_ID, Store
 
 FIXTURE = Path(__file__).parent / "fixtures" / "p2p_openmpi.jsonl"

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from commscope.errors import RecordError, UsageError
-from commscope.records import End, Header, Point, Stream, parse_record, record_from_dict
+from commscope.record_parse import parse_record, record_from_dict
+from commscope.records import End, Header, Point, Stream
 from commscope.store import Store
 from commscope.tcp import program as prog
 from commscope.tcp.session import expected_records

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from commscope.errors import RecordError, UsageError
-from commscope.records import Coll, Point, record_from_dict
+from commscope.record_parse import record_from_dict
+from commscope.records import Coll, Point
 
 PAIR_LABELS = ("intra-socket", "inter-socket", "intra-node", "inter-node", "unknown")
 _MAX_LINE_SHOWN = 60

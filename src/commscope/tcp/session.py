@@ -12,7 +12,8 @@ from typing import Any
 
 from commscope import launch
 from commscope.errors import LaunchError
-from commscope.records import End, Header, Point, Stream, parse_record
+from commscope.record_parse import parse_record
+from commscope.records import End, Header, Point, Stream
 from commscope.runner import Outcome
 from commscope.store import Store
 from commscope.tcp import program as prog
