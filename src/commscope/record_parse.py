@@ -7,6 +7,7 @@ RecordError naming where the line came from.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
@@ -128,21 +129,10 @@ def record_from_dict(data: Any, where: str, validate: bool = True) -> Record:
             location = f"{kind} {path}" if path else kind
             raise _fail(where, f"{location}: {error.message}")
     try:
-        if kind == "header":
-            return _header(data, where)
-        if kind == "point":
-            return _point(data, where)
-        if kind == "coll":
-            return _coll(data, where)
-        if kind == "contention":
-            return _contention(data, where)
-        if kind == "stream":
-            return _stream(data, where)
-        if kind == "linpack":
-            return _linpack(data, where)
-        if kind == "loggp":
-            return _loggp(data, where)
-        return End(points=int(data["points"]), elapsed_s=float(data["elapsed_s"]), raw=data)
+        if kind == "end":
+            return End(points=int(data["points"]), elapsed_s=float(data["elapsed_s"]), raw=data)
+        build: Callable[[dict[str, Any], str], Record] = _BUILDERS[kind]
+        return build(data, where)
     except (KeyError, TypeError, ValueError) as err:  # only reachable without validation
         raise _fail(where, f"{kind} is malformed ({type(err).__name__}: {err})") from None
 
@@ -284,3 +274,8 @@ def _loggp(d: dict[str, Any], where: str) -> LogGP:
                  float(d["wait_s"]), times["prtt_1_0_s"], times["prtt_n_0_s"],
                  times["prtt_n_d_s"], times["send_s"], times["recv_s"], times["timer_s"],
                  d["stop"], raw=d)
+
+
+_BUILDERS: dict[str, Callable[[dict[str, Any], str], Record]] = {
+    "header": _header, "point": _point, "coll": _coll, "contention": _contention,
+    "stream": _stream, "linpack": _linpack, "loggp": _loggp}
