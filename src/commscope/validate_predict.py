@@ -29,11 +29,13 @@ from commscope.store import Store
 MAX_LAUNCHES = 40
 POINT_BUDGET_S = 30.0
 BUDGET_LAUNCHES = 20
+MAX_BUDGET_S = 3600.0  # no point runs longer than an hour
 
 
 def point_budget_s(predicted_s: list[float]) -> float:
     """Time budget of each point of one placement's run, from its predicted launch times."""
-    return max(POINT_BUDGET_S, BUDGET_LAUNCHES * max(predicted_s, default=0.0))
+    finite = [t for t in predicted_s if math.isfinite(t)]
+    return min(MAX_BUDGET_S, max(POINT_BUDGET_S, BUDGET_LAUNCHES * max(finite, default=0.0)))
 
 
 @dataclass(frozen=True)

@@ -161,3 +161,5 @@ def test_validation_budget_grows_with_the_slowest_predicted_launch() -> None:
 
     assert point_budget_s([0.01, 0.2]) == POINT_BUDGET_S  # short launches: the fixed budget
     assert point_budget_s([0.5, 8.0]) == BUDGET_LAUNCHES * 8.0 > POINT_BUDGET_S
+    assert point_budget_s([0.5, float("inf")]) == POINT_BUDGET_S  # unpriced: not a budget
+    assert point_budget_s([1e5]) == 3600.0  # at most an hour a point
