@@ -103,13 +103,16 @@ def engine_argv(path: str, options: dict[str, Any], skip: set[tuple[str, str, in
 
 
 def _lost_rank(stderr: str, header: Header | None, first: tuple[int, ...] = ()) -> str:
-    """Name the lost rank: the one seen to end first, else the one the launcher reports.
+    """Name the cause: the engine's own message, the rank seen to end first, the launcher's.
 
     ``first`` holds the ranks found ended when this host saw the first rank end.
     """
     pids = {r["pid"]: r for r in header.raw["ranks"]} if header else {}
     sig = re.search(r"\(signal (\d+)\)|exited on signal (\d+)", stderr)
     how = f" (signal {sig.group(1) or sig.group(2)})" if sig else ""
+    m = re.search(r"commscope-engine: (rank \d+: .*)", stderr)
+    if m:  # the engine said why it stopped: that is the cause, whichever rank ended first
+        return m.group(1).strip()
     if len(first) == 1 and header:
         info = next(r for r in header.raw["ranks"] if r["rank"] == first[0])
         return f"rank {first[0]} (pid {info['pid']} on {info['node']}) was lost{how}"
@@ -121,9 +124,6 @@ def _lost_rank(stderr: str, header: Header | None, first: tuple[int, ...] = ()) 
         info = pids.get(int(pid_text))
         if info:
             return f"rank {info['rank']} (pid {pid_text} on {info['node']}) was lost{how}"
-    m = re.search(r"commscope-engine: (rank \d+: .*)", stderr)
-    if m:
-        return m.group(1).strip()
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not set(ln) <= set("-=* ")]
     return lines[-1] if lines else "the job ended without its end record"
 

@@ -48,6 +48,9 @@ def test_the_rank_seen_to_end_first_wins_over_the_launchers_report():
     assert _lost_rank(text, HEADER, (1,)) == "rank 1 (pid 200 on n1) was lost (signal 9)"
     # two found ended at once: the first is unknown, the launcher's report stands
     assert _lost_rank(text, HEADER, (0, 1)) == "rank 0 (pid 100 on n0) was lost (signal 9)"
+    # a rank that stopped with the engine's own message ended first, for a reason it gave
+    said = "commscope-engine: rank 0: contention level nic cannot be measured\n"
+    assert _lost_rank(said, HEADER, (0,)) == "rank 0: contention level nic cannot be measured"
 
 
 def test_exit_watch_sees_which_process_ended_first():
