@@ -17,7 +17,7 @@ TimeFn = Callable[[int, int], float]
 
 
 def records(level: str, fn: TimeFn, sizes: Iterable[int], cfs: Iterable[int],
-            reps: int = 3) -> list[Contention]:
+            reps: int = 3, in_flight: int = 1) -> list[Contention]:
     out = []
     for cf in cfs:
         pairs = [[2 * i, 2 * i + 1] for i in range(cf)]
@@ -25,7 +25,8 @@ def records(level: str, fn: TimeFn, sizes: Iterable[int], cfs: Iterable[int],
             t = fn(m, cf)
             rec = record_from_dict({
                 "type": "contention", "level": level, "cf": cf, "bytes": m, "pairs": pairs,
-                "nruns": 10, "start": "window", "samples_s": [[t] * (2 * cf)] * reps,
+                "nruns": 10, "in_flight": in_flight, "start": "window",
+                "samples_s": [[t] * (2 * cf)] * reps,
             }, f"synthetic contention {level} cf{cf} {m}")
             assert isinstance(rec, Contention)
             out.append(rec)

@@ -52,3 +52,19 @@ def test_the_cell_is_the_median_over_repetitions_of_the_slowest_process():
                             "pairs": [[0, 1]], "nruns": 1, "start": "barrier",
                             "samples_s": [[1.0, 3.0], [2.0, 9.0], [5.0, 4.0]]}, "test")
     assert rec.median_s == 5.0  # slowest per repetition: 3, 9, 5
+
+
+def test_shown_tables_say_when_more_than_one_message_was_in_flight() -> None:
+    from rich.console import Console
+
+    from commscope.cli.render import contention_tables
+    from tests.synthetic_contention import records
+
+    def title(in_flight: int) -> str:
+        console = Console(record=True, width=200)
+        contention_tables(console, records("nic", lambda m, cf: cf * m / 1e9, [1 << 20], [1, 2],
+                                           in_flight=in_flight))
+        return console.export_text()
+
+    assert "4 messages in flight" in title(4)
+    assert "in flight" not in title(1)

@@ -80,10 +80,13 @@ def coll_table(console: Console, points: list[Coll], level: float) -> None:
 
 def contention_tables(console: Console, points: list[Contention]) -> None:
     """Seed 001's degradation tables t(m,cf)/t(m,1); cells above cf in bold red."""
+    flights = sorted({p.in_flight for p in points})
+    # The paper's loop has one message in flight; say so when the run posted more.
+    posted = "" if flights == [1] else f"; {'/'.join(map(str, flights))} messages in flight"
     for level, t in contention_analysis.tables(points).items():
         name = contention_analysis.LEVEL_NAMES[level]
         table = Table(title=f"{name}: degradation t(m,cf)/t(m,1) (red: above cf; "
-                      "t(m,1) in us)")
+                      f"t(m,1) in us{posted})")
         table.add_column("bytes", justify="right")
         table.add_column("t(m,1) us", justify="right")
         for cf in t.cfs:
