@@ -48,7 +48,9 @@ def test_loggp_parameters_obey_the_model(cli, family):
     # Overheads are real work; a message cannot be issued faster than a send call takes.
     assert f.o_s_s > 0 and f.o_r_s > 0 and f.g_s > 0
     # g >= o_s up to timer noise: in CI MPICH's timed send calls read 0.28-0.29 us against g
-    # 0.17-0.20 us (quiet: 0.06 against 0.06), ~0.1 us of noise on this VM under load.
+    # 0.17-0.20 us (quiet: 0.06 against 0.06), ~0.1 us of noise on this VM under load. With
+    # overheads this small the fitted check only catches a gap far below the send call; the
+    # per-size check over the first regime below carries the claim.
     assert f.g_s >= f.o_s_s - TIMER_NOISE_S
     small = c.bytes <= f.small_bytes[1]
     # Per size the two come from different timings (a train's round trips, single timed calls)
