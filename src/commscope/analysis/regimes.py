@@ -201,6 +201,8 @@ def hockney_fit(sizes: ArrayLike, times: ArrayLike) -> HockneyFit | None:
     scale[scale == 0] = 1.0  # every size 0: the slope column is all zeros
     z, _ = nnls(a / scale, np.ones(m.size))
     alpha, slope = float(z[0] / scale[0]), float(z[1] / scale[1])
+    if slope * float(m.max()) <= 1e-9 * float(t.max()):
+        slope = 0.0  # round-off that nnls leaves on a flat curve (1e-23 s/B): no bandwidth
     resid = 1.0 - (alpha + slope * m) / t
     rms = float(math.sqrt(float(np.mean(resid**2))))
     return HockneyFit(alpha, 1.0 / slope if slope > 0 else None, rms, int(m.size))
