@@ -7,6 +7,7 @@ killed, so no orphaned rank keeps a core busy.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -18,6 +19,32 @@ from commscope.errors import LaunchError, UsageError
 from commscope.mpi import MPIInstall
 
 LAUNCHERS = ("auto", "mpirun", "mpiexec", "srun")
+MCA_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def parse_mca(items: Sequence[str]) -> dict[str, str]:
+    """Open MPI parameters from repeated ``--mca NAME=VALUE`` options (later ones win)."""
+    mca: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not MCA_NAME.fullmatch(name) or not value:
+            raise UsageError(f"--mca {item}: give NAME=VALUE, e.g. --mca "
+                             "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma")
+        mca[name] = value
+    return mca
+
+
+def check_mca(mpi: MPIInstall, mca: dict[str, str] | None) -> None:
+    """MCA parameters are Open MPI's: refuse them for another MPI rather than drop them."""
+    if mca and mpi.family != "openmpi":
+        raise UsageError(f"--mca {next(iter(mca))}: MCA parameters are Open MPI's and this run "
+                         f"uses {mpi.tag}; give MPICH settings as MPIR_CVAR_ environment "
+                         "variables instead")
+
+
+def mca_argv(mca: dict[str, str]) -> list[str]:
+    """The mpirun options that set ``mca``."""
+    return [arg for name, value in mca.items() for arg in ("--mca", name, value)]
 
 
 def flag_argv(options: dict[str, Any], flags: dict[str, str]) -> list[str]:
@@ -56,6 +83,7 @@ def build_job(
     cores: int | None = None,
     extra_args: Sequence[str] = (),
     extra_env: dict[str, str] | None = None,
+    mca: dict[str, str] | None = None,
 ) -> Job:
     """Return the job that starts ``program`` on ``nranks`` ranks, one per core when possible.
 
@@ -67,17 +95,21 @@ def build_job(
         cores: cores available here; more ranks than cores turns on oversubscription.
         extra_args: launcher options placed before the program (e.g. for the virtual cluster).
         extra_env: environment added to the job.
+        mca: Open MPI parameters (mpirun options; environment under srun).
     """
     if launcher not in LAUNCHERS:
         raise UsageError(f"--launcher {launcher}: choose one of {', '.join(LAUNCHERS)}")
     if nranks < 1:
         raise UsageError(f"--np {nranks}: need at least 1 rank")
+    check_mca(mpi, mca)
+    mca = mca or {}
     cores = cores or os.cpu_count() or 1
     env = dict(_root_env())
     if launcher == "srun":
         argv = ["srun", "-n", str(nranks), "--cpu-bind=cores", *extra_args, *program]
+        env.update({f"OMPI_MCA_{name}": value for name, value in mca.items()})
     elif mpi.family == "openmpi":
-        argv = [mpi.launcher, "-np", str(nranks)]
+        argv = [mpi.launcher, "-np", str(nranks), *mca_argv(mca)]
         if extra_args:
             argv += list(extra_args)
         elif nranks > cores:

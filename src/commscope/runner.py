@@ -128,8 +128,8 @@ def _lost_rank(stderr: str, header: Header | None, first: tuple[int, ...] = ()) 
     return lines[-1] if lines else "the job ended without its end record"
 
 
-def _vcluster_launch(mpi: MPIInstall, ranks_per_node: int,
-                     nodes: int | None) -> tuple[list[str], dict[str, str]]:
+def _vcluster_launch(mpi: MPIInstall, ranks_per_node: int, nodes: int | None,
+                     mca: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     """Launcher options that spread the ranks over the virtual cluster's first nodes."""
     import dataclasses
 
@@ -146,7 +146,7 @@ def _vcluster_launch(mpi: MPIInstall, ranks_per_node: int,
                               f"run 'commscope vcluster up --nodes {nodes}'")
         state = dataclasses.replace(state, nodes=state.nodes[:nodes])
     if mpi.family == "openmpi":
-        return vcluster.openmpi_args(state, ranks_per_node)
+        return vcluster.openmpi_args(state, ranks_per_node, mca)
     return vcluster.mpich_args(state, ranks_per_node)
 
 
@@ -179,13 +179,17 @@ def run(
     else:
         info = engine.find(mpi)
         engine_name = Path(info.path).name
+        mca = request.get("mca") or {}
+        launch.check_mca(mpi, mca)
         if request.get("vcluster"):
             vc = request["vcluster"]
-            extra_args, extra_env = _vcluster_launch(mpi, vc["ranks_per_node"], vc.get("nodes"))
+            extra_args, extra_env = _vcluster_launch(mpi, vc["ranks_per_node"], vc.get("nodes"),
+                                                     mca)
+            mca = {}  # merged into the vcluster's own parameters
         argv = engine_argv(str(info.path), request["engine"], skip)
         job = launch.build_job(
             mpi, request["np"], argv, request.get("launcher", "auto"),
-            extra_args=extra_args or [], extra_env=extra_env,
+            extra_args=extra_args or [], extra_env=extra_env, mca=mca,
         )
     segment = store.start_segment(run_id, job.argv)
     state: dict[str, Any] = {"header": None, "end": None, "points": 0, "lines": 0, "stray": [],

@@ -87,7 +87,7 @@ def unpriced_levels(model: predict.ClusterModel, cost: CostModel, procs: int) ->
 
 def measure(store: Store, mpi: MPIInstall, placement: predict.Placement, sizes: list[int],
             block: int, vcluster: dict[str, Any], budget_s: float = POINT_BUDGET_S,
-            ) -> dict[int, tuple[float, int]]:
+            mca: dict[str, str] | None = None) -> dict[int, tuple[float, int]]:
     """Run alltoall_block on the placement's nodes; return {bytes: (time_s, run_id)}."""
     request = {"benchmark": "coll", "mpi": mpi.choice, "np": placement.p, "launcher": "auto",
                "timeout_s": 1800.0, "confidence": 0.95,
@@ -97,6 +97,8 @@ def measure(store: Store, mpi: MPIInstall, placement: predict.Placement, sizes: 
                           "block": block, "max_launches": MAX_LAUNCHES,
                           "coll_budget_s": budget_s,
                           "pin": 1}}
+    if mca:
+        request["mca"] = mca
     run_id = store.create_run("validate", f"predict {placement.label}", mpi.tag, mpi.launcher,
                               placement.p, request)
     runner.run(store, run_id, request, mpi)
@@ -105,7 +107,7 @@ def measure(store: Store, mpi: MPIInstall, placement: predict.Placement, sizes: 
 
 def check(store: Store, mpi: MPIInstall, model: predict.ClusterModel, cost: CostModel,
           procs: int, sizes: list[int], block: int, vcluster: dict[str, Any],
-          ) -> tuple[list[PlacementCheck], list[SizeVerdict]]:
+          mca: dict[str, str] | None = None) -> tuple[list[PlacementCheck], list[SizeVerdict]]:
     """Predict and measure every multi-node placement; judge the order per size."""
     placements = multi_node_placements(model, procs)
     checks: list[PlacementCheck] = []
@@ -113,7 +115,8 @@ def check(store: Store, mpi: MPIInstall, model: predict.ClusterModel, cost: Cost
         predicted = [predict.predict(model, pl, predict.build("alltoall", procs, size,
                                                               block=block or procs), cost).time_s
                      for size in sizes]
-        measured = measure(store, mpi, pl, sizes, block, vcluster, point_budget_s(predicted))
+        measured = measure(store, mpi, pl, sizes, block, vcluster, point_budget_s(predicted),
+                           mca)
         for size, pred in zip(sizes, predicted, strict=True):
             t, run_id = measured[size]
             checks.append(PlacementCheck(pl.label, pl.nodes, pl.per_node, size, pred, t,

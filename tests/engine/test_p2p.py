@@ -90,3 +90,30 @@ def test_a_level_the_allocation_lacks_is_refused_with_the_fix(cli):
     with Store.open(cli.store) as store:
         run = store.get_run(store.resolve_run("latest"))
     assert run.status == "incomplete" and run.n_points == 0
+
+
+def test_mca_parameters_reach_the_ranks_and_are_stored_with_the_run(cli):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    base = ["run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "8", "--ops", "pingpong",
+            "--json"]
+    shm = json.loads(cli(*base, check=True).stdout)["run"]
+    tcp = json.loads(cli(*base, "--mca", "btl=self,tcp", check=True).stdout)["run"]
+    with Store.open(cli.store) as store:
+        latency = {r: store.points(r)[0].latency_s for r in (shm, tcp)}
+        argv = store.segments(tcp)[0].argv
+        assert store.get_run(tcp).request["mca"] == {"btl": "self,tcp"}
+    i = argv.index("btl")
+    assert argv[i - 1:i + 2] == ("--mca", "btl", "self,tcp")
+    # Forced onto TCP loopback, the ranks no longer share memory: latency goes from about a
+    # microsecond to tens of them, so the parameter reached the ranks and was not just stored.
+    assert latency[tcp] > 3 * latency[shm], latency
+    assert "--mca btl=self,tcp" in cli("show", str(tcp), check=True).stdout
+
+
+def test_mca_parameters_for_mpich_are_refused_before_a_run_is_stored(cli):
+    need(have_mpi("mpich"), "mpich is not installed")
+    out = cli("run", "p2p", "--mpi", "mpich", "--np", "2", "--mca", "btl=self,tcp")
+    assert out.returncode == 2
+    assert "MPIR_CVAR_" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    listed = cli("runs", "--json", check=True)
+    assert json.loads(listed.stdout) == []

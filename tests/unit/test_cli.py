@@ -16,6 +16,9 @@ import pytest
     ["show", "latest", "--format"],
     ["export", "latest", "--format", "xml"],
     ["run", "p2p", "--min-samples", "5", "--max-samples", "3"],
+    ["run", "p2p", "--mca", "btl"],
+    ["run", "tcp", "--mca", "btl=tcp"],
+    ["run", "--resume", "latest", "--mca", "btl=tcp"],
 ])
 def test_bad_arguments_give_one_line_and_exit_2(cli, args):
     out = cli(*args)

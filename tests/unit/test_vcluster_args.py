@@ -50,6 +50,12 @@ def test_burst_is_128_us_of_sending_with_a_floor():
     assert vcluster.burst_bytes(100_000_000) == vcluster.MIN_BURST_BYTES
 
 
+def test_queue_is_10_ms_of_sending_but_at_least_a_mebibyte():
+    assert vcluster.queue_bytes(10_000_000_000) == 12_500_000
+    assert vcluster.queue_bytes(1_000_000_000) == 1_250_000
+    assert vcluster.queue_bytes(50_000_000) == vcluster.MIN_QUEUE_BYTES == 1 << 20
+
+
 def test_plan_names_and_numbers_nodes_after_the_bridge():
     state = vcluster.plan(3, "1GBit", "10.77.0.0/24")
     assert [n.name for n in state.nodes] == ["csnode1", "csnode2", "csnode3"]
@@ -216,3 +222,12 @@ def test_cli_declares_its_actions():
     assert (args.nodes, args.rate, args.subnet) == (3, "1gbit", "10.77.0.0/24")
     assert _cli_args("status", "--json").json is True
     assert _cli_args("down").action == "down"
+
+
+def test_user_mca_parameters_join_and_override_the_vclusters_own_once_each():
+    state = vcluster.plan(2)
+    args, _ = vcluster.openmpi_args(state, 1, {"btl_tcp_flags": "send,inplace", "btl": "self,tcp"})
+    mca = _mca(args)  # also checks that no key is given twice
+    assert mca["btl_tcp_flags"] == "send,inplace"
+    assert mca["btl"] == "self,tcp"
+    assert mca["pml"] == "ob1"

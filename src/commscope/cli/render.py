@@ -28,7 +28,9 @@ def run_title(run: RunInfo) -> str:
     if run.kind == "node":  # one process, no MPI
         return f"run {run.id}{label}: node compute, {run.status}"
     mpi = f"{run.mpi}, " if run.mpi else ""  # TCP and imported runs have no MPI
-    return f"run {run.id}{label}: {run.kind}, {run.status}, {mpi}{run.nranks} ranks"
+    settings = run.request.get("mca") or {}
+    mca = "".join(f", --mca {name}={value}" for name, value in settings.items())
+    return f"run {run.id}{label}: {run.kind}, {run.status}, {mpi}{run.nranks} ranks{mca}"
 
 
 def key_figures(console: Console, points: list[Point]) -> None:

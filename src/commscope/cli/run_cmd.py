@@ -8,8 +8,8 @@ from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from commscope import launch, runner
 from commscope import mpi as mpi_mod
-from commscope import runner
 from commscope.cli import common, render, run_node, run_tcp
 from commscope.errors import UsageError
 from commscope.sizes import netpipe_schedule, parse_size, parse_size_list
@@ -122,6 +122,9 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     common.option(cont, "--in-flight", type=common.positive_int, default=1,
                   help="messages each way posted per exchange (1: the paper's loop; more keep"
                   " the channel busy through each message's handshake)")
+    p.add_argument("--mca", action="append", default=[], metavar="NAME=VALUE",
+                   help="Open MPI parameter for the job, repeatable (e.g. btl_tcp_flags=send,"
+                   "inplace,need-ack,need-csum,hetero-rdma); stored with the run")
     common.option(p, "--timeout", type=common.positive_float, default=3600.0,
                   help="seconds before the whole job is killed")
     common.option(p, "--label", help="a name for this run, shown in reports and comparisons")
@@ -222,6 +225,8 @@ def build_request(args: argparse.Namespace) -> dict[str, Any]:
     request = {"benchmark": args.benchmark, "mpi": args.mpi, "np": args.np,
                "launcher": args.launcher, "timeout_s": args.timeout,
                "confidence": args.confidence, "engine": engine}
+    if args.mca:
+        request["mca"] = launch.parse_mca(args.mca)
     if args.vcluster:
         from commscope import vcluster
 
@@ -257,6 +262,12 @@ def measure(store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPIIn
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark(s), print the key figures, write the report when asked."""
+    if args.mca and args.resume:
+        raise UsageError(f"--mca {args.mca[0]}: a resumed run keeps the parameters stored with"
+                         " it; drop --mca")
+    if args.mca and (run_tcp.wanted(args) or run_node.wanted(args)):
+        raise UsageError(f"--mca {args.mca[0]}: only MPI communication runs (p2p, coll, "
+                         "contention, loggp, all) take Open MPI parameters")
     if run_tcp.wanted(args):  # TCP runs have no MPI: their own requests and runner
         return run_tcp.run(args)
     if run_node.wanted(args):  # node runs have no MPI either
@@ -273,6 +284,7 @@ def run(args: argparse.Namespace) -> int:
                 mpi = mpi_mod.resolve(request["mpi"])
         else:
             mpi = mpi_mod.resolve(request["mpi"])
+            launch.check_mca(mpi, request.get("mca"))  # before a run is stored
             run_id = store.create_run(
                 request["benchmark"], args.label, mpi.tag, mpi.launcher, request["np"], request
             )

@@ -6,8 +6,8 @@ import argparse
 
 from rich.table import Table
 
+from commscope import launch, runner, validate
 from commscope import mpi as mpi_mod
-from commscope import runner, validate
 from commscope.cli import common
 
 HELP = "check timers and clock synchronisation with seed 004's wait patterns"
@@ -44,6 +44,9 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   help="run holding t(m, cf) contention tables (and p2p points) for the cost")
     common.option(pred, "--block", type=int, default=0,
                   help="block All-to-all batch size (0: all ranks at once)")
+    pred.add_argument("--mca", action="append", default=[], metavar="NAME=VALUE",
+                      help="Open MPI parameter for the real runs, repeatable (default: those "
+                      "stored with the --tables run, so both see the same protocol)")
     pred.add_argument("--vcluster", action="store_true",
                       help="run the placements on the virtual cluster (required for now)")
     p.add_argument("--json", action="store_true", help="machine-readable output (seconds)")
@@ -81,14 +84,19 @@ def _predict(args: argparse.Namespace) -> int:
                        f" for the {' and '.join(missing)} level, which placements of"
                        f" {args.procs} ranks use; measure it ('commscope run contention"
                        " --vcluster --levels memory,nic')")
+        mca = (launch.parse_mca(args.mca) if args.mca
+               else store.get_run(run_id).request.get("mca") or {})
+        launch.check_mca(mpi, mca)
         vc = {"rate": state.rate, "subnet": state.subnet}
-        checks, verdicts = check(store, mpi, model, cost, args.procs, sizes, args.block, vc)
+        checks, verdicts = check(store, mpi, model, cost, args.procs, sizes, args.block, vc,
+                                 mca)
     if args.json:
         common.print_json({"placements": [c.to_json() for c in checks],
                            "sizes": [v.to_json() for v in verdicts]})
         return 0
+    with_mca = "".join(f", --mca {name}={value}" for name, value in mca.items())
     table = Table(title=f"block All-to-all, {args.procs} ranks: predicted vs measured "
-                  f"(tables: run {run_id})")
+                  f"(tables: run {run_id}{with_mca})")
     for col in ("placement", "bytes", "predicted (ms)", "measured (ms)", "error"):
         table.add_column(col, justify="left" if col == "placement" else "right")
     for c in checks:

@@ -44,11 +44,13 @@ def _host_list(state: ClusterState, ranks_per_node: int) -> str:
     return ",".join(f"{node.name}:{ranks_per_node}" for node in state.nodes)
 
 
-def openmpi_args(state: ClusterState, ranks_per_node: int) -> tuple[list[str], dict[str, str]]:
+def openmpi_args(state: ClusterState, ranks_per_node: int, user_mca: dict[str, str] | None = None,
+                 ) -> tuple[list[str], dict[str, str]]:
     """Return the mpirun options and extra environment to run across the vcluster (Open MPI 4).
 
     The caller adds ``-np`` (at most ``ranks_per_node`` times the node count) and the program.
-    The vcluster needs root, so the environment allows mpirun to run as root.
+    The vcluster needs root, so the environment allows mpirun to run as root. ``user_mca``
+    adds to (and overrides) the parameters the vcluster needs.
 
     Raises:
         ClusterError: ranks_per_node below 1, or the agent script is not usable.
@@ -66,6 +68,7 @@ def openmpi_args(state: ClusterState, ranks_per_node: int) -> tuple[list[str], d
         # Ranks outnumber cores: polling ranks would starve the ones they wait for.
         "mpi_yield_when_idle": "1",
     }
+    mca.update(user_mca or {})
     args = ["-H", hosts]
     for key, value in mca.items():
         args += ["--mca", key, value]
