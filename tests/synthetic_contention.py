@@ -16,6 +16,15 @@ from commscope.store import Store
 TimeFn = Callable[[int, int], float]
 
 
+def as_measured(transfer_s: TimeFn) -> TimeFn:
+    """What the contention benchmark stores where each transfer takes ``transfer_s(m, cf)``.
+
+    Both transfers of a pair's exchange are in flight for all of it and the benchmark divides
+    by two per exchange (seed 001's t / (2 nruns)): its cell is half a transfer's time.
+    """
+    return lambda m, cf: transfer_s(m, cf) / 2
+
+
 def records(level: str, fn: TimeFn, sizes: Iterable[int], cfs: Iterable[int],
             reps: int = 3, in_flight: int = 1) -> list[Contention]:
     out = []

@@ -93,6 +93,10 @@ def test_every_link_is_shaped_both_ways(fresh):
             assert qdisc["options"]["rate"] == 200_000_000 // 8
             # tc stores the bucket in clock ticks, so it reads back rounded.
             assert qdisc["options"]["burst"] == pytest.approx(state.burst_bytes, rel=0.02)
+            # tc shows the queue limit as the time its bytes beyond the bucket take to send.
+            opts = qdisc["options"]
+            assert opts["lat"] * 1e-6 * opts["rate"] + opts["burst"] == pytest.approx(
+                vcluster.queue_bytes(200_000_000), rel=0.02)
 
 
 def test_up_twice_is_safe_and_a_different_cluster_asks_for_down(fresh):

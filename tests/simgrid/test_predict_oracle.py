@@ -3,7 +3,8 @@
 With NIC contention only and t(m, cf) = cf * m / B, the prediction must equal what SMPI
 simulates on a platform of full-duplex (SPLITDUPLEX) NICs of bandwidth B and no latency, with
 free communication inside a node, for MPI_Alltoall as one batch of Isend/Irecv
-(smpi/alltoall:basic_linear, i.e. block = p).
+(smpi/alltoall:basic_linear, i.e. block = p). The tables hold what the contention benchmark
+measures on such NICs: half of each pair exchange, cf * m / (2 B).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from commscope.predict.cost import TableCost
 from commscope.predict.model import ClusterModel
 from commscope.predict.placement import regular
 from tests.conftest import need
-from tests.synthetic_contention import records
+from tests.synthetic_contention import as_measured, records
 
 pytestmark = pytest.mark.simgrid
 
@@ -106,9 +107,10 @@ def smpi_time(program: Path, nodes: int, cores: int) -> float:
 
 def predicted(nodes: int, cores: int) -> float:
     model = ClusterModel("oracle", tuple(f"node{i}" for i in range(nodes)), 1, cores)
-    recs = (records("nic", lambda m, cf: cf * m / B, TABLE_SIZES, TABLE_CFS)
+    recs = (records("nic", as_measured(lambda m, cf: cf * m / B), TABLE_SIZES, TABLE_CFS)
             # Inside a node: nothing costs (1e-9 of the NIC's time, never the slowest).
-            + records("memory", lambda m, cf: cf * m / B * 1e-9, TABLE_SIZES, TABLE_CFS))
+            + records("memory", as_measured(lambda m, cf: cf * m / B * 1e-9), TABLE_SIZES,
+                      TABLE_CFS))
     cost = TableCost.from_tables(tables(recs), "oracle")
     p = nodes * cores
     pattern = build("alltoall", p, M, "block", block=p)

@@ -9,7 +9,7 @@ from commscope.analysis.contention import LevelTable, tables
 from commscope.predict.cost import Grid, HockneyCost, TableCost, combine
 from commscope.predict.model import ClusterModel, Link
 from tests import synthetic_runs
-from tests.synthetic_contention import records
+from tests.synthetic_contention import as_measured, records
 
 B = 1e9
 SIZES = np.array([1024, 4096, 16384], dtype=np.int64)
@@ -78,14 +78,24 @@ def test_unmeasured_cells_are_filled_along_cf() -> None:
 
 
 def test_memory_table_counts_two_transfers_per_cf() -> None:
-    recs = records("memory", linear, SIZES.tolist(), CFS.tolist())
+    recs = records("memory", as_measured(linear), SIZES.tolist(), CFS.tolist())
     cost = TableCost.from_tables(tables(recs), "run 1")
     m = np.array([4096, 4096, 4096])
     got = cost.time_s("memory", m, np.array([4.0, 2.0, 1.0]))
     assert got.tolist() == pytest.approx([linear(4096, 2), linear(4096, 1), linear(4096, 1)])
-    nic = TableCost.from_tables(tables(records("nic", linear, SIZES.tolist(), [1, 2])))
+    nic = TableCost.from_tables(tables(records("nic", as_measured(linear), SIZES.tolist(),
+                                               [1, 2])))
     assert nic.time_s("nic", m[:1], np.array([2.0]))[0] == pytest.approx(linear(4096, 2))
     assert "t(m, cf) table of run 1 (1 KiB..16 KiB, cf 1..4)" == cost.sources()["memory"]
+
+
+def test_a_transfer_takes_the_whole_exchange_not_half_of_it() -> None:
+    # The benchmark stores t = exchange time / 2 (seed 001); a transfer is in flight for the
+    # whole exchange, so a stored cell of t prices a transfer at 2 t.
+    stored = records("nic", lambda m, cf: cf * m / B, SIZES.tolist(), CFS.tolist())
+    cost = TableCost.from_tables(tables(stored), "run 1")
+    got = cost.time_s("nic", np.array([4096, 16384]), np.array([1.0, 4.0]))
+    assert got.tolist() == pytest.approx([2 * 4096 / B, 2 * 4 * 16384 / B])
 
 
 def test_hockney_from_the_model() -> None:
@@ -114,7 +124,7 @@ def test_hockney_from_p2p_uses_the_regime_of_each_size() -> None:
 
 
 def test_combine_takes_each_level_from_the_first_model_that_has_it() -> None:
-    tab = TableCost.from_tables({"nic": table(linear)}, "run 3")
+    tab = TableCost.from_tables({"nic": table(as_measured(linear))}, "run 3")
     nominal = HockneyCost.from_model(ClusterModel("m", ("a",), 1, 2, memory=Link(1e10),
                                                   nic=Link(1.0)))
     cost = combine(tab, nominal)
@@ -125,12 +135,13 @@ def test_combine_takes_each_level_from_the_first_model_that_has_it() -> None:
 
 
 def test_a_channel_is_never_faster_than_its_nominal_rate() -> None:
-    # Pair exchanges the MPI did not overlap in both directions: t(m, cf) = cf m / B with
-    # nothing halved, degradation 1.5 at cf 2. Beyond the table the extrapolation would give
-    # 3 m / (2 B) ... but k transfers through one NIC side take at least k m / B.
+    # A table claiming more than the channel carries: one pair at the nominal rate, two pairs
+    # only 1.5x slower (noise, or a path the model does not know). Beyond the table the
+    # extrapolation would give 3 m / B for 4 transfers ... but k transfers through one NIC
+    # side take at least k m / B.
     b = 25e6
-    recs = records("nic", lambda m, cf: m / b * (1.0 if cf == 1 else 1.5), [1 << 20, 1 << 22],
-                   [1, 2])
+    recs = records("nic", as_measured(lambda m, cf: m / b * (1.0 if cf == 1 else 1.5)),
+                   [1 << 20, 1 << 22], [1, 2])
     model = ClusterModel("m", ("a", "b"), 1, 2, nic=Link(bandwidth_Bps=b))
     plain = TableCost.from_tables(tables(recs), "run 1")
     floored = TableCost.from_tables(tables(recs), "run 1", model)

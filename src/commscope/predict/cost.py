@@ -5,7 +5,10 @@ Two models, and a combination that takes each level from the first model that ha
 - :class:`TableCost`, seed 001's method: the measured t(m, cf) of the level. Table cells are
   cf pairs exchanging at once, so a shared memory controller carries 2 cf transfers while each
   side of a duplex socket link or NIC carries cf: a count of k transfers reads the memory
-  table at cf = k / 2 and the others at cf = k. Between measured points: linear in cf, and a
+  table at cf = k / 2 and the others at cf = k. A cell is half its exchange's time (the
+  benchmark divides by 2 nruns: two transfers per exchange), but both transfers of an
+  exchange are in flight for all of it, so a transfer sharing its channel that way takes the
+  whole exchange: 2 t(m, cf). Between measured points: linear in cf, and a
   power law in m (linear in log m and log t), exact for t proportional to m. Outside them:
   below the smallest cf, the smallest cf's time (a lone transfer costs at least t(m, 1));
   beyond the largest cf, t(m, cf_max) * cf / cf_max (the channel is saturated, every transfer
@@ -32,6 +35,7 @@ from commscope.predict.model import LEVELS, ClusterModel, Link
 from commscope.records import Point
 
 TRANSFERS_PER_CF = {"memory": 2.0, "socket": 1.0, "nic": 1.0}
+TRANSFERS_PER_EXCHANGE = 2.0  # a send and a receive: t(m, cf) is an exchange's time over 2
 # Pair labels of point-to-point runs and the levels their figures stand for.
 PAIR_LEVELS = {"intra-socket": ("memory",), "inter-socket": ("socket",),
                "intra-node": ("memory", "socket"), "inter-node": ("nic",)}
@@ -148,8 +152,8 @@ class TableCost:
 
     def time_s(self, level: str, nbytes: NDArray[np.int64],
                cf: NDArray[np.float64]) -> NDArray[np.float64]:
-        """t(m, cf / transfers per cf) from the level's table, floored at cf m / B."""
-        t = self.grids[level].at(nbytes, cf / TRANSFERS_PER_CF[level])
+        """The exchange time 2 t(m, cf / transfers per cf) of the level, floored at cf m / B."""
+        t = TRANSFERS_PER_EXCHANGE * self.grids[level].at(nbytes, cf / TRANSFERS_PER_CF[level])
         if level in self.floor_Bps:
             floor = np.asarray(cf, dtype=np.float64) * np.asarray(nbytes, dtype=np.float64)
             t = np.maximum(t, floor / self.floor_Bps[level])

@@ -14,7 +14,7 @@ Modules, one job each (import the names below from here):
 """
 
 from commscope.vcluster.launch import AGENTS_DIR, agent_path, mpich_args, openmpi_args
-from commscope.vcluster.lifecycle import NODE_IFACE, TBF_LATENCY, down, status, up
+from commscope.vcluster.lifecycle import NODE_IFACE, down, status, up
 from commscope.vcluster.model import (
     BRIDGE,
     BURST_SECONDS,
@@ -23,8 +23,10 @@ from commscope.vcluster.model import (
     MAX_NODES,
     MAX_RATE_BPS,
     MIN_BURST_BYTES,
+    MIN_QUEUE_BYTES,
     MIN_RATE_BPS,
     NODE_PREFIX,
+    QUEUE_SECONDS,
     STATE_DIR,
     STATE_FILE,
     STATE_FORMAT,
@@ -34,6 +36,7 @@ from commscope.vcluster.model import (
     burst_bytes,
     parse_rate,
     plan,
+    queue_bytes,
 )
 from commscope.vcluster.system import COMMAND_TIMEOUT_S, HOSTS_FILE, HOSTS_MARK, TOOLS
 
@@ -49,13 +52,14 @@ __all__ = [
     "MAX_NODES",
     "MAX_RATE_BPS",
     "MIN_BURST_BYTES",
+    "MIN_QUEUE_BYTES",
     "MIN_RATE_BPS",
     "NODE_IFACE",
     "NODE_PREFIX",
+    "QUEUE_SECONDS",
     "STATE_DIR",
     "STATE_FILE",
     "STATE_FORMAT",
-    "TBF_LATENCY",
     "TOOLS",
     "VETH_PREFIX",
     "ClusterState",
@@ -67,6 +71,7 @@ __all__ = [
     "openmpi_args",
     "parse_rate",
     "plan",
+    "queue_bytes",
     "status",
     "up",
 ]

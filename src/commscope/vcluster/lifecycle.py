@@ -20,21 +20,19 @@ from commscope.vcluster.model import (
     STATE_DIR,
     VETH_RE,
     ClusterState,
+    parse_rate,
     plan,
+    queue_bytes,
     same_layout,
 )
 from commscope.vcluster.system import HOSTS_FILE, HOSTS_MARK
 
 NODE_IFACE = "eth0"
 
-# tbf drops what waits longer than this; it sizes the queue (rate x latency) deep enough
-# for TCP's window at 1 gbit without adding much delay at low load.
-TBF_LATENCY = "10ms"
-
-
 def _build(state: ClusterState) -> None:
     """Create the bridge and every node of ``state``, in the order down() can undo."""
-    tbf = ["tbf", "rate", state.rate, "burst", str(state.burst_bytes), "latency", TBF_LATENCY]
+    limit = queue_bytes(parse_rate(state.rate))
+    tbf = ["tbf", "rate", state.rate, "burst", str(state.burst_bytes), "limit", str(limit)]
     bridge_cidr = f"{state.bridge_address}/{state.prefixlen}"
     system.run(["ip", "link", "add", state.bridge, "type", "bridge"])
     system.run(["ip", "addr", "add", bridge_cidr, "dev", state.bridge])

@@ -31,6 +31,13 @@ DEFAULT_SUBNET = "10.77.0.0/24"
 BURST_SECONDS = 128e-6
 MIN_BURST_BYTES = 4096
 
+# Each shaped link queues this much sending time, but at least MIN_QUEUE_BYTES. A switch
+# port can draw on the order of a megabyte from its shared buffer whatever its speed; a queue
+# sized in time alone would hold only ~40 packets at 50 mbit and drop what an all-to-all's
+# converging flows bring (incast), which at real rates a switch would have held.
+QUEUE_SECONDS = 0.010
+MIN_QUEUE_BYTES = 1 << 20
+
 MIN_RATE_BPS = 1_000_000
 MAX_RATE_BPS = 1_000_000_000_000
 
@@ -155,6 +162,11 @@ def parse_rate(rate: str) -> int:
 def burst_bytes(rate_bps: int) -> int:
     """Return the tbf bucket size for a link of ``rate_bps`` bits per second."""
     return max(MIN_BURST_BYTES, math.ceil(rate_bps / 8 * BURST_SECONDS))
+
+
+def queue_bytes(rate_bps: int) -> int:
+    """Return the tbf queue limit for a link of ``rate_bps`` bits per second."""
+    return max(MIN_QUEUE_BYTES, math.ceil(rate_bps / 8 * QUEUE_SECONDS))
 
 
 def plan(nodes: int, rate: str = DEFAULT_RATE, subnet: str = DEFAULT_SUBNET) -> ClusterState:
