@@ -9,7 +9,10 @@ import json
 
 import pytest
 
+from commscope.store import Store
 from tests.conftest import have_mpi, need
+
+NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
 
 pytestmark = pytest.mark.cluster
 
@@ -18,12 +21,14 @@ pytestmark = pytest.mark.cluster
 def test_predicted_order_of_placements_matches_the_measured_one(cli, cluster):
     need(have_mpi("openmpi"), "openmpi is not installed")
     sizes = "256KiB,1MiB"
+    # Without the TCP BTL's PUT protocol a pair exchange moves both directions at once, as
+    # the tables' t / 2 assumes; validate predict runs the placements with the same setting.
     tables = json.loads(cli("run", "contention", "--vcluster", "--ranks-per-node", "2",
-                            "--sizes", sizes, "--json", "--quiet", timeout=900,
-                            check=True).stdout)["run"]
+                            "--sizes", sizes, "--mca", NO_PUT, "--json", "--quiet",
+                            timeout=900, check=True).stdout)["run"]
     # The two placements' times differ by 7-20 % here; as for the other timing-sensitive tests
     # on this shared VM, one of three independent validations must get the order right.
-    taus = []
+    good = None
     for _attempt in range(3):
         out = json.loads(cli("validate", "predict", "--procs", "4", "--tables", str(tables),
                              "--sizes", sizes, "--vcluster", "--json", timeout=1800,
@@ -34,12 +39,15 @@ def test_predicted_order_of_placements_matches_the_measured_one(cli, cluster):
             print(f"\n{r['placement']} {r['bytes']} B: predicted {r['predicted_s'] * 1e3:.1f} ms,"
                   f" measured {r['measured_s'] * 1e3:.1f} ms ({r['relative_error']:+.0%})",
                   end="")
-            # The prediction is floored at k m / B: no placement beats its NICs' nominal rate.
-            assert r["measured_s"] >= 0.95 * r["predicted_s"], r
         assert not any(v["unmeasured"] for v in out["sizes"]), out["sizes"]
-        taus.append([v["kendall_tau"] for v in out["sizes"]])
-        if all(t == 1.0 for t in taus[-1]):
+        if all(v["kendall_tau"] == 1.0 for v in out["sizes"]):
+            good = out
             break
-    # The order holds (seed 001's aim); the errors are what this cluster's TCP loses under
-    # converging flows (12-34 % here), printed above and left to the goal of <= 15 %.
-    assert any(all(t == 1.0 for t in ts) for ts in taus), taus
+    # The order holds (seed 001's aim).
+    assert good is not None, "no validation ordered 2x2 and 4x1 as measured"
+    with Store.open(cli.store) as store:
+        run = store.get_run(good["placements"][0]["run_id"])
+    assert good["mca"] == run.request["mca"] == {"btl_tcp_flags": NO_PUT.split("=", 1)[1]}
+    # Sanity, not the accuracy goal (bench/predict_vcluster.py measures that): a transfer
+    # priced at half its exchange, as tables read the wrong way give, would be -50 %.
+    assert all(v["median_relative_error"] <= 0.35 for v in good["sizes"]), good["sizes"]

@@ -91,7 +91,8 @@ def _predict(args: argparse.Namespace) -> int:
         checks, verdicts = check(store, mpi, model, cost, args.procs, sizes, args.block, vc,
                                  mca)
     if args.json:
-        common.print_json({"placements": [c.to_json() for c in checks],
+        common.print_json({"tables_run": run_id, "mca": mca,
+                           "placements": [c.to_json() for c in checks],
                            "sizes": [v.to_json() for v in verdicts]})
         return 0
     with_mca = "".join(f", --mca {name}={value}" for name, value in mca.items())
