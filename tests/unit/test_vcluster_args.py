@@ -50,10 +50,11 @@ def test_burst_is_128_us_of_sending_with_a_floor():
     assert vcluster.burst_bytes(100_000_000) == vcluster.MIN_BURST_BYTES
 
 
-def test_queue_is_10_ms_of_sending_but_at_least_a_mebibyte():
+def test_queue_is_10_ms_of_sending_but_at_least_256_kib():
     assert vcluster.queue_bytes(10_000_000_000) == 12_500_000
     assert vcluster.queue_bytes(1_000_000_000) == 1_250_000
-    assert vcluster.queue_bytes(50_000_000) == vcluster.MIN_QUEUE_BYTES == 1 << 20
+    assert vcluster.queue_bytes(50_000_000) == vcluster.MIN_QUEUE_BYTES == 256 << 10
+    assert vcluster.queue_bytes(200_000_000) == 256 << 10  # above 10 ms at 200 mbit: 250 kB
 
 
 def test_plan_names_and_numbers_nodes_after_the_bridge():

@@ -31,12 +31,13 @@ DEFAULT_SUBNET = "10.77.0.0/24"
 BURST_SECONDS = 128e-6
 MIN_BURST_BYTES = 4096
 
-# Each shaped link queues this much sending time, but at least MIN_QUEUE_BYTES. A switch
-# port can draw on the order of a megabyte from its shared buffer whatever its speed; a queue
-# sized in time alone would hold only ~40 packets at 50 mbit and drop what an all-to-all's
-# converging flows bring (incast), which at real rates a switch would have held.
+# Each shaped link queues this much sending time, but at least MIN_QUEUE_BYTES. Sized in time
+# alone, a slowed link's queue holds few packets (~40 at 50 mbit) and drops what converging
+# flows bring at once (an all-to-all's incast: each flow starts with 10 segments). The floor
+# holds ~180 frames, the first windows of 16 flows; a deeper one would hold a pair exchange's
+# handshakes behind the data going the other way (seconds of bufferbloat at low rates).
 QUEUE_SECONDS = 0.010
-MIN_QUEUE_BYTES = 1 << 20
+MIN_QUEUE_BYTES = 256 << 10
 
 MIN_RATE_BPS = 1_000_000
 MAX_RATE_BPS = 1_000_000_000_000
