@@ -1,6 +1,8 @@
 """Placement predictions against the block All-to-all run on each placement (root).
 
-Four nodes at 200 mbit, 4 ranks: 2x2 and 4x1. The t(m, cf) tables come from the same cluster.
+Four nodes at 50 mbit, 4 ranks: 2x2 and 4x1. The t(m, cf) tables come from the same cluster.
+At 200 mbit 4x1 moves more bytes between nodes than two shared cores can shape and copy: it
+measured 44-48 % of its NICs' rate and fell behind 2x2, which the network alone would not do.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
 pytestmark = pytest.mark.cluster
 
 
-@pytest.mark.parametrize("cluster", [(4, "200mbit")], indirect=True)
+@pytest.mark.parametrize("cluster", [(4, "50mbit")], indirect=True)
 def test_predicted_order_of_placements_matches_the_measured_one(cli, cluster):
     need(have_mpi("openmpi"), "openmpi is not installed")
     sizes = "256KiB,1MiB"
@@ -26,7 +28,7 @@ def test_predicted_order_of_placements_matches_the_measured_one(cli, cluster):
     tables = json.loads(cli("run", "contention", "--vcluster", "--ranks-per-node", "2",
                             "--sizes", sizes, "--mca", NO_PUT, "--json", "--quiet",
                             timeout=900, check=True).stdout)["run"]
-    # The two placements' times differ by 7-20 % here; as for the other timing-sensitive tests
+    # The two placements' times differ by 12-20 % here; as for the other timing-sensitive tests
     # on this shared VM, one of three independent validations must get the order right.
     good = None
     for _attempt in range(3):
