@@ -29,6 +29,7 @@ from commscope.vcluster.system import HOSTS_FILE, HOSTS_MARK
 
 NODE_IFACE = "eth0"
 
+
 def _build(state: ClusterState) -> None:
     """Create the bridge and every node of ``state``, in the order down() can undo."""
     limit = queue_bytes(parse_rate(state.rate))

@@ -34,8 +34,8 @@ MIN_BURST_BYTES = 4096
 # Each shaped link queues this much sending time, but at least MIN_QUEUE_BYTES. Sized in time
 # alone, a slowed link's queue holds few packets (~40 at 50 mbit) and drops what converging
 # flows bring at once (an all-to-all's incast: each flow starts with 10 segments). The floor
-# holds ~180 frames, the first windows of 16 flows; a deeper one would hold a pair exchange's
-# handshakes behind the data going the other way (seconds of bufferbloat at low rates).
+# holds ~180 frames, the first windows of 16 flows; a deeper one holds a pair exchange's
+# handshakes behind the data going the other way (1 MiB: up to 168 ms at 50 mbit).
 QUEUE_SECONDS = 0.010
 MIN_QUEUE_BYTES = 256 << 10
 
