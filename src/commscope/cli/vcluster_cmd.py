@@ -14,6 +14,8 @@ HELP = "build, check or remove a virtual cluster of network namespaces on this m
 EXAMPLES = """examples:
   sudo commscope vcluster up --nodes 4             4 nodes joined by 1 gbit links
   sudo commscope vcluster up --nodes 2 --rate 100mbit --subnet 10.88.0.0/24
+  sudo commscope vcluster up --nodes 2 --ssh       an sshd in every node: runs with --hostfile
+  sudo commscope vcluster up --nodes 4 --slurm     a real Slurm: slurmctld here, slurmd per node
   commscope vcluster status                        nodes and health (exit 1 if not healthy)
   sudo commscope vcluster down                     remove everything it made"""
 
@@ -37,7 +39,12 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         default=vcluster.DEFAULT_SUBNET,
         help="IPv4 network of /24 or larger for the bridge and the nodes",
     )
-    actions.add_parser("down", help="remove every namespace, link, hosts entry and state file")
+    up.add_argument("--ssh", action="store_true",
+                    help="run an OpenSSH server in every node (keys made now, gone at 'down')")
+    up.add_argument("--slurm", action="store_true",
+                    help="run Slurm: slurmctld and munged here, one slurmd in every node")
+    actions.add_parser("down", help="stop its daemons; remove every namespace, link, key, "
+                       "configuration, hosts entry and state file")
     status = actions.add_parser("status", help="show the nodes and check their health")
     status.add_argument("--json", action="store_true", help="print the state as JSON")
 
@@ -57,7 +64,8 @@ def _up(args: argparse.Namespace) -> int:
         vcluster.plan(args.nodes, rate=args.rate, subnet=args.subnet)
     except ClusterError as err:
         raise UsageError(str(err)) from None
-    state = vcluster.up(args.nodes, rate=args.rate, subnet=args.subnet)
+    wanted = tuple(name for name in ("ssh", "slurm") if getattr(args, name))
+    state = vcluster.up(args.nodes, rate=args.rate, subnet=args.subnet, services=wanted)
     print(f"vcluster up: {_summary(state)}")
     for node in state.nodes:
         print(f"  {node.name:<10} {node.address}")
@@ -96,7 +104,8 @@ def _status(as_json: bool) -> int:
 
 
 def _summary(state: vcluster.ClusterState) -> str:
+    extra = f", running {' and '.join(state.services)}" if state.services else ""
     return (
         f"{len(state.nodes)} nodes, {state.rate} links, subnet {state.subnet}, "
-        f"bridge {state.bridge} at {state.bridge_address}"
+        f"bridge {state.bridge} at {state.bridge_address}{extra}"
     )

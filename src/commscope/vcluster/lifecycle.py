@@ -11,6 +11,7 @@ import shutil
 from dataclasses import replace
 
 from commscope.errors import ClusterError
+from commscope.vcluster import services as daemons
 from commscope.vcluster import system
 from commscope.vcluster.model import (
     BRIDGE,
@@ -53,15 +54,27 @@ def _build(state: ClusterState) -> None:
         system.run(["tc", "-n", ns, "qdisc", "add", "dev", NODE_IFACE, "root", *tbf])
         system.run(["tc", "qdisc", "add", "dev", node.veth, "root", *tbf])
     system.add_hosts_block(state)
+    if state.services:
+        daemons.write_node_hosts(state)
+    if "ssh" in state.services:
+        from commscope.vcluster import ssh
+
+        ssh.start(state)
+    if "slurm" in state.services:
+        from commscope.vcluster import slurm
+
+        slurm.start(state)
 
 
-def up(nodes: int, rate: str = DEFAULT_RATE, subnet: str = DEFAULT_SUBNET) -> ClusterState:
+def up(nodes: int, rate: str = DEFAULT_RATE, subnet: str = DEFAULT_SUBNET,
+       services: tuple[str, ...] = ()) -> ClusterState:
     """Build a vcluster of ``nodes`` nodes, or return the one already up with these parameters.
 
     Args:
         nodes: number of nodes, 1 .. 64, named csnode1 .. csnodeN.
         rate: rate of each link in each direction, in tc syntax (``100mbit``, ``1gbit``).
         subnet: IPv4 network for the bridge and the nodes, /24 or larger.
+        services: daemons to run in every node ("ssh", "slurm").
 
     Returns:
         The state of the running cluster (also written to :data:`STATE_FILE`).
@@ -70,14 +83,15 @@ def up(nodes: int, rate: str = DEFAULT_RATE, subnet: str = DEFAULT_SUBNET) -> Cl
         ClusterError: not root, a tool is missing, bad inputs, a different or broken cluster
             is already there (run :func:`down` first), or a command failed.
     """
-    wanted = plan(nodes, rate, subnet)
+    wanted = plan(nodes, rate, subnet, services)
     system.require_root_and_tools()
     existing = status()
     if existing is not None:
         if not same_layout(existing, wanted):
             raise ClusterError(
                 f"a vcluster of {len(existing.nodes)} nodes at {existing.rate} on "
-                f"{existing.subnet} is up: run 'commscope vcluster down' first"
+                f"{existing.subnet}{_with(existing.services)} is up: run 'commscope vcluster "
+                "down' first"
             )
         if not existing.healthy:
             problems = "; ".join(existing.problems) or "never finished building"
@@ -129,6 +143,12 @@ def down() -> list[str]:
     names |= {ns for ns in system.namespaces() if NODE_RE.fullmatch(ns)}
 
     removed: list[str] = []
+    # Daemons first: a namespace cannot go while a process holds it.
+    removed += [f"daemon {what}, stopped" for what in daemons.stop_all(names)]
+    from commscope.vcluster import slurm, ssh
+
+    removed += ssh.remove_files() + slurm.remove_files()
+    removed += daemons.remove_node_hosts(names | _netns_folders())
     # Deleting the outer veth end takes the inner end with it, at once; deleting only the
     # namespace would leave the outer end behind for a moment.
     for veth in sorted(veths & links.keys(), key=_natural):
@@ -191,6 +211,15 @@ def status() -> ClusterState | None:
     }
     problems += [f"{n.name} missing from {HOSTS_FILE}" for n in state.nodes if n.name not in listed]
     return replace(state, problems=tuple(problems))
+
+
+def _with(services: tuple[str, ...]) -> str:
+    return f" with {' and '.join(services)}" if services else ""
+
+
+def _netns_folders() -> set[str]:
+    folder = daemons.NETNS_ETC
+    return {p.name for p in folder.iterdir() if NODE_RE.fullmatch(p.name)} if folder.is_dir() else set()
 
 
 def _natural(name: str) -> tuple[str, int]:

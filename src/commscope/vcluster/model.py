@@ -39,6 +39,9 @@ MIN_BURST_BYTES = 4096
 QUEUE_SECONDS = 0.010
 MIN_QUEUE_BYTES = 256 << 10
 
+# Daemons a cluster may run in its nodes, in the order up() starts them.
+SERVICES = ("ssh", "slurm")
+
 MIN_RATE_BPS = 1_000_000
 MAX_RATE_BPS = 1_000_000_000_000
 
@@ -76,6 +79,7 @@ class ClusterState:
         bridge: name of the bridge in the root namespace.
         bridge_address: the bridge's address; MPI launchers in the root namespace use it.
         burst_bytes: tbf bucket size of every shaped link.
+        services: daemons run in every node: "ssh" (sshd), "slurm" (slurmd, munged).
         complete: False while (or if) :func:`up` has not finished building.
         problems: what the health check found wrong; empty when healthy (never stored).
     """
@@ -86,6 +90,7 @@ class ClusterState:
     bridge: str
     bridge_address: str
     burst_bytes: int
+    services: tuple[str, ...] = ()
     complete: bool = False
     problems: tuple[str, ...] = field(default=(), compare=False)
 
@@ -109,6 +114,7 @@ class ClusterState:
             "bridge": self.bridge,
             "bridge_address": self.bridge_address,
             "burst_bytes": self.burst_bytes,
+            "services": list(self.services),
             "nodes": [{"name": n.name, "address": n.address, "veth": n.veth} for n in self.nodes],
         }
 
@@ -132,6 +138,7 @@ class ClusterState:
                 bridge=str(data["bridge"]),
                 bridge_address=str(data["bridge_address"]),
                 burst_bytes=int(data["burst_bytes"]),
+                services=tuple(str(s) for s in data.get("services", [])),
                 complete=bool(data["complete"]),
             )
         except (KeyError, TypeError, ValueError) as err:
@@ -170,18 +177,23 @@ def queue_bytes(rate_bps: int) -> int:
     return max(MIN_QUEUE_BYTES, math.ceil(rate_bps / 8 * QUEUE_SECONDS))
 
 
-def plan(nodes: int, rate: str = DEFAULT_RATE, subnet: str = DEFAULT_SUBNET) -> ClusterState:
+def plan(nodes: int, rate: str = DEFAULT_RATE, subnet: str = DEFAULT_SUBNET,
+         services: tuple[str, ...] = ()) -> ClusterState:
     """Validate the inputs and return the cluster that :func:`up` would build.
 
     The bridge takes the subnet's first host address; node ``i`` (from 1) takes the next ones.
 
     Raises:
-        ClusterError: nodes not in 1..64, a bad rate, or a subnet that is not an IPv4
+        ClusterError: nodes not in 1..64, a bad rate, an unknown service, or a subnet that is not an IPv4
             network of /24 or larger (a /24 has room for the bridge and 64 nodes).
     """
     if isinstance(nodes, bool) or not isinstance(nodes, int) or not 1 <= nodes <= MAX_NODES:
         raise ClusterError(f"bad node count {nodes!r}: use 1 .. {MAX_NODES}")
     rate_bps = parse_rate(rate)
+    unknown = [s for s in services if s not in SERVICES]
+    if unknown:
+        raise ClusterError(f"unknown vcluster service {unknown[0]!r}: use {', '.join(SERVICES)}")
+    services = tuple(s for s in SERVICES if s in services)
     try:
         net = ipaddress.IPv4Network(subnet.strip(), strict=True)
     except ValueError as err:
@@ -203,14 +215,16 @@ def plan(nodes: int, rate: str = DEFAULT_RATE, subnet: str = DEFAULT_SUBNET) -> 
         bridge=BRIDGE,
         bridge_address=str(bridge_address),
         burst_bytes=burst_bytes(rate_bps),
+        services=services,
     )
 
 
 def same_layout(a: ClusterState, b: ClusterState) -> bool:
-    """True when two states have the same nodes, addresses and link rate."""
+    """True when two states have the same nodes, addresses, link rate and services."""
     return (
         a.nodes == b.nodes
         and a.subnet == b.subnet
         and a.bridge == b.bridge
         and parse_rate(a.rate) == parse_rate(b.rate)
+        and a.services == b.services
     )
