@@ -68,8 +68,44 @@ class Job:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def _root_env() -> dict[str, str]:
-    # Open MPI refuses to run as root unless told twice; CI runs as root.
+@dataclass(frozen=True)
+class Placement:
+    """Ranks on named hosts: (host, ranks) in rank order, and each host's cores.
+
+    Ranks fill the first host, then the next: rank r is on the host whose range holds r.
+    """
+
+    hosts: tuple[tuple[str, int], ...]
+    cores: tuple[int, ...]
+
+    @property
+    def nranks(self) -> int:
+        """Ranks over all hosts."""
+        return sum(count for _, count in self.hosts)
+
+    @property
+    def oversubscribed(self) -> bool:
+        """True when a host gets more ranks than it has cores: they cannot be bound."""
+        return any(count > cores for (_, count), cores in zip(self.hosts, self.cores))
+
+    def host_list(self) -> str:
+        """The hosts as both MPIs' launchers take them: ``a:2,b:2``."""
+        return ",".join(f"{name}:{count}" for name, count in self.hosts)
+
+    def to_json(self) -> dict[str, Any]:
+        """The placement as stored in a run's request."""
+        return {"hosts": [[name, count] for name, count in self.hosts],
+                "cores": list(self.cores)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Placement:
+        """The placement stored by :meth:`to_json`."""
+        return cls(tuple((str(n), int(c)) for n, c in data["hosts"]),
+                   tuple(int(c) for c in data["cores"]))
+
+
+def root_env() -> dict[str, str]:
+    """Environment that lets Open MPI's mpirun run as root (it refuses unless told twice)."""
     if os.geteuid() == 0:
         return {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     return {}
@@ -84,6 +120,8 @@ def build_job(
     extra_args: Sequence[str] = (),
     extra_env: dict[str, str] | None = None,
     mca: dict[str, str] | None = None,
+    placement: Placement | None = None,
+    srun_mpi: str | None = None,
 ) -> Job:
     """Return the job that starts ``program`` on ``nranks`` ranks, one per core when possible.
 
@@ -96,6 +134,8 @@ def build_job(
         extra_args: launcher options placed before the program (e.g. for the virtual cluster).
         extra_env: environment added to the job.
         mca: Open MPI parameters (mpirun options; environment under srun).
+        placement: hosts and ranks on each (a hostfile run); their cores decide binding.
+        srun_mpi: srun's ``--mpi`` plugin (pmix for Open MPI, pmi2 for MPICH).
     """
     if launcher not in LAUNCHERS:
         raise UsageError(f"--launcher {launcher}: choose one of {', '.join(LAUNCHERS)}")
@@ -104,14 +144,25 @@ def build_job(
     check_mca(mpi, mca)
     mca = mca or {}
     cores = cores or os.cpu_count() or 1
-    env = dict(_root_env())
+    env = dict(root_env())
+    if placement is not None:
+        nranks = placement.nranks
     if launcher == "srun":
-        argv = ["srun", "-n", str(nranks), "--cpu-bind=cores", *extra_args, *program]
+        argv = ["srun", "-n", str(nranks)]
+        if srun_mpi:
+            argv.append(f"--mpi={srun_mpi}")
+        if placement is not None:
+            argv += ["--nodelist", ",".join(name for name, _ in placement.hosts)]
+        argv += ["--cpu-bind=cores", *extra_args, *program]
         env.update({f"OMPI_MCA_{name}": value for name, value in mca.items()})
     elif mpi.family == "openmpi":
         argv = [mpi.launcher, "-np", str(nranks), *mca_argv(mca)]
         if extra_args:
             argv += list(extra_args)
+        elif placement is not None:
+            argv += ["-H", placement.host_list()]
+            argv += (["--oversubscribe", "--bind-to", "none"] if placement.oversubscribed
+                     else ["--bind-to", "core", "--map-by", "core"])
         elif nranks > cores:
             # Binding more ranks than cores to cores would fail; let them float and yield.
             argv += ["--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1"]
@@ -122,6 +173,10 @@ def build_job(
         argv = [mpi.launcher, "-n", str(nranks)]
         if extra_args:
             argv += list(extra_args)
+        elif placement is not None:
+            argv += ["-hosts", placement.host_list()]
+            if not placement.oversubscribed:
+                argv += ["-bind-to", "core"]
         elif nranks <= cores:
             argv += ["-bind-to", "core"]
         argv += list(program)

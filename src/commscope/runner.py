@@ -187,9 +187,15 @@ def run(
                                                      mca)
             mca = {}  # merged into the vcluster's own parameters
         argv = engine_argv(str(info.path), request["engine"], skip)
+        placement = (launch.Placement.from_json(request["placement"])
+                     if request.get("placement") else None)
+        allocation = request.get("slurm") or {}
+        if allocation.get("own"):  # steps of the allocation made for this run
+            extra_env = {**(extra_env or {}), "SLURM_JOB_ID": allocation["job"]}
         job = launch.build_job(
             mpi, request["np"], argv, request.get("launcher", "auto"),
-            extra_args=extra_args or [], extra_env=extra_env, mca=mca,
+            extra_args=extra_args or [], extra_env=extra_env, mca=mca, placement=placement,
+            srun_mpi=allocation.get("plugin"),
         )
     segment = store.start_segment(run_id, job.argv)
     state: dict[str, Any] = {"header": None, "end": None, "points": 0, "lines": 0, "stray": [],

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from commscope import launch, runner
 from commscope import mpi as mpi_mod
-from commscope.cli import common, render, run_node, run_tcp
+from commscope.cli import common, render, run_node, run_tcp, run_where
 from commscope.errors import UsageError
 from commscope.sizes import netpipe_schedule, parse_size, parse_size_list
 
@@ -48,12 +48,11 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)")
     common.option(p, "--launcher", default="auto", choices=("auto", "mpirun", "mpiexec", "srun"),
                   help="how to start ranks")
-    common.option(p, "--np", type=common.positive_int, default=runner.default_ranks(),
-                  help="number of ranks (with --vcluster: nodes x --ranks-per-node)")
+    common.option(p, "--np", type=common.positive_int,
+                  help="number of ranks [default: one per core here; with hosts or Slurm: "
+                  "nodes x ranks per node]")
     p.add_argument("--vcluster", action="store_true",
                    help="run across the virtual cluster ('commscope vcluster up' first)")
-    common.option(p, "--ranks-per-node", type=common.positive_int, default=2,
-                  help="with --vcluster: ranks on each node")
     common.option(p, "--ops", help=f"operations (p2p: {P2P_OPS}; coll: {COLL_OPS}; also "
                   "gatherv, scatterv, allgatherv, alltoallv, reduce_scatter(_block), scan, "
                   "exscan, their i- forms, alltoall_block, waitpattern_null, waitpattern_up)")
@@ -132,6 +131,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   help="re-launch a stored incomplete run and measure only its missing points")
     common.option(p, "--report",
                   help=f"write an HTML report here ('all' default: {DEFAULT_REPORT})")
+    run_where.add_options(p)
     run_tcp.add_options(p)
     run_node.add_options(p)
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
@@ -222,7 +222,8 @@ def build_request(args: argparse.Namespace) -> dict[str, Any]:
                        "in_flight": args.in_flight, "pin": 1,
                        "sync": args.sync, "sync_d": args.sync_d})
     engine["ops"] = ",".join(ops)
-    request = {"benchmark": args.benchmark, "mpi": args.mpi, "np": args.np,
+    request = {"benchmark": args.benchmark, "mpi": args.mpi,
+               "np": args.np or runner.default_ranks(),
                "launcher": args.launcher, "timeout_s": args.timeout,
                "confidence": args.confidence, "engine": engine}
     if args.mca:
@@ -234,11 +235,12 @@ def build_request(args: argparse.Namespace) -> dict[str, Any]:
         if state is None or not state.healthy:
             raise UsageError("--vcluster: no virtual cluster is up; run 'commscope vcluster up "
                              "--nodes 2' as root first")
-        request["np"] = len(state.nodes) * args.ranks_per_node
+        ranks_per_node = args.ranks_per_node or 2
+        request["np"] = len(state.nodes) * ranks_per_node
         # The nodes share this machine's cores: pin each rank to its own core within its node
         # (rotated by node index), or two measuring ranks may share one core.
         engine["pin"] = 1
-        request["vcluster"] = {"nodes": len(state.nodes), "ranks_per_node": args.ranks_per_node,
+        request["vcluster"] = {"nodes": len(state.nodes), "ranks_per_node": ranks_per_node,
                                "rate": state.rate, "subnet": state.subnet}
     common.require(args.root < request["np"], f"--root {args.root}: not a rank")
     return request
@@ -272,23 +274,32 @@ def run(args: argparse.Namespace) -> int:
         return run_tcp.run(args)
     if run_node.wanted(args):  # node runs have no MPI either
         return run_node.run(args)
-    request = None if args.resume else build_request(args)  # bad input fails before the store
-    with common.open_store(args) as store:
-        if request is None:
-            run_id, request = common.resumable_request(store, args.resume)
-            if request.get("simulate"):
-                from commscope.simulate import smpi
+    if args.resume:
+        return _resume(args)
+    request = build_request(args)  # bad input fails before the store
+    mpi = mpi_mod.resolve(request["mpi"])
+    launch.check_mca(mpi, request.get("mca"))  # before a run is stored
+    with run_where.placed(args, mpi, request) as request, common.open_store(args) as store:
+        run_id = store.create_run(
+            request["benchmark"], args.label, mpi.tag, mpi.launcher, request["np"], request
+        )
+        outcome = measure(store, run_id, request, mpi, args.quiet or args.json)
+        report = args.report or (DEFAULT_REPORT if request["benchmark"] == "all" else None)
+        return show_outcome(args, store, run_id, request, outcome, report)
 
-                mpi = smpi.install()
-            else:
-                mpi = mpi_mod.resolve(request["mpi"])
+
+def _resume(args: argparse.Namespace) -> int:
+    """Measure what a stored incomplete run is missing, where it ran before."""
+    with common.open_store(args) as store:
+        run_id, request = common.resumable_request(store, args.resume)
+        if request.get("simulate"):
+            from commscope.simulate import smpi
+
+            mpi = smpi.install()
         else:
             mpi = mpi_mod.resolve(request["mpi"])
-            launch.check_mca(mpi, request.get("mca"))  # before a run is stored
-            run_id = store.create_run(
-                request["benchmark"], args.label, mpi.tag, mpi.launcher, request["np"], request
-            )
-        outcome = measure(store, run_id, request, mpi, args.quiet or args.json)
+        with run_where.resumed(request) as live:
+            outcome = measure(store, run_id, live, mpi, args.quiet or args.json)
         report = args.report or (DEFAULT_REPORT if request["benchmark"] == "all" else None)
         return show_outcome(args, store, run_id, request, outcome, report)
 

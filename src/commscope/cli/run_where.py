@@ -1,0 +1,132 @@
+"""Where `commscope run` starts its ranks: this machine, named hosts, or a Slurm allocation."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from commscope import hosts as hosts_mod
+from commscope import slurm
+from commscope.cli import common
+from commscope.errors import UsageError
+from commscope.mpi import MPIInstall
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """Declare the options that choose the hosts of a run."""
+    g = p.add_argument_group("where ranks run (default: this machine; inside a Slurm "
+                             "allocation: srun over it)")
+    common.option(g, "--hostfile", metavar="FILE",
+                  help="hosts to run on, one per line: NAME, 'NAME slots=N' or 'NAME:N'; "
+                  "started by ssh, one rank per core (or per slot), bound")
+    common.option(g, "--hosts", metavar="NAME[:SLOTS],...", help="hosts to run on, as a list")
+    g.add_argument("--slurm", action="store_true",
+                   help="get a Slurm allocation (--nodes x --ranks-per-node) for this run and "
+                   "release it afterwards")
+    g.add_argument("--nodes", "-N", type=common.positive_int,
+                   help="with --slurm: nodes to allocate [default: 2]")
+    common.option(g, "--partition", help="with --slurm: Slurm partition")
+    g.add_argument("--ranks-per-node", "--ntasks-per-node", dest="ranks_per_node",
+                   type=common.positive_int, default=None,
+                   help="ranks on each node or host [default: its slots, else its cores; "
+                   "--vcluster: 2; --slurm: 1]")
+
+
+def _given(args: argparse.Namespace) -> list[str]:
+    flags = [("--hostfile", args.hostfile), ("--hosts", args.hosts), ("--slurm", args.slurm),
+             ("--vcluster", args.vcluster)]
+    return [flag for flag, value in flags if value]
+
+
+def check(args: argparse.Namespace) -> None:
+    """Refuse contradictory choices before anything runs."""
+    given = _given(args)
+    if len(given) > 1:
+        raise UsageError(f"{given[0]} and {given[1]}: choose one place to run")
+    if args.nodes and not args.slurm:
+        raise UsageError(f"--nodes {args.nodes}: only with --slurm (a hostfile run takes its "
+                         "hosts' count; --vcluster its nodes)")
+    if args.partition and not args.slurm:
+        raise UsageError(f"--partition {args.partition}: only with --slurm")
+    if (args.hostfile or args.hosts) and args.launcher == "srun":
+        raise UsageError("--launcher srun: srun takes its hosts from Slurm; drop --hostfile/"
+                         "--hosts or use --launcher mpirun")
+
+
+def uses_slurm(args: argparse.Namespace, request: dict[str, Any]) -> bool:
+    """True when the run's ranks start with srun."""
+    if args.slurm or request.get("launcher") == "srun":
+        return True
+    return (request.get("launcher") == "auto" and bool(os.environ.get("SLURM_JOB_ID"))
+            and not (args.hostfile or args.hosts or args.vcluster))
+
+
+@contextmanager
+def placed(args: argparse.Namespace, mpi: MPIInstall, request: dict[str, Any],
+           ) -> Iterator[dict[str, Any]]:
+    """Fill in where ``request`` runs (hosts, allocation, rank count) and hold it meanwhile.
+
+    Yields the request ready to store; an allocation made for it is released on exit.
+    """
+    check(args)
+    if args.hostfile or args.hosts:
+        where = f"--hostfile {args.hostfile}" if args.hostfile else f"--hosts {args.hosts}"
+        named = (hosts_mod.read_hostfile(args.hostfile) if args.hostfile
+                 else hosts_mod.parse_hosts(args.hosts))
+        hosts_mod.check_resolvable(named, where)
+        cores = hosts_mod.probe_cores(mpi, named)
+        placement = hosts_mod.place(named, cores, args.ranks_per_node, args.np, where)
+        request["placement"] = placement.to_json()
+        request["np"] = placement.nranks
+        _check_root(args, request)
+        yield request
+        return
+    if not uses_slurm(args, request):
+        yield request
+        return
+    plugin = slurm.mpi_plugin(mpi)
+    if args.slurm:
+        allocation = slurm.allocate(args.nodes or 2, args.ranks_per_node or 1, args.partition)
+    else:
+        allocation = slurm.current() or slurm.Allocation("", (), args.np or 0)
+    try:
+        request["launcher"] = "srun"
+        request["np"] = args.np or allocation.ntasks or request["np"]
+        request["slurm"] = {**allocation.to_json(), "plugin": plugin}
+        _check_root(args, request)
+        yield request
+    finally:
+        slurm.release(allocation)
+
+
+def _check_root(args: argparse.Namespace, request: dict[str, Any]) -> None:
+    common.require(args.root < request["np"], f"--root {args.root}: not a rank")
+
+
+@contextmanager
+def resumed(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The stored ``request`` with a live allocation when it ran under Slurm.
+
+    A run whose allocation commscope made gets a new one of the same shape; a run made
+    inside an allocation uses the one this process is in.
+    """
+    stored = request.get("slurm")
+    if not stored:
+        yield request
+        return
+    current = slurm.current()
+    if current is not None:
+        allocation = current
+    elif stored.get("own"):
+        nodes = max(1, len(stored["nodes"]))
+        allocation = slurm.allocate(nodes, max(1, stored["ntasks"] // nodes))
+    else:
+        raise UsageError("--resume: this run ran inside a Slurm allocation; resume it inside "
+                         "one (salloc ... commscope run --resume ...)")
+    try:
+        yield {**request, "slurm": {**stored, **allocation.to_json()}}
+    finally:
+        slurm.release(allocation)
