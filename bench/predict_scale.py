@@ -1,9 +1,10 @@
 """How long ranking every placement takes for the block All-to-all, at 192 to 65,536 processes.
 
 For each p, a model with p nodes of 2 sockets (so every n x c with c up to a node's cores
-fits) and t(m, cf) tables shaped like seed 001's (NUMA memory controller, QPI, InfiniBand
-QDR degradations at 128 MB on Hockney baselines). Times ranking all placements (the pattern
-built beforehand), for block = 32 (the default) and block = p (one step), best of --repeat.
+fits) and t(m, cf) tables shaped like those of Peryshkova and Kurnosov 2018 (contention-aware
+placement: NUMA memory controller, QPI, InfiniBand QDR degradations at 128 MB on Hockney
+baselines). Times ranking all placements (the pattern built beforehand), for block = 32 (the
+default) and block = p (one step), best of --repeat.
 Goals: <= 0.1 s at 192 processes, <= 30 s at 65,536. Also times the rank-by-rank count (no
 symmetry, as for hostfile placements) up to --full-max processes. Not a test: it prints figures.
 
@@ -31,7 +32,8 @@ T = TypeVar("T")
 GOALS_S = {192: 0.1, 65536: 30.0}
 CORES_PER_SOCKET = {192: 6, 4096: 16, 65536: 32}
 SIZES = np.array([4 << 10, 64 << 10, 1 << 20, 16 << 20, 128 << 20], dtype=np.int64)
-# Seed 001's degradation t(m, cf) / t(m, 1) at 128 MB, and a Hockney baseline for t(m, 1).
+# Peryshkova and Kurnosov 2018's degradation t(m, cf) / t(m, 1) at 128 MB, and a Hockney
+# baseline for t(m, 1).
 DEGRADATION = {"memory": [1, 1.21, 1.55, 1.96], "socket": [1, 1.85, 2.01, 2.20],
                "nic": [1, 2.0, 2.8, 3.8, 4.4, 5.7, 6.4, 7.6]}
 BASE = {"memory": (0.5e-6, 5e9), "socket": (0.8e-6, 4e9), "nic": (1.7e-6, 3.2e9)}
@@ -44,7 +46,7 @@ def cost() -> TableCost:
         t1 = alpha + SIZES / beta
         out[level] = LevelTable(level, SIZES, np.arange(1, len(deg) + 1, dtype=np.int64),
                                 t1[:, None] * np.array(deg)[None, :])
-    return TableCost.from_tables(out, "seed 001 shapes")
+    return TableCost.from_tables(out, "Peryshkova and Kurnosov 2018 shapes")
 
 
 def best_of(repeat: int, fn: Callable[[], T]) -> tuple[float, T]:

@@ -20,7 +20,8 @@ def as_measured(transfer_s: TimeFn) -> TimeFn:
     """What the contention benchmark stores where each transfer takes ``transfer_s(m, cf)``.
 
     Both transfers of a pair's exchange are in flight for all of it and the benchmark divides
-    by two per exchange (seed 001's t / (2 nruns)): its cell is half a transfer's time.
+    by two per exchange (t / (2 nruns) in Peryshkova and Kurnosov 2018, contention-aware
+    placement): its cell is half a transfer's time.
     """
     return lambda m, cf: transfer_s(m, cf) / 2
 

@@ -104,7 +104,8 @@ typedef struct cs_options {
     int block;           /* alltoall_block: operations per batch (0: all ranks) */
     int cold;            /* rotate buffers larger than the last-level cache */
     int check;           /* verify results once per point */
-    /* contention (seed 001): levels, most pairs, loop length, repetitions, pinning */
+    /* contention (Peryshkova and Kurnosov 2018, contention-aware placement): levels, most
+     * pairs, loop length, repetitions, pinning */
     const char *levels;  /* comma list of memory, socket, nic */
     int cf_max;          /* 0: as many pairs as the allocation allows */
     int nruns;

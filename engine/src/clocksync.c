@@ -1,9 +1,9 @@
 /* Clock synchronisation: each rank's offset (and, for "drift", rate) relative to rank 0.
  *
- * The building block is seed 004's exchange: client i sends a request at T', server answers
- * with its time T0, the answer arrives at T''; offset = T0 - (T' + T'') / 2. The exchange with
- * the smallest round trip wins; the search stops when that minimum has not improved for d
- * exchanges. Methods, chosen by name:
+ * The building block is the exchange of Kurnosov 2012 (MPIPerf): client i sends a request
+ * at T', server answers with its time T0, the answer arrives at T'';
+ * offset = T0 - (T' + T'') / 2. The exchange with the smallest round trip wins; the search
+ * stops when that minimum has not improved for d exchanges. Methods, chosen by name:
  *   linear        every rank against rank 0, one after another
  *   ring          rank i against rank i-1; offsets summed along the ring (a prefix sum)
  *   hierarchical  ranks against their node leader, leaders against rank 0
@@ -152,7 +152,7 @@ static void drift(cs_context *ctx, double (*now)(void)) {
     if (ctx->rank == 0) ctx->clock.error_s = 0.0, ctx->clock.rtt_s = 0.0;
 }
 
-/* Upper estimate of the time to broadcast a double from rank 0 (seed 004, step 2). */
+/* Upper estimate of the time to broadcast a double from rank 0 (Kurnosov 2012, step 2). */
 static double bcast_estimate(cs_context *ctx) {
     double worst = 0.0;
     for (int r = 0; r < 20; r++) {

@@ -103,7 +103,7 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
     o->sync_d = 100;
     o->sync_rounds = 20;
     o->sync_span_s = 1.0;
-    o->k = 4; /* seed 004's defaults: k, k', g, gamma */
+    o->k = 4; /* defaults of Kurnosov 2012 (MPIPerf): k, k', g, gamma */
     o->k0 = 8;
     o->g = 0.25;
     o->gamma = 1.1;

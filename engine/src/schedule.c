@@ -1,4 +1,5 @@
-/* The MPIPerf window scheduler (seed 004, section 3) and the naive barrier loop beside it.
+/* The MPIPerf window scheduler (Kurnosov 2012, MPIPerf, section 3) and the naive barrier loop
+ * beside it.
  *
  * Stage j: rank 0 broadcasts tau_j = now + t_bcast and the window b_j; launch l starts on
  * every rank at global time tau_j + l * b_j. A launch is invalid when a rank reaches its start

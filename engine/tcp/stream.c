@@ -1,6 +1,7 @@
 /* Stream mode, run the same way at both ends: a sender thread writes messages whose sizes
- * follow an exponential distribution (seed 000's network test) for a fixed duration, while
- * this thread counts what arrives from the peer in fixed time bins until its end of stream.
+ * follow an exponential distribution (the network test of Rechistov et al. 2012, cluster
+ * simulation) for a fixed duration, while this thread counts what arrives from the peer in
+ * fixed time bins until its end of stream.
  * Nagle's algorithm is on during the stream, as for any streaming application. */
 #include <errno.h>
 #include <math.h>

@@ -1,13 +1,13 @@
 """HPL across MPI ranks with Debian's ``hpcc`` (HPC Challenge), stored as linpack records.
 
-Seed 000 also runs HPL over a P x Q process grid. For each N, commscope writes hpcc's input
-(``hpccinf.txt``: HPL.dat's format plus HPCC's PTRANS lines) for that N, one block size NB and
-one grid, runs ``hpcc`` on P x Q ranks under Open MPI (Debian builds hpcc against it) in a
-fresh directory, and reads the summary section of ``hpccoutf.txt``: HPL_time, the norms
-behind the scaled residual, N, NB and the grid. hpcc also runs its other benchmarks, sized
-from the same N; only HPL is kept. Each N is a segment of a node run; its point is a linpack
-record with routine "hpl" and source "hpcc", its rate counted as commscope counts its own
-(HPL's own figure is kept as ``reported_gflops``).
+Rechistov et al. 2012 (cluster simulation) also run HPL over a P x Q process grid. For each
+N, commscope writes hpcc's input (``hpccinf.txt``: HPL.dat's format plus HPCC's PTRANS lines)
+for that N, one block size NB and one grid, runs ``hpcc`` on P x Q ranks under Open MPI
+(Debian builds hpcc against it) in a fresh directory, and reads the summary section of
+``hpccoutf.txt``: HPL_time, the norms behind the scaled residual, N, NB and the grid. hpcc
+also runs its other benchmarks, sized from the same N; only HPL is kept. Each N is a segment
+of a node run; its point is a linpack record with routine "hpl" and source "hpcc", its rate
+counted as commscope counts its own (HPL's own figure is kept as ``reported_gflops``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The node compute benchmark (seed 000): a Linpack sweep over N on 1..all cores, stored.
+"""The node compute benchmark: a Linpack sweep over N on 1..all cores, stored.
+
+The node validation of Rechistov et al. 2012 (cluster simulation).
 
 For each core count the process is pinned to that many physical cores and BLAS to as many
 threads (``pinning``), then N grows geometrically from 100 (100 x 2^(k/2), two significant

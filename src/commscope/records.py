@@ -192,8 +192,9 @@ class Coll:
 
 @dataclass(frozen=True)
 class Contention:
-    """Seed 001's t(m, cf): cf pairs exchanging ``bytes`` at once over one level's channel.
+    """t(m, cf): cf pairs exchanging ``bytes`` at once over one level's channel.
 
+    Module 1 of Peryshkova and Kurnosov 2018 (contention-aware placement).
     ``samples_s[r][i]`` is process i's time in repetition r (pairs in order, a then b):
     the time of ``nruns`` Irecv + Isend + Waitall divided by 2 * nruns, as in the paper;
     with ``in_flight`` W > 1, W receives and W sends per iteration, divided by 2 * W * nruns.
@@ -261,7 +262,10 @@ class StreamDirection:
 
 @dataclass(frozen=True)
 class Stream:
-    """Seed 000's network test: both directions at once, exponentially sized messages."""
+    """Both directions at once, exponentially sized messages.
+
+    The network test of Rechistov et al. 2012 (cluster simulation).
+    """
 
     pair: str
     ranks: tuple[int, int]
@@ -291,11 +295,12 @@ class Stream:
 
 @dataclass(frozen=True)
 class Linpack:
-    """Seed 000's node test: every solve of one dense Ax = b of order ``n`` on ``cores`` cores.
+    """Every solve of one dense Ax = b of order ``n`` on ``cores`` cores.
 
-    ``times_s[i]`` is solve i's wall time (LU with partial pivoting plus the triangular
-    solves), ``gflops[i]`` its rate by (2/3 n^3 + 2 n^2) / t; ``residual`` is the largest HPL
-    scaled residual of the solves, and ``affinity`` the cpus the process was pinned to.
+    The node test of Rechistov et al. 2012. ``times_s[i]`` is solve i's wall time (LU with
+    partial pivoting plus the triangular solves), ``gflops[i]`` its rate by
+    (2/3 n^3 + 2 n^2) / t; ``residual`` is the largest HPL scaled residual of the solves, and
+    ``affinity`` the cpus the process was pinned to.
     """
 
     cores: int

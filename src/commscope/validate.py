@@ -1,9 +1,9 @@
 """Checks that tell whether this machine's timers and clock synchronisation can be trusted.
 
-Seed 004, section 5.1: WaitPatternNull returns at once (true time 0) and WaitPatternUp makes
-rank i busy-wait (i + 1) us (true time n us for n ranks). Run under each timer and each
-synchronisation method, the distance from those true times, and the clock error measured
-again after the run, say which combinations are trustworthy here.
+Kurnosov 2012 (MPIPerf), section 5.1: WaitPatternNull returns at once (true time 0) and
+WaitPatternUp makes rank i busy-wait (i + 1) us (true time n us for n ranks). Run under each
+timer and each synchronisation method, the distance from those true times, and the clock
+error measured again after the run, say which combinations are trustworthy here.
 """
 
 from __future__ import annotations

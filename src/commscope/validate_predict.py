@@ -2,9 +2,9 @@
 
 For every multi-node placement of p ranks that the virtual cluster (or a real allocation
 described by the same model) can host, the engine runs the block All-to-all that the
-prediction models (`alltoall_block`, seed 001) and the measured time (MPIPerf method) is set
-beside the predicted one: per size, Kendall's tau between the two orders and the relative
-error of each placement.
+prediction models (`alltoall_block`, Peryshkova and Kurnosov 2018, contention-aware
+placement) and the measured time (MPIPerf method, Kurnosov 2012) is set beside the predicted
+one: per size, Kendall's tau between the two orders and the relative error of each placement.
 """
 
 from __future__ import annotations

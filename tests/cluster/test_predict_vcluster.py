@@ -45,7 +45,7 @@ def test_predicted_order_of_placements_matches_the_measured_one(cli, cluster):
         if all(v["kendall_tau"] == 1.0 for v in out["sizes"]):
             good = out
             break
-    # The order holds (seed 001's aim).
+    # The order holds (the aim of Peryshkova and Kurnosov 2018, contention-aware placement).
     assert good is not None, "no validation ordered 2x2 and 4x1 as measured"
     with Store.open(cli.store) as store:
         run = store.get_run(good["placements"][0]["run_id"])

@@ -105,8 +105,8 @@ def test_stream_each_direction_keeps_up_with_iperf3_bidir(cli, two_nodes):
     # Messages of 2000 B on average against iperf3's 128 KiB writes: at least 80 % of its rate.
     assert min(ratios) >= 0.80, ratios
     for d in run["stream"]:
-        # Below a quarter of the link something is broken (seed 000's misconfigured GigE
-        # link ran at 18 and 8 MB/s).
+        # Below a quarter of the link something is broken (the misconfigured GigE link
+        # of Rechistov et al. 2012, cluster simulation, ran at 18 and 8 MB/s).
         assert 0.25 <= d["rate_Bps"] / GBIT_BPS <= 1.00
         assert d["retrans"] is not None and d["snd_mss"] == 1448
         assert 1900 <= d["received_bytes"] / d["messages"] <= 2100  # exponential, mean 2000

@@ -1,4 +1,4 @@
-"""Clock synchronisation and the wait patterns of seed 004 on this machine, for real."""
+"""Clock synchronisation and the wait patterns of Kurnosov 2012 (MPIPerf) here, for real."""
 
 from __future__ import annotations
 

@@ -214,8 +214,9 @@ def test_network_load_per_link_counts_what_crossed_it(cli: CLI, tmp_path: Path) 
 
 
 def test_latency_sweep_lands_in_the_report(cli: CLI, tmp_path: Path) -> None:
-    # Seed 000's sensitivity study on a model: a collective's time against the NIC latency,
-    # 80 to 400 us, one simulated run per value, lined up in the HTML report.
+    # The sensitivity study of Rechistov et al. 2012 (cluster simulation) on a model: a
+    # collective's time against the NIC latency, 80 to 400 us, one simulated run per value,
+    # lined up in the HTML report.
     path = model(tmp_path, "nodes: 4\nsockets: 1\ncores: 2\n"
                  "channels: {nic: {bandwidth: 125MB/s, latency: 10us}}\n")
     values = ["80us", "160us", "240us", "320us", "400us"]

@@ -1,4 +1,7 @@
-"""Seed 001's degradation tables: t(m,cf)/t(m,1), cells above cf, processes per channel."""
+"""Degradation tables: t(m,cf)/t(m,1), cells above cf, processes per channel.
+
+As in Peryshkova and Kurnosov 2018 (contention-aware placement).
+"""
 
 from __future__ import annotations
 

@@ -74,7 +74,8 @@ def test_peak_prefers_cpufreq_maximum(tmp_path):
 def test_overrides_replace_flags_and_clock(tmp_path):
     model = cpu.peak_model([0], flops_override=8.0, ghz_override=2.66,
                            cpuinfo_text=cpuinfo(ZEN_FLAGS), sysfs=tmp_path)
-    # Seed 000's Xeon 5150: 4 cores x 2.66 GHz x 4 flops/cycle = 42.56 GFLOPS.
+    # The Xeon 5150 of Rechistov et al. 2012 (cluster simulation): 4 cores x 2.66 GHz
+    # x 4 flops/cycle = 42.56 GFLOPS.
     assert cpu.peak_model([0], 4.0, 2.66, cpuinfo_text="", sysfs=tmp_path).peak_gflops(
         4) == pytest.approx(42.56)
     assert model.peak_gflops(1) == pytest.approx(21.28)

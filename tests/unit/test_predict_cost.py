@@ -90,8 +90,9 @@ def test_memory_table_counts_two_transfers_per_cf() -> None:
 
 
 def test_a_transfer_takes_the_whole_exchange_not_half_of_it() -> None:
-    # The benchmark stores t = exchange time / 2 (seed 001); a transfer is in flight for the
-    # whole exchange, so a stored cell of t prices a transfer at 2 t.
+    # The benchmark stores t = exchange time / 2 (Peryshkova and Kurnosov 2018,
+    # contention-aware placement); a transfer is in flight for the whole exchange, so a
+    # stored cell of t prices a transfer at 2 t.
     stored = records("nic", lambda m, cf: cf * m / B, SIZES.tolist(), CFS.tolist())
     cost = TableCost.from_tables(tables(stored), "run 1")
     got = cost.time_s("nic", np.array([4096, 16384]), np.array([1.0, 4.0]))

@@ -1,9 +1,10 @@
 /* Collective operations (all of MPI 2.2, the MPI-3 nonblocking ones) and the WaitPattern
- * timing tests of seed 004, measured with the window scheduler or the naive barrier loop.
+ * timing tests of Kurnosov 2012 (MPIPerf), measured with the window scheduler or the naive
+ * barrier loop.
  *
  * `bytes` is one block: what one rank sends to one peer (the whole message for bcast).
  * Reductions use MPI_DOUBLE with MPI_SUM, so their block is bytes / 8 doubles.
- * The root is fixed for every launch of a point (seed 004's error 3).
+ * The root is fixed for every launch of a point (Kurnosov 2012, error 3).
  */
 #include <mpi.h>
 #include <stdlib.h>
@@ -104,7 +105,8 @@ static void c_exscan(coll_state *s, char *sb, char *rb, MPI_Request *rq) {
     if (rq) MPI_Iexscan(sb, rb, s->count, MPI_DOUBLE, MPI_SUM, W, rq);
     else MPI_Exscan(sb, rb, s->count, MPI_DOUBLE, MPI_SUM, W);
 }
-/* Seed 001's block All-to-all: batches of `block` receives and sends, then Waitall. */
+/* The block All-to-all of Peryshkova and Kurnosov 2018 (contention-aware placement):
+ * batches of `block` receives and sends, then Waitall. */
 static void c_alltoall_block(coll_state *s, char *sb, char *rb, MPI_Request *rq) {
     (void)rq;
     int p = s->n, r = s->rank, block = s->ctx->opt->block > 0 ? s->ctx->opt->block : p;

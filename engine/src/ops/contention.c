@@ -1,5 +1,6 @@
-/* Seed 001, module 1: t(m, cf), the time to exchange m bytes when cf pairs of processes use
- * the same channel at once. Channel levels, found from where the ranks run:
+/* Peryshkova and Kurnosov 2018 (contention-aware placement), module 1: t(m, cf), the time
+ * to exchange m bytes when cf pairs of processes use the same channel at once. Channel
+ * levels, found from where the ranks run:
  *   memory  both ends on one socket of one node (the socket's memory controller)
  *   socket  ends on two sockets of one node (the socket interconnect)
  *   nic     ends on two nodes (the network interface of each)

@@ -1,6 +1,7 @@
 /* Point-to-point benchmarks between the two ranks of a pair.
  *
- * pingpong: blocking MPI_Send/MPI_Recv, a sample is half the round trip (seed 003's method).
+ * pingpong: blocking MPI_Send/MPI_Recv, a sample is half the round trip (the method of
+ *           Annenkov and Katueva 2006, Linux cluster characteristics).
  * bw:       a window of MPI_Isend from a, MPI_Irecv on b, then a small ack from b.
  * bibw:     both ranks post a window of receives and sends at once.
  *

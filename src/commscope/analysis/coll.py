@@ -1,4 +1,4 @@
-"""Collective results as MPIPerf reports them (seed 004, section 4).
+"""Collective results as MPIPerf reports them (Kurnosov 2012, MPIPerf, section 4).
 
 Per point: nt launches, nc valid ones, ns kept after dropping g' of the smallest and largest
 valid times, the mean T of those, its standard error, min, max, the absolute error

@@ -1,8 +1,9 @@
-"""Seed 001's contention tables: t(m, cf) per channel level and the degradation t(m,cf)/t(m,1).
+"""Contention tables: t(m, cf) per channel level and the degradation t(m,cf)/t(m,1).
 
-A cell is the median over repetitions of the slowest process of the cf pairs. The paper
-highlights cells whose degradation exceeds cf: sharing the channel then costs more than
-running the transfers one after another, so that many processes per channel is too many.
+As in Peryshkova and Kurnosov 2018 (contention-aware placement). A cell is the median over
+repetitions of the slowest process of the cf pairs. The paper highlights cells whose
+degradation exceeds cf: sharing the channel then costs more than running the transfers one
+after another, so that many processes per channel is too many.
 """
 
 from __future__ import annotations

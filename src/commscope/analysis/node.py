@@ -1,4 +1,6 @@
-"""Linpack figures of a node run, as seed 000 reports them, per core count.
+"""Linpack figures of a node run, per core count.
+
+As Rechistov et al. 2012 (cluster simulation) report them:
 
 - P_max: the highest rate the sweep demonstrated: the largest per-N median GFLOPS (the median
   over the solves of one N, so one lucky solve on a shared machine does not set it);
@@ -51,7 +53,7 @@ class NodeRow:
 
 @dataclass(frozen=True)
 class NodeFigures:
-    """Seed 000's table for one core count."""
+    """The table of Rechistov et al. 2012 for one core count."""
 
     cores: int
     threads: int

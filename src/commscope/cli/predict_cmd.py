@@ -1,4 +1,7 @@
-"""`commscope predict`: rank the placements of a collective by predicted time (seed 001)."""
+"""`commscope predict`: rank the placements of a collective by predicted time.
+
+Module 2 of Peryshkova and Kurnosov 2018 (contention-aware placement).
+"""
 
 from __future__ import annotations
 
@@ -28,9 +31,10 @@ EXAMPLES = """examples:
   commscope predict bcast --procs 16 --size 4MiB --cluster c.yaml --choose 4x4/2s \\
       --write-rankfile rankfile --write-hostfile hosts
 
-Costs come from the run given with --tables (seed 001's t(m, cf) tables; the run's
-point-to-point results fill levels it lacks), then --p2p (Hockney fits), then the cluster
-model's nominal rates. Placements using a level none of them covers are listed last."""
+Costs come from the run given with --tables (its t(m, cf) tables, as in Peryshkova and
+Kurnosov 2018; the run's point-to-point results fill levels it lacks), then --p2p (Hockney
+fits), then the cluster model's nominal rates. Placements using a level none of them covers
+are listed last."""
 
 
 def setup_parser(p: argparse.ArgumentParser) -> None:

@@ -81,7 +81,10 @@ def coll_table(console: Console, points: list[Coll], level: float) -> None:
 
 
 def contention_tables(console: Console, points: list[Contention]) -> None:
-    """Seed 001's degradation tables t(m,cf)/t(m,1); cells above cf in bold red."""
+    """Degradation tables t(m,cf)/t(m,1); cells above cf in bold red.
+
+    The tables of Peryshkova and Kurnosov 2018 (contention-aware placement).
+    """
     flights = sorted({p.in_flight for p in points})
     # The paper's loop has one message in flight; say so when the run posted more.
     posted = "" if flights == [1] else f"; {'/'.join(map(str, flights))} messages in flight"
@@ -137,7 +140,10 @@ def _ghz(value: float | None) -> str:
 
 
 def node_figures(console: Console, summary: node_analysis.NodeSummary) -> None:
-    """Seed 000's Linpack table per core count, then how each P_peak was derived."""
+    """Linpack table per core count, then how each P_peak was derived.
+
+    The table of Rechistov et al. 2012 (cluster simulation).
+    """
     on = f" on {summary.cpu_model}" if summary.cpu_model else ""
     table = Table(title=f"node compute: Linpack (GFLOPS){on}")
     for col in ("cores", "threads", "cpus", "P_max", "N_max", "N_1/2", "P_peak", "efficiency",

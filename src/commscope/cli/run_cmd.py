@@ -75,7 +75,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     common.option(p, "--window", type=common.positive_int, default=64,
                   help="p2p: messages in flight for bw and bibw")
     common.option(p, "--warmup", type=int, default=10, help="p2p: untimed iterations per point")
-    coll = p.add_argument_group("collectives (seed 004's method)")
+    coll = p.add_argument_group("collectives (the MPIPerf method, Kurnosov 2012)")
     common.option(coll, "--sync", default="linear",
                   choices=("linear", "ring", "hierarchical", "drift", "barrier"),
                   help="clock synchronisation; 'barrier' times back-to-back loops as IMB/OSU do")
@@ -109,7 +109,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   help="--sync barrier: back-to-back calls per sample")
     coll.add_argument("--test-distort", metavar="RANK:OFFSET:DRIFT",
                       help="testing: offset one rank's clock by OFFSET s and drift by DRIFT")
-    cont = p.add_argument_group("contention (seed 001's t(m, cf))")
+    cont = p.add_argument_group("contention (t(m, cf) of Peryshkova and Kurnosov 2018,"
+                                " contention-aware placement)")
     common.option(cont, "--levels", default="auto",
                   help="auto (every level the allocation has) or a list of memory,socket,nic")
     common.option(cont, "--cf-max", type=int, default=0,

@@ -1,4 +1,6 @@
-"""``commscope run node``: seed 000's node validation, a Linpack sweep on 1..all cores.
+"""``commscope run node``: a Linpack sweep on 1..all cores.
+
+The node validation of Rechistov et al. 2012 (cluster simulation).
 
 No MPI: one process pinned to the cores asked for, OpenBLAS held to as many threads. The run
 (kind "node") stores its options and the CPU facts behind P_peak in its request, and one
@@ -23,7 +25,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
     It also reads --sizes (as matrix orders), --label, --resume, --report, --json and --quiet.
     """
-    g = p.add_argument_group("node (run node: Linpack on this node, seed 000; --sizes are N)")
+    g = p.add_argument_group("node (run node: Linpack on this node, as in Rechistov et al. 2012;"
+                             " --sizes are N)")
     common.option(g, "--cores", default=node.DEFAULT_CORES,
                   help="core counts to sweep, e.g. 1,2,all (all: every physical core usable)")
     common.option(g, "--max-memory", default=node.DEFAULT_MEMORY,

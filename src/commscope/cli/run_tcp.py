@@ -1,10 +1,11 @@
 """``commscope run tcp``: ping-pong and stream over plain TCP, one run per socket buffer size.
 
-Seed 002 measures the network below MPI (NetPIPE's TCP ping-pong, socket buffers swept) to
-tell the network's limits from the MPI library's; seed 000 validates a link with both
-directions streaming exponentially sized messages. Each socket buffer size is a run of its
-own (kind "tcp", labelled with the size), so `commscope compare` and `commscope report` put
-sizes, TCP and MPI runs side by side.
+León Carri et al. 2005 (Beowulf network performance) measure the network below MPI (NetPIPE's
+TCP ping-pong, socket buffers swept) to tell the network's limits from the MPI library's;
+Rechistov et al. 2012 (cluster simulation) validate a link with both directions streaming
+exponentially sized messages. Each socket buffer size is a run of its own (kind "tcp",
+labelled with the size), so `commscope compare` and `commscope report` put sizes, TCP and MPI
+runs side by side.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
     It also reads --sizes, --max-size, --perturbation, --warmup, --min/max-samples,
     --target-rse, --point-budget, --vcluster, --timeout, --label, --json and --quiet.
     """
-    tcp = p.add_argument_group("tcp (run tcp: the network below MPI, seeds 002 and 000)")
+    tcp = p.add_argument_group("tcp (run tcp: the network below MPI, as in León Carri et al. 2005"
+                               " and Rechistov et al. 2012)")
     common.option(tcp, "--peer", env="COMMSCOPE_TCP_PEER",
                   help=f"HOST[:PORT] running 'commscope tcp serve' (port {prog.DEFAULT_PORT})")
     tcp.add_argument("--loopback", action="store_true",

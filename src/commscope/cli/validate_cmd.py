@@ -10,7 +10,7 @@ from commscope import launch, runner, validate
 from commscope import mpi as mpi_mod
 from commscope.cli import common
 
-HELP = "check timers and clock synchronisation with seed 004's wait patterns"
+HELP = "check timers and clock synchronisation with the wait patterns of Kurnosov 2012 (MPIPerf)"
 EXAMPLES = """examples:
   commscope validate timers
   commscope validate timers --timers tsc,mpi_wtime --syncs linear,drift --json

@@ -1,4 +1,6 @@
-"""Placement prediction (seed 001, module 2): which n x c placement runs a pattern fastest.
+"""Placement prediction: which n x c placement runs a pattern fastest.
+
+Module 2 of Peryshkova and Kurnosov 2018 (contention-aware placement).
 
 Typical use::
 

@@ -2,19 +2,20 @@
 
 Two models, and a combination that takes each level from the first model that has it:
 
-- :class:`TableCost`, seed 001's method: the measured t(m, cf) of the level. Table cells are
-  cf pairs exchanging at once, so a shared memory controller carries 2 cf transfers while each
-  side of a duplex socket link or NIC carries cf: a count of k transfers reads the memory
-  table at cf = k / 2 and the others at cf = k. A cell is half its exchange's time (the
-  benchmark divides by 2 nruns: two transfers per exchange), but both transfers of an
-  exchange are in flight for all of it, so a transfer sharing its channel that way takes the
-  whole exchange: 2 t(m, cf). Between measured points: linear in cf, and a
-  power law in m (linear in log m and log t), exact for t proportional to m. Outside them:
-  below the smallest cf, the smallest cf's time (a lone transfer costs at least t(m, 1));
-  beyond the largest cf, t(m, cf_max) * cf / cf_max (the channel is saturated, every transfer
-  takes an equal share); beyond the largest size, t(m_max, cf) * m / m_max (bandwidth-bound);
-  below the smallest size, the power law of the first two sizes with its exponent clamped to
-  [0, 1] (between latency-bound and bandwidth-bound). With a single size, linear in m.
+- :class:`TableCost`, the method of Peryshkova and Kurnosov 2018 (contention-aware placement):
+  the measured t(m, cf) of the level. Table cells are cf pairs exchanging at once, so a shared
+  memory controller carries 2 cf transfers while each side of a duplex socket link or NIC
+  carries cf: a count of k transfers reads the memory table at cf = k / 2 and the others at
+  cf = k. A cell is half its exchange's time (the benchmark divides by 2 nruns: two transfers
+  per exchange), but both transfers of an exchange are in flight for all of it, so a transfer
+  sharing its channel that way takes the whole exchange: 2 t(m, cf). Between measured points:
+  linear in cf, and a power law in m (linear in log m and log t), exact for t proportional to m.
+  Outside them: below the smallest cf, the smallest cf's time (a lone transfer costs at least
+  t(m, 1)); beyond the largest cf, t(m, cf_max) * cf / cf_max (the channel is saturated, every
+  transfer takes an equal share); beyond the largest size, t(m_max, cf) * m / m_max
+  (bandwidth-bound); below the smallest size, the power law of the first two sizes with its
+  exponent clamped to [0, 1] (between latency-bound and bandwidth-bound). With a single size,
+  linear in m.
 - :class:`HockneyCost`: t = alpha + cf * m / beta, cf transfers sharing the bandwidth beta,
   from Hockney fits of measured ping-pong (per protocol regime) or the model's nominal rates.
 """
@@ -112,7 +113,7 @@ class Grid:
 
 @dataclass(frozen=True)
 class TableCost:
-    """Seed 001's cost: measured t(m, cf) tables, one per level."""
+    """The cost of Peryshkova and Kurnosov 2018: measured t(m, cf) tables, one per level."""
 
     grids: Mapping[str, Grid]
     where: str = ""

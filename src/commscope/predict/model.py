@@ -1,7 +1,7 @@
 """The cluster model: nodes of sockets of cores, and the channels transfers share.
 
 Every node is alike: ``sockets`` sockets of ``cores`` cores each. The channels are the three
-levels of seed 001 plus optional switches:
+levels of Peryshkova and Kurnosov 2018 (contention-aware placement) plus optional switches:
 
 - ``memory``: one memory controller per socket, used by a transfer between two cores of it;
 - ``socket``: one socket interconnect per node, used by a transfer between two of its sockets;

@@ -121,11 +121,11 @@ def _pairs(src: NDArray[np.int64], dst: NDArray[np.int64], nbytes: int, p: int,
 
 
 def alltoall_block(p: int, size: int, block: int = DEFAULT_BLOCK) -> Pattern:
-    """Seed 001's block All-to-all: batches of ``block`` Isend/Irecv, then Waitall.
+    """Block All-to-all: batches of ``block`` Isend/Irecv, then Waitall.
 
-    Batch ii (ii = 0, block, 2 block, ...) sends from every rank r to r - ii - i for
-    i < min(block, p - ii): one step of offsets ii..ii + ss - 1. With block >= p every
-    transfer is in one step.
+    The algorithm of Peryshkova and Kurnosov 2018 (contention-aware placement). Batch ii
+    (ii = 0, block, 2 block, ...) sends from every rank r to r - ii - i for i < min(block,
+    p - ii): one step of offsets ii..ii + ss - 1. With block >= p every transfer is in one step.
     """
     if block < 1:
         raise PredictError(f"block {block}: give at least 1")

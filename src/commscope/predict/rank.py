@@ -1,10 +1,11 @@
 """Predicted time of a pattern on a placement, and placements ranked by it.
 
-A step takes as long as its slowest transfer; the pattern takes the sum of its steps (seed
-001's module 2). When the placement is symmetric and every step rotation-invariant, only the
-transfers from the first node's ranks are counted: every other node's are their images. Their
-cf then depends only on the step, the level and the sockets at both ends, so transfers are
-counted by that class and each class is priced once.
+A step takes as long as its slowest transfer; the pattern takes the sum of its steps
+(module 2 of Peryshkova and Kurnosov 2018, contention-aware placement). When the placement is
+symmetric and every step rotation-invariant, only the transfers from the first node's ranks
+are counted: every other node's are their images. Their cf then depends only on the step, the
+level and the sockets at both ends, so transfers are counted by that class and each class is
+priced once.
 """
 
 from __future__ import annotations

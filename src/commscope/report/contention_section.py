@@ -1,4 +1,6 @@
-"""Contention in the HTML report: seed 001's degradation t(m,cf)/t(m,1) as a heat map per level.
+"""Contention in the HTML report: the degradation t(m,cf)/t(m,1) as a heat map per level.
+
+The tables of Peryshkova and Kurnosov 2018 (contention-aware placement).
 
 ``add(store, runs)`` puts a ``contention`` entry into each run's template context (None for
 runs without contention points); the partial template ``contention_section.html.j2`` shows

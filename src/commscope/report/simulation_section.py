@@ -3,11 +3,12 @@
 ``build(store, runs)`` returns the ``simulation`` context, None when no run of the report is
 simulated; ``simulation_section.html.j2`` shows it once per report. Per simulated run: the
 model and placement, the link figures and where the SMPI factors come from, the SimGrid
-version and the wall time. Runs traced with ``--netload`` add seed 000's table of what each
-link carried. Runs of one sweep (``simulate run --sweep NAME=...``: same parameter, benchmark,
-model and ranks) line up as a sensitivity table, each point's time per value, with a plot of
-time relative to the first value and a plain-language verdict: seed 000 found its cluster
-insensitive to switch latency below 400 us.
+version and the wall time. Runs traced with ``--netload`` add the table of Rechistov et al.
+2012 (cluster simulation) of what each link carried. Runs of one sweep (``simulate run
+--sweep NAME=...``: same parameter, benchmark, model and ranks) line up as a sensitivity
+table, each point's time per value, with a plot of time relative to the first value and a
+plain-language verdict: Rechistov et al. found their cluster insensitive to switch latency
+below 400 us.
 """
 
 from __future__ import annotations

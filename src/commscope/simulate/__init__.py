@@ -1,4 +1,6 @@
-"""Clusters that do not exist yet, simulated with SimGrid/SMPI (seed 000).
+"""Clusters that do not exist yet, simulated with SimGrid/SMPI.
+
+The approach of Rechistov et al. 2012 (cluster simulation), with SimGrid where they used Simics.
 
 The engine is built with smpicc and run under smpirun on a platform written from the same
 cluster model the prediction uses; its records land in the store like any other run.

@@ -1,6 +1,7 @@
-"""Simulated against measured, point by point (seed 000's real-vs-model tables).
+"""Simulated against measured, point by point.
 
-Also how a swept parameter moves each result.
+As in the real-vs-model tables of Rechistov et al. 2012 (cluster simulation). Also how a swept
+parameter moves each result.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Network load of a simulated run, per link (seed 000, table 4), from SimGrid's Paje trace.
+"""Network load of a simulated run, per link, from SimGrid's Paje trace.
+
+As in table 4 of Rechistov et al. 2012 (cluster simulation): load and mean packet size.
 
 Bytes per link integrate the trace's ``bandwidth_used`` of each link over time (what SimGrid
 really moved, protocol effects included). Messages per link follow each traced MPI message

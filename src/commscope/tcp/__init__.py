@@ -1,4 +1,7 @@
-"""TCP-level benchmarks: the network below MPI, measured with plain sockets (seeds 002, 000).
+"""TCP-level benchmarks: the network below MPI, measured with plain sockets.
+
+As in León Carri et al. 2005 (Beowulf network performance) and Rechistov et al. 2012
+(cluster simulation).
 
 ``commscope-tcp`` (C, beside the engine, no MPI) runs as a server on one host and as a client
 on another; the client writes the same JSON lines as the engine. Ping-pong points are
