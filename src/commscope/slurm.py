@@ -47,6 +47,18 @@ class Allocation:
                 "own": self.own}
 
 
+CLIENTS = ("salloc", "srun", "squeue", "scontrol", "scancel")
+
+
+def require_installed(what: str) -> None:
+    """Raise UsageError naming the fix unless Slurm's client commands are on PATH."""
+    missing = [name for name in CLIENTS if shutil.which(name) is None]
+    if missing:
+        raise UsageError(f"{what}: Slurm is not installed here ({', '.join(missing)} not found"
+                         "); install Slurm's client commands (Debian: slurm-client) or use "
+                         "--hostfile")
+
+
 def _run(argv: list[str], what: str) -> subprocess.CompletedProcess[str]:
     if shutil.which(argv[0]) is None:
         raise UsageError(f"{what}: '{argv[0]}' is not installed; install Slurm's client "

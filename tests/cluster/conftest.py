@@ -14,13 +14,13 @@ from tests.conftest import need
 
 @pytest.fixture
 def cluster(request) -> Iterator[vcluster.ClusterState]:
-    """A vcluster of ``request.param`` = (nodes, rate), always removed afterwards."""
+    """A vcluster of ``request.param`` = (nodes, rate[, services]), always removed afterwards."""
     need(os.geteuid() == 0, "vcluster tests need root (network namespaces, bridge, /etc/hosts)")
     if vcluster.STATE_FILE.exists():
         pytest.skip("SKIPPED, NOT TESTED: a vcluster is already up; 'commscope vcluster down'")
-    nodes, rate = request.param
+    nodes, rate, *services = request.param
     try:
-        yield vcluster.up(nodes, rate)
+        yield vcluster.up(nodes, rate, services=tuple(services[0]) if services else ())
     finally:
         vcluster.down()
         assert_nothing_left()

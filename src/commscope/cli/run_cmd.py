@@ -271,6 +271,9 @@ def run(args: argparse.Namespace) -> int:
     if args.mca and (run_tcp.wanted(args) or run_node.wanted(args)):
         raise UsageError(f"--mca {args.mca[0]}: only MPI communication runs (p2p, coll, "
                          "contention, loggp, all) take Open MPI parameters")
+    if run_where.chosen(args) and (run_tcp.wanted(args) or run_node.wanted(args)):
+        raise UsageError(f"{run_where.chosen(args)[0]}: only MPI runs (p2p, coll, contention, "
+                         "loggp, all) start ranks on hosts; TCP runs take --peer or --vcluster")
     if run_tcp.wanted(args):  # TCP runs have no MPI: their own requests and runner
         return run_tcp.run(args)
     if run_node.wanted(args):  # node runs have no MPI either
@@ -278,6 +281,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:
         return _resume(args)
     request = build_request(args)  # bad input fails before the store
+    run_where.check(args)
     mpi = mpi_mod.resolve(request["mpi"])
     launch.check_mca(mpi, request.get("mca"))  # before a run is stored
     with run_where.placed(args, mpi, request) as request, common.open_store(args) as store:

@@ -35,6 +35,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    "--vcluster: 2; --slurm: 1]")
 
 
+def chosen(args: argparse.Namespace) -> list[str]:
+    """The hosts or allocation options given (--vcluster is not one: TCP runs take it)."""
+    return [flag for flag in _given(args) if flag != "--vcluster"]
+
+
 def _given(args: argparse.Namespace) -> list[str]:
     flags = [("--hostfile", args.hostfile), ("--hosts", args.hosts), ("--slurm", args.slurm),
              ("--vcluster", args.vcluster)]
@@ -42,7 +47,7 @@ def _given(args: argparse.Namespace) -> list[str]:
 
 
 def check(args: argparse.Namespace) -> None:
-    """Refuse contradictory choices before anything runs."""
+    """Refuse contradictory choices, and --slurm without Slurm, before anything runs."""
     given = _given(args)
     if len(given) > 1:
         raise UsageError(f"{given[0]} and {given[1]}: choose one place to run")
@@ -51,6 +56,8 @@ def check(args: argparse.Namespace) -> None:
                          "hosts' count; --vcluster its nodes)")
     if args.partition and not args.slurm:
         raise UsageError(f"--partition {args.partition}: only with --slurm")
+    if args.slurm:
+        slurm.require_installed("--slurm")
     if (args.hostfile or args.hosts) and args.launcher == "srun":
         raise UsageError("--launcher srun: srun takes its hosts from Slurm; drop --hostfile/"
                          "--hosts or use --launcher mpirun")
@@ -71,7 +78,6 @@ def placed(args: argparse.Namespace, mpi: MPIInstall, request: dict[str, Any],
 
     Yields the request ready to store; an allocation made for it is released on exit.
     """
-    check(args)
     if args.hostfile or args.hosts:
         where = f"--hostfile {args.hostfile}" if args.hostfile else f"--hosts {args.hosts}"
         named = (hosts_mod.read_hostfile(args.hostfile) if args.hostfile

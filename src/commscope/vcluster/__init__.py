@@ -11,6 +11,8 @@ Modules, one job each (import the names below from here):
 - ``system``: commands, namespace and link queries, the state file and /etc/hosts.
 - ``lifecycle``: :func:`up`, :func:`down` and :func:`status`, built from ``system``.
 - ``launch``: agent scripts and MPI launcher arguments; runs nothing, the launcher does.
+- ``services``, ``ssh``, ``slurm``: daemons in the nodes (``up --ssh``, ``up --slurm``): a real
+  sshd per node, and a real Slurm (slurmctld and munged here, one slurmd per node).
 """
 
 from commscope.vcluster.launch import AGENTS_DIR, agent_path, mpich_args, openmpi_args
@@ -38,6 +40,7 @@ from commscope.vcluster.model import (
     plan,
     queue_bytes,
 )
+from commscope.vcluster.services import alive, daemons
 from commscope.vcluster.system import COMMAND_TIMEOUT_S, HOSTS_FILE, HOSTS_MARK, TOOLS
 
 __all__ = [
@@ -65,7 +68,9 @@ __all__ = [
     "ClusterState",
     "Node",
     "agent_path",
+    "alive",
     "burst_bytes",
+    "daemons",
     "down",
     "mpich_args",
     "openmpi_args",
