@@ -152,7 +152,11 @@ def build_job(
         if srun_mpi:
             argv.append(f"--mpi={srun_mpi}")
         if placement is not None:
-            argv += ["--nodelist", ",".join(name for name, _ in placement.hosts)]
+            argv += [f"--nodes={len(placement.hosts)}",
+                     "--nodelist", ",".join(name for name, _ in placement.hosts)]
+            counts = {count for _, count in placement.hosts}
+            if len(counts) == 1:
+                argv.append(f"--ntasks-per-node={counts.pop()}")
         argv += ["--cpu-bind=cores", *extra_args, *program]
         env.update({f"OMPI_MCA_{name}": value for name, value in mca.items()})
     elif mpi.family == "openmpi":

@@ -141,3 +141,48 @@ def mpi_plugin(mpi: MPIInstall) -> str:
                      f"{mpi.tag} (srun --mpi=list: {', '.join(sorted(have)) or 'none'}); install "
                      "Slurm's MPI plugins (Debian: slurm-wlm-basic-plugins, or slurm-wlm with "
                      "PMIx) or use --launcher mpirun with --hostfile")
+
+
+def show_nodes(names: tuple[str, ...] = ()) -> str:
+    """``scontrol -o show nodes [NAMES]``: one line of KEY=VALUE per node."""
+    wanted = [",".join(names)] if names else []
+    return _run(["scontrol", "-o", "show", "nodes", *wanted], "--cluster slurm").stdout
+
+
+def node_names() -> tuple[str, ...]:
+    """Every node Slurm knows, by name."""
+    return tuple(_run(["sinfo", "-h", "-N", "-o", "%N"], "--submit").stdout.split())
+
+
+def show_topology() -> str | None:
+    """``scontrol -o show topology``, or None when Slurm has no topology plugin."""
+    require_installed("--cluster slurm")
+    done = subprocess.run(["scontrol", "-o", "show", "topology"], capture_output=True,
+                          text=True, timeout=COMMAND_TIMEOUT_S, check=False)
+    return done.stdout if done.returncode == 0 and done.stdout.strip() else None
+
+
+# sbatch takes these srun options from the environment of the job's steps instead.
+STEP_ONLY = ("--cpu-bind",)
+
+
+def submit(options: list[str], script: str) -> str:
+    """Submit ``script`` with sbatch ``options``; return the job id.
+
+    Raises:
+        UsageError: the script is not a readable file, or Slurm is not installed.
+        LaunchError: sbatch refused the job (its reason).
+    """
+    if not os.path.isfile(script) or not os.access(script, os.R_OK):
+        raise UsageError(f"--submit {script}: not a readable job script; give the path of "
+                         "a batch script")
+    batch = [opt for opt in options if not opt.startswith(STEP_ONLY)]
+    env_binding = [opt.split("=", 1)[1] for opt in options if opt.startswith("--cpu-bind=")]
+    argv = ["sbatch", "--parsable", *batch]
+    if env_binding:
+        argv.append(f"--export=ALL,SLURM_CPU_BIND={env_binding[0]}")
+    out = _run([*argv, script], "--submit").stdout.strip()
+    job = out.split(";", 1)[0]
+    if not job.isdigit():
+        raise LaunchError(f"--submit: sbatch printed no job id ({out!r})")
+    return job

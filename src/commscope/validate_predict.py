@@ -1,7 +1,7 @@
 """Check placement predictions against the same operation run for real on each placement.
 
-For every multi-node placement of p ranks that the virtual cluster (or a real allocation
-described by the same model) can host, the engine runs the block All-to-all that the
+For every placement of p ranks (one node or several) that the virtual cluster, a set of
+hosts or a Slurm allocation can host, the engine runs the block All-to-all that the
 prediction models (`alltoall_block`, Peryshkova and Kurnosov 2018, contention-aware
 placement) and the measured time (MPIPerf method, Kurnosov 2012) is set beside the predicted
 one: per size, Kendall's tau between the two orders and the relative error of each placement.
@@ -70,33 +70,51 @@ class SizeVerdict:
         return asdict(self)
 
 
-def multi_node_placements(model: predict.ClusterModel, procs: int) -> list[predict.Placement]:
-    """Block-ordered placements over at least two nodes (what the method is about)."""
+def checked_placements(model: predict.ClusterModel, procs: int) -> list[predict.Placement]:
+    """Block-ordered placements, one socket per node: 1 x p on one node and n x c on several
+    (the rows of Peryshkova and Kurnosov 2018's table)."""
     return [pl for pl in predict.enumerate_placements(model, procs, ("block",))
-            if pl.nodes >= 2 and pl.sockets_used == 1]
+            if pl.sockets_used == 1]
+
+
+def site_request(site: dict[str, Any], model: predict.ClusterModel,
+                 placement: predict.Placement) -> dict[str, Any]:
+    """Request fields that run ``placement`` where ``site`` says: the virtual cluster's first
+    nodes, or the model's named hosts by ssh or within a Slurm allocation."""
+    if "vcluster" in site:
+        return {"vcluster": dict(site["vcluster"], nodes=placement.nodes,
+                                 ranks_per_node=placement.per_node)}
+    names = [model.node_names[n] for n in placement.node_ids()]
+    counts = [int((placement.node == n).sum()) for n in placement.node_ids()]
+    hosts = {"placement": {"hosts": [[h, c] for h, c in zip(names, counts, strict=True)],
+                           "cores": [model.cores_per_node] * len(names)}}
+    if "slurm" in site:
+        return {**hosts, "launcher": "srun", "slurm": site["slurm"]}
+    return hosts
 
 
 def unpriced_levels(model: predict.ClusterModel, cost: CostModel, procs: int) -> list[str]:
     """Levels the multi-node placements use that ``cost`` cannot price (checked before running)."""
     missing: set[str] = set()
     pattern = predict.build("alltoall", procs, 1 << 20, block=procs)
-    for pl in multi_node_placements(model, procs):
+    for pl in checked_placements(model, procs):
         missing.update(predict.predict(model, pl, pattern, cost).missing)
     return sorted(missing)
 
 
-def measure(store: Store, mpi: MPIInstall, placement: predict.Placement, sizes: list[int],
-            block: int, vcluster: dict[str, Any], budget_s: float = POINT_BUDGET_S,
-            mca: dict[str, str] | None = None) -> dict[int, tuple[float, int]]:
+def measure(store: Store, mpi: MPIInstall, model: predict.ClusterModel,
+            placement: predict.Placement, sizes: list[int], block: int, site: dict[str, Any],
+            budget_s: float = POINT_BUDGET_S, mca: dict[str, str] | None = None,
+            ) -> dict[int, tuple[float, int]]:
     """Run alltoall_block on the placement's nodes; return {bytes: (time_s, run_id)}."""
     request = {"benchmark": "coll", "mpi": mpi.choice, "np": placement.p, "launcher": "auto",
                "timeout_s": 1800.0, "confidence": 0.95,
-               "vcluster": dict(vcluster, nodes=placement.nodes,
-                                ranks_per_node=placement.per_node),
+               **site_request(site, model, placement),
                "engine": {"ops": "alltoall_block", "sizes": sizes, "coll_sizes": sizes,
                           "block": block, "max_launches": MAX_LAUNCHES,
                           "coll_budget_s": budget_s,
-                          "pin": 1}}
+                          # Virtual nodes share this machine's cores: the engine spreads them.
+                          "pin": int("vcluster" in site)}}
     if mca:
         request["mca"] = mca
     run_id = store.create_run("validate", f"predict {placement.label}", mpi.tag, mpi.launcher,
@@ -106,16 +124,20 @@ def measure(store: Store, mpi: MPIInstall, placement: predict.Placement, sizes: 
 
 
 def check(store: Store, mpi: MPIInstall, model: predict.ClusterModel, cost: CostModel,
-          procs: int, sizes: list[int], block: int, vcluster: dict[str, Any],
+          procs: int, sizes: list[int], block: int, site: dict[str, Any],
           mca: dict[str, str] | None = None) -> tuple[list[PlacementCheck], list[SizeVerdict]]:
-    """Predict and measure every multi-node placement; judge the order per size."""
-    placements = multi_node_placements(model, procs)
+    """Predict and measure every placement; judge the order per size.
+
+    ``site`` says where the placements run: ``{"vcluster": {rate, subnet}}``, ``{"hosts":
+    True}`` (the model's node names, by ssh) or ``{"slurm": allocation}``.
+    """
+    placements = checked_placements(model, procs)
     checks: list[PlacementCheck] = []
     for pl in placements:
         predicted = [predict.predict(model, pl, predict.build("alltoall", procs, size,
                                                               block=block or procs), cost).time_s
                      for size in sizes]
-        measured = measure(store, mpi, pl, sizes, block, vcluster, point_budget_s(predicted),
+        measured = measure(store, mpi, model, pl, sizes, block, site, point_budget_s(predicted),
                            mca)
         for size, pred in zip(sizes, predicted, strict=True):
             t, run_id = measured[size]

@@ -44,7 +44,7 @@ def assert_nothing_left() -> None:
     assert not vcluster.STATE_DIR.exists()
     # What --ssh and --slurm write outside the state folder.
     assert not os.path.exists("/etc/ssh/ssh_config.d/commscope-vcluster.conf")
-    for name in ("slurm.conf", "cgroup.conf", "mpi.conf"):
+    for name in ("slurm.conf", "cgroup.conf", "mpi.conf", "topology.conf"):
         path = os.path.join("/etc/slurm", name)
         assert not (os.path.exists(path) and "commscope-vcluster" in open(path).read()), path
     assert not [p for p in os.listdir("/etc/netns") if p.startswith(vcluster.NODE_PREFIX)] \

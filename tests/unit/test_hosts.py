@@ -88,8 +88,8 @@ def test_srun_gets_the_mpi_plugin_and_nodes():
     fits = launch.Placement((("a", 1), ("b", 1)), (2, 2))
     job = launch.build_job(OPENMPI, 2, ["engine"], launcher="srun", srun_mpi="pmix_v4",
                            placement=fits)
-    assert job.argv == ["srun", "-n", "2", "--mpi=pmix_v4", "--nodelist", "a,b",
-                        "--cpu-bind=cores", "engine"]
+    assert job.argv == ["srun", "-n", "2", "--mpi=pmix_v4", "--nodes=2", "--nodelist", "a,b",
+                        "--ntasks-per-node=1", "--cpu-bind=cores", "engine"]
 
 
 def test_the_probe_runs_one_unbound_process_per_host_from_an_argument_list():

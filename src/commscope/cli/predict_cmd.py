@@ -15,10 +15,11 @@ from commscope import predict, vcluster
 from commscope.analysis import contention
 from commscope.analysis.text import time_text
 from commscope.cli import common
-from commscope.errors import PredictError, UsageError
+from commscope.errors import ClusterError, PredictError, UsageError
 from commscope.predict import handoff
 from commscope.predict.cost import CostModel, HockneyCost, TableCost
 from commscope.predict.model import LEVELS, ClusterModel
+from commscope.predict.model_slurm import model_from_scontrol
 from commscope.predict.rank import Prediction
 from commscope.sizes import parse_size
 
@@ -30,6 +31,8 @@ EXAMPLES = """examples:
   commscope predict allreduce --procs 64 --size 64K --p2p 2 --hwloc --nodes 8 --json
   commscope predict bcast --procs 16 --size 4MiB --cluster c.yaml --choose 4x4/2s \\
       --write-rankfile rankfile --write-hostfile hosts
+  commscope predict alltoall --procs 64 --size 1MiB --cluster slurm --tables 3 \\
+      --submit job.sh                  Slurm's nodes; sbatch the best placement
 
 Costs come from the run given with --tables (its t(m, cf) tables, as in Peryshkova and
 Kurnosov 2018; the run's point-to-point results fill levels it lacks), then --p2p (Hockney
@@ -49,13 +52,19 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--p2p", metavar="RUN", help="run with point-to-point ping-pong results")
     where = p.add_mutually_exclusive_group()
     common.option(where, "--cluster", env="COMMSCOPE_CLUSTER", metavar="FILE",
-                  help="cluster model YAML file (see README)")
+                  help="cluster model YAML file (see README), or 'slurm': Slurm's nodes, "
+                  "sockets and cores (scontrol show nodes) and switches (show topology)")
     where.add_argument("--vcluster", action="store_true", help="model the virtual cluster")
     where.add_argument("--hwloc", nargs="?", const="", metavar="XML",
                        help="model nodes like this one (or like a saved hwloc XML file);"
                        " the default without --cluster")
     p.add_argument("--nodes", type=common.positive_int, default=1,
                    help="with --hwloc: number of such nodes [default: 1]")
+    p.add_argument("--nic-rate", metavar="RATE",
+                   help="with --cluster slurm: each node's NIC rate (e.g. 100gbit); needed to"
+                   " model Slurm's switches")
+    p.add_argument("--uplink-rate", metavar="RATE",
+                   help="with --cluster slurm: each switch's uplink rate [default: --nic-rate]")
     p.add_argument("--algorithm", help="algorithm of the operation (alltoall: block, pairwise;"
                    " allreduce: recursive-doubling, ring) [default: the first]")
     p.add_argument("--block", type=common.positive_int,
@@ -68,17 +77,45 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--choose", metavar="LABEL", help="hand off this placement, not the best")
     p.add_argument("--write-rankfile", metavar="FILE", help="write an Open MPI rankfile")
     p.add_argument("--write-hostfile", metavar="FILE", help="write a hostfile")
+    p.add_argument("--submit", metavar="JOBSCRIPT",
+                   help="submit JOBSCRIPT with sbatch asking for the chosen placement; print"
+                   " the job id")
     p.add_argument("--top", type=common.positive_int, help="show only the fastest N")
     p.add_argument("--json", action="store_true", help="machine-readable output (seconds)")
 
 
+def _rate(flag: str, text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return vcluster.parse_rate(text) / 8.0
+    except ClusterError as err:
+        raise UsageError(f"{flag} {text}: {err}") from None
+
+
+def _slurm_model(args: argparse.Namespace) -> tuple[ClusterModel, str | None]:
+    from commscope import slurm
+
+    return model_from_scontrol(slurm.show_nodes(), slurm.show_topology(), slurm.hostnames,
+                               _rate("--nic-rate", args.nic_rate),
+                               _rate("--uplink-rate", args.uplink_rate))
+
+
 def _model(args: argparse.Namespace) -> ClusterModel:
+    if (args.nic_rate or args.uplink_rate) and args.cluster != "slurm":
+        raise UsageError("--nic-rate/--uplink-rate: only with --cluster slurm (a YAML model "
+                         "gives its rates itself)")
     if args.vcluster:
         state = vcluster.status()
         common.require(state is not None, "--vcluster: there is no virtual cluster; build one"
                        " with 'commscope vcluster up --nodes N'")
         assert state is not None
         return predict.model_from_vcluster(state)
+    if args.cluster == "slurm" and args.hwloc is None:
+        model, note = _slurm_model(args)
+        if note and not args.json:
+            common.console(stderr=True).print(f"note: {note}")
+        return model
     if args.cluster and args.hwloc is None:
         return predict.load_model(args.cluster)
     if args.hwloc:
@@ -157,11 +194,28 @@ def run(args: argparse.Namespace) -> int:
     slurm = handoff.slurm_args(model, chosen.placement)
     _write(args.write_rankfile, handoff.rankfile(model, chosen.placement))
     _write(args.write_hostfile, handoff.hostfile(model, chosen.placement))
+    job = _submit(args, model, chosen, slurm) if args.submit else None
     if args.json:
-        common.print_json(_json(model, pattern, cost, ranked, chosen, slurm))
+        common.print_json({**_json(model, pattern, cost, ranked, chosen, slurm),
+                           "submitted": job})
         return 0
     _print(args, model, pattern, cost, ranked, chosen, slurm)
+    if job:
+        common.console().print(f"submitted batch job {job} ({chosen.placement.label})")
     return 0
+
+
+def _submit(args: argparse.Namespace, model: ClusterModel, chosen: Prediction,
+            slurm_args: list[str]) -> str:
+    """sbatch the job script with the chosen placement's options; the job id."""
+    from commscope import slurm
+
+    options = list(slurm_args)
+    names = [model.node_names[n] for n in chosen.placement.node_ids()]
+    if not any(opt.startswith("--nodelist") for opt in options) and \
+            set(names) <= set(slurm.node_names()):
+        options.append("--nodelist=" + ",".join(names))  # the model names Slurm's nodes
+    return slurm.submit(options, args.submit)
 
 
 def _json(model: ClusterModel, pattern: predict.Pattern, cost: CostModel,
@@ -170,7 +224,9 @@ def _json(model: ClusterModel, pattern: predict.Pattern, cost: CostModel,
         "pattern": pattern.to_json(), "cluster": model.to_json(), "cost": cost.sources(),
         "predictions": [pr.to_json() for pr in ranked],
         "chosen": chosen.placement.label,
-        "handoff": {"slurm": slurm, "rankfile": handoff.rankfile(model, chosen.placement),
+        "handoff": {"slurm": slurm,
+                    "nodes": [model.node_names[n] for n in chosen.placement.node_ids()],
+                    "rankfile": handoff.rankfile(model, chosen.placement),
                     "hostfile": handoff.hostfile(model, chosen.placement)},
     }
 

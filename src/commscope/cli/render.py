@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from commscope.analysis import coll as coll_analysis
@@ -30,7 +33,23 @@ def run_title(run: RunInfo) -> str:
     mpi = f"{run.mpi}, " if run.mpi else ""  # TCP and imported runs have no MPI
     settings = run.request.get("mca") or {}
     mca = "".join(f", --mca {name}={value}" for name, value in settings.items())
-    return f"run {run.id}{label}: {run.kind}, {run.status}, {mpi}{run.nranks} ranks{mca}"
+    title = f"run {run.id}{label}: {run.kind}, {run.status}, {mpi}{run.nranks} ranks"
+    return escape(title + where_text(run.request) + mca)
+
+
+def where_text(request: dict[str, Any]) -> str:
+    """Where a run's ranks ran, when not on this machine alone (empty otherwise)."""
+    if request.get("slurm"):
+        job = request["slurm"].get("job") or "its own allocation"
+        return f", in Slurm job {job} (srun --mpi={request['slurm'].get('plugin')})"
+    if request.get("placement"):
+        hosts = request["placement"]["hosts"]
+        shown = ", ".join(f"{name}:{count}" for name, count in hosts[:4])
+        return f", on {shown}" + (f" and {len(hosts) - 4} more hosts" if len(hosts) > 4 else "")
+    if request.get("vcluster"):
+        vc = request["vcluster"]
+        return f", on the vcluster ({vc.get('nodes')} nodes x {vc.get('ranks_per_node')})"
+    return ""
 
 
 def key_figures(console: Console, points: list[Point]) -> None:

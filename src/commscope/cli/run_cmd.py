@@ -170,7 +170,9 @@ def _levels(args: argparse.Namespace) -> str:
             common.require(level in ("memory", "socket", "nic"),
                            f"--levels {level}: choose from memory, socket, nic")
         return args.levels
-    return "memory,nic" if args.vcluster else "memory"
+    several_nodes = (args.vcluster or args.hostfile or args.hosts or args.slurm
+                     or os.environ.get("SLURM_JOB_ID"))
+    return "memory,nic" if several_nodes else "memory"
 
 
 def build_request(args: argparse.Namespace) -> dict[str, Any]:

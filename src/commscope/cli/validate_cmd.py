@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rich.table import Table
 
@@ -15,6 +16,8 @@ EXAMPLES = """examples:
   commscope validate timers
   commscope validate timers --timers tsc,mpi_wtime --syncs linear,drift --json
   commscope validate predict --procs 4 --sizes 256K,1MiB,4MiB --tables 3 --vcluster
+  commscope validate predict --procs 8 --tables 3 --hostfile hosts     placements by ssh
+  salloc -N 4 --ntasks-per-node 2 commscope validate predict --procs 4 --tables 3
 """
 
 
@@ -47,13 +50,51 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     pred.add_argument("--mca", action="append", default=[], metavar="NAME=VALUE",
                       help="Open MPI parameter for the real runs, repeatable (default: those "
                       "stored with the --tables run, so both see the same protocol)")
-    pred.add_argument("--vcluster", action="store_true",
-                      help="run the placements on the virtual cluster (required for now)")
+    where = pred.add_mutually_exclusive_group()
+    where.add_argument("--vcluster", action="store_true",
+                       help="run the placements on the virtual cluster")
+    common.option(where, "--hostfile", metavar="FILE",
+                  help="run the placements on these hosts (NAME, 'NAME slots=N' or 'NAME:N')")
+    common.option(where, "--hosts", metavar="NAME[:SLOTS],...", help="the hosts, as a list")
     p.add_argument("--json", action="store_true", help="machine-readable output (seconds)")
 
 
+def _site(args: argparse.Namespace, mpi: mpi_mod.MPIInstall,
+          ) -> tuple[Any, dict[str, Any]]:
+    """The model of where the placements run, and how to reach it."""
+    import os
+
+    from commscope import hosts, predict, slurm, vcluster
+    from commscope.predict.model_slurm import model_from_scontrol
+
+    if args.vcluster:
+        state = vcluster.status()
+        common.require(state is not None and state.healthy,
+                       "validate predict: no virtual cluster is up; run 'commscope vcluster up'")
+        assert state is not None
+        return (predict.model_from_vcluster(state),
+                {"vcluster": {"rate": state.rate, "subnet": state.subnet}})
+    if args.hostfile or args.hosts:
+        where = f"--hostfile {args.hostfile}" if args.hostfile else f"--hosts {args.hosts}"
+        named = hosts.read_hostfile(args.hostfile) if args.hostfile else hosts.parse_hosts(
+            args.hosts)
+        hosts.check_resolvable(named, where)
+        cores = hosts.probe_cores(mpi, named)
+        per_node = min(h.slots or cores[h.name] for h in named)
+        model = predict.ClusterModel(name="hosts", node_names=tuple(h.name for h in named),
+                                     sockets=1, cores=per_node, source=where)
+        return model, {"hosts": True}
+    common.require(bool(os.environ.get("SLURM_JOB_ID")),
+                   "validate predict: give --vcluster, --hostfile or --hosts, or run it inside a"
+                   " Slurm allocation (salloc -N 4 commscope validate predict ...)")
+    allocation = slurm.current()
+    assert allocation is not None
+    model, _ = model_from_scontrol(slurm.show_nodes(allocation.nodes), None, slurm.hostnames)
+    return model, {"slurm": {**allocation.to_json(), "plugin": slurm.mpi_plugin(mpi)}}
+
+
 def _predict(args: argparse.Namespace) -> int:
-    from commscope import predict, vcluster
+    from commscope import predict
     from commscope.analysis import contention
     from commscope.sizes import parse_size_list
     from commscope.validate_predict import (
@@ -64,31 +105,25 @@ def _predict(args: argparse.Namespace) -> int:
         unpriced_levels,
     )
 
-    common.require(args.vcluster, "validate predict: give --vcluster (placements are run on "
-                   "the virtual cluster; 'commscope vcluster up --nodes 4' first)")
     common.require(bool(args.tables), "validate predict: give --tables RUN with t(m, cf) tables")
-    state = vcluster.status()
-    common.require(state is not None and state.healthy,
-                   "validate predict: no virtual cluster is up; run 'commscope vcluster up'")
     sizes = parse_size_list(args.sizes)
     mpi = mpi_mod.resolve(args.mpi)
-    model = predict.model_from_vcluster(state)
+    model, site = _site(args, mpi)
     with common.open_store(args) as store:
         run_id = store.resolve_run(args.tables)
         found = store.contentions(run_id)
         common.require(bool(found), f"--tables {args.tables}: run {run_id} has no contention "
-                       "measurements ('commscope run contention --vcluster' first)")
+                       "measurements ('commscope run contention' on these nodes first)")
         cost = predict.TableCost.from_tables(contention.tables(found), f"run {run_id}", model)
         missing = unpriced_levels(model, cost, args.procs)
         common.require(not missing, f"--tables {args.tables}: run {run_id} has no t(m, cf) table"
                        f" for the {' and '.join(missing)} level, which placements of"
                        f" {args.procs} ranks use; measure it ('commscope run contention"
-                       " --vcluster --levels memory,nic')")
+                       " --levels memory,nic' on these nodes)")
         mca = (launch.parse_mca(args.mca) if args.mca
                else store.get_run(run_id).request.get("mca") or {})
         launch.check_mca(mpi, mca)
-        vc = {"rate": state.rate, "subnet": state.subnet}
-        checks, verdicts = check(store, mpi, model, cost, args.procs, sizes, args.block, vc,
+        checks, verdicts = check(store, mpi, model, cost, args.procs, sizes, args.block, site,
                                  mca)
     if args.json:
         common.print_json({"tables_run": run_id, "mca": mca,

@@ -30,7 +30,7 @@ MUNGE_DIR = STATE_DIR / "munge"
 MUNGE_SOCKET = MUNGE_DIR / "munge.socket"
 NODE_TMP = SLURM_DIR / "node-tmp"
 CONF_DIR = Path("/etc/slurm")
-CONF_FILES = ("slurm.conf", "cgroup.conf", "mpi.conf")
+CONF_FILES = ("slurm.conf", "cgroup.conf", "mpi.conf", "topology.conf")
 CONF_MARK = "# commscope-vcluster: removed by 'commscope vcluster down'"
 PARTITION = "vcluster"
 TOOLS = ("slurmctld", "slurmd", "munged", "srun", "sbatch", "scontrol", "sinfo")
@@ -85,6 +85,8 @@ def slurm_conf(state: ClusterState) -> str:
         "ReturnToService=2",
         "JobCompType=jobcomp/none",
         "AccountingStorageType=accounting_storage/none",
+        # One switch, the bridge: 'scontrol show topology' and sbatch --switches work.
+        "TopologyPlugin=topology/tree",
         "MessageTimeout=30",
         "KillWait=5",
         "InactiveLimit=0",
@@ -101,6 +103,8 @@ def _write_conf(state: ClusterState) -> None:
         "slurm.conf": slurm_conf(state),
         "cgroup.conf": f"{CONF_MARK}\nCgroupPlugin=cgroup/v1\nCgroupAutomount=no\n",
         "mpi.conf": f"{CONF_MARK}\nPMIxCliTmpDirBase={NODE_TMP}\n",
+        "topology.conf": f"{CONF_MARK}\nSwitchName={state.bridge} "
+                         f"Nodes={','.join(n.name for n in state.nodes)}\n",
     }
     CONF_DIR.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():
