@@ -201,3 +201,22 @@ def place(hosts: Sequence[Host], cores: dict[str, int], ranks_per_node: int | No
                 left -= min(count, left)
         placed = kept
     return Placement(tuple(placed), tuple(cores[name] for name, _ in placed))
+
+
+def named_hosts(hostfile: str | None, hosts_text: str | None) -> tuple[list[Host], str]:
+    """The hosts of ``--hostfile`` or ``--hosts``, checked, and how to name them in errors.
+
+    Raises:
+        UsageError: a malformed file or list, or a host that does not resolve.
+    """
+    where = f"--hostfile {hostfile}" if hostfile else f"--hosts {hosts_text}"
+    named = read_hostfile(hostfile) if hostfile else parse_hosts(hosts_text or "")
+    check_resolvable(named, where)
+    return named, where
+
+
+def placement_for(mpi: MPIInstall, hostfile: str | None, hosts_text: str | None,
+                  ranks_per_node: int | None, nranks: int | None) -> Placement:
+    """Ranks on the hosts of ``--hostfile`` or ``--hosts``, their cores probed there."""
+    named, where = named_hosts(hostfile, hosts_text)
+    return place(named, probe_cores(mpi, named), ranks_per_node, nranks, where)

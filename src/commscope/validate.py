@@ -45,18 +45,22 @@ class TimerVerdict:
                 for k, v in asdict(self).items()}
 
 
-def _request(mpi: MPIInstall, np_: int, timer: str, sync: str) -> dict[str, Any]:
-    return {"benchmark": "validate-timers", "mpi": mpi.choice, "np": np_, "launcher": "auto",
-            "timeout_s": 300.0, "confidence": 0.95,
+def _request(mpi: MPIInstall, np_: int, timer: str, sync: str,
+             where: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"benchmark": "validate-timers", "mpi": mpi.choice, "launcher": "auto",
+            **(where or {}), "np": np_, "timeout_s": 300.0, "confidence": 0.95,
             "engine": {"ops": "waitpattern_null,waitpattern_up", "sizes": [0], "coll_sizes": [0],
                        "timer": timer, "sync": sync, "stop": "rse:0.05", "min_valid": 30,
                        "max_launches": 2000, "coll_budget_s": 1.0}}
 
 
 def check_timer(store: Store, mpi: MPIInstall, np_: int, timer: str, sync: str,
-                tolerance_s: float = 1e-6) -> TimerVerdict:
-    """Run both wait patterns under one timer and sync method and judge the result."""
-    request = _request(mpi, np_, timer, sync)
+                tolerance_s: float = 1e-6, where: dict[str, Any] | None = None) -> TimerVerdict:
+    """Run both wait patterns under one timer and sync method and judge the result.
+
+    ``where`` adds the request fields that place the ranks (hosts, a Slurm allocation).
+    """
+    request = _request(mpi, np_, timer, sync, where)
     run_id = store.create_run("validate", f"timers {timer}/{sync}", mpi.tag, mpi.launcher, np_,
                               request)
     nan = float("nan")
@@ -88,6 +92,8 @@ def check_timer(store: Store, mpi: MPIInstall, np_: int, timer: str, sync: str,
 
 
 def check_timers(store: Store, mpi: MPIInstall, np_: int, timers: list[str], syncs: list[str],
-                 tolerance_s: float = 1e-6) -> list[TimerVerdict]:
+                 tolerance_s: float = 1e-6, where: dict[str, Any] | None = None,
+                 ) -> list[TimerVerdict]:
     """Every timer under every sync method, one run each (stored, kind 'validate')."""
-    return [check_timer(store, mpi, np_, t, s, tolerance_s) for t in timers for s in syncs]
+    return [check_timer(store, mpi, np_, t, s, tolerance_s, where) for t in timers
+            for s in syncs]

@@ -99,3 +99,37 @@ def test_the_probe_runs_one_unbound_process_per_host_from_an_argument_list():
     assert job.argv[-3:] == ["sh", "-c", hosts.PROBE_SCRIPT]
     assert hosts.probe_job(MPICH, named).argv[:5] == ["/usr/bin/mpiexec.mpich", "-n", "2",
                                                       "-hosts", "a:1,b:1"]
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("csnode-none.invalid\n", "unknown host 'csnode-none.invalid'"),
+    ("localhost\nlocalhost:2\n", "listed twice"),
+    ("localhost;reboot\n", "not a host name"),
+    ("localhost slots=0\n", "slots '0'"),
+])
+def test_run_refuses_a_bad_hostfile_in_one_line_with_exit_2(cli, tmp_path, text, fragment):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(text)
+    out = cli("run", "p2p", "--hostfile", str(hostfile), "--sizes", "8")
+    assert out.returncode == 2, out.stderr
+    assert fragment in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert not cli.store.exists()  # nothing was stored, not even an empty run
+
+
+def test_slurm_option_where_slurm_is_not_installed(cli, tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    cli.env["PATH"] = str(empty)  # no salloc, srun, ... (nor an MPI: it is not reached)
+    out = cli("run", "p2p", "--slurm", "-N", "2", "--sizes", "8")
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "Slurm is not installed" in out.stderr
+    assert "slurm-client" in out.stderr and not cli.store.exists()
+
+
+def test_choices_that_contradict_are_refused(cli, tmp_path):
+    out = cli("run", "p2p", "--hosts", "localhost", "--slurm")
+    assert out.returncode == 2 and "choose one place to run" in out.stderr
+    out = cli("run", "p2p", "--nodes", "2")
+    assert out.returncode == 2 and "only with --slurm" in out.stderr
+    out = cli("run", "tcp", "--hosts", "localhost")
+    assert out.returncode == 2 and "only MPI runs" in out.stderr

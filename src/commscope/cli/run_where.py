@@ -58,6 +58,8 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError(f"--partition {args.partition}: only with --slurm")
     if args.slurm:
         slurm.require_installed("--slurm")
+    if args.hostfile or args.hosts:  # bad hosts fail before any MPI is looked for
+        hosts_mod.named_hosts(args.hostfile, args.hosts)
     if (args.hostfile or args.hosts) and args.launcher == "srun":
         raise UsageError("--launcher srun: srun takes its hosts from Slurm; drop --hostfile/"
                          "--hosts or use --launcher mpirun")
@@ -79,12 +81,8 @@ def placed(args: argparse.Namespace, mpi: MPIInstall, request: dict[str, Any],
     Yields the request ready to store; an allocation made for it is released on exit.
     """
     if args.hostfile or args.hosts:
-        where = f"--hostfile {args.hostfile}" if args.hostfile else f"--hosts {args.hosts}"
-        named = (hosts_mod.read_hostfile(args.hostfile) if args.hostfile
-                 else hosts_mod.parse_hosts(args.hosts))
-        hosts_mod.check_resolvable(named, where)
-        cores = hosts_mod.probe_cores(mpi, named)
-        placement = hosts_mod.place(named, cores, args.ranks_per_node, args.np, where)
+        placement = hosts_mod.placement_for(mpi, args.hostfile, args.hosts, args.ranks_per_node,
+                                            args.np)
         request["placement"] = placement.to_json()
         request["np"] = placement.nranks
         _check_root(args, request)

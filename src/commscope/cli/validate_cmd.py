@@ -10,11 +10,13 @@ from rich.table import Table
 from commscope import launch, runner, validate
 from commscope import mpi as mpi_mod
 from commscope.cli import common
+from commscope.errors import UsageError
 
 HELP = "check timers and clock synchronisation with the wait patterns of Kurnosov 2012 (MPIPerf)"
 EXAMPLES = """examples:
   commscope validate timers
   commscope validate timers --timers tsc,mpi_wtime --syncs linear,drift --json
+  commscope validate timers --hostfile hosts       the same across hosts (by ssh)
   commscope validate predict --procs 4 --sizes 256K,1MiB,4MiB --tables 3 --vcluster
   commscope validate predict --procs 8 --tables 3 --hostfile hosts     placements by ssh
   salloc -N 4 --ntasks-per-node 2 commscope validate predict --procs 4 --tables 3
@@ -34,8 +36,9 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                    help="timers: wait patterns; predict: placement predictions vs real runs")
     common.option(p, "--mpi", env="COMMSCOPE_MPI",
                   help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)")
-    common.option(p, "--np", type=common.positive_int, default=runner.default_ranks(),
-                  help="number of ranks")
+    common.option(p, "--np", type=common.positive_int,
+                  help="number of ranks [default: one per core here; on hosts: their slots or "
+                  "cores; in an allocation: its tasks]")
     common.option(p, "--timers", default=",".join(validate.TIMERS), help="timers to try")
     common.option(p, "--syncs", default=",".join(validate.SYNCS), help="sync methods to try")
     common.option(p, "--tolerance", type=common.positive_float, default=1.0,
@@ -50,13 +53,34 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     pred.add_argument("--mca", action="append", default=[], metavar="NAME=VALUE",
                       help="Open MPI parameter for the real runs, repeatable (default: those "
                       "stored with the --tables run, so both see the same protocol)")
-    where = pred.add_mutually_exclusive_group()
+    where = p.add_argument_group("where (default: this machine; inside a Slurm allocation: "
+                                 "srun over it)").add_mutually_exclusive_group()
     where.add_argument("--vcluster", action="store_true",
-                       help="run the placements on the virtual cluster")
+                       help="predict: run the placements on the virtual cluster")
     common.option(where, "--hostfile", metavar="FILE",
-                  help="run the placements on these hosts (NAME, 'NAME slots=N' or 'NAME:N')")
+                  help="run on these hosts (NAME, 'NAME slots=N' or 'NAME:N'), by ssh")
     common.option(where, "--hosts", metavar="NAME[:SLOTS],...", help="the hosts, as a list")
     p.add_argument("--json", action="store_true", help="machine-readable output (seconds)")
+
+
+def _timer_site(args: argparse.Namespace, mpi: mpi_mod.MPIInstall) -> dict[str, Any]:
+    """Request fields placing the timer checks on hosts or in this allocation (np included)."""
+    import os
+
+    from commscope import hosts, slurm
+
+    if args.vcluster:
+        raise UsageError("validate timers --vcluster: give the nodes with --hostfile (on a "
+                         "'vcluster up --ssh') or run inside a Slurm allocation")
+    if args.hostfile or args.hosts:
+        placement = hosts.placement_for(mpi, args.hostfile, args.hosts, None, args.np)
+        return {"placement": placement.to_json(), "np": placement.nranks}
+    if os.environ.get("SLURM_JOB_ID"):
+        allocation = slurm.current()
+        assert allocation is not None
+        return {"launcher": "srun", "np": args.np or allocation.ntasks,
+                "slurm": {**allocation.to_json(), "plugin": slurm.mpi_plugin(mpi)}}
+    return {}
 
 
 def _site(args: argparse.Namespace, mpi: mpi_mod.MPIInstall,
@@ -75,10 +99,7 @@ def _site(args: argparse.Namespace, mpi: mpi_mod.MPIInstall,
         return (predict.model_from_vcluster(state),
                 {"vcluster": {"rate": state.rate, "subnet": state.subnet}})
     if args.hostfile or args.hosts:
-        where = f"--hostfile {args.hostfile}" if args.hostfile else f"--hosts {args.hosts}"
-        named = hosts.read_hostfile(args.hostfile) if args.hostfile else hosts.parse_hosts(
-            args.hosts)
-        hosts.check_resolvable(named, where)
+        named, where = hosts.named_hosts(args.hostfile, args.hosts)
         cores = hosts.probe_cores(mpi, named)
         per_node = min(h.slots or cores[h.name] for h in named)
         model = predict.ClusterModel(name="hosts", node_names=tuple(h.name for h in named),
@@ -160,14 +181,16 @@ def run(args: argparse.Namespace) -> int:
     timers = _names(args.timers, validate.TIMERS, "--timers")
     syncs = _names(args.syncs, validate.SYNCS, "--syncs")
     mpi = mpi_mod.resolve(args.mpi)
+    where = _timer_site(args, mpi)
+    nranks = where.get("np", args.np or runner.default_ranks())
     with common.open_store(args) as store:
-        verdicts = validate.check_timers(store, mpi, args.np, timers, syncs,
-                                         args.tolerance * 1e-6)
+        verdicts = validate.check_timers(store, mpi, nranks, timers, syncs,
+                                         args.tolerance * 1e-6, where)
     if args.json:
         common.print_json([v.to_json() for v in verdicts])
         return 0
-    table = Table(title=f"timers and clock sync on {args.np} ranks (true: Null 0 us, "
-                  f"Up {args.np} us)")
+    table = Table(title=f"timers and clock sync on {nranks} ranks (true: Null 0 us, "
+                  f"Up {nranks} us)")
     for col in ("timer", "sync", "Null (us)", "Up (us)", "valid", "clock error (us)", "verdict"):
         table.add_column(col, justify="left" if col in ("timer", "sync", "verdict") else "right")
     for v in verdicts:
