@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from rich.table import Table
-
 from commscope import launch, runner, validate
 from commscope import mpi as mpi_mod
 from commscope.cli import common
@@ -53,6 +51,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 
 def _predict(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     from commscope import predict, vcluster
     from commscope.analysis import contention
     from commscope.sizes import parse_size_list
@@ -131,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         common.print_json([v.to_json() for v in verdicts])
         return 0
+    from rich.table import Table
+
     table = Table(title=f"timers and clock sync on {args.np} ranks (true: Null 0 us, "
                   f"Up {args.np} us)")
     for col in ("timer", "sync", "Null (us)", "Up (us)", "valid", "clock error (us)", "verdict"):
