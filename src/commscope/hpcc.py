@@ -8,6 +8,8 @@ for that N, one block size NB and one grid, runs ``hpcc`` on P x Q ranks under O
 also runs its other benchmarks, sized from the same N; only HPL is kept. Each N is a segment
 of a node run; its point is a linpack record with routine "hpl" and source "hpcc", its rate
 counted as commscope counts its own (HPL's own figure is kept as ``reported_gflops``).
+
+``linpack`` (numpy, SciPy) is imported by the functions that use it, as in ``node``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from commscope import launch, linpack
+from commscope import launch
 from commscope import mpi as mpi_mod
 from commscope.errors import ComputeError, LaunchError, UsageError
 from commscope.node import NodeOutcome, Progress
@@ -46,6 +48,8 @@ def parse_grid(text: str) -> tuple[int, int]:
 
 def input_text(n: int, nb: int, p: int, q: int) -> str:
     """hpccinf.txt for one N, one NB and one P x Q grid, HPL's usual settings otherwise."""
+    from commscope import linpack
+
     rows = [
         ("HPL.out", "output file name (if any)"), ("8", "device out (6=stdout,7=stderr,file)"),
         ("1", "# of problems sizes (N)"), (str(n), "Ns"), ("1", "# of NBs"), (str(nb), "NBs"),
@@ -88,6 +92,8 @@ def parse_summary(text: str, where: str) -> dict[str, str]:
 
 def to_record(s: dict[str, str], where: str) -> Linpack:
     """A linpack record from hpcc's summary; the residual is checked as for our own solves."""
+    from commscope import linpack
+
     n, seconds = int(s["HPL_N"]), float(s["HPL_time"])
     p, q = int(s["HPL_nprow"]), int(s["HPL_npcol"])
     scale = float(s["HPL_eps"]) * (float(s["HPL_AnormI"]) * float(s["HPL_XnormI"])
@@ -107,6 +113,8 @@ def to_record(s: dict[str, str], where: str) -> Linpack:
 def build_request(grid: str, sizes: list[int] | None, nb: int, peak: dict[str, Any],
                   derivation: str, timeout_s: float) -> dict[str, Any]:
     """A node run request for hpcc: the grid, the sizes and the P_peak facts of P x Q cores."""
+    from commscope import linpack
+
     if shutil.which(PROGRAM) is None:
         raise UsageError("--hpl-grid: hpcc is not installed (Debian: apt-get install hpcc)")
     p, q = parse_grid(grid)

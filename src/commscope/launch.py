@@ -86,7 +86,7 @@ class Placement:
     @property
     def oversubscribed(self) -> bool:
         """True when a host gets more ranks than it has cores: they cannot be bound."""
-        return any(count > cores for (_, count), cores in zip(self.hosts, self.cores))
+        return any(count > cores for (_, count), cores in zip(self.hosts, self.cores, strict=True))
 
     def host_list(self) -> str:
         """The hosts as both MPIs' launchers take them: ``a:2,b:2``."""

@@ -13,6 +13,9 @@ run takes about a minute. Points already stored for the run are skipped, which i
 
 ``measure_node`` creates and runs a whole node run: the entry point for any job that wants
 node figures next to its communication figures.
+
+``linpack`` (numpy, SciPy) is imported by the functions that use it: ``commscope run --help``
+shows this module's defaults and should not wait for SciPy.
 """
 
 from __future__ import annotations
@@ -23,9 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from commscope import busyclock, cpu, linpack, pinning
+from commscope import busyclock, cpu, pinning
 from commscope.errors import CommscopeError, ComputeError, UsageError
 from commscope.record_parse import record_from_dict
 from commscope.records import Linpack
@@ -88,6 +89,8 @@ def memory_budget(text: str, available: int) -> int:
 
 def memory_cap(budget: int) -> int:
     """The largest N whose point fits in ``budget`` bytes (two N x N matrices)."""
+    from commscope import linpack
+
     return math.isqrt(budget // linpack.matrix_bytes(1))
 
 
@@ -127,6 +130,8 @@ def build_request(cores: str = DEFAULT_CORES, sizes: list[int] | None = None,
     Raises:
         UsageError: bad cores, sizes or memory budget.
     """
+    from commscope import linpack
+
     allowed = pinning.allowed_cpus()
     counts = pinning.resolve_cores(cores, allowed)
     cpus = {str(c): list(pinning.choose_cpus(c, allowed)) for c in counts}
@@ -194,6 +199,10 @@ def measure_point(n: int, place: pinning.Placement, repeats: int, seed: int,
     Raises:
         ComputeError: a solution fails HPL's residual test (nothing is returned to store).
     """
+    import numpy as np
+
+    from commscope import linpack
+
     problem = linpack.make_problem(n, seed)
     work = np.empty((n, n), order="F")
     cores = len(place.cpus)

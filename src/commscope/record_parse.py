@@ -11,10 +11,7 @@ from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from typing import TYPE_CHECKING, Any
 
 from commscope.errors import RecordError
 from commscope.records import (
@@ -37,6 +34,9 @@ from commscope.records import (
     TimerInfo,
 )
 
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
 # Messages from jsonschema quote the offending value, which can be a long sample array.
 _MAX_REASON = 200
 
@@ -56,7 +56,10 @@ def load_schema() -> dict[str, Any]:
 @cache
 def _validator(record_type: str) -> Draft202012Validator:
     # One validator per record type gives errors about that type, not about all three
-    # branches of the schema's oneOf.
+    # branches of the schema's oneOf. jsonschema is imported here, on the first validation,
+    # so that commands which parse no record start without it.
+    from jsonschema import Draft202012Validator
+
     schema = load_schema()
     sub = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{record_type}"}
     return Draft202012Validator(sub)
@@ -123,6 +126,8 @@ def record_from_dict(data: Any, where: str, validate: bool = True) -> Record:
             f"schema_version {data.get('schema_version')!r}, this commscope reads {SCHEMA_VERSION}",
         )
     if validate:
+        from jsonschema.exceptions import best_match
+
         error = best_match(_validator(kind).iter_errors(data))
         if error is not None:
             path = "/".join(str(p) for p in error.absolute_path)

@@ -3,6 +3,9 @@
 Each line the engine writes is one record: a header first, then one point per measured
 (op, pair, bytes), then an end record. ``record_parse.parse_record`` turns one line into one
 of these dataclasses.
+
+numpy is imported inside the medians, not at the top: the store and the runner import this
+module, and commands that take no median (``--help``, ``runs``) need not wait ~0.1 s for numpy.
 """
 
 from __future__ import annotations
@@ -11,8 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
-
-import numpy as np
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = "records-v1.json"
@@ -124,6 +125,8 @@ class Point:
     @cached_property
     def median_s(self) -> float:
         """Median of the samples, in seconds."""
+        import numpy as np
+
         return float(np.median(np.asarray(self.samples_s, dtype=float)))
 
     @property
@@ -186,6 +189,8 @@ class Coll:
     @cached_property
     def median_s(self) -> float:
         """Median of the valid launch times (NaN when none is valid)."""
+        import numpy as np
+
         valid = self.valid_times_s
         return float(np.median(valid)) if valid else float("nan")
 
@@ -223,6 +228,8 @@ class Contention:
     @cached_property
     def median_s(self) -> float:
         """Median over repetitions of the slowest process: t(m, cf)."""
+        import numpy as np
+
         return float(np.median([max(rep) for rep in self.samples_s]))
 
 
@@ -325,11 +332,15 @@ class Linpack:
     @cached_property
     def median_s(self) -> float:
         """Median solve time, in seconds."""
+        import numpy as np
+
         return float(np.median(self.times_s))
 
     @cached_property
     def median_gflops(self) -> float:
         """Median rate of the solves, in GFLOPS."""
+        import numpy as np
+
         return float(np.median(self.gflops))
 
 
@@ -373,6 +384,8 @@ class LogGP:
     @cached_property
     def median_s(self) -> float:
         """Median round trip PRTT(1,0,s), in seconds."""
+        import numpy as np
+
         return float(np.median(self.prtt_1_0_s))
 
 

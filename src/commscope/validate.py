@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from commscope import runner
-from commscope.analysis.coll import summarize
 from commscope.errors import LaunchError
 from commscope.mpi import MPIInstall
 from commscope.store import Store
@@ -69,6 +68,9 @@ def check_timer(store: Store, mpi: MPIInstall, np_: int, timer: str, sync: str,
     except LaunchError as err:
         return TimerVerdict(timer, sync, run_id, nan, nan, np_ * 1e-6, 0.0, nan, False,
                             f"unavailable: {err.one_line().split(';')[0]}")
+    # SciPy comes with the analysis: imported here, `commscope validate --help` starts without it.
+    from commscope.analysis.coll import summarize
+
     by_op = {c.op: c for c in store.colls(run_id)}
     null, up = summarize(by_op["waitpattern_null"]), summarize(by_op["waitpattern_up"])
     launches = null.nt + up.nt

@@ -71,16 +71,21 @@ class SizeVerdict:
 
 
 def checked_placements(model: predict.ClusterModel, procs: int) -> list[predict.Placement]:
-    """Block-ordered placements, one socket per node: 1 x p on one node and n x c on several
-    (the rows of Peryshkova and Kurnosov 2018's table)."""
+    """Block-ordered placements, one socket per node: 1 x p on one node, n x c on several.
+
+    These are the rows of Peryshkova and Kurnosov 2018's table.
+    """
     return [pl for pl in predict.enumerate_placements(model, procs, ("block",))
             if pl.sockets_used == 1]
 
 
 def site_request(site: dict[str, Any], model: predict.ClusterModel,
                  placement: predict.Placement) -> dict[str, Any]:
-    """Request fields that run ``placement`` where ``site`` says: the virtual cluster's first
-    nodes, or the model's named hosts by ssh or within a Slurm allocation."""
+    """Request fields that run ``placement`` where ``site`` says.
+
+    That is the virtual cluster's first nodes, or the model's named hosts by ssh or within a
+    Slurm allocation.
+    """
     if "vcluster" in site:
         return {"vcluster": dict(site["vcluster"], nodes=placement.nodes,
                                  ranks_per_node=placement.per_node)}

@@ -6,12 +6,13 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from commscope.errors import UsageError
 from commscope.store import Store
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def option(
@@ -56,6 +57,8 @@ def print_json(data: Any) -> None:
 
 def console(stderr: bool = False) -> Console:
     """Console for human-readable output (no colour codes when piped)."""
+    from rich.console import Console  # rich is imported on first output, not at start
+
     probe = Console(stderr=stderr)
     # Piped output gets a width that keeps tables readable instead of rich's 80 columns.
     return Console(highlight=False, stderr=stderr, width=None if probe.is_terminal else 140)

@@ -6,13 +6,12 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from rich.table import Table
-from rich.text import Text
-
 from commscope.cli import common
 from commscope.store import RunInfo
 
 if TYPE_CHECKING:
+    from rich.text import Text
+
     from commscope.analysis.compare import CompareRow
 
 HELP = "compare runs size by size: medians, relative difference, Mann-Whitney U p-value"
@@ -84,6 +83,9 @@ def _cell(row: CompareRow, i: int, rate: bool) -> str:
 
 
 def _print_tables(rows: list[CompareRow], labels: list[str], alpha: float) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
     from commscope.analysis.compare import grouped, shows_rate
 
     out = common.console()
@@ -114,6 +116,8 @@ def _print_tables(rows: list[CompareRow], labels: list[str], alpha: float) -> No
 
 
 def _difference_cells(row: CompareRow, k: int) -> list[str | Text]:
+    from rich.text import Text
+
     d = row.differences[k - 1]
     if d is None:
         return ["", ""]

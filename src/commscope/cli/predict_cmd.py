@@ -7,21 +7,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-
-from commscope import predict, vcluster
-from commscope.analysis import contention
+from commscope import vcluster
 from commscope.analysis.text import time_text
 from commscope.cli import common
 from commscope.errors import ClusterError, PredictError, UsageError
-from commscope.predict import handoff
-from commscope.predict.cost import CostModel, HockneyCost, TableCost
-from commscope.predict.model import LEVELS, ClusterModel
-from commscope.predict.model_slurm import model_from_scontrol
-from commscope.predict.rank import Prediction
 from commscope.sizes import parse_size
+
+if TYPE_CHECKING:
+    from commscope import predict
+    from commscope.predict.cost import CostModel
+    from commscope.predict.model import ClusterModel
+    from commscope.predict.rank import Prediction
 
 NAME = "predict"
 HELP = "predict a collective's time on every n x c placement and hand off the best"
@@ -38,11 +36,17 @@ Costs come from the run given with --tables (its t(m, cf) tables, as in Peryshko
 Kurnosov 2018; the run's point-to-point results fill levels it lacks), then --p2p (Hockney
 fits), then the cluster model's nominal rates. Placements using a level none of them covers
 are listed last."""
+# The choices and default --help shows, written out: importing commscope.predict (numpy, SciPy,
+# PyYAML) would slow every command's start. tests/unit/test_cli_startup.py checks them against
+# predict.ALGORITHMS, predict.placement.ORDERS and predict.patterns.DEFAULT_BLOCK.
+OPERATIONS = ("alltoall", "bcast", "reduce", "allreduce", "allgather", "gather")
+ORDERS = ("block", "cyclic")
+DEFAULT_BLOCK = 32
 
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope predict`."""
-    p.add_argument("op", choices=tuple(predict.ALGORITHMS), help="collective operation")
+    p.add_argument("op", choices=OPERATIONS, help="collective operation")
     p.add_argument("--procs", type=common.positive_int, required=True,
                    help="number of processes p")
     p.add_argument("--size", default="1MiB", help="bytes per pair (alltoall), of the buffer"
@@ -68,9 +72,9 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--algorithm", help="algorithm of the operation (alltoall: block, pairwise;"
                    " allreduce: recursive-doubling, ring) [default: the first]")
     p.add_argument("--block", type=common.positive_int,
-                   help=f"block All-to-all batch size [default: {predict.patterns.DEFAULT_BLOCK}]")
+                   help=f"block All-to-all batch size [default: {DEFAULT_BLOCK}]")
     p.add_argument("--root", type=int, default=0, help="root of bcast, reduce, gather")
-    p.add_argument("--order", choices=predict.placement.ORDERS,
+    p.add_argument("--order", choices=ORDERS,
                    help="rank order across nodes [default: both]")
     p.add_argument("--hostfile", metavar="FILE", help="also predict this hostfile's placement")
     p.add_argument("--rankfile", metavar="FILE", help="also predict this rankfile's placement")
@@ -95,6 +99,7 @@ def _rate(flag: str, text: str | None) -> float | None:
 
 def _slurm_model(args: argparse.Namespace) -> tuple[ClusterModel, str | None]:
     from commscope import slurm
+    from commscope.predict.model_slurm import model_from_scontrol
 
     return model_from_scontrol(slurm.show_nodes(), slurm.show_topology(), slurm.hostnames,
                                _rate("--nic-rate", args.nic_rate),
@@ -105,6 +110,8 @@ def _model(args: argparse.Namespace) -> ClusterModel:
     if (args.nic_rate or args.uplink_rate) and args.cluster != "slurm":
         raise UsageError("--nic-rate/--uplink-rate: only with --cluster slurm (a YAML model "
                          "gives its rates itself)")
+    from commscope import predict
+
     if args.vcluster:
         state = vcluster.status()
         common.require(state is not None, "--vcluster: there is no virtual cluster; build one"
@@ -124,6 +131,10 @@ def _model(args: argparse.Namespace) -> ClusterModel:
 
 
 def _cost(args: argparse.Namespace, model: ClusterModel) -> CostModel:
+    from commscope import predict
+    from commscope.analysis import contention
+    from commscope.predict.cost import HockneyCost, TableCost
+
     models: list[CostModel] = []
     with common.open_store(args) as store:
         if args.tables:
@@ -150,6 +161,8 @@ def _cost(args: argparse.Namespace, model: ClusterModel) -> CostModel:
 
 
 def _placements(args: argparse.Namespace, model: ClusterModel) -> list[predict.Placement]:
+    from commscope import predict
+
     explicit = []
     if args.hostfile:
         explicit.append(predict.from_hostfile(model, args.hostfile, args.procs,
@@ -185,6 +198,9 @@ def _write(path: str | None, text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Rank placements, print them, and hand off the best or chosen one."""
+    from commscope import predict
+    from commscope.predict import handoff
+
     size = parse_size(args.size)
     model = _model(args)
     cost = _cost(args, model)
@@ -207,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _submit(args: argparse.Namespace, model: ClusterModel, chosen: Prediction,
             slurm_args: list[str]) -> str:
-    """sbatch the job script with the chosen placement's options; the job id."""
+    """Sbatch the job script with the chosen placement's options; the job id."""
     from commscope import slurm
 
     options = list(slurm_args)
@@ -220,6 +236,8 @@ def _submit(args: argparse.Namespace, model: ClusterModel, chosen: Prediction,
 
 def _json(model: ClusterModel, pattern: predict.Pattern, cost: CostModel,
           ranked: list[Prediction], chosen: Prediction, slurm: list[str]) -> dict[str, Any]:
+    from commscope.predict import handoff
+
     return {
         "pattern": pattern.to_json(), "cluster": model.to_json(), "cost": cost.sources(),
         "predictions": [pr.to_json() for pr in ranked],
@@ -234,6 +252,11 @@ def _json(model: ClusterModel, pattern: predict.Pattern, cost: CostModel,
 def _print(args: argparse.Namespace, model: ClusterModel, pattern: predict.Pattern,
            cost: CostModel, ranked: list[Prediction], chosen: Prediction,
            slurm: list[str]) -> None:
+    from rich.table import Table
+
+    from commscope.predict import handoff
+    from commscope.predict.model import LEVELS
+
     out = common.console()
     out.print(pattern.describe())
     out.print(f"cluster: {model.describe()}")

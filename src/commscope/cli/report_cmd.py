@@ -6,7 +6,6 @@ import argparse
 import os
 
 from commscope.cli import common
-from commscope.report import html
 
 HELP = "write a self-contained HTML report of stored runs"
 EXAMPLES = """examples:
@@ -23,6 +22,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the report and say where."""
+    from commscope.report import html  # Matplotlib, Jinja2: only when a report is written
+
     with common.open_store(args) as store:
         ids = [store.resolve_run(r) for r in args.runs]
         html.write_report(store, ids, args.output)

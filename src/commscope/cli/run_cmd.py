@@ -6,11 +6,9 @@ import argparse
 import os
 from typing import Any
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
 from commscope import launch, runner
 from commscope import mpi as mpi_mod
-from commscope.cli import common, render, run_node, run_tcp, run_where
+from commscope.cli import common, run_node, run_tcp, run_where
 from commscope.errors import UsageError
 from commscope.sizes import netpipe_schedule, parse_size, parse_size_list
 
@@ -254,6 +252,14 @@ def measure(store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPIIn
     """Run the engine for a stored request, with a progress bar unless ``quiet``."""
     if quiet:
         return runner.run(store, run_id, request, mpi)
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     columns = (TextColumn("measuring"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
     with Progress(*columns, console=common.console(stderr=True), transient=True) as bar:
@@ -327,6 +333,8 @@ def show_outcome(args: argparse.Namespace, store: Any, run_id: int, request: dic
                            "points": outcome.total_points, "store": os.path.abspath(args.store),
                            "report": os.path.abspath(report) if report else None})
         return 0
+    from commscope.cli import render  # numpy and SciPy: only when figures are printed
+
     out = common.console()
     out.print(render.run_title(info))
     if points:

@@ -15,8 +15,7 @@ import os
 from typing import Any
 
 from commscope import cpu, hpcc, node, pinning
-from commscope.analysis import node as node_analysis
-from commscope.cli import common, render
+from commscope.cli import common
 from commscope.errors import UsageError
 
 
@@ -90,6 +89,10 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Measure (or resume) a node run, print its figures, write the report when asked."""
+    # numpy and SciPy come with the analysis: imported when the command runs, not at start.
+    from commscope.analysis import node as node_analysis
+    from commscope.cli import render
+
     request = None if args.resume else _request(args)  # bad input fails before the store
     err = common.console(stderr=True)
     quiet = args.quiet or args.json

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-from commscope.cli import common, tcp_render
+from commscope.cli import common
 from commscope.cli.tcp_cmd import sigterm_as_interrupt
 from commscope.errors import UsageError
 from commscope.runner import Outcome
@@ -24,6 +22,9 @@ from commscope.sizes import netpipe_schedule, parse_size, parse_size_list
 from commscope.store import Store
 from commscope.tcp import program as prog
 from commscope.tcp import session
+
+if TYPE_CHECKING:
+    from commscope.cli import tcp_render
 
 MODES = ("pingpong", "stream", "both")
 
@@ -126,6 +127,8 @@ def requests(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
 def _measure(store: Store, run_id: int, request: dict[str, Any], quiet: bool) -> Outcome:
     if quiet:
         return session.run(store, run_id, request)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = (TextColumn(f"run {run_id}"), BarColumn(),
                TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
     with Progress(*columns, console=common.console(stderr=True), transient=True) as bar:
@@ -135,11 +138,16 @@ def _measure(store: Store, run_id: int, request: dict[str, Any], quiet: bool) ->
 
 
 def _load(store: Store, run_id: int) -> tcp_render.TcpRun:
+    from commscope.cli import tcp_render
+
     return tcp_render.TcpRun(store.get_run(run_id), store.points(run_id), store.streams(run_id))
 
 
 def run(args: argparse.Namespace) -> int:
     """Measure every requested socket buffer size (or resume one run) and print the figures."""
+    # numpy and SciPy come with the rendering: imported when the command runs, not at start.
+    from commscope.cli import tcp_render
+
     planned = [] if args.resume else requests(args)
     quiet = args.quiet or args.json
     done: list[tcp_render.TcpRun] = []

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import time
 
-from rich.table import Table
-
 from commscope.cli import common
 
 HELP = "list the runs in the store"
@@ -33,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
             for r in runs
         ])
         return 0
+    from rich.table import Table
+
     table = Table(title=f"runs in {args.store}")
     for col in ("id", "created", "kind", "label", "status", "mpi", "ranks", "points"):
         table.add_column(col)

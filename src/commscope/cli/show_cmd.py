@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from commscope.analysis import coll as coll_analysis
-from commscope.analysis import loggp as loggp_analysis
-from commscope.analysis import node as node_analysis
-from commscope.analysis import p2p
-from commscope.analysis.contention import tables as contention_tables
-from commscope.cli import common, render, tcp_render
+from commscope.cli import common
 from commscope.errors import UsageError
 
 HELP = "show a run's latency (us) and bandwidth (MB/s) per size"
@@ -32,6 +27,14 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print key figures and per-size tables."""
+    # The analysis brings numpy and SciPy: imported when the command runs, not at start.
+    from commscope.analysis import coll as coll_analysis
+    from commscope.analysis import loggp as loggp_analysis
+    from commscope.analysis import node as node_analysis
+    from commscope.analysis import p2p
+    from commscope.analysis.contention import tables as contention_tables
+    from commscope.cli import render, tcp_render
+
     with common.open_store(args) as store:
         run_id = store.resolve_run(args.run)
         info = store.get_run(run_id)

@@ -11,18 +11,17 @@ import dataclasses
 import math
 import tempfile
 from pathlib import Path
-from typing import Any
-
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from commscope.cli import common, run_cmd
 from commscope.errors import UsageError
-from commscope.predict.model import ClusterModel
-from commscope.predict.placement import regular
-from commscope.simulate import agreement, calibrate, setup, smpi
-from commscope.simulate.params import SWEEPABLE, SimParams
 from commscope.sizes import parse_size
 from commscope.store import Store
+
+if TYPE_CHECKING:
+    from commscope.predict.model import ClusterModel
+    from commscope.simulate import agreement
+    from commscope.simulate.params import SimParams
 
 HELP = "simulate clusters with SimGrid/SMPI: run, calibrate, validate, sweep"
 EXAMPLES = """examples:
@@ -34,6 +33,11 @@ EXAMPLES = """examples:
   commscope simulate validate 14 --cluster vcluster.yaml --min-size 1KiB
 """
 NAME = "simulate"
+# The parameters --help names, written out: commscope.simulate.params imports the cluster model
+# (numpy, PyYAML), which would slow every command's start. tests/unit/test_cli_startup.py checks
+# them against SWEEPABLE.
+SWEEPABLE_NAMES = ("nic_latency", "nic_bandwidth", "memory_latency", "memory_bandwidth",
+                   "switch_latency")
 
 
 def _model_options(p: argparse.ArgumentParser) -> None:
@@ -55,7 +59,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     common.option(run, "--order", default="block", choices=("block", "cyclic"),
                   help="rank order across nodes")
     run.add_argument("--sweep", action="append", default=[], metavar="NAME=V1,V2,...",
-                     help=f"one run per value of a parameter ({', '.join(SWEEPABLE)});"
+                     help=f"one run per value of a parameter ({', '.join(SWEEPABLE_NAMES)});"
                      " repeat for several parameters, each swept from the model's values")
     run.add_argument("--smpi-cfg", action="append", default=[], metavar="NAME:VALUE",
                      help="extra SimGrid option, e.g. smpi/bcast:binomial_tree (repeatable)")
@@ -116,6 +120,8 @@ def _sweeps(specs: list[str], params: SimParams) -> list[tuple[str, SimParams,
     The sweep record (parameter, value as given, value in seconds or bytes/s) goes into the
     run's request, so a report can line the runs of one sweep up.
     """
+    from commscope.simulate.params import SWEEPABLE
+
     if not specs:
         return [("", params, None)]
     out = []
@@ -133,6 +139,8 @@ def _sweeps(specs: list[str], params: SimParams) -> list[tuple[str, SimParams,
 
 def _simulate(args: argparse.Namespace, store: Any, request: dict[str, Any], label: str | None,
               quiet: bool) -> int:
+    from commscope.simulate import smpi
+
     mpi = smpi.install()
     run_id = store.create_run(request["benchmark"], label, mpi.tag, mpi.launcher,
                               request["np"], request)
@@ -141,6 +149,12 @@ def _simulate(args: argparse.Namespace, store: Any, request: dict[str, Any], lab
 
 
 def _run(args: argparse.Namespace) -> int:
+    # The simulation's modules bring numpy, SciPy and PyYAML: imported when an action runs.
+    from rich.table import Table
+
+    from commscope.predict.placement import regular
+    from commscope.simulate import agreement, setup
+
     common.require(bool(args.cluster), "--cluster FILE: simulate needs a cluster model")
     bench = _bench_args(args.bench)
     common.require(not bench.vcluster and not bench.resume,
@@ -209,6 +223,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _netload_table(load: dict[str, Any]) -> None:
+    from rich.table import Table
+
     table = Table(title=f"network load over {load['duration_s']:.6g} s simulated")
     for col in ("link", "MB", "messages", "mean message (B)", "average Mbit/s"):
         table.add_column(col, justify="right")
@@ -230,6 +246,10 @@ def _time(t: float) -> str:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from commscope.simulate import calibrate, setup
+
     with common.open_store(args) as store:
         run_id = store.resolve_run(args.run)
         info = store.get_run(run_id)
@@ -278,6 +298,10 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from commscope.simulate import agreement, setup
+
     min_b = parse_size(args.min_size)
     max_b = parse_size(args.max_size) if args.max_size else None
     with common.open_store(args) as store:

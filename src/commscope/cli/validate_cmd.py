@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.table import Table
-
 from commscope import launch, runner, validate
 from commscope import mpi as mpi_mod
 from commscope.cli import common
@@ -115,6 +113,8 @@ def _site(args: argparse.Namespace, mpi: mpi_mod.MPIInstall,
 
 
 def _predict(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     from commscope import predict
     from commscope.analysis import contention
     from commscope.sizes import parse_size_list
@@ -189,6 +189,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         common.print_json([v.to_json() for v in verdicts])
         return 0
+    from rich.table import Table
+
     table = Table(title=f"timers and clock sync on {nranks} ranks (true: Null 0 us, "
                   f"Up {nranks} us)")
     for col in ("timer", "sync", "Null (us)", "Up (us)", "valid", "clock error (us)", "verdict"):

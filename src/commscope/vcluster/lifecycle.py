@@ -219,7 +219,9 @@ def _with(services: tuple[str, ...]) -> str:
 
 def _netns_folders() -> set[str]:
     folder = daemons.NETNS_ETC
-    return {p.name for p in folder.iterdir() if NODE_RE.fullmatch(p.name)} if folder.is_dir() else set()
+    if not folder.is_dir():
+        return set()
+    return {p.name for p in folder.iterdir() if NODE_RE.fullmatch(p.name)}
 
 
 def _natural(name: str) -> tuple[str, int]:

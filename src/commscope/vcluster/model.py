@@ -184,15 +184,17 @@ def plan(nodes: int, rate: str = DEFAULT_RATE, subnet: str = DEFAULT_SUBNET,
     The bridge takes the subnet's first host address; node ``i`` (from 1) takes the next ones.
 
     Raises:
-        ClusterError: nodes not in 1..64, a bad rate, an unknown service, or a subnet that is not an IPv4
-            network of /24 or larger (a /24 has room for the bridge and 64 nodes).
+        ClusterError: nodes not in 1..64, a bad rate, an unknown service, or a subnet that
+            is not an IPv4 network of /24 or larger (a /24 has room for the bridge and 64
+            nodes).
     """
     if isinstance(nodes, bool) or not isinstance(nodes, int) or not 1 <= nodes <= MAX_NODES:
         raise ClusterError(f"bad node count {nodes!r}: use 1 .. {MAX_NODES}")
     rate_bps = parse_rate(rate)
     unknown = [s for s in services if s not in SERVICES]
     if unknown:
-        raise ClusterError(f"unknown vcluster service {unknown[0]!r}: use {', '.join(SERVICES)}")
+        raise ClusterError(f"unknown vcluster service {unknown[0]!r}: use "
+                           f"{', '.join(SERVICES)}")
     services = tuple(s for s in SERVICES if s in services)
     try:
         net = ipaddress.IPv4Network(subnet.strip(), strict=True)

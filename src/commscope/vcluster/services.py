@@ -130,8 +130,10 @@ def alive(pid: int) -> bool:
 
 
 def stop_all(nodes: Sequence[Node] | set[str]) -> list[str]:
-    """End every recorded daemon, every process in the nodes' namespaces and every process
-    naming the state directory; return what was ended.
+    """End the vcluster's processes; return what was ended.
+
+    That is every recorded daemon, every process in the nodes' namespaces and every process
+    naming the state directory.
 
     Raises:
         ClusterError: a process survived SIGKILL.
