@@ -67,11 +67,16 @@ def test_drift_aware_sync_survives_a_distorted_clock_where_linear_does_not(cli):
         assert header["options"]["test_distort"] == {"rank": 1, "offset_s": 1.0, "drift": 1e-4}
         fitted = header["clock_sync"]["ranks"][1]
         # The offset is quoted at the fit's reference time, when the 100 ppm drift has added
-        # to the 1 s for as long as the timer has run (0.06 s seen in CI): within 0.2 s.
-        assert fitted["offset_s"] == pytest.approx(-1.0, abs=0.2)
-        assert fitted["drift"] == pytest.approx(-1e-4, rel=0.05)  # the rate was found
-        if abs(drift["time_s"]) <= 1e-6 and abs(drift_check[0]["error_s"]) <= 1e-6:
+        # to the 1 s for as long as the timer has run (0.06 s seen in CI): within 0.2 s. A
+        # disturbed run (a sync round trip of tenths of a second on a busy host) is retried
+        # like a disturbed launch, whichever figure it spoilt.
+        held = (fitted["offset_s"] == pytest.approx(-1.0, abs=0.2)
+                and fitted["drift"] == pytest.approx(-1e-4, rel=0.05)  # the rate was found
+                and abs(drift["time_s"]) <= 1e-6 and abs(drift_check[0]["error_s"]) <= 1e-6)
+        if held:
             break
+    assert fitted["offset_s"] == pytest.approx(-1.0, abs=0.2)
+    assert fitted["drift"] == pytest.approx(-1e-4, rel=0.05)
     assert abs(drift["time_s"]) <= 1e-6
     assert abs(drift_check[0]["error_s"]) <= 1e-6  # still synchronised after the launches
 
