@@ -50,6 +50,10 @@ def run(args: argparse.Namespace) -> int:
 
     common.require(len(args.runs) >= 2, "compare needs at least two runs, e.g."
                    " 'commscope compare 3 4'")
+    if args.output:
+        from commscope import safe_write
+
+        safe_write.check_target(args.output, "-o")  # before the comparison is computed
     with common.open_store(args) as store:
         ids = [store.resolve_run(r) for r in args.runs]
         infos = [store.get_run(i) for i in ids]
@@ -59,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         if args.output:
             from commscope.report import compare_html  # matplotlib: only when asked
 
-            written = compare_html.write_compare(store, ids, labels, args.output)
+            written = compare_html.write_compare(store, ids, labels, args.output, "-o")
     if args.json:
         common.print_json({
             "alpha": ALPHA,
