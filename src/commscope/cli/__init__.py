@@ -23,6 +23,7 @@ from types import FrameType
 from typing import NoReturn
 
 from commscope import __version__
+from commscope.cli.common import terminal_text
 from commscope.errors import CommscopeError, Interrupted
 
 SUBCOMMANDS = ("run", "runs", "show", "export", "report", "compare", "import", "validate", "engine",
@@ -132,12 +133,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         with signals_interrupt():
             return int(args._module.run(args))
     except CommscopeError as err:
-        print(f"commscope {args.command}: error: {err.one_line()}", file=sys.stderr)
+        print(terminal_text(f"commscope {args.command}: error: {err.one_line()}"),
+              file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt as err:
         # The runner may have put the run's state into the message; keep it on one line.
         text = " ".join(str(err).split()) or "interrupted"
-        print(f"commscope {args.command}: {text}", file=sys.stderr)
+        print(terminal_text(f"commscope {args.command}: {text}"), file=sys.stderr)
         return err.exit_code if isinstance(err, Interrupted) else 128 + signal.SIGINT
     except BrokenPipeError:
         # The reader (e.g. `head`) went away; stop quietly as other Unix tools do.

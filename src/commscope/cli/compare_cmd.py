@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_tables(rows, labels, ALPHA)
     if written is not None and not args.json:
-        print(f"comparison: {os.fspath(written)}")
+        print(f"comparison: {common.terminal_text(os.fspath(written))}")
     return 0
 
 
@@ -99,13 +99,13 @@ def _print_tables(rows: list[CompareRow], labels: list[str], alpha: float) -> No
     for (kind, op, pair), members in grouped(rows):
         rate = shows_rate(kind, op)
         unit = "MB/s" if rate else "us"
-        # Text, not markup: labels come from users and may hold square brackets.
-        table = Table(title=Text(f"{op} {pair} ({unit}; delta = change of the median time vs"
-                                 f" {labels[0]}, positive = slower; * = p < {alpha},"
-                                 " Mann-Whitney U)"))
+        # Text, not markup: labels come from users and may hold square brackets or ESC.
+        table = Table(title=Text(common.terminal_text(
+            f"{op} {pair} ({unit}; delta = change of the median time vs {labels[0]}, positive"
+            f" = slower; * = p < {alpha}, Mann-Whitney U)")))
         table.add_column("bytes", justify="right")
         for k, label in enumerate(labels):
-            table.add_column(Text(f"{label}"), justify="right")
+            table.add_column(Text(common.terminal_text(label)), justify="right")
             if k:
                 table.add_column("delta", justify="right")
                 table.add_column("p", justify="right")

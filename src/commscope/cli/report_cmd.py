@@ -28,5 +28,5 @@ def run(args: argparse.Namespace) -> int:
     with common.open_store(args) as store:
         ids = [store.resolve_run(r) for r in args.runs]
         written = html.write_report(store, ids, args.output, "-o")
-    print(f"report: {written}")
+    print(f"report: {common.terminal_text(str(written))}")
     return 0

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"commscope tcp: listening on {where} port {words[2]} (Ctrl-C stops)",
                   flush=True)
         else:
-            print(f"commscope tcp: {line.strip()}", flush=True)
+            print(common.terminal_text(f"commscope tcp: {line.strip()}"), flush=True)
 
     # SIGTERM and SIGHUP stop it as Ctrl-C does: cli.main turns them into interrupts.
     result = launch.run_streaming(launch.Job(argv), on_line, _FOREVER_S)
@@ -52,5 +52,5 @@ def run(args: argparse.Namespace) -> int:
                else f"exit status {result.returncode}")
         raise UsageError(f"the tcp server stopped: {why}")
     for line in lines:  # sessions that ended early are worth knowing, not fatal
-        print(line, file=sys.stderr)
+        print(common.terminal_text(line), file=sys.stderr)
     return 0
