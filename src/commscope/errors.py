@@ -62,3 +62,35 @@ class PredictError(CommscopeError):
 
 class SimulateError(CommscopeError):
     """SimGrid is missing, a simulation parameter is unusable, or a simulated run failed."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A termination signal (SIGTERM, SIGHUP, SIGINT) received by the CLI.
+
+    A subclass of KeyboardInterrupt, so every cleanup path written for Ctrl-C (killing the MPI
+    job's process group, marking the run incomplete) runs for it too.
+
+    Attributes:
+        signum: the signal's number; the CLI exits with 128 + signum, as shells do.
+        signame: its name, e.g. "SIGTERM".
+    """
+
+    def __init__(self, signum: int) -> None:
+        import signal  # a built-in module: no cost at start
+
+        self.signum = signum
+        try:
+            self.signame = signal.Signals(signum).name
+        except ValueError:
+            self.signame = f"signal {signum}"
+        super().__init__(f"interrupted by {self.signame}")
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number (143 for SIGTERM, 129 for SIGHUP, 130 for SIGINT)."""
+        return 128 + self.signum
+
+
+def interrupt_cause(err: BaseException) -> str:
+    """How an interrupt is named in run messages: "interrupted by SIGTERM", or "interrupted"."""
+    return f"interrupted by {err.signame}" if isinstance(err, Interrupted) else "interrupted"

@@ -21,7 +21,7 @@ from typing import Any
 
 from commscope import launch
 from commscope import mpi as mpi_mod
-from commscope.errors import ComputeError, LaunchError, UsageError
+from commscope.errors import ComputeError, LaunchError, UsageError, interrupt_cause
 from commscope.node import NodeOutcome, Progress
 from commscope.record_parse import record_from_dict
 from commscope.records import Linpack
@@ -156,7 +156,7 @@ def run(store: Store, run_id: int, request: dict[str, Any],
                 record = to_record(parse_summary(out.read_text(), f"hpcc N={n}"), f"hpcc N={n}")
         except BaseException as err:
             cause = err.one_line() if isinstance(err, (ComputeError, LaunchError)) else (
-                "interrupted" if isinstance(err, KeyboardInterrupt) else repr(err))
+                interrupt_cause(err) if isinstance(err, KeyboardInterrupt) else repr(err))
             message = (f"{cause}; lost: N={n} and the larger N after it; {new} new points"
                        f" stored, run marked incomplete; measure the rest with"
                        f" 'commscope run --resume {run_id}'")
@@ -164,6 +164,8 @@ def run(store: Store, run_id: int, request: dict[str, Any],
             store.set_run_status(run_id, "incomplete", message)
             if isinstance(err, (ComputeError, LaunchError)):
                 raise type(err)(message) from None
+            if isinstance(err, KeyboardInterrupt):
+                err.args = (message,)  # the CLI prints it
             raise
         store.add_point(run_id, segment, record)
         store.finish_segment(segment, "complete", None, {"n": n, "grid": [p, q]})

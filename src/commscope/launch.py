@@ -259,7 +259,11 @@ def run_streaming(
 
 
 def kill_group(proc: subprocess.Popen[str]) -> None:
-    """Terminate the job's process group, then kill what is left after a grace period."""
+    """Terminate the job's process group, then kill what is left after a grace period.
+
+    Ranks still in the group once the launcher has exited are killed too: a launcher that
+    dies on SIGTERM before its ranks must not leave them running.
+    """
     for sig, wait_s in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
         try:
             os.killpg(proc.pid, sig)
@@ -267,6 +271,7 @@ def kill_group(proc: subprocess.Popen[str]) -> None:
             return
         try:
             proc.wait(timeout=wait_s)
+            _kill_stragglers(proc.pid)
             return
         except subprocess.TimeoutExpired:
             continue

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from commscope import busyclock, cpu, pinning
-from commscope.errors import CommscopeError, ComputeError, UsageError
+from commscope.errors import CommscopeError, ComputeError, UsageError, interrupt_cause
 from commscope.record_parse import record_from_dict
 from commscope.records import Linpack
 from commscope.sizes import parse_size
@@ -327,7 +327,7 @@ def run(store: Store, run_id: int, request: dict[str, Any],
         try:
             stops[cores] = _sweep(store, run_id, segment, request, cores, state, progress)
         except BaseException as err:
-            cause = "interrupted" if isinstance(err, KeyboardInterrupt) else (
+            cause = interrupt_cause(err) if isinstance(err, KeyboardInterrupt) else (
                 err.one_line() if isinstance(err, ComputeError) else f"{type(err).__name__}: {err}")
             total = len(store.measured_keys(run_id))
             message = (f"{cause}; lost: {_lost(request, state)}; {state.new_points} new points"
@@ -337,6 +337,8 @@ def run(store: Store, run_id: int, request: dict[str, Any],
             store.set_run_status(run_id, "incomplete", message)
             if isinstance(err, ComputeError):
                 raise ComputeError(message) from None
+            if isinstance(err, KeyboardInterrupt):
+                err.args = (message,)  # the CLI prints it
             raise
         store.finish_segment(segment, "complete", stops[cores],
                              {"cores": cores, "stop": stops[cores]})

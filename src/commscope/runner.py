@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from commscope import engine, launch
-from commscope.errors import LaunchError
+from commscope.errors import CommscopeError, LaunchError, interrupt_cause
 from commscope.exit_watch import ExitWatch
 from commscope.mpi import MPIInstall
 from commscope.record_parse import parse_record
@@ -228,15 +228,15 @@ def run(
         result = launch.run_streaming(job, on_line, float(request.get("timeout_s", 3600)))
         if workdir is not None and result.returncode == 0:
             smpi.keep_trace_results(request["simulate"], workdir, store, run_id)
+    except BaseException as err:  # interrupted or a bad record: keep what arrived, say so
+        _stopped(store, run_id, segment, state["points"], err)
+        raise
     finally:
         if state["watch"] is not None:
             first = state["watch"].first()
             state["watch"].stop()
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
-        if result is None:  # interrupted or a bad record: keep what arrived, say so
-            store.finish_segment(segment, "incomplete", "interrupted")
-            store.set_run_status(run_id, "incomplete", "interrupted")
     total = len(store.measured_keys(run_id))
     ended = result.returncode == 0 or result.killed_after_output
     if ended and state["end"] is not None and not result.timed_out:
@@ -259,6 +259,33 @@ def run(
     store.finish_segment(segment, "incomplete", message)
     store.set_run_status(run_id, "incomplete", message)
     raise LaunchError(message)
+
+
+def _stopped(store: Store, run_id: int, segment: int, new_points: int,
+             err: BaseException) -> None:
+    """Mark the segment and the run incomplete after ``err`` stopped the job.
+
+    An interrupt (Ctrl-C, SIGTERM, SIGHUP) gets the run's state and how to resume it as its
+    message, which the CLI prints. A failing store is not written again: ``err`` is what the
+    user must see.
+    """
+    if isinstance(err, KeyboardInterrupt):
+        cause = interrupt_cause(err)
+    elif isinstance(err, CommscopeError):
+        cause = err.one_line()
+    else:
+        cause = f"{type(err).__name__}: {err}"
+    try:
+        total = len(store.measured_keys(run_id))
+        message = (f"{cause}; {new_points} new points stored ({total} in run {run_id}), run"
+                   f" marked incomplete; measure the rest with 'commscope run --resume"
+                   f" {run_id}'")
+        store.finish_segment(segment, "incomplete", message)
+        store.set_run_status(run_id, "incomplete", message)
+    except CommscopeError:
+        return
+    if isinstance(err, KeyboardInterrupt):
+        err.args = (message,)
 
 
 def default_ranks() -> int:

@@ -230,6 +230,21 @@ class Store:
             if cur.rowcount == 0:
                 raise StoreError(f"no segment {segment_id} in {self.path}; see 'commscope runs'")
 
+    def close_running_segments(self, run_id: int, message: str) -> int:
+        """Mark every segment of ``run_id`` still "running" as "incomplete" with ``message``.
+
+        A segment stays "running" only when its process died before closing it (SIGKILL, a
+        crash, a power cut); resuming the run closes it. Returns how many were closed.
+        """
+        with self._write("close running segments") as c:
+            self._require_run(run_id)
+            cur = c.execute(
+                "UPDATE segments SET ended_unix = ?, status = 'incomplete', message = ?"
+                " WHERE run_id = ? AND status = 'running'",
+                (time.time(), message, run_id),
+            )
+            return cur.rowcount
+
     def set_run_status(self, run_id: int, status: str, message: str | None = None) -> None:
         """Set a run's status (one of RUN_STATUSES) and message."""
         if status not in RUN_STATUSES:

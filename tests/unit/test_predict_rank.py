@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +97,20 @@ def test_cli_json_and_handoff(cli, tables_run) -> None:
     assert data["pattern"]["block"] == 8 and data["handoff"]["slurm"][0] == "-N"
     assert rankfile.read_text() == data["handoff"]["rankfile"]
     assert hostfile.read_text() == data["handoff"]["hostfile"]
+
+
+def test_cli_handoff_files_refuse_a_fifo_and_a_missing_folder(cli, tables_run) -> None:
+    run_id, cluster = tables_run
+    fifo = cli.store.parent / "fifo"
+    os.mkfifo(fifo)
+    for flag, path in (("--write-hostfile", fifo),
+                       ("--write-rankfile", cli.store.parent / "nowhere" / "rf")):
+        out = cli("predict", "bcast", "--procs", "8", "--size", "1MiB", "--tables", str(run_id),
+                  "--cluster", str(cluster), flag, str(path))
+        assert out.returncode == 2, out.stderr
+        assert len(out.stderr.splitlines()) == 1 and f"{flag} {path}" in out.stderr
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert not (cli.store.parent / "nowhere").exists()
 
 
 def test_cli_text_names_the_cost_model(cli, tables_run) -> None:

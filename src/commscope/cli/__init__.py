@@ -14,12 +14,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
 from typing import NoReturn
 
 from commscope import __version__
-from commscope.errors import CommscopeError
+from commscope.cli.common import terminal_text
+from commscope.errors import CommscopeError, Interrupted
 
 SUBCOMMANDS = ("run", "runs", "show", "export", "report", "compare", "import", "validate", "engine",
                "vcluster", "tcp", "predict", "simulate")
@@ -75,21 +80,67 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Signals that end a command as Ctrl-C does: the job's process group is killed, the run kept.
+TERMINATING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """Turn SIGINT, SIGTERM and SIGHUP into :class:`Interrupted` while the block runs.
+
+    The first signal raises; later ones are ignored, so a second SIGTERM cannot cut short the
+    cleanup the first one started (killing the MPI job, marking the run incomplete), which is
+    bounded in time. A signal that was ignored when commscope started (``nohup``, a background
+    job's SIGINT) stays ignored. Handlers can only be set from the main thread; elsewhere the
+    block runs unchanged.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        if received:
+            return  # cleanup of the first signal is under way
+        received.append(signum)
+        raise Interrupted(signum)
+
+    previous = {}
+    for sig in TERMINATING:
+        current = signal.getsignal(sig)
+        if current is signal.SIG_IGN:
+            continue
+        previous[sig] = signal.signal(sig, interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run commscope with ``argv`` and return the exit status."""
+    """Run commscope with ``argv`` and return the exit status.
+
+    Ctrl-C, SIGTERM and SIGHUP end a command with one line on stderr and the status 128 +
+    the signal's number (130, 143, 129).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2
     try:
-        return int(args._module.run(args))
+        with signals_interrupt():
+            return int(args._module.run(args))
     except CommscopeError as err:
-        print(f"commscope {args.command}: error: {err.one_line()}", file=sys.stderr)
+        print(terminal_text(f"commscope {args.command}: error: {err.one_line()}"),
+              file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:
-        print(f"commscope {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:
+        # The runner may have put the run's state into the message; keep it on one line.
+        text = " ".join(str(err).split()) or "interrupted"
+        print(terminal_text(f"commscope {args.command}: {text}"), file=sys.stderr)
+        return err.exit_code if isinstance(err, Interrupted) else 128 + signal.SIGINT
     except BrokenPipeError:
         # The reader (e.g. `head`) went away; stop quietly as other Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -41,11 +43,17 @@ def open_store(args: argparse.Namespace) -> Store:
 
 
 def resumable_request(store: Store, ref: str) -> tuple[int, dict[str, Any]]:
-    """The run id and stored request of an incomplete run to resume (UsageError if complete)."""
+    """The run id and stored request of an incomplete run to resume (UsageError if complete).
+
+    Segments its earlier processes left "running" (they were killed before they could close
+    them) are closed as "incomplete" first, so a run that completes has every segment closed.
+    """
     run_id = store.resolve_run(ref)
     info = store.get_run(run_id)
     if info.status == "complete":
         raise UsageError(f"--resume {ref}: run {run_id} is complete; nothing to do")
+    store.close_running_segments(run_id, "interrupted: its process ended without closing this"
+                                 " segment (closed when the run was resumed)")
     return run_id, info.request
 
 
@@ -55,13 +63,48 @@ def print_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
-def console(stderr: bool = False) -> Console:
-    """Console for human-readable output (no colour codes when piped)."""
-    from rich.console import Console  # rich is imported on first output, not at start
+# C0 controls but tab and newline, DEL, and C1 controls (0x9b is a one-byte CSI).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
-    probe = Console(stderr=stderr)
+
+def terminal_text(text: str) -> str:
+    r"""``text`` with control characters shown as ``\xNN``, so none reaches the terminal raw.
+
+    Labels, file names and messages come from users, files and other programs; an ESC in a
+    label must print as ``\x1b``, not recolour or clear the terminal.
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+@functools.cache
+def _console_class() -> type[Console]:
+    from rich.console import Console
+
+    class LiteralConsole(Console):
+        """A rich console that prints every string as it is: no markup, no emoji codes.
+
+        Every str printed or put in a table (cells, titles, headers) passes through
+        :meth:`render_str`, where control characters are neutralised; a label such as
+        ``[/]`` then prints as typed instead of raising a markup error. Styled output is
+        built as ``rich.text.Text`` with a style.
+        """
+
+        def render_str(self, text: str, **kwargs: Any) -> Any:
+            return super().render_str(terminal_text(text), **kwargs)
+
+    return LiteralConsole
+
+
+def console(stderr: bool = False) -> Console:
+    """Console for human-readable output (no colour codes when piped).
+
+    Strings are printed literally (see :func:`terminal_text`); style with ``rich.text.Text``.
+    """
+    cls = _console_class()  # rich is imported on first output, not at start
+    probe = cls(stderr=stderr)
     # Piped output gets a width that keeps tables readable instead of rich's 80 columns.
-    return Console(highlight=False, stderr=stderr, width=None if probe.is_terminal else 140)
+    return cls(highlight=False, markup=False, emoji=False, stderr=stderr,
+               width=None if probe.is_terminal else 140)
 
 
 def positive_int(text: str) -> int:

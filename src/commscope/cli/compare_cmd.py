@@ -50,6 +50,10 @@ def run(args: argparse.Namespace) -> int:
 
     common.require(len(args.runs) >= 2, "compare needs at least two runs, e.g."
                    " 'commscope compare 3 4'")
+    if args.output:
+        from commscope import safe_write
+
+        safe_write.check_target(args.output, "-o")  # before the comparison is computed
     with common.open_store(args) as store:
         ids = [store.resolve_run(r) for r in args.runs]
         infos = [store.get_run(i) for i in ids]
@@ -59,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         if args.output:
             from commscope.report import compare_html  # matplotlib: only when asked
 
-            written = compare_html.write_compare(store, ids, labels, args.output)
+            written = compare_html.write_compare(store, ids, labels, args.output, "-o")
     if args.json:
         common.print_json({
             "alpha": ALPHA,
@@ -69,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_tables(rows, labels, ALPHA)
     if written is not None and not args.json:
-        print(f"comparison: {os.fspath(written)}")
+        print(f"comparison: {common.terminal_text(os.fspath(written))}")
     return 0
 
 
@@ -95,13 +99,13 @@ def _print_tables(rows: list[CompareRow], labels: list[str], alpha: float) -> No
     for (kind, op, pair), members in grouped(rows):
         rate = shows_rate(kind, op)
         unit = "MB/s" if rate else "us"
-        # Text, not markup: labels come from users and may hold square brackets.
-        table = Table(title=Text(f"{op} {pair} ({unit}; delta = change of the median time vs"
-                                 f" {labels[0]}, positive = slower; * = p < {alpha},"
-                                 " Mann-Whitney U)"))
+        # Text, not markup: labels come from users and may hold square brackets or ESC.
+        table = Table(title=Text(common.terminal_text(
+            f"{op} {pair} ({unit}; delta = change of the median time vs {labels[0]}, positive"
+            f" = slower; * = p < {alpha}, Mann-Whitney U)")))
         table.add_column("bytes", justify="right")
         for k, label in enumerate(labels):
-            table.add_column(Text(f"{label}"), justify="right")
+            table.add_column(Text(common.terminal_text(label)), justify="right")
             if k:
                 table.add_column("delta", justify="right")
                 table.add_column("p", justify="right")

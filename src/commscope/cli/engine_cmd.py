@@ -40,5 +40,5 @@ def run(args: argparse.Namespace) -> int:
         common.print_json(data)
     else:
         for key, value in data.items():
-            print(f"{key}: {value}")
+            print(common.terminal_text(f"{key}: {value}"))
     return 0

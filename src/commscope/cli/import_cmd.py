@@ -42,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
                            "label": args.label, "points": imported.n_points,
                            "collectives": imported.n_colls, "notes": list(imported.notes)})
         return 0
-    print(f"imported {path} ({args.format}) as run {run_id} '{args.label}':"
-          f" {imported.n_points} point-to-point sizes, {imported.n_colls} collective sizes")
+    print(common.terminal_text(
+        f"imported {path} ({args.format}) as run {run_id} '{args.label}':"
+        f" {imported.n_points} point-to-point sizes, {imported.n_colls} collective sizes"))
     for note in imported.notes:
-        print(f"note: {note}")
+        print(common.terminal_text(f"note: {note}"))
     return 0

@@ -6,7 +6,6 @@ Module 2 of Peryshkova and Kurnosov 2018 (contention-aware placement).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from commscope import vcluster
@@ -188,19 +187,22 @@ def _chosen(args: argparse.Namespace, ranked: list[Prediction]) -> Prediction:
     raise UsageError(f"--choose {args.choose}: no such placement; choose one of {labels}")
 
 
-def _write(path: str | None, text: str) -> None:
+def _write(path: str | None, text: str, flag: str) -> None:
     if path:
-        try:
-            Path(path).write_text(text, "utf-8")
-        except OSError as err:
-            raise UsageError(f"cannot write {path} ({err.strerror})") from None
+        from commscope import safe_write
+
+        safe_write.write_text(path, text, flag)
 
 
 def run(args: argparse.Namespace) -> int:
     """Rank placements, print them, and hand off the best or chosen one."""
-    from commscope import predict
+    from commscope import predict, safe_write
     from commscope.predict import handoff
 
+    for flag, path in (("--write-rankfile", args.write_rankfile),
+                       ("--write-hostfile", args.write_hostfile)):
+        if path:
+            safe_write.check_target(path, flag)  # before the model is read
     size = parse_size(args.size)
     model = _model(args)
     cost = _cost(args, model)
@@ -208,8 +210,8 @@ def run(args: argparse.Namespace) -> int:
     ranked = predict.rank_placements(model, pattern, cost, _placements(args, model))
     chosen = _chosen(args, ranked)
     slurm = handoff.slurm_args(model, chosen.placement)
-    _write(args.write_rankfile, handoff.rankfile(model, chosen.placement))
-    _write(args.write_hostfile, handoff.hostfile(model, chosen.placement))
+    _write(args.write_rankfile, handoff.rankfile(model, chosen.placement), "--write-rankfile")
+    _write(args.write_hostfile, handoff.hostfile(model, chosen.placement), "--write-hostfile")
     job = _submit(args, model, chosen, slurm) if args.submit else None
     if args.json:
         common.print_json({**_json(model, pattern, cost, ranked, chosen, slurm),

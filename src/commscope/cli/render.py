@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from commscope.analysis import coll as coll_analysis
 from commscope.analysis import contention as contention_analysis
@@ -26,7 +26,11 @@ def _mbs(bps: float | None) -> str:
 
 
 def run_title(run: RunInfo) -> str:
-    """One line naming the run, its status, MPI and size."""
+    """One line naming the run, its status, MPI and size.
+
+    Plain text: the label is the user's, so print it with ``common.console()``, which prints
+    strings literally and neutralises control characters.
+    """
     label = f" '{run.label}'" if run.label else ""
     if run.kind == "node":  # one process, no MPI
         return f"run {run.id}{label}: node compute, {run.status}"
@@ -34,7 +38,7 @@ def run_title(run: RunInfo) -> str:
     settings = run.request.get("mca") or {}
     mca = "".join(f", --mca {name}={value}" for name, value in settings.items())
     title = f"run {run.id}{label}: {run.kind}, {run.status}, {mpi}{run.nranks} ranks"
-    return escape(title + where_text(run.request) + mca)
+    return title + where_text(run.request) + mca
 
 
 def where_text(request: dict[str, Any]) -> str:
@@ -118,11 +122,11 @@ def contention_tables(console: Console, points: list[Contention]) -> None:
         table.add_column("max procs", justify="right")
         deg, above, best = t.degradation, t.above_cf, t.max_processes()
         for i, m in enumerate(t.sizes):
-            cells = []
+            cells: list[str | Text] = []
             for j in range(t.cfs.size):
                 v = deg[i, j]
                 text = "" if v != v else f"{v:.2f}"
-                cells.append(f"[bold red]{text}[/]" if above[i, j] else text)
+                cells.append(Text(text, style="bold red") if above[i, j] else text)
             base = t.t_s[i, 0] if t.cfs[0] == 1 else float("nan")
             table.add_row(str(int(m)), _us(base) if base == base else "", *cells,
                           str(best[int(m)]))
@@ -181,7 +185,8 @@ def node_figures(console: Console, summary: node_analysis.NodeSummary) -> None:
         if f.kernel_ceiling:
             console.print(f"{f.cores} core{'s' if f.cores != 1 else ''}: {f.kernel_ceiling}")
         if f.warning:
-            console.print(f"[bold red]{f.cores} core{'s' if f.cores != 1 else ''}: {f.warning}[/]")
+            warning = f"{f.cores} core{'s' if f.cores != 1 else ''}: {f.warning}"
+            console.print(Text(warning, style="bold red"))
 
 
 def node_rows(console: Console, summary: node_analysis.NodeSummary) -> None:

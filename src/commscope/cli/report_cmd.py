@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from commscope.cli import common
 
@@ -22,10 +21,12 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the report and say where."""
+    from commscope import safe_write
     from commscope.report import html  # Matplotlib, Jinja2: only when a report is written
 
+    safe_write.check_target(args.output, "-o")  # before the store is opened
     with common.open_store(args) as store:
         ids = [store.resolve_run(r) for r in args.runs]
-        html.write_report(store, ids, args.output)
-    print(f"report: {os.path.abspath(args.output)}")
+        written = html.write_report(store, ids, args.output, "-o")
+    print(f"report: {common.terminal_text(str(written))}")
     return 0

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any
 
-from commscope import launch, runner
+from commscope import launch, runner, safe_write
 from commscope import mpi as mpi_mod
 from commscope.cli import common, run_node, run_tcp, run_where
 from commscope.errors import UsageError
@@ -282,6 +283,8 @@ def run(args: argparse.Namespace) -> int:
     if run_where.chosen(args) and (run_tcp.wanted(args) or run_node.wanted(args)):
         raise UsageError(f"{run_where.chosen(args)[0]}: only MPI runs (p2p, coll, contention, "
                          "loggp, all) start ranks on hosts; TCP runs take --peer or --vcluster")
+    if args.report:  # a bad report path fails now, not after the measurement
+        safe_write.check_target(args.report, "--report")
     if run_tcp.wanted(args):  # TCP runs have no MPI: their own requests and runner
         return run_tcp.run(args)
     if run_node.wanted(args):  # node runs have no MPI either
@@ -289,6 +292,8 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:
         return _resume(args)
     request = build_request(args)  # bad input fails before the store
+    if request["benchmark"] == "all" and not args.report:
+        safe_write.check_target(DEFAULT_REPORT, "--report")
     run_where.check(args)
     mpi = mpi_mod.resolve(request["mpi"])
     launch.check_mca(mpi, request.get("mca"))  # before a run is stored
@@ -324,14 +329,11 @@ def show_outcome(args: argparse.Namespace, store: Any, run_id: int, request: dic
     points, colls = store.points(run_id), store.colls(run_id)
     contentions = store.contentions(run_id)
     loggps = store.loggps(run_id)
-    if report:
-        from commscope.report import html
-
-        html.write_report(store, [run_id], report)
+    written = write_report(store, run_id, report)
     if args.json:
         common.print_json({"run": run_id, "status": info.status, "new_points": outcome.new_points,
                            "points": outcome.total_points, "store": os.path.abspath(args.store),
-                           "report": os.path.abspath(report) if report else None})
+                           "report": os.fspath(written) if written else None})
         return 0
     from commscope.cli import render  # numpy and SciPy: only when figures are printed
 
@@ -346,6 +348,24 @@ def show_outcome(args: argparse.Namespace, store: Any, run_id: int, request: dic
     if loggps:
         render.loggp_table(out, loggps)
     out.print(f"stored in {args.store} as run {run_id}; details: commscope show {run_id}")
-    if report:
-        out.print(f"report: {os.path.abspath(report)}")
+    if written:
+        out.print(f"report: {os.fspath(written)}")
     return 0
+
+
+def write_report(store: Any, run_id: int, report: str | None) -> Path | None:
+    """Write the run's HTML report to ``report`` (if given); the path written.
+
+    Raises:
+        UsageError: the report cannot be written there; the message says the run is stored
+            and how to write its report elsewhere.
+    """
+    if not report:
+        return None
+    from commscope.report import html
+
+    try:
+        return html.write_report(store, [run_id], report, "--report")
+    except UsageError as err:
+        raise UsageError(f"{err.one_line()}; run {run_id} is stored, write its report with"
+                         f" 'commscope report {run_id} -o FILE'") from None

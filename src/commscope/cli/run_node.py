@@ -108,12 +108,11 @@ def run(args: argparse.Namespace) -> int:
         outcome = measure(store, run_id, request, progress=None if quiet else err.print)
         info = store.get_run(run_id)
         points = store.linpacks(run_id)
-        if args.report:
-            from commscope.report import html
+        from commscope.cli import run_cmd  # it imports this module
 
-            html.write_report(store, [run_id], args.report)
+        written = run_cmd.write_report(store, run_id, args.report)
     summary = node_analysis.summarize(request, points)
-    report = os.path.abspath(args.report) if args.report else None
+    report = os.fspath(written) if written else None
     if args.json:
         common.print_json({"run": run_id, "status": info.status, "new_points": outcome.new_points,
                            "points": outcome.total_points, "store": os.path.abspath(args.store),

@@ -15,7 +15,6 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from commscope.cli import common
-from commscope.cli.tcp_cmd import sigterm_as_interrupt
 from commscope.errors import UsageError
 from commscope.runner import Outcome
 from commscope.sizes import netpipe_schedule, parse_size, parse_size_list
@@ -151,13 +150,10 @@ def run(args: argparse.Namespace) -> int:
     planned = [] if args.resume else requests(args)
     quiet = args.quiet or args.json
     done: list[tcp_render.TcpRun] = []
-    with common.open_store(args) as store, sigterm_as_interrupt():
+    with common.open_store(args) as store:  # SIGTERM is an interrupt here (see cli.main)
         if args.resume:
-            run_id = store.resolve_run(args.resume)
-            info = store.get_run(run_id)
-            if info.status == "complete":
-                raise UsageError(f"--resume {args.resume}: run {run_id} is complete; nothing to do")
-            _measure(store, run_id, info.request, quiet)
+            run_id, request = common.resumable_request(store, args.resume)
+            _measure(store, run_id, request, quiet)
             done.append(_load(store, run_id))
         for label, request in planned:
             where = request["where"]["kind"]

@@ -248,8 +248,12 @@ def _time(t: float) -> str:
 def _calibrate(args: argparse.Namespace) -> int:
     from rich.table import Table
 
+    from commscope import safe_write
     from commscope.simulate import calibrate, setup
 
+    out_path = args.output or args.cluster or "commscope-cluster.yaml"
+    out_flag = "-o" if args.output else "--cluster" if args.cluster else None
+    safe_write.check_target(out_path, out_flag)  # before the calibration rounds
     with common.open_store(args) as store:
         run_id = store.resolve_run(args.run)
         info = store.get_run(run_id)
@@ -276,8 +280,7 @@ def _calibrate(args: argparse.Namespace) -> int:
                     rid = _simulate(args, scratch, request, None, True)
                     tuned = calibrate.refine(tuned, points, scratch.points(rid))
     cal = dataclasses.replace(cal, params=tuned)
-    out_path = args.output or args.cluster or "commscope-cluster.yaml"
-    setup.write_model(out_path, model, cal.params)
+    setup.write_model(out_path, model, cal.params, out_flag)
     if args.json:
         common.print_json({"model": out_path, "params": cal.params.to_json(),
                            "segments": [s.__dict__ for s in cal.inter]})

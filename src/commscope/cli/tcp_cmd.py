@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import FrameType
 
 from commscope import launch
 from commscope.cli import common
@@ -33,20 +29,6 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     common.option(serve, "--node", help="name this end reports for itself (default: hostname)")
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C, so the servers and clients started here are stopped too."""
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the server in the foreground, printing what it does, until interrupted."""
     common.require(0 <= args.port <= 65535, f"--port {args.port}: give 0 .. 65535")
@@ -59,10 +41,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"commscope tcp: listening on {where} port {words[2]} (Ctrl-C stops)",
                   flush=True)
         else:
-            print(f"commscope tcp: {line.strip()}", flush=True)
+            print(common.terminal_text(f"commscope tcp: {line.strip()}"), flush=True)
 
-    with sigterm_as_interrupt():
-        result = launch.run_streaming(launch.Job(argv), on_line, _FOREVER_S)
+    # SIGTERM and SIGHUP stop it as Ctrl-C does: cli.main turns them into interrupts.
+    result = launch.run_streaming(launch.Job(argv), on_line, _FOREVER_S)
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     if result.returncode != 0:
         why = (lines[-1].removeprefix("commscope-tcp: ") if lines
@@ -70,5 +52,5 @@ def run(args: argparse.Namespace) -> int:
                else f"exit status {result.returncode}")
         raise UsageError(f"the tcp server stopped: {why}")
     for line in lines:  # sessions that ended early are worth knowing, not fatal
-        print(line, file=sys.stderr)
+        print(common.terminal_text(line), file=sys.stderr)
     return 0

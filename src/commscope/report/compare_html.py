@@ -16,6 +16,7 @@ from commscope.analysis.compare import ALPHA, CompareRow, compare_runs, grouped,
 from commscope.records import Coll, Point
 from commscope.report.compare_figures import Line, overlay_plot
 from commscope.report.html import environment, write_atomic
+from commscope.safe_write import check_target
 from commscope.store import Store
 
 OP_TITLES = {"pingpong": "ping-pong one-way time", "bw": "unidirectional bandwidth",
@@ -61,6 +62,10 @@ def render_compare(store: Store, run_ids: Sequence[int], labels: Sequence[str]) 
 
 
 def write_compare(store: Store, run_ids: Sequence[int], labels: Sequence[str],
-                  path: str | os.PathLike[str]) -> Path:
-    """Write the comparison page atomically and return its full path."""
-    return write_atomic(render_compare(store, run_ids, labels), path)
+                  path: str | os.PathLike[str], flag: str | None = None) -> Path:
+    """Write the comparison page atomically and return its full path.
+
+    The path is checked before the page is rendered; ``flag`` names the option that gave it.
+    """
+    check_target(path, flag)
+    return write_atomic(render_compare(store, run_ids, labels), path, flag)

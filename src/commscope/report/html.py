@@ -9,7 +9,6 @@ are SVG, and the page's Content-Security-Policy forbids scripts.
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from commscope import __version__
+from commscope import __version__, safe_write
 from commscope.analysis import coll as coll_analysis
 from commscope.analysis import curve as curves
 from commscope.analysis import findings, p2p
@@ -56,20 +55,14 @@ def environment() -> Environment:
     return env
 
 
-def write_atomic(text: str, path: str | os.PathLike[str]) -> Path:
-    """Write ``text`` to ``path`` through a temporary file: a reader never sees half a file."""
-    target = Path(path).resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".commscope-report-", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+def write_atomic(text: str, path: str | os.PathLike[str], flag: str | None = None) -> Path:
+    """Write ``text`` to ``path`` whole or not at all (see :mod:`commscope.safe_write`).
+
+    Raises:
+        UsageError: ``path`` is a directory, a device or another non-regular file, its folder
+            is missing, or the write failed; ``flag`` (e.g. ``"-o"``) names the option.
+    """
+    return safe_write.write_text(path, text, flag)
 
 
 def run_name(info: RunInfo) -> str:
@@ -157,6 +150,11 @@ def render(store: Store, run_ids: list[int]) -> str:
     )
 
 
-def write_report(store: Store, run_ids: list[int], path: str | os.PathLike[str]) -> Path:
-    """Write the report for ``run_ids`` to ``path`` atomically and return its full path."""
-    return write_atomic(render(store, run_ids), path)
+def write_report(store: Store, run_ids: list[int], path: str | os.PathLike[str],
+                 flag: str | None = None) -> Path:
+    """Write the report for ``run_ids`` to ``path`` atomically and return its full path.
+
+    The path is checked before the report is rendered; ``flag`` names the option that gave it.
+    """
+    safe_write.check_target(path, flag)
+    return write_atomic(render(store, run_ids), path, flag)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import copy
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from commscope import safe_write
 from commscope.errors import SimulateError
 from commscope.predict.model import ClusterModel, Link
 from commscope.predict.model_yaml import load_document, model_from_dict
@@ -132,18 +131,16 @@ def model_document(model: ClusterModel, params: SimParams) -> dict[str, Any]:
     return doc
 
 
-def write_model(path: str | Path, model: ClusterModel, params: SimParams) -> None:
-    """Write the model file atomically: a failed write leaves the old file whole."""
-    path = Path(path)
+def write_model(path: str | Path, model: ClusterModel, params: SimParams,
+                flag: str | None = None) -> None:
+    """Write the model file atomically: a failed write leaves the old file whole.
+
+    Raises:
+        UsageError: ``path`` is not a place for a regular file or the write failed
+            (see :mod:`commscope.safe_write`); ``flag`` names the option that gave it.
+    """
     text = ("# Cluster model for commscope predict and simulate; 'simulation' written by\n"
             "# commscope simulate calibrate.\n"
             + yaml.safe_dump(model_document(model, params), sort_keys=False,
                              default_flow_style=None))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent or Path(".")))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as err:
-        Path(tmp).unlink(missing_ok=True)
-        raise SimulateError(f"{path}: cannot write the model ({err.strerror})") from None
+    safe_write.write_text(path, text, flag)

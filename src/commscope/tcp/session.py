@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from commscope import launch
-from commscope.errors import LaunchError
+from commscope.errors import CommscopeError, LaunchError, interrupt_cause
 from commscope.record_parse import parse_record
 from commscope.records import End, Header, Point, Stream
 from commscope.runner import Outcome
@@ -84,10 +84,16 @@ def run(store: Store, run_id: int, request: dict[str, Any],
             store.finish_segment(state["segment"], "incomplete", err.one_line())
         store.set_run_status(run_id, "incomplete", err.one_line())
         raise
-    except BaseException:  # interrupted or a bad record: keep what arrived, say so
+    except BaseException as err:  # interrupted or a bad record: keep what arrived, say so
+        cause = (interrupt_cause(err) if isinstance(err, KeyboardInterrupt)
+                 else err.one_line() if isinstance(err, CommscopeError) else "interrupted")
+        message = (f"{cause}; {state['records']} new points stored, run marked incomplete;"
+                   f" measure the rest with 'commscope run --resume {run_id}'")
         if state["segment"] is not None:
-            store.finish_segment(state["segment"], "incomplete", "interrupted")
-        store.set_run_status(run_id, "incomplete", "interrupted")
+            store.finish_segment(state["segment"], "incomplete", message)
+        store.set_run_status(run_id, "incomplete", message)
+        if isinstance(err, KeyboardInterrupt):
+            err.args = (message,)  # the CLI prints it
         raise
     stored = len(store.measured_keys(run_id))
     if result.returncode == 0 and state["end"] is not None and not result.timed_out:

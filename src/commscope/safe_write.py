@@ -1,0 +1,130 @@
+"""Write a file the user named, safely: whole or not at all, and only where a file belongs.
+
+Every output path a user gives (``report -o``, ``compare -o``, ``run --report``,
+``predict --write-hostfile``, ...) goes through :func:`write_text`:
+
+* a path that exists and is not a regular file (a directory, a device node such as
+  ``/dev/null``, a FIFO, a socket) is refused, never replaced;
+* a missing parent folder is an error, never created behind the user's back;
+* the text goes to a temporary file in the target's folder that then replaces the target in
+  one ``os.replace``, so a reader sees the old file or the new one, never half of one; the
+  temporary file is removed when anything fails, including an interrupt.
+
+A symbolic link is followed: the file it points to is replaced and the link is kept.
+Only the standard library's ``os`` is used, so importing this module costs nothing at start.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from commscope.errors import UsageError
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _name(flag: str | None, path: str | os.PathLike[str]) -> str:
+    return f"{flag} {os.fspath(path)}" if flag else os.fspath(path)
+
+
+def check_target(path: str | os.PathLike[str], flag: str | None = None) -> Path:
+    """Check that ``path`` can take a new regular file; return the path to write (links followed).
+
+    Call it before long work (a measurement, a report) so a bad path fails at once.
+
+    Args:
+        path: the output path as the user gave it.
+        flag: the option that named it (e.g. ``"-o"``), used in messages.
+
+    Raises:
+        UsageError: the path is an existing non-regular file, or its folder is missing, is
+            not a folder, or cannot be written.
+    """
+    where = _name(flag, path)
+    text = os.fspath(path)
+    if not text:
+        raise UsageError(f"{flag or 'output path'}: empty file name; give a file name such as"
+                         " out.html")
+    target = Path(os.path.realpath(os.path.expanduser(text)))
+    try:
+        mode = os.stat(target).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # the folder checks below say which
+        mode = None
+    except OSError as err:
+        raise UsageError(f"{where}: cannot be examined ({err.strerror}); choose another"
+                         " path") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        fix = (f"give a file name inside it, e.g. {os.path.join(text, 'out.html')}"
+               if stat.S_ISDIR(mode) else "give the path of a regular file instead")
+        raise UsageError(f"{where} is {kind}, not a regular file; {fix}")
+    folder = target.parent
+    if not folder.exists():
+        raise UsageError(f"{where}: folder {folder} does not exist; create it first"
+                         f" (mkdir -p {folder}) or choose another path")
+    if not folder.is_dir():
+        raise UsageError(f"{where}: {folder} is not a folder; choose another path")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{where}: folder {folder} is not writable; choose a folder you can"
+                         " write to")
+    return target
+
+
+def _temporary(target: Path) -> tuple[int, Path]:
+    """Create a new private file next to ``target``; its descriptor and path."""
+    for _ in range(100):
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        try:
+            # 0o666 less the umask, as for any file a program creates.
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name next to {target}")
+
+
+def write_text(path: str | os.PathLike[str], text: str, flag: str | None = None) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file; return the path written.
+
+    An existing regular file keeps its permission bits.
+
+    Args:
+        path: the output path as the user gave it.
+        text: the whole content.
+        flag: the option that named the path (e.g. ``"-o"``), used in messages.
+
+    Raises:
+        UsageError: see :func:`check_target`, or the write itself failed (e.g. disk full).
+    """
+    target = check_target(path, flag)
+    where = _name(flag, path)
+    tmp: Path | None = None
+    try:
+        fd, tmp = _temporary(target)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
+        except FileNotFoundError:
+            pass
+        # Between the check and here the path may have become a directory or a device:
+        # replacing a device node needs the same check again, right before the rename.
+        check_target(path, flag)
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as err:
+        raise UsageError(f"{where}: cannot write ({err.strerror or err}); choose another"
+                         " path") from None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+    return target
