@@ -60,7 +60,7 @@ static void scenario(const char *name, const char *stop, int max_launches, scrip
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     scenario("steady", "b", 1000, (script){10e-6, -1, 0});
-    /* launch 9 = stage 1, launch 1: takes 30 us in an ~11 us window */
+    /* launch 9 = stage 1, launch 5: takes 30 us in an ~11 us window */
     scenario("one_slow", "b", 1000, (script){10e-6, 9, 30e-6});
     scenario("rule_a", "a", 1000, (script){10e-6, -1, 0});
     scenario("max_launches", "rse:0.0000001", 20, (script){10e-6, 9, 30e-6});

@@ -31,25 +31,25 @@ def decisions(tmp_path_factory) -> dict[str, dict]:
 
 def test_stage_zero_sets_the_first_window_and_steady_launches_are_valid(decisions):
     d = decisions["steady"]
-    # Stage 0: 8 back-to-back launches of 10 us -> b1 = 1.1 * 80 us / 8 = 11 us.
+    # Stage 0: 4 back-to-back launches of 10 us -> b1 = 1.1 * 40 us / 4 = 11 us.
     assert d["windows_s"][0] == pytest.approx(11 * US, rel=1e-3)
     assert set(d["flags"]) == {0}
     assert all(t == pytest.approx(10 * US, rel=1e-3) for t in d["times_s"])
-    # Rule b: relative SE <= 5 % with >= 10 valid launches: three stages of four.
-    assert d["stop"] == "rule_b" and len(d["times_s"]) == 12
+    # Rule b: relative SE <= 5 % with >= 10 valid launches: two stages of eight.
+    assert d["stop"] == "rule_b" and len(d["times_s"]) == 16
     assert 0 not in d["stage"]  # stage 0 is never counted
 
 
 def test_an_overrun_flags_the_cascade_and_widens_the_window(decisions):
     d = decisions["one_slow"]
-    # Stage 1: launch 1 takes 30 us in an 11 us window (overrun), launches 2 and 3 start late
+    # Stage 1: launch 5 takes 30 us in an 11 us window (overrun), launches 6 and 7 start late
     # and end after their windows.
-    assert d["flags"][:4] == [0, 2, 3, 3]
-    assert d["times_s"][1] == pytest.approx(30 * US, rel=1e-3)
-    assert d["times_s"][2] == pytest.approx(29 * US, rel=1e-3)  # end - scheduled start
-    # 3 of 4 invalid > g = 25 %: b2 = 1.1 * (stage end - tau) / k = 1.1 * 61 us / 4.
-    assert d["windows_s"][1] == pytest.approx(1.1 * 61 * US / 4, rel=1e-3)
-    assert set(d["flags"][4:]) == {0}
+    assert d["flags"][:8] == [0, 0, 0, 0, 0, 2, 3, 3]
+    assert d["times_s"][5] == pytest.approx(30 * US, rel=1e-3)
+    assert d["times_s"][6] == pytest.approx(29 * US, rel=1e-3)  # end - scheduled start
+    # 3 of 8 invalid > g = 25 %: b2 = 1.1 * (stage end - tau) / k = 1.1 * 105 us / 8.
+    assert d["windows_s"][1] == pytest.approx(1.1 * 105 * US / 8, rel=1e-3)
+    assert set(d["flags"][8:]) == {0}
     valid = sum(1 for f in d["flags"] if f == 0)
     assert d["stop"] == "rule_b" and valid >= 10 and len(d["times_s"]) == 16
 
@@ -61,4 +61,5 @@ def test_rule_a_stops_after_more_than_30_valid_launches(decisions):
 
 def test_launch_budget_stops_an_unreachable_target(decisions):
     d = decisions["max_launches"]
-    assert d["stop"] == "max_launches" and len(d["times_s"]) == 20
+    # Whole stages: the first stage end at or past 20 launches.
+    assert d["stop"] == "max_launches" and len(d["times_s"]) == 24

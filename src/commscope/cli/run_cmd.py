@@ -88,8 +88,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   help="launches per point at most")
     common.option(coll, "--coll-budget", type=common.positive_float, default=1.0,
                   help="seconds one collective point may take at most")
-    common.option(coll, "--k", type=common.positive_int, default=4, help="launches per stage")
-    common.option(coll, "--k0", type=common.positive_int, default=8,
+    common.option(coll, "--k", type=common.positive_int, default=8, help="launches per stage")
+    common.option(coll, "--k0", type=common.positive_int, default=4,
                   help="launches of stage 0 (initialisation, not counted)")
     common.option(coll, "--g", type=float, default=0.25,
                   help="invalid share of a stage that widens the window")
