@@ -54,6 +54,17 @@ def test_an_overrun_flags_the_cascade_and_widens_the_window(decisions):
     assert d["stop"] == "rule_b" and valid >= 10 and len(d["times_s"]) == 16
 
 
+def test_a_rank_that_loses_its_core_while_waiting_starts_late(decisions):
+    d = decisions["stall"]
+    # The clock read before the wait says on time; the 20 us stall happens in the spin. The
+    # launch is late from the read taken as it really starts, not counted as operation time.
+    assert d["flags"][:2] == [0, 0]
+    assert d["flags"][2] & 1
+    assert d["times_s"][2] == pytest.approx(29 * US, rel=1e-3)
+    assert all(f & 1 for f in d["flags"][3:8])  # the schedule catches up 1 us per launch
+    assert d["windows_s"][1] == pytest.approx(1.1 * 101 * US / 8, rel=1e-3)
+
+
 def test_rule_a_stops_after_more_than_30_valid_launches(decisions):
     d = decisions["rule_a"]
     assert d["stop"] == "rule_a" and len(d["times_s"]) == 32
