@@ -75,6 +75,8 @@ int main(int argc, char **argv) {
     scenario("steady", "b", 1000, (script){10e-6, -1, 0, 0, -1, 0});
     /* launch 9 = stage 1, launch 5: takes 30 us in an ~11 us window */
     scenario("one_slow", "b", 1000, (script){10e-6, 9, 1, 30e-6, -1, 0});
+    /* all of stage 1 takes 30 us: the window grows, at most doubling, then comes back down */
+    scenario("slow_stage", "b", 1000, (script){10e-6, 4, 8, 30e-6, -1, 0});
     /* the rank loses its core for 20 us while it waits for stage 1, launch 2 */
     scenario("stall", "b", 1000, (script){10e-6, -1, 0, 0, 5, 20e-6});
     scenario("rule_a", "a", 1000, (script){10e-6, -1, 0, 0, -1, 0});

@@ -93,7 +93,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   help="launches of stage 0 (initialisation, not counted)")
     common.option(coll, "--g", type=float, default=0.25,
                   help="invalid share of a stage that widens the window")
-    common.option(coll, "--gamma", type=float, default=1.1, help="window growth factor")
+    common.option(coll, "--gamma", type=float, default=1.1,
+                  help="window margin: gamma x upper quartile of recent on-time launches")
     common.option(coll, "--confidence", type=float, default=0.95, choices=(0.90, 0.95, 0.99),
                   help="confidence level of the intervals shown")
     common.option(coll, "--buffers", default="hot", choices=("hot", "cold"),
