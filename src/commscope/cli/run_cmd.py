@@ -341,7 +341,10 @@ def show_outcome(args: argparse.Namespace, store: Any, run_id: int, request: dic
     if points:
         render.key_figures(out, points)
     if colls:
-        render.coll_table(out, colls, request.get("confidence", 0.95))
+        from commscope.analysis.coll import min_valid_of
+
+        render.coll_table(out, colls, request.get("confidence", 0.95),
+                          min_valid_of((info.header or {}).get("options")))
     if contentions:
         render.contention_tables(out, contentions)
     if loggps:
