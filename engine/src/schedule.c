@@ -27,9 +27,11 @@
  *   alone are censored at b and could never show that the window is too small) and estimates
  *   E = gamma * (their upper quartile) + t_bcast; the quartile ignores up to a quarter of
  *   disturbed launches, t_bcast covers the clocks' disagreement. After a stage with more than
- *   g invalid launches the window may grow towards E, at most doubling; after a clean stage
- *   it may shrink towards E, at most halving. A stage of late starts only (ranks off their
- *   cores) thus leaves the window alone, and a window grown by a burst comes back down.
+ *   g invalid launches the window may grow towards E, at most doubling; after any stage it
+ *   shrinks towards a lower E, at most halving (E comes from on-time launches only, so late
+ *   starts neither hold it up nor push it up). A stage of late starts only (ranks off their
+ *   cores) thus cannot widen the window, and a window grown by a burst, or set by a stage 0
+ *   that other processes disturbed, comes back down even while the machine stays busy.
  *   With no on-time launch yet, a disturbed stage falls back to the paper's estimate, still
  *   capped at doubling.
  */
@@ -109,8 +111,8 @@ static double next_window(const cs_context *ctx, double b, int disturbed, double
                           const double *ontime, int n, double *scratch) {
     double e = n > 0 ? ctx->opt->gamma * upper_quartile(ontime, n, scratch) + ctx->t_bcast_s
                      : disturbed ? paper : b;
-    if (disturbed) return e > 2 * b ? 2 * b : e > b ? e : b;
-    return e < b / 2 ? b / 2 : e < b ? e : b;
+    if (e > b) return !disturbed ? b : e > 2 * b ? 2 * b : e;
+    return e < b / 2 ? b / 2 : e;
 }
 
 void cs_schedule_run(cs_context *ctx, void (*launch)(void *state, long i), void *state,

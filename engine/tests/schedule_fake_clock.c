@@ -79,6 +79,8 @@ int main(int argc, char **argv) {
     scenario("slow_stage", "b", 1000, (script){10e-6, 4, 8, 30e-6, -1, 0});
     /* the rank loses its core for 20 us while it waits for stage 1, launch 2 */
     scenario("stall", "b", 1000, (script){10e-6, -1, 0, 0, 5, 20e-6});
+    /* stage 0's first launch takes 100 us (b1 = 35.75 us), then a 200 us stall in stage 1 */
+    scenario("late_shrinks", "b", 1000, (script){10e-6, 0, 1, 100e-6, 5, 200e-6});
     scenario("rule_a", "a", 1000, (script){10e-6, -1, 0, 0, -1, 0});
     scenario("max_launches", "rse:0.0000001", 20, (script){10e-6, 9, 1, 30e-6, -1, 0});
     MPI_Finalize();

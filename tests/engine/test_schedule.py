@@ -81,6 +81,16 @@ def test_a_rank_that_loses_its_core_while_waiting_starts_late(decisions):
     assert d["windows_s"][1] == pytest.approx(12 * US, rel=1e-3)
 
 
+def test_a_window_too_large_shrinks_even_when_late_starts_disturb_the_stage(decisions):
+    d = decisions["late_shrinks"]
+    # Stage 0 took 130 us for four launches: b1 = 1.1 * 130 us / 4, far above 10 us.
+    assert d["windows_s"][0] == pytest.approx(1.1 * 130 * US / 4, rel=1e-3)
+    # Stage 1 lost 200 us in a wait: six of eight launches start late, so the stage counts as
+    # disturbed, yet its on-time launches took 10 us and the window halves towards them.
+    assert sum(1 for f in d["flags"][:8] if f & 1) == 6
+    assert d["windows_s"][1] == pytest.approx(1.1 * 130 * US / 8, rel=1e-3)
+
+
 def test_rule_a_stops_after_more_than_30_valid_launches(decisions):
     d = decisions["rule_a"]
     assert d["stop"] == "rule_a" and len(d["times_s"]) == 32
