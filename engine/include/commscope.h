@@ -202,6 +202,7 @@ typedef struct cs_sched_result {
     int nstages;
     double *windows_s; /* window of each counted stage */
     const char *stop;
+    double late_tol_s; /* a launch is late when it begins more than this after its start */
 } cs_sched_result;
 void cs_schedule_run(cs_context *ctx, void (*launch)(void *state, long i), void *state,
                      cs_sched_result *res);

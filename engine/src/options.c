@@ -103,8 +103,10 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
     o->sync_d = 100;
     o->sync_rounds = 20;
     o->sync_span_s = 1.0;
-    o->k = 4; /* defaults of Kurnosov 2012 (MPIPerf): k, k', g, gamma */
-    o->k0 = 8;
+    /* k and k' as the authors' mpiperf runs them (TEST_STAGE_NRUNS = 8 per stage,
+     * TEST_STAGE_NRUNS_INIT = 4 to initialise); g and gamma of Kurnosov 2012 (MPIPerf) */
+    o->k = 8;
+    o->k0 = 4;
     o->g = 0.25;
     o->gamma = 1.1;
     o->stop = "b";

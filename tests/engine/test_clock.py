@@ -45,10 +45,11 @@ def test_wait_patterns_are_within_1us_of_their_true_times(cli):
 
 
 def _distorted_null(cli, sync: str) -> tuple[dict, list[dict]]:
-    # Rank 1's clock is 1 s ahead and runs 100 ppm fast; a second of launches follows the sync.
+    # Rank 1's clock is 1 s ahead and runs 100 ppm fast; a second of launches follows the sync
+    # (the budget must bind: windows of a 0 us pattern let 20000 launches pass in 0.2 s).
     out = cli("run", "coll", "--mpi", "openmpi", "--np", "2", "--ops", "waitpattern_null",
               "--sync", sync, "--timer", "tsc", "--test-distort", "1:1.0:1e-4",
-              "--stop", "rse:0.0000001", "--max-launches", "20000", "--coll-budget", "1",
+              "--stop", "rse:0.0000001", "--max-launches", "1000000", "--coll-budget", "1",
               "--json", check=True)
     run_id = json.loads(out.stdout)["run"]
     with Store.open(cli.store) as store:

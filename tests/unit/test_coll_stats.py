@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from commscope.analysis.coll import summarize
+from commscope.analysis.coll import min_valid_of, summarize, warning_text
 from commscope.record_parse import record_from_dict
 
 
@@ -40,3 +40,36 @@ def test_a_point_with_no_valid_launch_reports_nothing_rather_than_a_number():
     s = summarize(coll([1e-3, 2e-3], [1, 2]))
     assert s.nc == 0 and np.isnan(s.time_s)
     assert s.to_json()["time_s"] is None
+
+
+def test_a_point_with_too_few_valid_launches_says_so():
+    s = summarize(coll([1e-3] * 12, [0] * 4 + [1] * 6 + [2] * 2))
+    assert s.nc == 4 and s.warnings == ("too_few_valid", "late_starts")
+    assert s.late_share == pytest.approx(0.5)
+    assert s.to_json()["warnings"] == ["too_few_valid", "late_starts"]
+    assert "4 valid of 12, 50% started late" in warning_text(s)
+
+
+def test_enough_valid_launches_with_few_late_starts_raise_no_warning():
+    s = summarize(coll([1e-3] * 12, [0] * 11 + [1]))
+    assert s.warnings == () and warning_text(s) == ""
+    assert summarize(coll([1e-3] * 12, [0] * 11 + [1]), min_valid=12).warnings == (
+        "too_few_valid",)
+
+
+def test_the_valid_minimum_follows_the_run_s_stop_rule():
+    assert min_valid_of({"stop": "b", "min_valid": 30}) == 10
+    assert min_valid_of({"stop": "rse:0.01", "min_valid": 30}) == 30
+    assert min_valid_of(None) == 10
+
+
+def test_the_table_marks_a_flagged_point_and_says_why():
+    from rich.console import Console
+
+    from commscope.cli import render
+
+    console = Console(record=True, width=200)
+    render.coll_table(console, [coll([1e-3] * 12, [0] * 4 + [1] * 8)], 0.95)
+    text = console.export_text()
+    assert "1000.00 !" in text
+    assert "bcast 1024 B: too few valid launches" in text and "67% started late" in text

@@ -348,6 +348,7 @@ static void write_record(cs_context *ctx, coll_state *s, const cs_sched_result *
     for (int i = 0; i < res->nstages; i++) cs_json_elem_num(&j, res->windows_s[i]);
     cs_json_raw_end(&j, ']');
     cs_json_str(&j, "stop", res->stop ? res->stop : "max_launches");
+    if (res->late_tol_s > 0) cs_json_num(&j, "late_tol_s", res->late_tol_s);
     if (ov) {
         cs_json_raw_begin(&j, "overlap", '{');
         cs_json_num(&j, "pure_s", ov[0]);
@@ -372,7 +373,7 @@ void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes) {
     int kmax = o->k > o->k0 ? o->k : o->k0;
     size_t cap = (size_t)o->max_launches + (size_t)kmax;
     cs_sched_result res = {0, malloc(sizeof(double) * cap), malloc(sizeof(int) * cap),
-                           malloc(sizeof(int) * cap), 0, malloc(sizeof(double) * cap), NULL};
+                           malloc(sizeof(int) * cap), 0, malloc(sizeof(double) * cap), NULL, 0.0};
     if (!res.times_s || !res.flags || !res.stage || !res.windows_s)
         cs_die("rank %d: out of memory for %zu launches", ctx->rank, cap);
     if (strcmp(o->sync, "barrier") == 0) cs_naive_run(ctx, launch, &s, &res);

@@ -4,6 +4,12 @@ Per point: nt launches, nc valid ones, ns kept after dropping g' of the smallest
 valid times, the mean T of those, its standard error, min, max, the absolute error
 E = t_alpha * SE (Student) and the confidence interval at the chosen level. Recomputed from
 the raw launches, so other trimming or levels need no new run.
+
+Warnings say when a window-method point is not to be trusted as it stands: ``too_few_valid``
+when fewer than the stop rule's minimum of valid launches remain (the figures come from a
+handful of launches, or none), ``late_starts`` when at least half of the launches started late
+on some rank (other processes took the ranks' cores: the figures come from the launches the
+machine left alone). The engine only flags each launch; the reading is done here.
 """
 
 from __future__ import annotations
@@ -17,6 +23,12 @@ from commscope.records import Coll
 
 LEVELS = (0.90, 0.95, 0.99)
 DEFAULT_TRIM = 0.25  # g' = 25 %, as MPIPerf
+MIN_VALID = 10  # valid launches stop rule b asks for (and --min-valid's default)
+LATE_SHARE = 0.5  # share of late launches from which a point is called disturbed
+WARNINGS = {
+    "too_few_valid": "too few valid launches",
+    "late_starts": "most launches started late (other processes took the ranks' cores)",
+}
 
 
 @dataclass(frozen=True)
@@ -44,15 +56,49 @@ class CollSummary:
     level: float
     stop: str
     overlap_pct: float | None
+    late_share: float = 0.0  # launches started late on some rank / all launches
+    warnings: tuple[str, ...] = ()  # keys of WARNINGS
 
     def to_json(self) -> dict[str, Any]:
-        """Plain dict with full key names; NaN becomes None."""
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v)
+        """Plain dict with full key names; NaN becomes None, tuples lists."""
+        return {k: (None if isinstance(v, float) and math.isnan(v) else
+                    list(v) if isinstance(v, tuple) else v)
                 for k, v in asdict(self).items()}
 
 
-def summarize(point: Coll, level: float = 0.95, trim: float = DEFAULT_TRIM) -> CollSummary:
-    """Statistics of one collective point from its valid launches."""
+def min_valid_of(options: dict[str, Any] | None) -> int:
+    """Valid launches a point of a run with these engine options needs (header ``options``)."""
+    options = options or {}
+    if str(options.get("stop", "b")).startswith("rse"):
+        return int(options.get("min_valid", MIN_VALID))
+    return MIN_VALID
+
+
+def warnings_of(point: Coll, nc: int, late: int, min_valid: int = MIN_VALID) -> tuple[str, ...]:
+    """What makes a window-method point untrustworthy as it stands (keys of WARNINGS)."""
+    if point.method != "window":
+        return ()
+    found = []
+    if nc < min_valid:
+        found.append("too_few_valid")
+    if point.n_samples and late / point.n_samples >= LATE_SHARE:
+        found.append("late_starts")
+    return tuple(found)
+
+
+def summarize(point: Coll, level: float = 0.95, trim: float = DEFAULT_TRIM,
+              min_valid: int = MIN_VALID) -> CollSummary:
+    """Statistics of one collective point from its valid launches.
+
+    Args:
+        point: the raw launches.
+        level: confidence level of the interval.
+        trim: share of valid times dropped at each end.
+        min_valid: valid launches below which the point is flagged ``too_few_valid``.
+
+    Returns:
+        The MPIPerf row, with its late share and warnings.
+    """
     valid = point.valid_times_s
     late = sum(1 for f in point.flags if f & 1)
     overrun = sum(1 for f in point.flags if f & 2)
@@ -67,10 +113,22 @@ def summarize(point: Coll, level: float = 0.95, trim: float = DEFAULT_TRIM) -> C
     ns, mean, med, se, lo, hi, err, ci_lo, ci_hi = figures
     return CollSummary(point.op, point.bytes, point.nranks, point.root, point.method,
                        point.n_samples, len(valid), ns, late, overrun, mean, med, se, lo, hi,
-                       err, ci_lo, ci_hi, level, point.stop, overlap)
+                       err, ci_lo, ci_hi, level, point.stop, overlap,
+                       late / point.n_samples if point.n_samples else 0.0,
+                       warnings_of(point, len(valid), late, min_valid))
 
 
-def summaries(points: list[Coll], level: float = 0.95,
-              trim: float = DEFAULT_TRIM) -> list[CollSummary]:
+def summaries(points: list[Coll], level: float = 0.95, trim: float = DEFAULT_TRIM,
+              min_valid: int = MIN_VALID) -> list[CollSummary]:
     """Summaries ordered by operation and size."""
-    return [summarize(p, level, trim) for p in sorted(points, key=lambda p: (p.op, p.bytes))]
+    return [summarize(p, level, trim, min_valid)
+            for p in sorted(points, key=lambda p: (p.op, p.bytes))]
+
+
+def warning_text(s: CollSummary) -> str:
+    """One line saying why a flagged point is not to be trusted (empty when it is not)."""
+    if not s.warnings:
+        return ""
+    parts = [WARNINGS[w] for w in s.warnings]
+    return (f"{s.op} {s.bytes} B: " + "; ".join(parts) +
+            f" ({s.nc} valid of {s.nt}, {s.late_share:.0%} started late)")

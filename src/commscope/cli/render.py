@@ -87,20 +87,29 @@ def size_table(console: Console, points: list[Point]) -> None:
         console.print(table)
 
 
-def coll_table(console: Console, points: list[Coll], level: float) -> None:
-    """The MPIPerf report: nt, nc, ns, T, SE, min, max, E and the interval, times in us."""
+def coll_table(console: Console, points: list[Coll], level: float,
+               min_valid: int = coll_analysis.MIN_VALID) -> None:
+    """The MPIPerf report: nt, nc, ns, T, SE, min, max, E and the interval, times in us.
+
+    Points the analysis flags get a ``!`` after T and a line below the table saying why.
+    """
     table = Table(title=f"collectives (times in us; {level:.0%} confidence; 25 % trimmed)")
     for col in ("op", "bytes", "nt", "nc", "ns", "T", "SE", "min", "max", "E", "CI", "stop",
                 "overlap %"):
         table.add_column(col, justify="left" if col in ("op", "stop") else "right")
-    for s in coll_analysis.summaries(points, level):
+    rows = coll_analysis.summaries(points, level, min_valid=min_valid)
+    for s in rows:
         ci = "" if s.nc == 0 else f"{_us(s.ci_low_s)}-{_us(s.ci_high_s)}"
         table.add_row(
-            s.op, str(s.bytes), str(s.nt), str(s.nc), str(s.ns), _us(s.time_s), _us(s.se_s),
+            s.op, str(s.bytes), str(s.nt), str(s.nc), str(s.ns),
+            _us(s.time_s) + (" !" if s.warnings else ""), _us(s.se_s),
             _us(s.min_s), _us(s.max_s), _us(s.error_s), ci, s.stop,
             "" if s.overlap_pct is None else f"{s.overlap_pct:.0f}",
         )
     console.print(table)
+    for s in rows:
+        if s.warnings:
+            console.print(f"[yellow]! {escape(coll_analysis.warning_text(s))}[/]")
 
 
 def contention_tables(console: Console, points: list[Contention]) -> None:

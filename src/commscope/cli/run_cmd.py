@@ -89,12 +89,13 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   help="launches per point at most")
     common.option(coll, "--coll-budget", type=common.positive_float, default=1.0,
                   help="seconds one collective point may take at most")
-    common.option(coll, "--k", type=common.positive_int, default=4, help="launches per stage")
-    common.option(coll, "--k0", type=common.positive_int, default=8,
+    common.option(coll, "--k", type=common.positive_int, default=8, help="launches per stage")
+    common.option(coll, "--k0", type=common.positive_int, default=4,
                   help="launches of stage 0 (initialisation, not counted)")
     common.option(coll, "--g", type=float, default=0.25,
                   help="invalid share of a stage that widens the window")
-    common.option(coll, "--gamma", type=float, default=1.1, help="window growth factor")
+    common.option(coll, "--gamma", type=float, default=1.1,
+                  help="window margin: gamma x upper quartile of recent on-time launches")
     common.option(coll, "--confidence", type=float, default=0.95, choices=(0.90, 0.95, 0.99),
                   help="confidence level of the intervals shown")
     common.option(coll, "--buffers", default="hot", choices=("hot", "cold"),
@@ -342,7 +343,10 @@ def show_outcome(args: argparse.Namespace, store: Any, run_id: int, request: dic
     if points:
         render.key_figures(out, points)
     if colls:
-        render.coll_table(out, colls, request.get("confidence", 0.95))
+        from commscope.analysis.coll import min_valid_of
+
+        render.coll_table(out, colls, request.get("confidence", 0.95),
+                          min_valid_of((info.header or {}).get("options")))
     if contentions:
         render.contention_tables(out, contentions)
     if loggps:

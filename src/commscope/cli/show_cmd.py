@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         tcp = (tcp_render.TcpRun(info, points, store.streams(run_id)) if info.kind == "tcp"
                else None)
     level = args.confidence or info.request.get("confidence", 0.95)
+    min_valid = coll_analysis.min_valid_of((info.header or {}).get("options"))
     if not 0 <= args.trim < 0.5:
         raise UsageError(f"--trim {args.trim}: give a share in [0, 0.5)")
     if args.json:
@@ -54,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
             "mpi": info.mpi, "nranks": info.nranks, "message": info.message,
             "key_figures": [k.to_json() for k in p2p.key_figures(points)],
             "sizes": [r.to_json() for r in p2p.size_rows(points)],
-            "collectives": [c.to_json() for c in coll_analysis.summaries(colls, level, args.trim)],
+            "collectives": [c.to_json() for c in
+                            coll_analysis.summaries(colls, level, args.trim, min_valid)],
             "contention": [t.to_json() for t in contention_tables(contentions).values()],
             "loggp": [f.to_json() for f in loggp_analysis.fits(loggps)],
             "node": node_analysis.summarize(info.request, linpacks).to_json() if linpacks else None,
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         render.key_figures(out, points)
         render.size_table(out, points)
     if colls:
-        render.coll_table(out, colls, level)
+        render.coll_table(out, colls, level, min_valid)
     if contentions:
         render.contention_tables(out, contentions)
     if loggps:

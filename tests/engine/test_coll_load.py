@@ -1,0 +1,82 @@
+"""Fault injection for the window method: Alltoall 1 MiB with a busy loop on one core.
+
+Not a timing bound: the same point is measured quietly a few times (which gives this
+machine's run-to-run noise: the cores are shared, and a run's median alone moves by half
+now and then), before and after runs with a process spinning on one of the ranks' cores.
+Each loaded median must stay below 1.1 times the slowest quiet median, or the point must be
+flagged with its cause: too few valid launches, or most launches started late. One-sided:
+the error a busy core causes is noise counted as operation time, which only adds; a loaded
+run faster than every quiet one (seen: 104 us against 130-180 us) is this machine's own
+run-to-run noise, which the quiet runs do not always sample.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from commscope.store import Store
+from tests.conftest import have_mpi, need
+
+pytestmark = pytest.mark.mpi
+LOADED_RUNS = 2
+
+
+@contextmanager
+def busy_core(cpu: int) -> Iterator[None]:
+    """A process spinning on ``cpu`` for as long as the block runs; always killed after."""
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        os.sched_setaffinity(hog.pid, {cpu})
+        yield
+    finally:
+        hog.kill()
+        hog.wait()
+
+
+def alltoall(cli, family: str) -> dict:
+    """One run of Alltoall 1 MiB on 2 ranks: its row of `commscope show --json`, plus the
+    windows of its stages (``windows_s``)."""
+    cli("run", "coll", "--mpi", family, "--np", "2", "--ops", "alltoall", "--sizes", "1MiB",
+        "--coll-budget", "1", "--json", check=True, timeout=300)
+    shown = json.loads(cli("show", "latest", "--json", check=True).stdout)
+    [row] = shown["collectives"]
+    with Store.open(cli.store) as store:
+        [point] = store.colls(store.resolve_run("latest"))
+    return {**row, "windows_s": point.windows_s}
+
+
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_a_busy_core_leaves_the_median_alone_or_the_point_says_why(cli, family):
+    need(have_mpi(family), f"{family} is not installed")
+    # Open MPI binds rank 0 to the first core of the affinity; MPICH lets ranks float, so the
+    # busy loop takes a core from one of them either way.
+    cpu = min(os.sched_getaffinity(0))
+    quiet = [alltoall(cli, family)["median_s"] for _ in range(2)]
+    with busy_core(cpu):
+        loaded = [alltoall(cli, family) for _ in range(LOADED_RUNS)]
+    quiet += [alltoall(cli, family)["median_s"] for _ in range(2)]  # around the loaded runs
+    assert all(q is not None and q > 0 for q in quiet), quiet
+    high = 1.1 * max(quiet)
+    print(f"\n{family}: quiet medians {[f'{q * 1e6:.0f}' for q in quiet]} us, accepted "
+          f"up to {high * 1e6:.0f} us; loaded: " + ", ".join(
+              f"{(r['median_s'] or float('nan')) * 1e6:.0f} us ({r['nc']}/{r['nt']} valid, "
+              f"{r['late_share']:.0%} late, {r['warnings']})" for r in loaded))
+    for row in loaded:
+        assert 0 <= row["late_share"] <= 1
+        # Whatever the load, a window at most doubles from one stage to the next.
+        w = row["windows_s"]
+        assert all(b <= 2 * a * (1 + 1e-9) for a, b in zip(w, w[1:], strict=False)), w
+        if "too_few_valid" in row["warnings"]:
+            continue  # says so instead of reporting a number
+        assert row["nc"] >= 10
+        if "late_starts" in row["warnings"]:
+            assert row["late_share"] >= 0.5
+            continue  # flagged with its cause
+        assert row["median_s"] <= high, (row, quiet)
