@@ -109,7 +109,7 @@ def coll_table(console: Console, points: list[Coll], level: float,
     console.print(table)
     for s in rows:
         if s.warnings:
-            console.print(f"[yellow]! {escape(coll_analysis.warning_text(s))}[/]")
+            console.print(Text(f"! {coll_analysis.warning_text(s)}", style="yellow"))
 
 
 def contention_tables(console: Console, points: list[Contention]) -> None:
