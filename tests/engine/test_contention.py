@@ -35,16 +35,19 @@ def test_messages_in_flight_are_posted_together_and_timed_per_message(cli):
     need(have_mpi("openmpi"), "openmpi is not installed")
     need(len(os.sched_getaffinity(0)) >= 2, "needs two cores")
     medians = {}
+    # 64 KiB: four in flight (2 x 256 KiB of buffers) stay in this host's caches. At 1 MiB,
+    # 8 MiB of buffers left them, and each message of four took 3.4-3.7x one alone, which is
+    # the memory system's answer, not the per-message division this test is about.
     for w in (1, 4):
         out = cli("run", "contention", "--mpi", "openmpi", "--np", "2", "--levels", "memory",
-                  "--sizes", "1MiB", "--reps", "5", "--in-flight", str(w), "--json", check=True)
+                  "--sizes", "64K", "--reps", "5", "--in-flight", str(w), "--json", check=True)
         with Store.open(cli.store) as store:
             [point] = store.contentions(json.loads(out.stdout)["run"])
         assert point.in_flight == w and point.raw["in_flight"] == w
         medians[w] = point.median_s
     # Both are times per message: four in flight share the copies but are divided by 4.
     ratio = medians[4] / medians[1]
-    print(f"\n1 MiB per message, 4 in flight vs 1: {ratio:.2f}")
+    print(f"\n64 KiB per message, 4 in flight vs 1: {ratio:.2f}")
     assert 0.25 < ratio < 2.5, medians
 
 
