@@ -9,15 +9,14 @@ import pytest
 
 from commscope import vcluster
 from tests.cluster.test_vcluster import assert_nothing_left
-from tests.conftest import need
+from tests.conftest import need, no_vcluster_up
 
 
 @pytest.fixture
 def cluster(request) -> Iterator[vcluster.ClusterState]:
     """A vcluster of ``request.param`` = (nodes, rate[, services]), always removed afterwards."""
     need(os.geteuid() == 0, "vcluster tests need root (network namespaces, bridge, /etc/hosts)")
-    if vcluster.STATE_FILE.exists():
-        pytest.skip("SKIPPED, NOT TESTED: a vcluster is already up; 'commscope vcluster down'")
+    no_vcluster_up()
     nodes, rate, *services = request.param
     try:
         yield vcluster.up(nodes, rate, services=tuple(services[0]) if services else ())

@@ -13,7 +13,7 @@ import pytest
 
 from commscope import vcluster
 from tests.cluster.test_vcluster import assert_nothing_left
-from tests.conftest import need
+from tests.conftest import need, no_vcluster_up
 
 pytestmark = pytest.mark.cluster
 GBIT_BPS = 1e9 / 8  # bytes per second of a 1 gbit link
@@ -24,8 +24,7 @@ IPERF_PORT = 5201
 def two_nodes() -> Iterator[vcluster.ClusterState]:
     """A 2-node vcluster at 1 gbit, always removed afterwards."""
     need(os.geteuid() == 0, "vcluster tests need root (network namespaces, bridge, /etc/hosts)")
-    if vcluster.STATE_FILE.exists():
-        pytest.skip("SKIPPED, NOT TESTED: a vcluster is already up; 'commscope vcluster down'")
+    no_vcluster_up()
     try:
         yield vcluster.up(2, "1gbit")
     finally:

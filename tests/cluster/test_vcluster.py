@@ -14,7 +14,7 @@ import pytest
 from commscope import vcluster
 from commscope.errors import ClusterError
 from commscope.vcluster import system
-from tests.conftest import need
+from tests.conftest import need, no_vcluster_up
 
 pytestmark = pytest.mark.cluster
 
@@ -62,11 +62,7 @@ def fresh() -> Iterator[None]:
     need(os.geteuid() == 0, "vcluster tests need root (network namespaces, bridge, /etc/hosts)")
     for tool in ("ip", "tc", "unshare", "ping"):
         need(shutil.which(tool) is not None, f"vcluster tests need '{tool}' (iproute2, ping)")
-    if vcluster.STATE_FILE.exists():
-        pytest.skip(
-            "SKIPPED, NOT TESTED: a vcluster is up on this machine and these tests would remove "
-            "it; run 'commscope vcluster down' first"
-        )
+    no_vcluster_up()
     vcluster.down()  # pieces of a crashed earlier run, found by name
     try:
         yield

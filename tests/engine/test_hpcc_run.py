@@ -7,12 +7,14 @@ import shutil
 
 import pytest
 
+from tests.conftest import need
+
 pytestmark = pytest.mark.mpi
 
 
 def test_hpcc_run_end_to_end(cli):
-    if shutil.which("hpcc") is None or shutil.which("mpirun.openmpi") is None:
-        pytest.skip("SKIPPED, NOT TESTED: hpcc or Open MPI is not installed")
+    need(shutil.which("hpcc") is not None and shutil.which("mpirun.openmpi") is not None,
+         "hpcc or Open MPI is not installed")
     out = cli("run", "node", "--hpl-grid", "1x2", "--sizes", "500,1000", "--json", check=True)
     node = json.loads(out.stdout)["node"]
     assert [p["n"] for p in node["points"]] == [500, 1000]
