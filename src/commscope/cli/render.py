@@ -88,16 +88,18 @@ def size_table(console: Console, points: list[Point]) -> None:
 
 
 def coll_table(console: Console, points: list[Coll], level: float,
-               min_valid: int = coll_analysis.MIN_VALID) -> None:
+               min_valid: int = coll_analysis.MIN_VALID,
+               trim: float = coll_analysis.DEFAULT_TRIM) -> None:
     """The MPIPerf report: nt, nc, ns, T, SE, min, max, E and the interval, times in us.
 
     Points the analysis flags get a ``!`` after T and a line below the table saying why.
     """
-    table = Table(title=f"collectives (times in us; {level:.0%} confidence; 25 % trimmed)")
+    table = Table(title=f"collectives (times in us; {level:.0%} confidence; "
+                  f"{trim:.0%} trimmed at each end)")
     for col in ("op", "bytes", "nt", "nc", "ns", "T", "SE", "min", "max", "E", "CI", "stop",
                 "overlap %"):
         table.add_column(col, justify="left" if col in ("op", "stop") else "right")
-    rows = coll_analysis.summaries(points, level, min_valid=min_valid)
+    rows = coll_analysis.summaries(points, level, trim, min_valid)
     for s in rows:
         ci = "" if s.nc == 0 else f"{_us(s.ci_low_s)}-{_us(s.ci_high_s)}"
         table.add_row(

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         render.key_figures(out, points)
         render.size_table(out, points)
     if colls:
-        render.coll_table(out, colls, level, min_valid)
+        render.coll_table(out, colls, level, min_valid, args.trim)
     if contentions:
         render.contention_tables(out, contentions)
     if loggps:
