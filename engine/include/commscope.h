@@ -88,6 +88,7 @@ typedef struct cs_options {
     size_t window_bytes_cap; /* receive slots for a window never exceed this */
     /* collectives: clock sync and the MPIPerf window scheduler */
     const char *sync;    /* linear, ring, hierarchical, drift, or barrier (naive loops) */
+    const char *resync;  /* point: synchronise again before every point; run: once per run */
     int sync_d;          /* stop a min-RTT search after d exchanges without a new minimum */
     int sync_rounds;     /* drift: offset estimates fitted against time */
     double sync_span_s;  /* drift: time over which the estimates are spread */
@@ -192,6 +193,8 @@ void cs_loggp_run(cs_context *ctx, const cs_pair *pairs, int npairs);
 int cs_clock_sync(cs_context *ctx, char *err, size_t errlen);
 void cs_clock_write(cs_context *ctx, cs_json *j); /* header member, rank 0 (collective) */
 void cs_clock_check(cs_context *ctx, cs_json *j); /* end member: drift since sync (collective) */
+void cs_clock_resync(cs_context *ctx);                 /* before a point (collective) */
+void cs_clock_recheck(cs_context *ctx, double out[2]); /* after a point (collective) */
 
 /* The MPIPerf window scheduler: runs launch(state, i) at synchronised start times. */
 typedef struct cs_sched_result {

@@ -165,31 +165,69 @@ static double bcast_estimate(cs_context *ctx) {
     return worst;
 }
 
+/* One fresh estimate by the named method; drift and unknown names fall back to linear
+ * (drift's line is fitted once; later estimates only re-anchor it). */
+static estimate estimate_by(const char *m, double (*now)(void), int d) {
+    if (strcmp(m, "ring") == 0) return ring(MPI_COMM_WORLD, now, d);
+    if (strcmp(m, "hierarchical") == 0) return hierarchical(MPI_COMM_WORLD, now, d);
+    return linear(MPI_COMM_WORLD, now, d);
+}
+
+static int known(const char *m) {
+    static const char *names[] = {"barrier", "linear", "ring", "hierarchical", "drift"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(m, names[i]) == 0) return 1;
+    return 0;
+}
+
 int cs_clock_sync(cs_context *ctx, char *err, size_t errlen) {
     const char *m = ctx->opt->sync;
     double (*now)(void) = ctx->timer->now;
     memset(&ctx->clock, 0, sizeof ctx->clock);
-    estimate e = {0.0, 0.0, 0.0};
-    if (strcmp(m, "barrier") == 0) {
-        /* naive mode: no global clock */
-    } else if (strcmp(m, "linear") == 0) {
-        e = linear(MPI_COMM_WORLD, now, ctx->opt->sync_d);
-    } else if (strcmp(m, "ring") == 0) {
-        e = ring(MPI_COMM_WORLD, now, ctx->opt->sync_d);
-    } else if (strcmp(m, "hierarchical") == 0) {
-        e = hierarchical(MPI_COMM_WORLD, now, ctx->opt->sync_d);
-    } else if (strcmp(m, "drift") == 0) {
-        drift(ctx, now);
-    } else {
+    if (!known(m)) {
         snprintf(err, errlen, "--sync %s: unknown (linear, ring, hierarchical, drift, barrier)", m);
         return -1;
     }
-    if (strcmp(m, "drift") != 0) {
+    if (strcmp(m, "barrier") == 0) return 0; /* naive mode: no global clock */
+    if (strcmp(m, "drift") == 0) {
+        drift(ctx, now);
+    } else {
+        estimate e = estimate_by(m, now, ctx->opt->sync_d);
         /* The min-RTT method cannot tell path asymmetry: half the round trip bounds its error. */
         ctx->clock = (cs_clock){e.offset, 0.0, 0.0, e.rtt, 0.5 * e.rtt};
     }
     ctx->t_bcast_s = bcast_estimate(ctx);
     return 0;
+}
+
+/* Before a point with --resync point: a fresh estimate becomes the clock (drift keeps its
+ * fitted rate and only re-anchors), as mpiperf synchronises per test. Collective. */
+void cs_clock_resync(cs_context *ctx) {
+    const char *m = ctx->opt->sync;
+    cs_clock *c = &ctx->clock;
+    estimate e = estimate_by(m, ctx->timer->now, ctx->opt->sync_d);
+    if (ctx->rank != 0) {
+        int fitted = strcmp(m, "drift") == 0;
+        c->offset_s = e.offset;
+        c->ref_s = e.mid;
+        c->rtt_s = e.rtt;
+        c->error_s = fitted ? c->error_s + 0.5 * e.rtt : 0.5 * e.rtt;
+        if (!fitted) c->drift = 0.0;
+    }
+    ctx->t_bcast_s = bcast_estimate(ctx);
+}
+
+/* After a point: a fresh estimate compared with the clock model the point was timed with.
+ * Rank 0 gets out[0] = the largest disagreement over ranks and out[1] = the largest part of a
+ * disagreement that the two estimates' own error bounds (half a round trip each, or the drift
+ * fit's residual) cannot explain. Collective. */
+void cs_clock_recheck(cs_context *ctx, double out[2]) {
+    const cs_clock *c = &ctx->clock;
+    estimate e = estimate_by(ctx->opt->sync, ctx->timer->now, ctx->opt->sync_d);
+    double gap = e.offset - (c->offset_s + c->drift * (e.mid - c->ref_s));
+    double mine[2] = {fabs(gap), fabs(gap) - (0.5 * e.rtt + c->error_s)};
+    if (ctx->rank == 0) mine[0] = mine[1] = 0.0;
+    MPI_Reduce(mine, out, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 }
 
 void cs_clock_write(cs_context *ctx, cs_json *j) {

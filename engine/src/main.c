@@ -16,7 +16,7 @@ static const char *usage =
     "         [--loggp-sizes LIST (default: --sizes)]\n"
     "       collectives (--ops bcast,alltoall,...,waitpattern_null,waitpattern_up):\n"
     "         [--sync linear|ring|hierarchical|drift|barrier] [--sync-d N] [--sync-rounds N]\n"
-    "         [--sync-span S] [--k N] [--k0 N] [--g F] [--gamma F] [--stop a|b|rse:X]\n"
+    "         [--sync-span S] [--resync point|run] [--k N] [--k0 N] [--g F] [--gamma F] [--stop a|b|rse:X]\n"
     "         [--min-valid N] [--max-launches N] [--coll-budget S] [--naive-iters N]\n"
     "         [--root R] [--block B (alltoall_block)] [--buffers hot|cold] [--check 0|1] [--test-distort RANK:OFFSET:DRIFT]\n"
     "       contention (--ops contention, sizes from --coll-sizes):\n"
@@ -71,6 +71,7 @@ static void write_options(cs_json *j, const cs_options *o) {
     cs_json_num(j, "point_budget_s", o->point_budget_s);
     cs_json_num(j, "sample_min_s", o->sample_min_s);
     cs_json_str(j, "sync", o->sync);
+    cs_json_str(j, "resync", o->resync);
     cs_json_int(j, "sync_d", o->sync_d);
     cs_json_int(j, "sync_rounds", o->sync_rounds);
     cs_json_num(j, "sync_span_s", o->sync_span_s);

@@ -100,6 +100,7 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
     o->sample_min_s = 50e-6;
     o->window_bytes_cap = (size_t)64 << 20;
     o->sync = "linear";
+    o->resync = "point";
     o->sync_d = 100;
     o->sync_rounds = 20;
     o->sync_span_s = 1.0;
@@ -167,6 +168,12 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
                 return -1;
             }
             o->cold = strcmp(val, "cold") == 0;
+        } else if (strcmp(flag, "--resync") == 0) {
+            if (strcmp(val, "point") && strcmp(val, "run")) {
+                snprintf(err, errlen, "--resync %s: expected point or run", val);
+                return -1;
+            }
+            o->resync = val;
         } else if (strcmp(flag, "--test-distort") == 0) {
             if (sscanf(val, "%d:%lf:%lf", &o->distort_rank, &o->distort_offset_s,
                        &o->distort_drift) != 3) {

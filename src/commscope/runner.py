@@ -39,6 +39,7 @@ ENGINE_FLAGS = {
     "coll_sizes": "--coll-sizes",
     "loggp_sizes": "--loggp-sizes",
     "sync": "--sync",
+    "resync": "--resync",
     "sync_d": "--sync-d",
     "sync_rounds": "--sync-rounds",
     "sync_span_s": "--sync-span",

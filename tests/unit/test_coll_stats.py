@@ -10,11 +10,11 @@ from commscope.analysis.coll import min_valid_of, summarize, warning_text
 from commscope.record_parse import record_from_dict
 
 
-def coll(times: list[float], flags: list[int]) -> object:
+def coll(times: list[float], flags: list[int], **extra: object) -> object:
     return record_from_dict({"type": "coll", "op": "bcast", "group": "world", "nranks": 4,
                              "bytes": 1024, "root": 0, "method": "window", "times_s": times,
-                             "flags": flags, "stage": [1] * len(times), "stop": "rule_b"},
-                            "test")
+                             "flags": flags, "stage": [1] * len(times), "stop": "rule_b",
+                             **extra}, "test")
 
 
 @pytest.mark.parametrize("level", [0.90, 0.95, 0.99])
@@ -73,3 +73,24 @@ def test_the_table_marks_a_flagged_point_and_says_why():
     text = console.export_text()
     assert "1000.00 !" in text
     assert "bcast 1024 B: too few valid launches" in text and "67% started late" in text
+
+
+@pytest.mark.parametrize(("unexplained_s", "flagged"), [
+    (-1e-7, False),  # within what the two estimates' round trips explain
+    (4e-6, False),   # explained by nothing, but under 5 % of the 100 us median
+    (6e-6, True),    # over 5 %: every launch time may be off by that much
+])
+def test_a_clock_check_beyond_its_bounds_and_5_percent_voids_the_point(unexplained_s, flagged):
+    times = [100e-6] * 20
+    point = coll(times, [0] * 20,
+                 clock_check={"error_s": abs(unexplained_s) + 1e-7, "unexplained_s": unexplained_s})
+    s = summarize(point)
+    assert ("clock_drift" in s.warnings) is flagged
+    assert s.clock_unexplained_s == unexplained_s
+    if flagged:
+        assert "clocks drifted apart" in warning_text(s) and "6.00 us unexplained" in warning_text(s)
+
+
+def test_a_point_without_a_clock_check_is_not_flagged_for_it():
+    s = summarize(coll([100e-6] * 20, [0] * 20))
+    assert s.clock_unexplained_s is None and s.warnings == ()

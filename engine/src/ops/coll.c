@@ -320,7 +320,7 @@ static void overlap(coll_state *s, double out[4]) {
 }
 
 static void write_record(cs_context *ctx, coll_state *s, const cs_sched_result *res,
-                         const double *ov) {
+                         const double *ov, const double *clock) {
     cs_json j;
     cs_json_begin(&j, stdout);
     cs_json_str(&j, "type", "coll");
@@ -349,6 +349,12 @@ static void write_record(cs_context *ctx, coll_state *s, const cs_sched_result *
     cs_json_raw_end(&j, ']');
     cs_json_str(&j, "stop", res->stop ? res->stop : "max_launches");
     if (res->late_tol_s > 0) cs_json_num(&j, "late_tol_s", res->late_tol_s);
+    if (clock) {
+        cs_json_raw_begin(&j, "clock_check", '{');
+        cs_json_num(&j, "error_s", clock[0]);
+        cs_json_num(&j, "unexplained_s", clock[1]);
+        cs_json_raw_end(&j, '}');
+    }
     if (ov) {
         cs_json_raw_begin(&j, "overlap", '{');
         cs_json_num(&j, "pure_s", ov[0]);
@@ -376,11 +382,16 @@ void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes) {
                            malloc(sizeof(int) * cap), 0, malloc(sizeof(double) * cap), NULL, 0.0};
     if (!res.times_s || !res.flags || !res.stage || !res.windows_s)
         cs_die("rank %d: out of memory for %zu launches", ctx->rank, cap);
-    if (strcmp(o->sync, "barrier") == 0) cs_naive_run(ctx, launch, &s, &res);
-    else cs_schedule_run(ctx, launch, &s, &res);
-    double ov[4];
+    int windowed = strcmp(o->sync, "barrier") != 0;
+    if (windowed && strcmp(o->resync, "point") == 0) cs_clock_resync(ctx);
+    if (windowed) cs_schedule_run(ctx, launch, &s, &res);
+    else cs_naive_run(ctx, launch, &s, &res);
+    double ov[4], clock[2];
     if (op->nonblocking && op->kind != BARRIER) overlap(&s, ov);
-    if (ctx->rank == 0) write_record(ctx, &s, &res, op->nonblocking && op->kind != BARRIER ? ov : NULL);
+    if (windowed) cs_clock_recheck(ctx, clock); /* did the clocks hold during the point? */
+    if (ctx->rank == 0)
+        write_record(ctx, &s, &res, op->nonblocking && op->kind != BARRIER ? ov : NULL,
+                     windowed ? clock : NULL);
     free(res.times_s); free(res.flags); free(res.stage); free(res.windows_s);
     teardown(&s);
 }

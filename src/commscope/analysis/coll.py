@@ -9,7 +9,10 @@ Warnings say when a window-method point is not to be trusted as it stands: ``too
 when fewer than the stop rule's minimum of valid launches remain (the figures come from a
 handful of launches, or none), ``late_starts`` when at least half of the launches started late
 on some rank (other processes took the ranks' cores: the figures come from the launches the
-machine left alone). The engine only flags each launch; the reading is done here.
+machine left alone), ``clock_drift`` when the clock check after the point found the ranks'
+clocks apart by more than both estimates' error bounds explain, and that excess is over 5 % of
+the point's median time (every launch time and every late/overrun verdict can be off by it).
+The engine only flags each launch and writes the check; the reading is done here.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ LEVELS = (0.90, 0.95, 0.99)
 DEFAULT_TRIM = 0.25  # g' = 25 %, as MPIPerf
 MIN_VALID = 10  # valid launches stop rule b asks for (and --min-valid's default)
 LATE_SHARE = 0.5  # share of late launches from which a point is called disturbed
+DRIFT_SHARE = 0.05  # unexplained clock disagreement, as a share of the median, that voids a point
 WARNINGS = {
     "too_few_valid": "too few valid launches",
     "late_starts": "most launches started late (other processes took the ranks' cores)",
+    "clock_drift": "the clocks drifted apart during the point (try --sync drift)",
 }
 
 
@@ -58,6 +63,7 @@ class CollSummary:
     overlap_pct: float | None
     late_share: float = 0.0  # launches started late on some rank / all launches
     warnings: tuple[str, ...] = ()  # keys of WARNINGS
+    clock_unexplained_s: float | None = None  # clock check after the point (window method)
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names; NaN becomes None, tuples lists."""
@@ -74,7 +80,15 @@ def min_valid_of(options: dict[str, Any] | None) -> int:
     return MIN_VALID
 
 
-def warnings_of(point: Coll, nc: int, late: int, min_valid: int = MIN_VALID) -> tuple[str, ...]:
+def clock_unexplained_s(point: Coll) -> float | None:
+    """Clock disagreement after the point beyond the estimates' bounds (None: not checked)."""
+    check = point.raw.get("clock_check") or {}
+    value = check.get("unexplained_s")
+    return float(value) if value is not None else None
+
+
+def warnings_of(point: Coll, nc: int, late: int, min_valid: int = MIN_VALID,
+                median_s: float = float("nan")) -> tuple[str, ...]:
     """What makes a window-method point untrustworthy as it stands (keys of WARNINGS)."""
     if point.method != "window":
         return ()
@@ -83,6 +97,9 @@ def warnings_of(point: Coll, nc: int, late: int, min_valid: int = MIN_VALID) -> 
         found.append("too_few_valid")
     if point.n_samples and late / point.n_samples >= LATE_SHARE:
         found.append("late_starts")
+    drift = clock_unexplained_s(point)
+    if drift is not None and drift > 0 and not drift <= DRIFT_SHARE * median_s:
+        found.append("clock_drift")
     return tuple(found)
 
 
@@ -115,7 +132,8 @@ def summarize(point: Coll, level: float = 0.95, trim: float = DEFAULT_TRIM,
                        point.n_samples, len(valid), ns, late, overrun, mean, med, se, lo, hi,
                        err, ci_lo, ci_hi, level, point.stop, overlap,
                        late / point.n_samples if point.n_samples else 0.0,
-                       warnings_of(point, len(valid), late, min_valid))
+                       warnings_of(point, len(valid), late, min_valid, med),
+                       clock_unexplained_s(point))
 
 
 def summaries(points: list[Coll], level: float = 0.95, trim: float = DEFAULT_TRIM,
@@ -130,5 +148,7 @@ def warning_text(s: CollSummary) -> str:
     if not s.warnings:
         return ""
     parts = [WARNINGS[w] for w in s.warnings]
+    if s.clock_unexplained_s is not None and "clock_drift" in s.warnings:
+        parts.append(f"{s.clock_unexplained_s * 1e6:.2f} us unexplained")
     return (f"{s.op} {s.bytes} B: " + "; ".join(parts) +
             f" ({s.nc} valid of {s.nt}, {s.late_share:.0%} started late)")

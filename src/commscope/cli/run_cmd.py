@@ -78,6 +78,9 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     common.option(coll, "--sync", default="linear",
                   choices=("linear", "ring", "hierarchical", "drift", "barrier"),
                   help="clock synchronisation; 'barrier' times back-to-back loops as IMB/OSU do")
+    common.option(coll, "--resync", default="point", choices=("point", "run"),
+                  help="point: synchronise the clocks again before every point (as mpiperf does "
+                  "per test); run: once per run. Either way each point is checked for drift")
     common.option(coll, "--sync-d", type=common.positive_int, default=100,
                   help="stop a min-RTT search after this many exchanges without a new minimum")
     common.option(coll, "--stop", default="b",
@@ -211,7 +214,8 @@ def build_request(args: argparse.Namespace) -> dict[str, Any]:
         ops += coll_ops
         engine["coll_sizes"] = _coll_sizes(args, coll_ops)
         engine.setdefault("sizes", engine["coll_sizes"])
-        engine.update({"sync": args.sync, "sync_d": args.sync_d, "stop": args.stop,
+        engine.update({"sync": args.sync, "resync": args.resync, "sync_d": args.sync_d,
+                       "stop": args.stop,
                        "min_valid": args.min_valid, "max_launches": args.max_launches,
                        "coll_budget_s": args.coll_budget, "k": args.k, "k0": args.k0,
                        "g": args.g, "gamma": args.gamma, "buffers": args.buffers,
