@@ -137,6 +137,7 @@ void cs_json_raw_begin(cs_json *j, const char *key, char open); /* nested [ or {
 void cs_json_raw_end(cs_json *j, char close);
 void cs_json_elem_int(cs_json *j, long long value);
 void cs_json_elem_num(cs_json *j, double value);
+void cs_json_elem_str(cs_json *j, const char *value);
 void cs_json_string_value(FILE *out, const char *s);
 
 /* ---- buffers ---- */
@@ -193,6 +194,11 @@ void cs_loggp_run(cs_context *ctx, const cs_pair *pairs, int npairs);
 int cs_clock_sync(cs_context *ctx, char *err, size_t errlen);
 void cs_clock_write(cs_context *ctx, cs_json *j); /* header member, rank 0 (collective) */
 void cs_clock_check(cs_context *ctx, cs_json *j); /* end member: drift since sync (collective) */
+/* ---- load: other processes' CPU share per host during the run ---- */
+void cs_load_start(void);                        /* every rank, before measuring */
+void cs_load_stop(void);                         /* every rank, after its last point */
+void cs_load_write(cs_context *ctx, cs_json *j); /* end member, rank 0 (collective) */
+
 void cs_clock_resync(cs_context *ctx);                 /* before a point (collective) */
 void cs_clock_recheck(cs_context *ctx, double out[2]); /* after a point (collective) */
 

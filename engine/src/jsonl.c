@@ -84,3 +84,8 @@ void cs_json_elem_num(cs_json *j, double value) {
     sep(j);
     number(j->out, value);
 }
+
+void cs_json_elem_str(cs_json *j, const char *value) {
+    sep(j);
+    cs_json_string_value(j->out, value);
+}

@@ -251,6 +251,7 @@ int main(int argc, char **argv) {
     if (has_coll && cs_clock_sync(&ctx, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
     double t0 = MPI_Wtime();
     write_header(&ctx, pairs, npairs, has_coll);
+    cs_load_start();
 
     if (has_p2p & 1) cs_p2p_init(&ctx);
     if (has_p2p & 2) cs_loggp_init(&ctx);
@@ -282,6 +283,7 @@ int main(int argc, char **argv) {
             }
         }
     }
+    cs_load_stop(); /* before the ranks wait for each other and the end is written */
     cs_idle_barrier();
     cs_json j;
     if (rank == 0) {
@@ -291,6 +293,7 @@ int main(int argc, char **argv) {
         cs_json_num(&j, "elapsed_s", MPI_Wtime() - t0);
     }
     if (has_coll && strcmp(opt.sync, "barrier") != 0) cs_clock_check(&ctx, &j);
+    cs_load_write(&ctx, &j);
     if (rank == 0) cs_json_end(&j);
     MPI_Finalize();
     return 0;

@@ -97,6 +97,14 @@ def test_slurm_option_gets_an_allocation_and_gives_it_back(cli, cluster, family)
     assert node_map(run) == ["csnode1", "csnode1", "csnode2", "csnode2"]
     assert {c.op for c in colls} == {"alltoall", "bcast"}
     assert sh("squeue", "-h").stdout.strip() == ""  # released
+    # The two nodes are namespaces of this one machine: the load table sees one host with
+    # all four ranks, and says so when they outnumber its CPUs.
+    with Store.open(cli.store) as store:
+        [host] = store.segments(run.id)[-1].end["load"]
+    assert host["nodes"] == ["csnode1", "csnode2"] and host["ranks"] == 4
+    shown = json.loads(cli("show", str(run.id), "--json", check=True).stdout)
+    oversubscribed = [w for w in shown["load_warnings"] if "oversubscribed" in w]
+    assert bool(oversubscribed) == (4 > host["cpus"]), (host, shown["load_warnings"])
 
 
 @pytest.mark.parametrize("cluster", [(2, "200mbit", BOTH)], indirect=True)

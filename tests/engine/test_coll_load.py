@@ -4,8 +4,8 @@ Not a timing bound: the same point is measured quietly a few times (which gives 
 machine's run-to-run noise: the cores are shared, and a run's median alone moves by half
 now and then), before and after runs with a process spinning on one of the ranks' cores.
 Each loaded median must stay within the slowest quiet median plus the quiet runs' range (at
-least 10 %), or the point must be flagged with its cause: too few valid launches, or most
-launches started late. One-sided:
+least 10 %), or the point must be flagged with its cause: too few valid launches, most
+launches started late, or (for the run) a rank waited for a CPU. One-sided:
 the error a busy core causes is noise counted as operation time, which only adds; a loaded
 run faster than every quiet one (seen: 104 us against 130-180 us) is this machine's own
 run-to-run noise, which the quiet runs do not always sample.
@@ -50,7 +50,8 @@ def alltoall(cli, family: str) -> dict:
     [row] = shown["collectives"]
     with Store.open(cli.store) as store:
         [point] = store.colls(store.resolve_run("latest"))
-    return {**row, "windows_s": point.windows_s}
+    return {**row, "windows_s": point.windows_s, "load": shown["load"],
+            "load_warnings": shown["load_warnings"]}
 
 
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
@@ -74,6 +75,8 @@ def test_a_busy_core_leaves_the_median_alone_or_the_point_says_why(cli, family):
               f"{(r['median_s'] or float('nan')) * 1e6:.0f} us ({r['nc']}/{r['nt']} valid, "
               f"{r['late_share']:.0%} late, {r['warnings']})" for r in loaded))
     for row in loaded:
+        [host] = row["load"]  # what else ran is recorded with every run
+        assert host["ranks"] == 2 and host["host_cpus"] == os.cpu_count()
         assert 0 <= row["late_share"] <= 1
         # Whatever the load, a window at most doubles from one stage to the next.
         w = row["windows_s"]
@@ -84,4 +87,24 @@ def test_a_busy_core_leaves_the_median_alone_or_the_point_says_why(cli, family):
         if "late_starts" in row["warnings"]:
             assert row["late_share"] >= 0.5
             continue  # flagged with its cause
+        if row["load_warnings"]:
+            continue  # the run says a rank waited for a CPU, or others took the CPUs
         assert row["median_s"] <= high, (row, quiet)
+
+
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_a_run_beside_a_busy_core_says_its_ranks_waited_for_it(cli, family):
+    need(have_mpi(family), f"{family} is not installed")
+    # A whole second of launches (the stop rule cannot be met) beside a process spinning on
+    # the first core: whichever rank shares that core waits for it a good part of the second
+    # (a third or more; the scheduler shares a core evenly), far above the 5 % allowed.
+    with busy_core(min(os.sched_getaffinity(0))):
+        cli("run", "coll", "--mpi", family, "--np", "2", "--ops", "alltoall", "--sizes",
+            "1MiB", "--coll-budget", "1", "--stop", "rse:0.00001", "--max-launches", "100000",
+            "--json", check=True, timeout=300)
+        shown = json.loads(cli("show", "latest", "--json", check=True).stdout)
+    [host] = shown["load"]
+    assert host["wait_share"] > 0.15, host
+    assert any("waited for a CPU" in w for w in shown["load_warnings"]), shown["load_warnings"]
+    table = " ".join(cli("show", "latest", check=True).stdout.split())  # lines wrap
+    assert "waited for a CPU" in table and "timings include waiting for a core" in table

@@ -69,3 +69,25 @@ def test_compare_page_escapes_labels_and_overlays_runs(tmp_path):
     assert svgs(page) == 6  # three ops by two pairs
     assert "<script" not in page.replace("&lt;script", "")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
+    path = tmp_path / "s.sqlite"
+    with Store.open(path) as store:
+        run_id = store.create_run("coll", "busy", "openmpi-4.1.4", "mpirun", 4, {"np": 4})
+        seg = store.start_segment(run_id, ["mpirun"])
+        store.set_header(run_id, seg, synthetic_runs.header())
+        for rec in synthetic_runs.colls():
+            store.add_point(run_id, seg, rec)
+        host = {"nodes": ["n0", HOSTILE], "ranks": 4, "cpus": 2, "host_cpus": 2,
+                "elapsed_cpu_s": 4.0, "tick_s": 0.01, "ranks_cpu_s": 2.0,
+                "others_share": 0.3, "ranks_wait_share": 0.4}
+        store.finish_segment(seg, "complete", end={"type": "end", "points": 14,
+                                                    "elapsed_s": 2.0, "load": [host]})
+        store.set_run_status(run_id, "complete")
+        page = html.write_report(store, [run_id], tmp_path / "r.html").read_text()
+    [row] = re.findall(r'<tr class="load-warning">.*?</tr>', page)
+    names = "n0, &lt;script&gt;alert(1)&lt;/script&gt;"
+    assert f"other processes took 30% of the 2 CPUs of {names} during the run" in row
+    assert f"a rank on {names} waited for a CPU 40% of the run" in row
+    assert f"4 ranks shared 2 CPUs on {names} (oversubscribed)" in row

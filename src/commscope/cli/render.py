@@ -10,6 +10,7 @@ from rich.text import Text
 
 from commscope.analysis import coll as coll_analysis
 from commscope.analysis import contention as contention_analysis
+from commscope.analysis import load as load_analysis
 from commscope.analysis import loggp as loggp_analysis
 from commscope.analysis import node as node_analysis
 from commscope.analysis import p2p
@@ -85,6 +86,12 @@ def size_table(console: Console, points: list[Point]) -> None:
                     _mbs(r.bandwidth_Bps), _mbs(r.bidirectional_bandwidth_Bps),
                 )
         console.print(table)
+
+
+def load_warnings(console: Console, ends: list[dict[str, Any] | None]) -> None:
+    """One ``!`` line per host that other processes or extra ranks disturbed."""
+    for text in load_analysis.warnings(ends):
+        console.print(Text(f"! {text}: timings include waiting for a core", style="yellow"))
 
 
 def coll_table(console: Console, points: list[Coll], level: float,

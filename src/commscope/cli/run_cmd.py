@@ -344,6 +344,7 @@ def show_outcome(args: argparse.Namespace, store: Any, run_id: int, request: dic
 
     out = common.console()
     out.print(render.run_title(info))
+    render.load_warnings(out, [seg.end for seg in store.segments(run_id)])
     if points:
         render.key_figures(out, points)
     if colls:

@@ -28,7 +28,10 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print key figures and per-size tables."""
     # The analysis brings numpy and SciPy: imported when the command runs, not at start.
+    from dataclasses import asdict
+
     from commscope.analysis import coll as coll_analysis
+    from commscope.analysis import load as load_analysis
     from commscope.analysis import loggp as loggp_analysis
     from commscope.analysis import node as node_analysis
     from commscope.analysis import p2p
@@ -45,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         loggps = store.loggps(run_id)
         tcp = (tcp_render.TcpRun(info, points, store.streams(run_id)) if info.kind == "tcp"
                else None)
+        ends = [seg.end for seg in store.segments(run_id)]
     level = args.confidence or info.request.get("confidence", 0.95)
     min_valid = coll_analysis.min_valid_of((info.header or {}).get("options"))
     if not 0 <= args.trim < 0.5:
@@ -53,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
         common.print_json({
             "run": run_id, "status": info.status, "kind": info.kind, "label": info.label,
             "mpi": info.mpi, "nranks": info.nranks, "message": info.message,
+            "load": [asdict(h) for end in ends for h in load_analysis.hosts(end)],
+            "load_warnings": load_analysis.warnings(ends),
             "key_figures": [k.to_json() for k in p2p.key_figures(points)],
             "sizes": [r.to_json() for r in p2p.size_rows(points)],
             "collectives": [c.to_json() for c in
@@ -67,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     out.print(render.run_title(info))
     if info.message:
         out.print(info.message)
+    render.load_warnings(out, ends)
     if tcp:
         tcp_render.print_run(out, tcp)
     if points:

@@ -19,7 +19,7 @@ from markupsafe import Markup
 from commscope import __version__, safe_write
 from commscope.analysis import coll as coll_analysis
 from commscope.analysis import curve as curves
-from commscope.analysis import findings, p2p
+from commscope.analysis import findings, load, p2p
 from commscope.analysis.text import size_text, time_text
 from commscope.records import Coll, Point
 from commscope.report import (
@@ -129,6 +129,7 @@ def run_context(store: Store, run_id: int) -> dict[str, Any]:
         "nodes": list(dict.fromkeys(r.get("node", "") for r in header.get("ranks", []))),
         "options": _options(header),
         "imported": (info.request or {}).get("imported"),
+        "load_warnings": load.warnings([seg.end for seg in store.segments(run_id)]),
         "figures": figs,
         "findings": findings.findings(figs),
         "rows": p2p.size_rows(points),
