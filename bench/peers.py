@@ -483,27 +483,41 @@ def cell_rows(cells: dict[str, Cell]) -> dict[str, list[float]]:
     return {t: [fn(c) for _, _, fn, _ in COLUMNS] for t, c in cells.items()}
 
 
-def hog_check(cells: dict[str, Cell]) -> tuple[int, int, int, float]:
-    """commscope's loaded runs against the quiet median of medians.
+@dataclass
+class HogCheck:
+    """commscope's loaded Alltoall runs of one round against its quiet ones."""
 
-    Returns (runs, flagged, unflagged above 1.1x, loaded/quiet median ratio). One-sided: a
-    busy core can only add time; a loaded run below quiet is this machine's own noise.
+    runs: int
+    flagged: int
+    off: int  # unflagged loaded runs above 1.1x the quiet median
+    ratio: float  # median of loaded medians / median of quiet medians
+    quiet_off: int  # quiet runs above 1.1x their own median: the bar's noise floor
+
+
+def hog_check(cells: dict[str, Cell]) -> HogCheck:
+    """Loaded medians against 1.1x the median of the quiet medians.
+
+    One-sided: a busy core can only add time; a loaded run below quiet is this machine's
+    own noise.
     """
     c = cells["commscope"]
     quiet = median([r.median_s for r in c.a2a["quiet"]])
     loaded = c.a2a["hog"]
     flagged = sum(1 for r in loaded if r.warnings)
     off = sum(1 for r in loaded if not r.warnings and not r.median_s <= 1.1 * quiet)
-    return len(loaded), flagged, off, ratio(median([r.median_s for r in loaded]), quiet)
+    quiet_off = sum(1 for r in c.a2a["quiet"] if r.median_s > 1.1 * quiet)
+    return HogCheck(len(loaded), flagged, off,
+                    ratio(median([r.median_s for r in loaded]), quiet), quiet_off)
 
 
 def print_notes(label: str, mpi: str, cells: dict[str, Cell]) -> None:
-    n, flagged, off, r = hog_check(cells)
+    h = hog_check(cells)
     windows = ", ".join(f"{b // MIB} MiB {w}" for b, w in cells["commscope"].window.items())
     print(f"{label:>5} {mpi:>8} commscope bw window (messages in flight): {windows}; "
           "osu_bw 64, IMB Uniband 256")
-    print(f"{label:>5} {mpi:>8} commscope under the hog: median {r:.2f}x quiet, {flagged} of "
-          f"{n} runs flagged, {off} unflagged above 1.1x the quiet median")
+    print(f"{label:>5} {mpi:>8} commscope under the hog: median {h.ratio:.2f}x quiet, "
+          f"{h.flagged} of {h.runs} runs flagged, {h.off} unflagged above 1.1x the quiet "
+          f"median (quiet runs above it: {h.quiet_off})")
     for tool, c in cells.items():
         if c.hung:
             print(f"{'':>5} {mpi:>8} {tool}: {c.hung} invocation(s) killed after their output "
@@ -545,11 +559,12 @@ def check_targets(rounds: list[dict[str, dict[str, Cell]]], mpis: list[str]) -> 
         print(f"{verdict(q <= 0.03)} {mpi}: Alltoall 1 MiB quiet CV {q:.1%} over each round's "
               "runs, window method (target <= 3 %)")
         checks = [hog_check(p) for p in per]
-        off = sum(c[2] for c in checks)
-        hog_ratio = median([c[3] for c in checks])
+        off = sum(h.off for h in checks)
+        hog_ratio = median([h.ratio for h in checks])
         print(f"{verdict(off == 0)} {mpi}: with a hog, {off} unflagged run(s) above 1.1x the "
               f"quiet median (median {hog_ratio:.2f}x quiet; "
-              f"{sum(c[1] for c in checks)} of {sum(c[0] for c in checks)} flagged)")
+              f"{sum(h.flagged for h in checks)} of {sum(h.runs for h in checks)} flagged; "
+              f"quiet runs above 1.1x their own median: {sum(h.quiet_off for h in checks)})")
         for name, title in (("lat8", "8 B ping-pong"), (f"bw{4 * MIB}", "4 MiB bw")):
             w = median([p["commscope"].wall.get(name, math.nan) for p in per])
             print(f"{verdict(w <= 1.0)} {mpi}: one-size p2p run ({title}) {w:.3f} s wall "
@@ -596,6 +611,9 @@ def describe(setups: dict[str, Setup], bw_note: str, has_netpipe: bool, cpu: int
           "osu_latency, IMB PingPong t[usec], NetPIPE's best trial")
     print("Alltoall: commscope T (trimmed mean of valid launches), osu_alltoall Avg Latency, "
           f"IMB t_avg; hog: a busy loop on cpu {cpu}")
+    if sys.dont_write_bytecode:
+        print("note: PYTHONDONTWRITEBYTECODE is set: commscope's sources without a cached .pyc "
+              "are compiled at every start, which its wall times include")
     if not has_netpipe:
         print("NetPIPE: NPopenmpi not found (apt-get install netpipe-openmpi): left out")
     elif "mpich" in setups:
