@@ -577,7 +577,7 @@ def check_targets(rounds: list[dict[str, dict[str, Cell]]], mpis: list[str]) -> 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5,
-                        help="rounds (5: about 10-11 minutes on this 2-core machine)")
+                        help="rounds (5: 7-11 minutes on this 2-core machine)")
     parser.add_argument("--runs", type=int, default=8,
                         help="Alltoall runs per tool and load in each round (CV over these)")
     parser.add_argument("--mpi", default="openmpi,mpich")
