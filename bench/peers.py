@@ -13,7 +13,7 @@ then NetPIPE (NPopenmpi, Open MPI only), one size per invocation:
 - the wall time of each invocation: the whole command, Python's start-up included for commscope.
 
 Then per-round ratios (latency: commscope / min(OSU, IMB); bandwidth: commscope / osu_bw), the
-medians of the rounds and the issue's targets as PASS/MISS lines. Peers are built once with
+medians of the rounds and the targets (README, "Beside OSU, IMB and NetPIPE") as PASS/MISS lines. Peers are built once with
 ../shared/peers/build.sh into ~/.cache/commscope-peers/<mpi>. Not a test: it prints figures.
 
     flock /tmp/commscope-bench.lock .venv/bin/python bench/peers.py [--rounds 5] [--runs 8]
@@ -545,7 +545,7 @@ def verdict(ok: bool) -> str:
 
 
 def check_targets(rounds: list[dict[str, dict[str, Cell]]], mpis: list[str]) -> None:
-    print("\nissue targets (per-round medians)")
+    print("\ntargets (per-round medians)")
     for mpi in mpis:
         per = [r[mpi] for r in rounds]
         lat = median([round_ratios(p)["8 B us"] for p in per])
