@@ -110,8 +110,10 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
     o->k0 = 4;
     o->g = 0.25;
     o->gamma = 1.1;
-    o->stop = "b";
-    o->min_valid = 10;
+    /* Rule b of Kurnosov 2012 stops at 10 valid launches: here Alltoall 1 MiB then varied by
+     * 8.9 % from run to run, against 3.4 % with >= 100 valid and a relative SE of 1 %. */
+    o->stop = "rse:0.01";
+    o->min_valid = 100;
     o->max_launches = 1000;
     o->coll_budget_s = 1.0;
     o->naive_iters = 10;

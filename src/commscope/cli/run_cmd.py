@@ -83,10 +83,10 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   "per test); run: once per run. Either way each point is checked for drift")
     common.option(coll, "--sync-d", type=common.positive_int, default=100,
                   help="stop a min-RTT search after this many exchanges without a new minimum")
-    common.option(coll, "--stop", default="b",
+    common.option(coll, "--stop", default="rse:0.01",
                   help="a: >100 launches or >30 valid; b: relative SE <= 0.05 with >= 10 valid; "
                   "rse:X: relative SE <= X with >= --min-valid valid")
-    common.option(coll, "--min-valid", type=common.positive_int, default=10,
+    common.option(coll, "--min-valid", type=common.positive_int, default=100,
                   help="valid launches before the rse:X rule")
     common.option(coll, "--max-launches", type=common.positive_int, default=1000,
                   help="launches per point at most")
