@@ -2,20 +2,17 @@
 
 ``commscope-tcp`` (sockets) and ``commscope-clock`` (the busy core clock) are built by
 ``engine/CMakeLists.txt`` and installed into ``commscope/_bin`` with the package. When one is
-missing (e.g. when running from a source tree), it is compiled with the C compiler alone from
-the engine sources shipped in ``commscope/_engine_src`` (or the tree's ``engine/``) into
-``$COMMSCOPE_HOME/<dir>/<sources hash>/``, so a program built from other sources is never
-reused. Before use, ``--version`` must name the program and this schema version.
+missing (e.g. when running from a source tree), CMake builds it alone (preset ``no-mpi``: no
+MPI needed) from the engine sources shipped in ``commscope/_engine_src`` (or the tree's
+``engine/``) into ``$COMMSCOPE_HOME/<dir>/<sources hash>/``, so a program built from other
+sources is never reused. Before use, ``--version`` must name the program and this schema version.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -27,12 +24,11 @@ from commscope.records import SCHEMA_VERSION
 
 @dataclass(frozen=True)
 class CProgram:
-    """One no-MPI program: its name, its sources under the engine tree, how it links."""
+    """One no-MPI program: its name (a CMake target), its sources under the engine tree."""
 
     name: str
-    sources: tuple[str, ...]  # glob patterns relative to the engine sources
+    sources: tuple[str, ...]  # glob patterns relative to the engine sources (for the hash)
     cache: str  # directory name beside the engines built on demand
-    libs: tuple[str, ...] = ("-lm", "-pthread")
 
     def packaged(self) -> Path | None:
         """The program installed with the package, if any."""
@@ -42,7 +38,8 @@ class CProgram:
     def source_files(self) -> list[Path]:
         """Every source file the program is built from (C files and the headers they read)."""
         root = engine.engine_sources()
-        return sorted({p for pattern in self.sources for p in root.glob(pattern)})
+        build = ("CMakeLists.txt", "CMakePresets.json")  # how it is built counts too
+        return sorted({p for pattern in (*self.sources, *build) for p in root.glob(pattern)})
 
     def built_path(self) -> Path:
         """Where the program built from these sources lives."""
@@ -54,31 +51,13 @@ class CProgram:
         return engine.cache_dir().parent / self.cache / h.hexdigest()[:12] / self.name
 
     def build(self, dest: Path | None = None) -> Path:
-        """Compile the program with ``$CC`` (default ``cc``) into ``dest`` and return its path.
+        """Build the program with CMake (preset ``no-mpi``) into ``dest``; return its path.
 
         Raises:
-            EngineError: no compiler, or the compilation failed.
+            EngineError: no CMake or C compiler, or the build failed.
         """
-        cc = os.environ.get("CC", "cc")
-        if not shutil.which(cc):
-            raise EngineError(f"no C compiler '{cc}' to build {self.name}; install one (Debian:"
-                              " apt-get install build-essential) or set CC")
-        dest = dest or self.built_path()
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        root = engine.engine_sources()
-        sources = [str(p) for p in self.source_files() if p.suffix == ".c"]
-        with tempfile.TemporaryDirectory(prefix=f"{self.name}-build-") as tmp:
-            out = Path(tmp) / self.name
-            cmd = [cc, "-std=c11", "-O2", "-D_GNU_SOURCE", "-I", str(root / "include"),
-                   *sources, "-o", str(out), *self.libs]
-            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-                raise EngineError(f"building {self.name} with {cc} failed: {tail[0]}")
-            tmp_dest = dest.with_name(self.name + ".new")
-            shutil.copy2(out, tmp_dest)
-            os.replace(tmp_dest, dest)  # atomic: a concurrent run never sees half a binary
-        return dest
+        with engine.cmake_build("no-mpi", [self.name], what=self.name) as build_dir:
+            return engine.install_binary(build_dir / self.name, dest or self.built_path())
 
     def check(self, path: Path) -> Path:
         """Return ``path`` if it is this program writing this schema version.

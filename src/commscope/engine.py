@@ -4,6 +4,10 @@ The engine installed with the package was built against the MPI found at install
 for other MPIs are built on demand with CMake from the sources shipped in the package and kept
 in ``$COMMSCOPE_HOME/engines/<family>-<version>-<sources hash>/`` (default
 ``~/.cache/commscope``), so an upgrade never reuses an engine built from older sources.
+
+Every C program is built one way: ``cmake_build`` with a preset of ``CMakePresets.json``
+(``release`` for the MPI engine, ``no-mpi`` for commscope-tcp and commscope-clock, ``smpi``
+for the simulated engine).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -65,7 +71,8 @@ def sources_digest() -> str:
     """Short hash of the engine sources: engines built from other sources are never reused."""
     root = engine_sources()
     h = hashlib.sha256()
-    files = (p for p in root.rglob("*") if p.is_file() and p.suffix in (".c", ".h", ".txt"))
+    kinds = (".c", ".h", ".txt", ".json")  # sources, CMakeLists.txt and CMakePresets.json
+    files = (p for p in root.rglob("*") if p.is_file() and p.suffix in kinds)
     for path in sorted(files):
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
@@ -97,27 +104,47 @@ def matches(info: EngineInfo, mpi: MPIInstall) -> bool:
     return info.family == mpi.family and info.mpi_version == mpi.version
 
 
-def build(mpi: MPIInstall, dest: Path | None = None) -> EngineInfo:
-    """Build the engine with ``mpi.mpicc`` into ``dest`` (default: the cache for this MPI)."""
+@contextmanager
+def cmake_build(preset: str, targets: Sequence[str], defines: Sequence[str] = (),
+                what: str = "the engine") -> Iterator[Path]:
+    """Build ``targets`` from the shipped sources with a CMake preset; yield the build folder.
+
+    The folder is temporary: it is removed after the block.
+
+    Raises:
+        EngineError: CMake is missing or a step failed; the message gives its last line.
+    """
     if not shutil.which("cmake"):
         raise EngineError("cmake is not installed; install it (Debian: apt-get install cmake)")
-    dest = dest or built_dir(mpi)
-    dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="commscope-build-") as build_dir:
         steps = [
-            ["cmake", "-S", str(engine_sources()), "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release",
-             f"-DMPI_C_COMPILER={mpi.mpicc}"],
-            ["cmake", "--build", build_dir],
+            ["cmake", "--preset", preset, "-S", str(engine_sources()), "-B", build_dir,
+             *(f"-D{d}" for d in defines)],
+            ["cmake", "--build", build_dir, "--target", *targets],
         ]
         for cmd in steps:
             out = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if out.returncode != 0:
                 tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
-                raise EngineError(f"building the engine with {mpi.mpicc} failed: {tail[0]}")
-        target = dest / ENGINE_NAME
-        tmp = dest / (ENGINE_NAME + ".new")
-        shutil.copy2(Path(build_dir) / ENGINE_NAME, tmp)
-        os.replace(tmp, target)  # atomic: a concurrent run never sees half a binary
+                raise EngineError(f"building {what} failed: {tail[0]}")
+        yield Path(build_dir)
+
+
+def install_binary(built: Path, target: Path) -> Path:
+    """Copy a built program to ``target`` atomically: a concurrent run never sees half of it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    shutil.copy2(built, tmp)
+    os.replace(tmp, target)
+    return target
+
+
+def build(mpi: MPIInstall, dest: Path | None = None) -> EngineInfo:
+    """Build the engine with ``mpi.mpicc`` into ``dest`` (default: the cache for this MPI)."""
+    dest = dest or built_dir(mpi)
+    with cmake_build("release", [ENGINE_NAME], [f"MPI_C_COMPILER={mpi.mpicc}"],
+                     f"the engine with {mpi.mpicc}") as build_dir:
+        target = install_binary(build_dir / ENGINE_NAME, dest / ENGINE_NAME)
     info = inspect(target)
     if not matches(info, mpi):
         raise EngineError(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from commscope import engine
-from commscope.errors import SimulateError
+from commscope.errors import EngineError, SimulateError
 from commscope.launch import Job
 from commscope.mpi import MPIInstall
 from commscope.simulate.params import SimParams
@@ -64,26 +63,17 @@ def install() -> MPIInstall:
 def engine_path() -> Path:
     """The engine built with smpicc from these sources (built once, then cached)."""
     cc, _ = tools()
-    src = engine.engine_sources()
-    sources = sorted((src / "src").glob("*.c")) + sorted((src / "src" / "ops").glob("*.c"))
     digest = hashlib.sha256(f"{version()}:{engine.sources_digest()}".encode()).hexdigest()[:12]
     dest = engine.cache_dir() / f"simgrid-{version()}-{digest}"
     path = dest / ENGINE_NAME
     if path.is_file():
         return path
-    dest.mkdir(parents=True, exist_ok=True)
-    tmp = dest / f".{ENGINE_NAME}.{os.getpid()}"
-    argv = [cc, "-O2", "-std=c11", "-D_GNU_SOURCE", "-DCS_SIMULATED=1",
-            "-I", str(src / "include"), *map(str, sources), "-lm", "-o", str(tmp)]
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.SubprocessError) as err:
-        raise SimulateError(f"building the engine with {cc} failed; {INSTALL_HINT}") from err
-    if out.returncode != 0:
-        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
-        raise SimulateError(f"building the engine with {cc} failed: {last}")
-    tmp.replace(path)  # atomic: a concurrent build never sees half a binary
-    return path
+        with engine.cmake_build("smpi", [ENGINE_NAME], [f"CMAKE_C_COMPILER={cc}"],
+                                f"the engine with {cc}") as build_dir:
+            return engine.install_binary(build_dir / ENGINE_NAME, path)
+    except EngineError as err:
+        raise SimulateError(f"{err}; {INSTALL_HINT}") from err
 
 
 def config(params: SimParams, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
