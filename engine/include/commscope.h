@@ -86,6 +86,8 @@ typedef struct cs_options {
     double point_budget_s;
     double sample_min_s; /* a sample lasts at least this long (beats timer resolution) */
     size_t window_bytes_cap; /* receive slots for a window never exceed this */
+    const char *recv_buffers; /* bw/bibw receive buffers, in the order measured: "one" (one
+                               * reused, as OSU and IMB), "each" (one per message) or both */
     /* collectives: clock sync and the MPIPerf window scheduler */
     const char *sync;    /* linear, ring, hierarchical, drift, or barrier (naive loops) */
     int sync_d;          /* stop a min-RTT search after d exchanges without a new minimum */
