@@ -51,12 +51,13 @@ void cs_p2p_init(cs_context *ctx) {
     if (!reqs || !samples) cs_die("rank %d: out of memory for %d samples", ctx->rank, o->max_samples);
 }
 
-/* Messages in flight per iteration: a window, fewer when one receive slot per message would
- * not fit (one reused buffer always fits). */
-static int window_for(const cs_options *o, int kind, int recv, size_t bytes) {
+/* Messages in flight per iteration: a window, fewer when its bytes would exceed the cap (the
+ * receive slots of "each"; "one" keeps the same window, so the two series differ only in
+ * where the messages land). */
+static int window_for(const cs_options *o, int kind, size_t bytes) {
     if (kind == OP_PINGPONG) return 1;
     int w = o->window;
-    if (recv == RECV_EACH && bytes > 0 && (size_t)w * bytes > o->window_bytes_cap) {
+    if (bytes > 0 && (size_t)w * bytes > o->window_bytes_cap) {
         size_t fit = o->window_bytes_cap / bytes;
         w = fit < 1 ? 1 : (int)fit;
     }
@@ -135,7 +136,7 @@ static void measure(cs_context *ctx, const cs_pair *pair, size_t bytes, int kind
     if (bytes > (size_t)0x7fffffff) cs_die("rank %d: %zu bytes exceeds an int count", ctx->rank, bytes);
     const cs_options *o = ctx->opt;
     int is_a = ctx->rank == pair->a, peer = is_a ? pair->b : pair->a;
-    int w = window_for(o, kind, recv, bytes);
+    int w = window_for(o, kind, bytes);
     size_t stride = recv == RECV_EACH ? bytes : 0;
     double (*now)(void) = ctx->timer->now;
 
