@@ -117,3 +117,40 @@ def test_mca_parameters_for_mpich_are_refused_before_a_run_is_stored(cli):
     assert "MPIR_CVAR_" in out.stderr and len(out.stderr.strip().splitlines()) == 1
     listed = cli("runs", "--json", check=True)
     assert json.loads(listed.stdout) == []
+
+
+def test_receive_buffer_policies_are_recorded_and_stored_as_separate_series(cli):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    sizes = [65536, 1048576]
+    out = cli("run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "64K,1MiB", "--ops",
+              "bw", "--point-budget", "0.05", "--json", check=True)
+    plain = json.loads(out.stdout)["run"]
+    out = cli("run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "64K,1MiB", "--ops",
+              "bw,bibw", "--recv-buffers", "one,each", "--point-budget", "0.05", "--json",
+              check=True)
+    both = json.loads(out.stdout)["run"]
+    with Store.open(cli.store) as store:
+        default = store.get_run(plain)
+        run = store.get_run(both)
+        points = store.points(both)
+        argv = store.segments(both)[0].argv
+    assert default.header["options"]["recv_buffers"] == "one"
+    assert run.request["engine"]["recv_buffers"] == "one,each"
+    assert argv[argv.index("--recv-buffers") + 1] == "one,each"
+    assert run.header["options"]["recv_buffers"] == "one,each"
+    assert run.status == "complete" and run.n_points == 4 * len(sizes)
+    assert {(p.op, p.bytes) for p in points} == {
+        (op, s) for op in ("bw", "bw_each", "bibw", "bibw_each") for s in sizes}
+    for p in points:
+        assert p.raw["recv_buffers"] == ("each" if p.op.endswith("_each") else "one")
+        messages = 64 * (2 if p.op.startswith("bibw") else 1)
+        assert p.window == 64 and p.bytes_per_sample == p.bytes * messages
+    # Structure, not speed: both series are shown and compared, whatever this machine's noise.
+    shown = json.loads(cli("show", str(both), "--json", check=True).stdout)
+    assert shown["recv_buffers"] == ["one", "each"] and shown["recv_buffers_recorded"]
+    assert all(r["bandwidth_Bps"] and r["bandwidth_each_Bps"] for r in shown["sizes"])
+    contrasts = {c["op"]: c for c in shown["recv_buffer_contrasts"]}
+    assert set(contrasts) == {"bw", "bibw"}
+    assert all(c["sizes"] == len(sizes) and c["reason"] for c in contrasts.values())
+    text = cli("show", str(both), check=True).stdout
+    assert "measured both ways" in text and "bw each" in text

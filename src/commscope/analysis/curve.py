@@ -84,7 +84,7 @@ def messages_per_sample(point: Point) -> float:
         return 1.0
     if point.bytes > 0 and point.bytes_per_sample > 0:
         return point.bytes_per_sample / point.bytes
-    return float((point.window or 1) * (2 if point.op == "bibw" else 1))
+    return float((point.window or 1) * (2 if point.op.startswith("bibw") else 1))
 
 
 def message_time(point: Point) -> float:

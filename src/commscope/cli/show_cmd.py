@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from commscope.analysis import loggp as loggp_analysis
     from commscope.analysis import node as node_analysis
     from commscope.analysis import p2p
+    from commscope.analysis import recv_buffers as rbuf
     from commscope.analysis.contention import tables as contention_tables
     from commscope.cli import render, tcp_render
 
@@ -55,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
             "mpi": info.mpi, "nranks": info.nranks, "message": info.message,
             "key_figures": [k.to_json() for k in p2p.key_figures(points)],
             "sizes": [r.to_json() for r in p2p.size_rows(points)],
+            "recv_buffers": list(rbuf.run_policies(info.header, points)),
+            "recv_buffers_recorded": rbuf.recorded(info.header),
+            "recv_buffer_contrasts": [c.to_json() for c in rbuf.contrasts(points)],
             "collectives": [c.to_json() for c in
                             coll_analysis.summaries(colls, level, args.trim, min_valid)],
             "contention": [t.to_json() for t in contention_tables(contentions).values()],
@@ -72,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if points:
         render.key_figures(out, points)
         render.size_table(out, points)
+        render.recv_buffers(out, info.header, points)
     if colls:
         render.coll_table(out, colls, level, min_valid)
     if contentions:
