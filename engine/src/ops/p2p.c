@@ -15,11 +15,20 @@
  * reaches --target-rse (after --min-samples), the point's time budget is spent, or
  * --max-samples is reached. Rank a (always rank 0) times and decides; it tells b to go on or
  * stop between samples, outside the timed region.
+ *
+ * Lost cores: each rank counts the times the kernel took its core away (involuntary context
+ * switches of its thread) per sample, a over its timed region, b from the end of its previous
+ * sample to the end of this one; b sends its counts after the point, and the point lists every
+ * sample with a nonzero count as [sample, a's count, b's count]. The analysis decides which
+ * samples that interrupted (a switch of b while it only waits for the end of its last send
+ * holds up the next exchange instead) and leaves them out, as the window method leaves out
+ * launches that started late.
  */
 #include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "commscope.h"
 
@@ -31,6 +40,18 @@ static const char *recv_names[] = {"one", "each"};
 static char *sbuf, *rbuf;
 static MPI_Request *reqs;
 static double *samples;
+static int *switched_a, *switched_b; /* per sample: involuntary context switches (see above) */
+
+/* Times the kernel has taken this thread's core away. Simulated ranks are threads the
+ * simulator switches all the time: nothing is counted there. */
+static long switches(void) {
+#ifdef CS_SIMULATED
+    return 0;
+#else
+    struct rusage u;
+    return getrusage(RUSAGE_THREAD, &u) == 0 ? u.ru_nivcsw : 0;
+#endif
+}
 
 void cs_p2p_init(cs_context *ctx) {
     const cs_options *o = ctx->opt;
@@ -48,7 +69,9 @@ void cs_p2p_init(cs_context *ctx) {
     memset(sbuf, 'c', max);
     reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)o->window);
     samples = malloc(sizeof(double) * (size_t)o->max_samples);
-    if (!reqs || !samples) cs_die("rank %d: out of memory for %d samples", ctx->rank, o->max_samples);
+    switched_a = calloc((size_t)o->max_samples, sizeof(int));
+    switched_b = calloc((size_t)o->max_samples, sizeof(int));
+    if (!reqs || !samples || !switched_a || !switched_b) cs_die("rank %d: out of memory for %d samples", ctx->rank, o->max_samples);
 }
 
 /* Messages in flight per iteration: a window, fewer when its bytes would exceed the cap (the
@@ -122,6 +145,16 @@ static void write_point(cs_context *ctx, const char *op, int recv, const cs_pair
     cs_json_raw_begin(&j, "samples_s", '[');
     for (int i = 0; i < n; i++) cs_json_elem_num(&j, samples[i]);
     cs_json_raw_end(&j, ']');
+    cs_json_raw_begin(&j, "switches", '[');
+    for (int i = 0; i < n; i++) {
+        if (!switched_a[i] && !switched_b[i]) continue;
+        cs_json_raw_begin(&j, NULL, '[');
+        cs_json_elem_int(&j, i);
+        cs_json_elem_int(&j, switched_a[i]);
+        cs_json_elem_int(&j, switched_b[i]);
+        cs_json_raw_end(&j, ']');
+    }
+    cs_json_raw_end(&j, ']');
     cs_json_str(&j, "stop", stop_names[stop]);
     cs_json_end(&j);
     ctx->npoints++;
@@ -162,11 +195,14 @@ static void measure(cs_context *ctx, const cs_pair *pair, size_t bytes, int kind
     int n = 0, stop = 0;
     double mean = 0.0, m2 = 0.0; /* Welford's running mean and squared deviations */
     double per_sample = kind == OP_PINGPONG ? 2.0 * (double)iters : (double)iters;
+    long last = switches();
     while (!stop) {
         if (is_a) {
+            long s0 = switches();
             double t0 = now();
             iterate(kind, is_a, peer, bytes, stride, w, iters);
             double t1 = now();
+            switched_a[n] = (int)(switches() - s0);
             double x = (t1 - t0) / per_sample;
             samples[n++] = x;
             double d = x - mean;
@@ -179,9 +215,14 @@ static void measure(cs_context *ctx, const cs_pair *pair, size_t bytes, int kind
             MPI_Send(&stop, 1, MPI_INT, peer, TAG_CTL, MPI_COMM_WORLD);
         } else {
             iterate(kind, is_a, peer, bytes, stride, w, iters);
+            long s1 = switches();
+            switched_b[n++] = (int)(s1 - last);
+            last = s1;
             MPI_Recv(&stop, 1, MPI_INT, peer, TAG_CTL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
     }
+    if (is_a) MPI_Recv(switched_b, n, MPI_INT, peer, TAG_CTL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    else MPI_Send(switched_b, n, MPI_INT, peer, TAG_CTL, MPI_COMM_WORLD);
     if (is_a) {
         long long moved = kind == OP_PINGPONG ? (long long)bytes
                           : kind == OP_BW     ? (long long)w * (long long)bytes
