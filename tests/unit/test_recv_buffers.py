@@ -108,6 +108,7 @@ def test_a_run_says_which_buffers_it_used_including_runs_from_before_the_option(
     assert "before --recv-buffers" in rbuf.describe(("each",), rbuf.recorded(legacy))
     assert rbuf.run_policies(None, pts) == ()  # imported output: no engine header
     assert rbuf.run_policies(legacy, []) == ()  # nothing windowed
+    assert rbuf.run_policies(header("one").raw, []) == ()
 
 
 def test_both_series_are_kept_apart_in_rows_and_compared_with_a_reason():

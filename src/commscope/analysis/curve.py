@@ -93,8 +93,11 @@ def message_time(point: Point) -> float:
 
 
 def message_samples(point: Point) -> NDArray[np.float64]:
-    """Every sample of ``point`` as the time of one message, so runs with other windows compare."""
-    return np.asarray(point.samples_s, dtype=np.float64) / messages_per_sample(point)
+    """Every kept sample of ``point`` as the time of one message, so other windows compare.
+
+    Kept samples leave out those a rank lost its core in (``Point.kept_samples_s``).
+    """
+    return np.asarray(point.kept_samples_s, dtype=np.float64) / messages_per_sample(point)
 
 
 def curve_of(points: list[Point], op: str, pair: str) -> Curve | None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from commscope.analysis import curve as curves
 from commscope.analysis import regimes as reg
+from commscope.analysis.text import size_text
 from commscope.records import Point
 
 PAIR_ORDER = ("intra-socket", "inter-socket", "intra-node", "inter-node", "unknown")
@@ -224,3 +225,51 @@ def pair_figures(points: list[Point]) -> list[PairFigures]:
             curves=figs,
         ))
     return out
+
+
+INTERRUPTED_NOTE = 0.25  # a point whose share of interrupted samples reaches this is named
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """A point many of whose samples had a rank lose its core to another process."""
+
+    pair: str
+    op: str
+    bytes: int
+    n_samples: int
+    n_interrupted: int
+    n_kept: int  # samples the medians use: the others, or all when fewer than two are left
+
+    def text(self) -> str:
+        """One line naming the point and what its medians rest on."""
+        head = (f"{self.pair} {self.op} {size_text(self.bytes)}: {self.n_interrupted} of"
+                f" {self.n_samples} samples had a rank lose its core to another process")
+        if self.n_kept == self.n_samples:
+            return head + "; too few others, so its figures use every sample"
+        return head + f"; its figures use the other {self.n_kept}"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict with full key names."""
+        return asdict(self)
+
+
+def interrupted(points: list[Point], share: float = INTERRUPTED_NOTE) -> list[Interrupted]:
+    """Points at least ``share`` of whose samples were interrupted, in table order."""
+    out = [Interrupted(p.pair, p.op, p.bytes, p.n_samples, len(p.interrupted),
+                       len(p.kept_samples_s))
+           for p in points if p.interrupted and p.interrupted_share >= share]
+    order = {op: i for i, op in enumerate(OP_ORDER)}
+    return sorted(out, key=lambda x: (PAIR_ORDER.index(x.pair) if x.pair in PAIR_ORDER else 9,
+                                      order.get(x.op, 9), x.bytes))
+
+
+def interrupted_summary(points: list[Point]) -> str:
+    """One line on the interrupted samples left out of a run's figures ("" when none)."""
+    hit = [p for p in points if p.interrupted]
+    if not hit:
+        return ""
+    n = sum(len(p.interrupted) for p in hit)
+    total = sum(p.n_samples for p in points)
+    return (f"{n} of {total} samples in {len(hit)} of {len(points)} points had a rank lose its"
+            " core to another process (the machine was busy); medians leave them out")

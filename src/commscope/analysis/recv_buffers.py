@@ -67,17 +67,13 @@ def run_policies(header: Mapping[str, Any] | None, points: Sequence[Point] = ())
     """The policies a run measured bw/bibw with, from its engine header's options.
 
     A run whose header lacks the option but which has windowed points is from before it
-    existed: its bw and bibw used one buffer per message. Empty when nothing windowed ran or
-    the run has no engine header (imported output: the other tool's own policy applies).
+    existed: its bw and bibw used one buffer per message. Empty when no windowed point is
+    given or the run has no engine header (imported output: the other tool's own policy).
     """
-    if not header:
+    if not header or not any(policy_of(p.op) for p in points):
         return ()
     recorded = (header.get("options") or {}).get("recv_buffers")
-    if recorded:
-        return parse(str(recorded))
-    if any(p.op in WINDOWED for p in points):
-        return LEGACY
-    return ()
+    return parse(str(recorded)) if recorded else LEGACY
 
 
 def recorded(header: Mapping[str, Any] | None) -> bool:

@@ -96,6 +96,19 @@ def size_table(console: Console, points: list[Point]) -> None:
         console.print(table)
 
 
+def interrupted(console: Console, points: list[Point], most: int = 12) -> None:
+    """How many samples were interrupted, and the points where it was many."""
+    summary = p2p.interrupted_summary(points)
+    if not summary:
+        return
+    console.print(summary)
+    named = p2p.interrupted(points)
+    for x in named[:most]:
+        console.print(Text(f"! {x.text()}", style="yellow"))
+    if len(named) > most:
+        console.print(Text(f"! and {len(named) - most} more points", style="yellow"))
+
+
 def recv_buffers(console: Console, header: dict[str, Any] | None, points: list[Point],
                  contrasts: bool = True) -> None:
     """Which receive buffers bw and bibw used; with both, where they differ and why."""

@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
             "recv_buffers": list(rbuf.run_policies(info.header, points)),
             "recv_buffers_recorded": rbuf.recorded(info.header),
             "recv_buffer_contrasts": [c.to_json() for c in rbuf.contrasts(points)],
+            "interrupted_samples": sum(len(p.interrupted) for p in points),
+            "interrupted_points": [x.to_json() for x in p2p.interrupted(points)],
             "collectives": [c.to_json() for c in
                             coll_analysis.summaries(colls, level, args.trim, min_valid)],
             "contention": [t.to_json() for t in contention_tables(contentions).values()],
@@ -77,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         render.key_figures(out, points)
         render.size_table(out, points)
         render.recv_buffers(out, info.header, points)
+        render.interrupted(out, points)
     if colls:
         render.coll_table(out, colls, level, min_valid)
     if contentions:

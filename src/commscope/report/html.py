@@ -134,6 +134,7 @@ def run_context(store: Store, run_id: int) -> dict[str, Any]:
     header = info.header or {}
     contrasts = rbuf.contrasts(points)
     rows = p2p.size_rows(points)
+    interrupted = (p2p.interrupted_summary(points), p2p.interrupted(points))
     points = drawn_points(points, contrasts)
     figs = p2p.pair_figures(points)
     return {
@@ -149,6 +150,8 @@ def run_context(store: Store, run_id: int) -> dict[str, Any]:
         "recv_buffers": rbuf.describe(rbuf.run_policies(info.header, points),
                                       rbuf.recorded(info.header)),
         "recv_contrasts": contrasts,
+        "interrupted_summary": interrupted[0],
+        "interrupted": interrupted[1],
         "rows": rows,
         "each_columns": any(r.bandwidth_each_Bps is not None
                             or r.bidirectional_each_Bps is not None for r in rows),
