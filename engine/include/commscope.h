@@ -85,7 +85,9 @@ typedef struct cs_options {
     double target_rse;
     double point_budget_s;
     double sample_min_s; /* a sample lasts at least this long (beats timer resolution) */
-    size_t window_bytes_cap; /* receive slots for a window never exceed this */
+    size_t window_bytes_cap; /* a window's bytes in flight never exceed this */
+    const char *recv_buffers; /* bw/bibw receive buffers, in the order measured: "one" (one
+                               * reused, as OSU and IMB), "each" (one per message) or both */
     /* collectives: clock sync and the MPIPerf window scheduler */
     const char *sync;    /* linear, ring, hierarchical, drift, or barrier (naive loops) */
     const char *resync;  /* point: synchronise again before every point; run: once per run */

@@ -12,6 +12,8 @@ static const char *usage =
     "         [--timer gettimeofday|mpi_wtime|monotonic_raw|tsc] [--window N] [--warmup N]\n"
     "         [--min-samples N] [--max-samples N] [--target-rse X] [--point-budget SECONDS]\n"
     "         [--sample-min-time SECONDS] [--skip op:pair:bytes,...] [--coll-sizes LIST]\n"
+    "         [--recv-buffers one|each|one,each (bw/bibw: one receive buffer reused, or one\n"
+    "          per message in flight, written as series bw_each/bibw_each)]\n"
     "       LogGP (--ops loggp, Netgauge's PRTT(n,d,s) and overheads per pair):\n"
     "         [--loggp-sizes LIST (default: --sizes)]\n"
     "       collectives (--ops bcast,alltoall,...,waitpattern_null,waitpattern_up):\n"
@@ -63,6 +65,7 @@ static void write_options(cs_json *j, const cs_options *o) {
     cs_json_raw_end(j, ']');
     cs_json_str(j, "skip", o->skip);
     cs_json_int(j, "window", o->window);
+    cs_json_str(j, "recv_buffers", o->recv_buffers);
     cs_json_int(j, "window_bytes_cap", (long long)o->window_bytes_cap);
     cs_json_int(j, "warmup", o->warmup);
     cs_json_int(j, "min_samples", o->min_samples);
@@ -272,11 +275,10 @@ int main(int argc, char **argv) {
         int nsizes = op ? opt.nsizes : opt.ncoll_sizes;
         for (int s = 0; s < nsizes; s++) {
             if (op) {
-                for (int p = 0; p < npairs; p++)
-                    if (!cs_options_skipped(&opt, name, pairs[p].label, opt.sizes[s])) {
-                        op->measure(&ctx, &pairs[p], opt.sizes[s]);
-                        if (topo.nranks > 2) cs_idle_barrier();
-                    }
+                for (int p = 0; p < npairs; p++) { /* each series checks --skip itself */
+                    op->measure(&ctx, &pairs[p], opt.sizes[s]);
+                    if (topo.nranks > 2) cs_idle_barrier();
+                }
             } else if (cs_coll_sizeless(coll) ? s == 0 && !cs_options_skipped(&opt, name, "world", 0)
                                                : !cs_options_skipped(&opt, name, "world", opt.coll_sizes[s])) {
                 cs_coll_measure(&ctx, coll, opt.coll_sizes[s]);

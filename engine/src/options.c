@@ -99,6 +99,7 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
     o->point_budget_s = 0.25;
     o->sample_min_s = 50e-6;
     o->window_bytes_cap = (size_t)64 << 20;
+    o->recv_buffers = "one";
     o->sync = "linear";
     o->resync = "point";
     o->sync_d = 100;
@@ -164,7 +165,15 @@ int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t err
         } else if (strcmp(flag, "--sync") == 0) o->sync = val;
         else if (strcmp(flag, "--stop") == 0) o->stop = val;
         else if (strcmp(flag, "--levels") == 0) o->levels = val;
-        else if (strcmp(flag, "--buffers") == 0) {
+        else if (strcmp(flag, "--recv-buffers") == 0) {
+            if (strcmp(val, "one") && strcmp(val, "each") && strcmp(val, "one,each") &&
+                strcmp(val, "each,one")) {
+                snprintf(err, errlen, "--recv-buffers %s: expected one, each, one,each or each,one",
+                         val);
+                return -1;
+            }
+            o->recv_buffers = val;
+        } else if (strcmp(flag, "--buffers") == 0) {
             if (strcmp(val, "hot") && strcmp(val, "cold")) {
                 snprintf(err, errlen, "--buffers %s: expected hot or cold", val);
                 return -1;

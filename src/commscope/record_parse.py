@@ -187,6 +187,11 @@ def _point(d: dict[str, Any], where: str) -> Point:
     if a == b:
         raise _fail(where, f"point ranks are both {a}; a pair needs two ranks")
     window = d.get("window")
+    n = len(d["samples_s"])
+    switches = tuple((int(i), int(a), int(b)) for i, a, b in d.get("switches", ()))
+    beyond = [i for i, _, _ in switches if i >= n]
+    if beyond:
+        raise _fail(where, f"point switches name sample {beyond[0]} of {n}")
     return Point(
         op=d["op"],
         pair=d["pair"],
@@ -199,6 +204,7 @@ def _point(d: dict[str, Any], where: str) -> Point:
         samples_s=tuple(float(s) for s in d["samples_s"]),
         stop=d["stop"],
         raw=d,
+        switches=switches,
     )
 
 

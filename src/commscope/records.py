@@ -96,8 +96,15 @@ class Header:
 class Point:
     """Raw samples of one measured (op, pair, bytes).
 
-    For op "pingpong" a sample is a one-way time (round trip / 2); for "bw" and "bibw" a
-    sample is the time for one window of messages, carrying ``bytes_per_sample`` bytes.
+    For op "pingpong" a sample is a one-way time (round trip / 2); for "bw" and "bibw" (and
+    their one-buffer-per-message series "bw_each", "bibw_each") a sample is the time for one
+    window of messages, carrying ``bytes_per_sample`` bytes.
+
+    ``switches`` holds (sample, a's count, b's count) for every sample in which the kernel took
+    rank a's core away (during its timed region) or rank b's (since the end of its previous
+    sample): involuntary context switches the engine counted. ``interrupted`` are the samples
+    those held up; the medians leave them out as long as two samples remain, and
+    ``samples_s`` keeps every sample.
     """
 
     op: str
@@ -111,6 +118,7 @@ class Point:
     samples_s: tuple[float, ...]
     stop: str
     raw: dict[str, Any] = field(compare=False, repr=False)
+    switches: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -123,11 +131,45 @@ class Point:
         return len(self.samples_s)
 
     @cached_property
+    def interrupted(self) -> tuple[int, ...]:
+        """Samples held up by a lost core, ascending.
+
+        A switch of rank a in its timed region holds up that sample. Rank b's count covers a
+        sample and the gap before the next one: switched out while it copies, it holds up this
+        sample; while it only waits for the end of its last send (the other rank already has
+        the data) or for the next command, it holds up the next exchange instead. One time
+        off the core holds up one exchange, so of the two samples the longer one is taken.
+        """
+        out: set[int] = set()
+        n = len(self.samples_s)
+        for i, a, b in self.switches:
+            if a:
+                out.add(i)
+            if b:
+                out.add(i + 1 if i + 1 < n and self.samples_s[i + 1] > self.samples_s[i]
+                        else i)
+        return tuple(sorted(out))
+
+    @cached_property
+    def kept_samples_s(self) -> tuple[float, ...]:
+        """The samples no rank lost its core in; every sample when fewer than two are left."""
+        if not self.interrupted:
+            return self.samples_s
+        out = set(self.interrupted)
+        kept = tuple(s for i, s in enumerate(self.samples_s) if i not in out)
+        return kept if len(kept) >= 2 else self.samples_s
+
+    @property
+    def interrupted_share(self) -> float:
+        """Share of the samples during which a rank lost its core (0 when not counted)."""
+        return len(self.interrupted) / len(self.samples_s) if self.samples_s else 0.0
+
+    @cached_property
     def median_s(self) -> float:
-        """Median of the samples, in seconds."""
+        """Median of the kept samples (see ``kept_samples_s``), in seconds."""
         import numpy as np
 
-        return float(np.median(np.asarray(self.samples_s, dtype=float)))
+        return float(np.median(np.asarray(self.kept_samples_s, dtype=float)))
 
     @property
     def latency_s(self) -> float:

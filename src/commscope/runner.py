@@ -30,6 +30,7 @@ ENGINE_FLAGS = {
     "pairs": "--pairs",
     "timer": "--timer",
     "window": "--window",
+    "recv_buffers": "--recv-buffers",
     "warmup": "--warmup",
     "min_samples": "--min-samples",
     "max_samples": "--max-samples",
@@ -65,6 +66,7 @@ ENGINE_FLAGS = {
     "block": "--block",
 }
 P2P_OPS = ("pingpong", "bw", "bibw")
+WINDOWED_OPS = ("bw", "bibw")  # measured once per receive-buffer policy
 SIZELESS_OPS = ("barrier", "ibarrier", "waitpattern_null", "waitpattern_up")
 
 
@@ -76,9 +78,10 @@ def expected_points(options: dict[str, Any], npairs: int) -> int | None:
     sizes = options.get("sizes") or []
     coll_sizes = options.get("coll_sizes") or sizes
     total = 0
+    policies = len(str(options.get("recv_buffers") or "one").split(","))
     for op in ops:
         if op in P2P_OPS:
-            total += npairs * len(sizes)
+            total += npairs * len(sizes) * (policies if op in WINDOWED_OPS else 1)
         elif op == "loggp":
             total += npairs * len(options.get("loggp_sizes") or sizes)
         else:
@@ -95,9 +98,22 @@ class Outcome:
     total_points: int
 
 
+def as_recorded(options: dict[str, Any]) -> dict[str, Any]:
+    """Request options with the defaults their run was measured under made explicit.
+
+    A stored request from before --recv-buffers existed measured bw and bibw with one
+    receive buffer per message; resuming it under today's default would mix policies in one
+    series, so it keeps "each".
+    """
+    ops = str(options.get("ops", "")).split(",")
+    if "recv_buffers" not in options and any(op in WINDOWED_OPS for op in ops):
+        return {**options, "recv_buffers": "each"}
+    return options
+
+
 def engine_argv(path: str, options: dict[str, Any], skip: set[tuple[str, str, int]]) -> list[str]:
     """Build the engine's argument list from request options (never a shell string)."""
-    argv = [path, *launch.flag_argv(options, ENGINE_FLAGS)]
+    argv = [path, *launch.flag_argv(as_recorded(options), ENGINE_FLAGS)]
     if skip:
         argv += ["--skip", ",".join(f"{op}:{pair}:{size}" for op, pair, size in sorted(skip))]
     return argv
@@ -214,7 +230,7 @@ def run(
             if engine_name:
                 state["watch"] = ExitWatch({r["pid"]: r["rank"] for r in record.raw["ranks"]},
                                            engine_name)
-            state["total"] = expected_points(request["engine"], len(record.pairs))
+            state["total"] = expected_points(as_recorded(request["engine"]), len(record.pairs))
         elif isinstance(record, (Point, Coll, Contention, LogGP)):
             store.add_point(run_id, segment, record)
             state["points"] += 1

@@ -117,3 +117,75 @@ def test_mca_parameters_for_mpich_are_refused_before_a_run_is_stored(cli):
     assert "MPIR_CVAR_" in out.stderr and len(out.stderr.strip().splitlines()) == 1
     listed = cli("runs", "--json", check=True)
     assert json.loads(listed.stdout) == []
+
+
+def test_receive_buffer_policies_are_recorded_and_stored_as_separate_series(cli):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    sizes = [65536, 1048576]
+    out = cli("run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "64K,1MiB", "--ops",
+              "bw", "--point-budget", "0.05", "--json", check=True)
+    plain = json.loads(out.stdout)["run"]
+    out = cli("run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "64K,1MiB", "--ops",
+              "bw,bibw", "--recv-buffers", "one,each", "--point-budget", "0.05", "--json",
+              check=True)
+    both = json.loads(out.stdout)["run"]
+    with Store.open(cli.store) as store:
+        default = store.get_run(plain)
+        run = store.get_run(both)
+        points = store.points(both)
+        argv = store.segments(both)[0].argv
+    assert default.header["options"]["recv_buffers"] == "one"
+    assert run.request["engine"]["recv_buffers"] == "one,each"
+    assert argv[argv.index("--recv-buffers") + 1] == "one,each"
+    assert run.header["options"]["recv_buffers"] == "one,each"
+    assert run.status == "complete" and run.n_points == 4 * len(sizes)
+    assert {(p.op, p.bytes) for p in points} == {
+        (op, s) for op in ("bw", "bw_each", "bibw", "bibw_each") for s in sizes}
+    for p in points:
+        assert p.raw["recv_buffers"] == ("each" if p.op.endswith("_each") else "one")
+        messages = 64 * (2 if p.op.startswith("bibw") else 1)
+        assert p.window == 64 and p.bytes_per_sample == p.bytes * messages
+    # Structure, not speed: both series are shown and compared, whatever this machine's noise.
+    shown = json.loads(cli("show", str(both), "--json", check=True).stdout)
+    assert shown["recv_buffers"] == ["one", "each"] and shown["recv_buffers_recorded"]
+    assert all(r["bandwidth_Bps"] and r["bandwidth_each_Bps"] for r in shown["sizes"])
+    contrasts = {c["op"]: c for c in shown["recv_buffer_contrasts"]}
+    assert set(contrasts) == {"bw", "bibw"}
+    assert all(c["sizes"] == len(sizes) and c["reason"] for c in contrasts.values())
+    text = cli("show", str(both), check=True).stdout
+    assert "measured both ways" in text and "bw each" in text
+
+
+def test_samples_where_a_rank_lost_its_core_are_listed_and_left_out(cli):
+    # A busy loop on rank 1's core takes it away every few ms: a 0.25 s point at 4 MiB (one
+    # round trip per sample) must see it. Structure only: which samples, not how slow.
+    import os
+    import subprocess
+
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    cpus = sorted(os.sched_getaffinity(0))
+    need(len(cpus) >= 2, "two cpus are needed to put a busy loop on rank 1's core alone")
+    hog = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    try:
+        os.sched_setaffinity(hog.pid, {cpus[1]})
+        out = cli("run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "8,4MiB", "--ops",
+                  "pingpong", "--json", check=True)
+    finally:
+        hog.kill()
+        hog.wait()
+    run_id = json.loads(out.stdout)["run"]
+    with Store.open(cli.store) as store:
+        header = store.get_run(run_id).header
+        points = {p.bytes: p for p in store.points(run_id)}
+    assert header["ranks"][1]["affinity"] == [cpus[1]]  # the loop shared rank 1's core
+    for p in points.values():
+        assert "switches" in p.raw
+        assert all(0 <= i < p.n_samples and a + b > 0 for i, a, b in p.switches)
+        assert set(p.interrupted) <= {i for i, _, _ in p.switches} | {
+            i + 1 for i, _, _ in p.switches}
+    big = points[4 << 20]
+    assert big.interrupted, "no sample of 4 MiB saw rank 1 switched out"
+    assert len(big.kept_samples_s) == big.n_samples - len(big.interrupted) >= 2
+    shown = json.loads(cli("show", str(run_id), "--json", check=True).stdout)
+    assert shown["interrupted_samples"] == sum(len(p.interrupted) for p in points.values())
+    assert "had a rank lose its core" in cli("show", str(run_id), check=True).stdout

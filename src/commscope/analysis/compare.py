@@ -149,7 +149,7 @@ def compare_runs(
 
 def shows_rate(kind: str, op: str) -> bool:
     """Whether a (kind, op) group reads best as bandwidth (bw, bibw) rather than time."""
-    return kind == "p2p" and op in ("bw", "bibw")
+    return kind == "p2p" and op in ("bw", "bibw", "bw_each", "bibw_each")
 
 
 def grouped(rows: Sequence[CompareRow]) -> list[tuple[tuple[str, str, str], list[CompareRow]]]:

@@ -84,7 +84,7 @@ def messages_per_sample(point: Point) -> float:
         return 1.0
     if point.bytes > 0 and point.bytes_per_sample > 0:
         return point.bytes_per_sample / point.bytes
-    return float((point.window or 1) * (2 if point.op == "bibw" else 1))
+    return float((point.window or 1) * (2 if point.op.startswith("bibw") else 1))
 
 
 def message_time(point: Point) -> float:
@@ -93,8 +93,11 @@ def message_time(point: Point) -> float:
 
 
 def message_samples(point: Point) -> NDArray[np.float64]:
-    """Every sample of ``point`` as the time of one message, so runs with other windows compare."""
-    return np.asarray(point.samples_s, dtype=np.float64) / messages_per_sample(point)
+    """Every kept sample of ``point`` as the time of one message, so other windows compare.
+
+    Kept samples leave out those a rank lost its core in (``Point.kept_samples_s``).
+    """
+    return np.asarray(point.kept_samples_s, dtype=np.float64) / messages_per_sample(point)
 
 
 def curve_of(points: list[Point], op: str, pair: str) -> Curve | None:

@@ -14,6 +14,8 @@ OP_NAMES = {
     "pingpong": "ping-pong",
     "bw": "unidirectional bandwidth (bw)",
     "bibw": "bidirectional bandwidth (bibw)",
+    "bw_each": "unidirectional bandwidth with a receive buffer per message (bw_each)",
+    "bibw_each": "bidirectional bandwidth with a receive buffer per message (bibw_each)",
 }
 
 

@@ -12,15 +12,21 @@ from typing import Any
 
 from commscope.analysis import curve as curves
 from commscope.analysis import regimes as reg
+from commscope.analysis.text import size_text
 from commscope.records import Point
 
 PAIR_ORDER = ("intra-socket", "inter-socket", "intra-node", "inter-node", "unknown")
-OP_ORDER = ("pingpong", "bw", "bibw")
+# bw_each, bibw_each: bw and bibw with one receive buffer per message (see recv_buffers)
+OP_ORDER = ("pingpong", "bw", "bw_each", "bibw", "bibw_each")
 
 
 @dataclass(frozen=True)
 class SizeRow:
-    """One size of one pair: the median of each operation's samples."""
+    """One size of one pair: the median of each operation's samples.
+
+    ``bandwidth_Bps`` and ``bidirectional_bandwidth_Bps`` are bw and bibw with one receive
+    buffer reused; the ``_each`` fields the same with one receive buffer per message.
+    """
 
     pair: str
     bytes: int
@@ -28,6 +34,8 @@ class SizeRow:
     pingpong_bandwidth_Bps: float | None
     bandwidth_Bps: float | None  # windowed unidirectional
     bidirectional_bandwidth_Bps: float | None
+    bandwidth_each_Bps: float | None = None
+    bidirectional_each_Bps: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
@@ -36,7 +44,11 @@ class SizeRow:
 
 @dataclass(frozen=True)
 class KeyFigures:
-    """What people read first for one pair."""
+    """What people read first for one pair.
+
+    The peaks come from bw and bibw with one receive buffer reused, or, in a run that
+    measured only one per message, from that series: ``recv_buffers`` says which.
+    """
 
     pair: str
     ranks: tuple[int, int]
@@ -45,6 +57,7 @@ class KeyFigures:
     peak_bandwidth_Bps: float | None  # best windowed unidirectional median
     peak_bandwidth_bytes: int | None
     peak_bidirectional_Bps: float | None
+    recv_buffers: str | None = None  # "one" or "each": the series the peaks come from
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
@@ -59,6 +72,10 @@ def pairs_in(points: list[Point]) -> list[str]:
     return [label for label in PAIR_ORDER if label in present]
 
 
+def _rate(point: Point | None, size: int) -> float | None:
+    return point.bandwidth_Bps if point is not None and size else None
+
+
 def size_rows(points: list[Point]) -> list[SizeRow]:
     """One row per (pair, size), operations side by side."""
     by: dict[tuple[str, int], dict[str, Point]] = {}
@@ -68,17 +85,10 @@ def size_rows(points: list[Point]) -> list[SizeRow]:
     for pair in pairs_in(points):
         for size in sorted(b for (pr, b) in by if pr == pair):
             ops = by[(pair, size)]
-            pp, bw, bibw = ops.get("pingpong"), ops.get("bw"), ops.get("bibw")
-            rows.append(
-                SizeRow(
-                    pair,
-                    size,
-                    pp.latency_s if pp else None,
-                    pp.bandwidth_Bps if pp and size else None,
-                    bw.bandwidth_Bps if bw and size else None,
-                    bibw.bandwidth_Bps if bibw and size else None,
-                )
-            )
+            pp = ops.get("pingpong")
+            rate = [_rate(ops.get(op), size)
+                    for op in ("pingpong", "bw", "bibw", "bw_each", "bibw_each")]
+            rows.append(SizeRow(pair, size, pp.latency_s if pp else None, *rate))
     return rows
 
 
@@ -88,8 +98,12 @@ def key_figures(points: list[Point]) -> list[KeyFigures]:
     for pair in pairs_in(points):
         mine = [p for p in points if p.pair == pair]
         pp = sorted((p for p in mine if p.op == "pingpong"), key=lambda p: p.bytes)
-        bw = [p for p in mine if p.op == "bw" and p.bytes > 0]
-        bibw = [p for p in mine if p.op == "bibw" and p.bytes > 0]
+        ops = {p.op for p in mine}
+        policy = "one" if ops & {"bw", "bibw"} else "each" if ops & {"bw_each", "bibw_each"} \
+            else None
+        uni, bi = ("bw", "bibw") if policy != "each" else ("bw_each", "bibw_each")
+        bw = [p for p in mine if p.op == uni and p.bytes > 0]
+        bibw = [p for p in mine if p.op == bi and p.bytes > 0]
         best = max(bw, key=lambda p: p.bandwidth_Bps, default=None)
         best2 = max(bibw, key=lambda p: p.bandwidth_Bps, default=None)
         out.append(
@@ -101,6 +115,7 @@ def key_figures(points: list[Point]) -> list[KeyFigures]:
                 best.bandwidth_Bps if best else None,
                 best.bytes if best else None,
                 best2.bandwidth_Bps if best2 else None,
+                policy,
             )
         )
     return out
@@ -210,3 +225,51 @@ def pair_figures(points: list[Point]) -> list[PairFigures]:
             curves=figs,
         ))
     return out
+
+
+INTERRUPTED_NOTE = 0.25  # a point whose share of interrupted samples reaches this is named
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """A point many of whose samples had a rank lose its core to another process."""
+
+    pair: str
+    op: str
+    bytes: int
+    n_samples: int
+    n_interrupted: int
+    n_kept: int  # samples the medians use: the others, or all when fewer than two are left
+
+    def text(self) -> str:
+        """One line naming the point and what its medians rest on."""
+        head = (f"{self.pair} {self.op} {size_text(self.bytes)}: {self.n_interrupted} of"
+                f" {self.n_samples} samples had a rank lose its core to another process")
+        if self.n_kept == self.n_samples:
+            return head + "; too few others, so its figures use every sample"
+        return head + f"; its figures use the other {self.n_kept}"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict with full key names."""
+        return asdict(self)
+
+
+def interrupted(points: list[Point], share: float = INTERRUPTED_NOTE) -> list[Interrupted]:
+    """Points at least ``share`` of whose samples were interrupted, in table order."""
+    out = [Interrupted(p.pair, p.op, p.bytes, p.n_samples, len(p.interrupted),
+                       len(p.kept_samples_s))
+           for p in points if p.interrupted and p.interrupted_share >= share]
+    order = {op: i for i, op in enumerate(OP_ORDER)}
+    return sorted(out, key=lambda x: (PAIR_ORDER.index(x.pair) if x.pair in PAIR_ORDER else 9,
+                                      order.get(x.op, 9), x.bytes))
+
+
+def interrupted_summary(points: list[Point]) -> str:
+    """One line on the interrupted samples left out of a run's figures ("" when none)."""
+    hit = [p for p in points if p.interrupted]
+    if not hit:
+        return ""
+    n = sum(len(p.interrupted) for p in hit)
+    total = sum(p.n_samples for p in points)
+    return (f"{n} of {total} samples in {len(hit)} of {len(points)} points had a rank lose its"
+            " core to another process (the machine was busy); medians leave them out")

@@ -46,6 +46,7 @@ def _labels(args: argparse.Namespace, infos: list[RunInfo]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Compare, then print tables or JSON, and write the HTML page if asked."""
     # Imported here: scipy and matplotlib would slow the start of every other subcommand.
+    from commscope.analysis import recv_buffers
     from commscope.analysis.compare import ALPHA, compare_runs
 
     common.require(len(args.runs) >= 2, "compare needs at least two runs, e.g."
@@ -59,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         infos = [store.get_run(i) for i in ids]
         labels = _labels(args, infos)
         rows = compare_runs([(i, [*store.points(i), *store.colls(i)]) for i in ids])
+        note = recv_buffers.mixed_note([(label, info.header, store.points(info.id))
+                                        for info, label in zip(infos, labels, strict=True)])
         written = None
         if args.output:
             from commscope.report import compare_html  # matplotlib: only when asked
@@ -69,9 +72,14 @@ def run(args: argparse.Namespace) -> int:
             "alpha": ALPHA,
             "runs": [{"id": i.id, "label": label} for i, label in zip(infos, labels, strict=True)],
             "rows": [r.to_json() for r in rows],
+            "recv_buffers_note": note or None,
         })
     else:
         _print_tables(rows, labels, ALPHA)
+        if note:
+            from rich.text import Text
+
+            common.console().print(Text(common.terminal_text(note), style="yellow"))
     if written is not None and not args.json:
         print(f"comparison: {common.terminal_text(os.fspath(written))}")
     return 0

@@ -36,9 +36,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     w = csv.writer(sys.stdout)
     w.writerow(["run", "op", "pair", "rank_a", "rank_b", "bytes", "bytes_per_sample",
-                "iters_per_sample", "sample", "time_s"])
+                "iters_per_sample", "sample", "time_s", "interrupted"])
     for p in points:
+        out = set(p.interrupted)
         for i, t in enumerate(p.samples_s):
             w.writerow([run_id, p.op, p.pair, p.ranks[0], p.ranks[1], p.bytes,
-                        p.bytes_per_sample, p.iters_per_sample, i, repr(t)])
+                        p.bytes_per_sample, p.iters_per_sample, i, repr(t), int(i in out)])
     return 0

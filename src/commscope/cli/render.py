@@ -14,6 +14,7 @@ from commscope.analysis import load as load_analysis
 from commscope.analysis import loggp as loggp_analysis
 from commscope.analysis import node as node_analysis
 from commscope.analysis import p2p
+from commscope.analysis import recv_buffers as rbuf
 from commscope.records import Coll, Contention, LogGP, Point
 from commscope.store import RunInfo
 
@@ -73,17 +74,25 @@ def key_figures(console: Console, points: list[Point]) -> None:
 
 
 def size_table(console: Console, points: list[Point]) -> None:
-    """Latency and bandwidths per size, one table per pair."""
+    """Latency and bandwidths per size, one table per pair.
+
+    The bw and bibw columns with one receive buffer per message appear when measured.
+    """
     rows = p2p.size_rows(points)
+    each = [name for name, field in (("bw each", "bandwidth_each_Bps"),
+                                     ("bibw each", "bidirectional_each_Bps"))
+            if any(getattr(r, field) is not None for r in rows)]
     for pair in p2p.pairs_in(points):
         table = Table(title=f"{pair} (latency in us; bandwidth in MB/s = 10^6 bytes/s)")
-        for col in ("bytes", "latency", "pingpong bw", "bw", "bibw"):
+        for col in ("bytes", "latency", "pingpong bw", "bw", "bibw", *each):
             table.add_column(col, justify="right")
         for r in rows:
             if r.pair == pair:
+                extra = {"bw each": r.bandwidth_each_Bps, "bibw each": r.bidirectional_each_Bps}
                 table.add_row(
                     str(r.bytes), _us(r.latency_s), _mbs(r.pingpong_bandwidth_Bps),
                     _mbs(r.bandwidth_Bps), _mbs(r.bidirectional_bandwidth_Bps),
+                    *(_mbs(extra[name]) for name in each),
                 )
         console.print(table)
 
@@ -92,6 +101,32 @@ def load_warnings(console: Console, ends: list[dict[str, Any] | None]) -> None:
     """One ``!`` line per host that other processes or extra ranks disturbed."""
     for text in load_analysis.warnings(ends):
         console.print(Text(f"! {text}: timings include waiting for a core", style="yellow"))
+
+
+def interrupted(console: Console, points: list[Point], most: int = 12) -> None:
+    """How many samples were interrupted, and the points where it was many."""
+    summary = p2p.interrupted_summary(points)
+    if not summary:
+        return
+    console.print(summary)
+    named = p2p.interrupted(points)
+    for x in named[:most]:
+        console.print(Text(f"! {x.text()}", style="yellow"))
+    if len(named) > most:
+        console.print(Text(f"! and {len(named) - most} more points", style="yellow"))
+
+
+def recv_buffers(console: Console, header: dict[str, Any] | None, points: list[Point],
+                 contrasts: bool = True) -> None:
+    """Which receive buffers bw and bibw used; with both, where they differ and why."""
+    policies = rbuf.run_policies(header, points)
+    if not policies:
+        return
+    text = rbuf.describe(policies, rbuf.recorded(header))
+    console.print(f"receive buffers (bw, bibw): {text}")
+    if contrasts:
+        for c in rbuf.contrasts(points):
+            console.print(Text(c.reason(), style="yellow" if c.material else ""))
 
 
 def coll_table(console: Console, points: list[Coll], level: float,

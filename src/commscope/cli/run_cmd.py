@@ -18,6 +18,7 @@ EXAMPLES = """examples:
   commscope run                          p2p and the default collective suite, then a report
   commscope run p2p --mpi mpich          point-to-point with MPICH
   commscope run p2p --sizes 0,8,1K,1MiB --ops pingpong
+  commscope run p2p --ops bw --recv-buffers one,each   bw, one receive buffer and one per message
   commscope run coll --ops alltoall,bcast --sizes 8,1KiB,1MiB --timer tsc --sync ring \\
       --confidence 0.95 --stop rse:0.05
   commscope run coll --sync barrier      the naive back-to-back loop, to see its error
@@ -73,6 +74,10 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     common.option(p, "--max-samples", type=int, default=1000, help="p2p: samples per point at most")
     common.option(p, "--window", type=common.positive_int, default=64,
                   help="p2p: messages in flight for bw and bibw")
+    common.option(p, "--recv-buffers", default="one",
+                  help="p2p: bw/bibw receive buffers: one (reused by the whole window, as "
+                  "osu_bw and IMB), each (one per message, as osu_bw -b multiple; stored as "
+                  "bw_each, bibw_each) or one,each for both series")
     common.option(p, "--warmup", type=int, default=10, help="p2p: untimed iterations per point")
     coll = p.add_argument_group("collectives (the MPIPerf method, Kurnosov 2012)")
     common.option(coll, "--sync", default="linear",
@@ -149,6 +154,15 @@ def _p2p_sizes(args: argparse.Namespace) -> list[int]:
     return netpipe_schedule(parse_size(args.max_size), args.perturbation)
 
 
+def _recv_buffers(args: argparse.Namespace) -> str:
+    from commscope.analysis import recv_buffers
+
+    try:
+        return ",".join(recv_buffers.parse(args.recv_buffers))
+    except ValueError as err:
+        raise UsageError(f"--recv-buffers {err}") from None
+
+
 def _loggp_sizes(args: argparse.Namespace) -> list[int]:
     """LogGP sizes: --sizes for 'run loggp', else the NetPIPE bases without perturbation."""
     if args.sizes and args.benchmark == "loggp":
@@ -199,6 +213,7 @@ def build_request(args: argparse.Namespace) -> dict[str, Any]:
         p2p_ops = (args.ops if args.benchmark == "p2p" and args.ops else P2P_OPS).split(",")
         ops += p2p_ops
         engine.update({"sizes": _p2p_sizes(args), "pairs": args.pairs, "window": args.window,
+                       "recv_buffers": _recv_buffers(args),
                        "warmup": args.warmup, "min_samples": args.min_samples,
                        "max_samples": args.max_samples, "target_rse": args.target_rse,
                        "point_budget_s": args.point_budget})
@@ -347,6 +362,7 @@ def show_outcome(args: argparse.Namespace, store: Any, run_id: int, request: dic
     render.load_warnings(out, [seg.end for seg in store.segments(run_id)])
     if points:
         render.key_figures(out, points)
+        render.recv_buffers(out, info.header, points)
     if colls:
         from commscope.analysis.coll import min_valid_of
 

@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from commscope.analysis import loggp as loggp_analysis
     from commscope.analysis import node as node_analysis
     from commscope.analysis import p2p
+    from commscope.analysis import recv_buffers as rbuf
     from commscope.analysis.contention import tables as contention_tables
     from commscope.cli import render, tcp_render
 
@@ -61,6 +62,11 @@ def run(args: argparse.Namespace) -> int:
             "load_warnings": load_analysis.warnings(ends),
             "key_figures": [k.to_json() for k in p2p.key_figures(points)],
             "sizes": [r.to_json() for r in p2p.size_rows(points)],
+            "recv_buffers": list(rbuf.run_policies(info.header, points)),
+            "recv_buffers_recorded": rbuf.recorded(info.header),
+            "recv_buffer_contrasts": [c.to_json() for c in rbuf.contrasts(points)],
+            "interrupted_samples": sum(len(p.interrupted) for p in points),
+            "interrupted_points": [x.to_json() for x in p2p.interrupted(points)],
             "collectives": [c.to_json() for c in
                             coll_analysis.summaries(colls, level, args.trim, min_valid)],
             "contention": [t.to_json() for t in contention_tables(contentions).values()],
@@ -79,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     if points:
         render.key_figures(out, points)
         render.size_table(out, points)
+        render.recv_buffers(out, info.header, points)
+        render.interrupted(out, points)
     if colls:
         render.coll_table(out, colls, level, min_valid, args.trim)
     if contentions:

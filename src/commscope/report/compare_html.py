@@ -20,7 +20,9 @@ from commscope.safe_write import check_target
 from commscope.store import Store
 
 OP_TITLES = {"pingpong": "ping-pong one-way time", "bw": "unidirectional bandwidth",
-             "bibw": "bidirectional bandwidth"}
+             "bibw": "bidirectional bandwidth",
+             "bw_each": "unidirectional bandwidth, a receive buffer per message",
+             "bibw_each": "bidirectional bandwidth, a receive buffer per message"}
 
 
 def _lines(rows: list[CompareRow], labels: Sequence[str], rate: bool) -> list[Line]:

@@ -20,6 +20,7 @@ from commscope import __version__, safe_write
 from commscope.analysis import coll as coll_analysis
 from commscope.analysis import curve as curves
 from commscope.analysis import findings, load, p2p
+from commscope.analysis import recv_buffers as rbuf
 from commscope.analysis.text import size_text, time_text
 from commscope.records import Coll, Point
 from commscope.report import (
@@ -114,12 +115,27 @@ def _plots(points: list[Point], figs: list[p2p.PairFigures],
     return [(title, caption, Markup(svg)) for title, caption, svg in plots]
 
 
+def drawn_points(points: list[Point], contrasts: list[rbuf.Contrast]) -> list[Point]:
+    """The points the figures and findings use.
+
+    A bw or bibw measured with both receive-buffer policies keeps its per-message series only
+    where the two differ materially; elsewhere the reused buffer's curve stands for both, and
+    the report says so. The per-size table keeps every point.
+    """
+    same = {(c.pair, rbuf.series(c.op, "each")) for c in contrasts if not c.material}
+    return [p for p in points if (p.pair, p.op) not in same]
+
+
 def run_context(store: Store, run_id: int) -> dict[str, Any]:
     """Everything the template shows about one run."""
     info = store.get_run(run_id)
     points = store.points(run_id)
     colls = store.colls(run_id)
     header = info.header or {}
+    contrasts = rbuf.contrasts(points)
+    rows = p2p.size_rows(points)
+    interrupted = (p2p.interrupted_summary(points), p2p.interrupted(points))
+    points = drawn_points(points, contrasts)
     figs = p2p.pair_figures(points)
     return {
         "info": info,
@@ -132,7 +148,14 @@ def run_context(store: Store, run_id: int) -> dict[str, Any]:
         "load_warnings": load.warnings([seg.end for seg in store.segments(run_id)]),
         "figures": figs,
         "findings": findings.findings(figs),
-        "rows": p2p.size_rows(points),
+        "recv_buffers": rbuf.describe(rbuf.run_policies(info.header, points),
+                                      rbuf.recorded(info.header)),
+        "recv_contrasts": contrasts,
+        "interrupted_summary": interrupted[0],
+        "interrupted": interrupted[1],
+        "rows": rows,
+        "each_columns": any(r.bandwidth_each_Bps is not None
+                            or r.bidirectional_each_Bps is not None for r in rows),
         "colls": [(c, coll_analysis.summarize(c)) for c in
                   sorted(colls, key=lambda c: (c.op, c.group, c.bytes))],
         "plots": _plots(points, figs, colls),

@@ -29,13 +29,16 @@ PAIR_COLOURS = {
     "inter-node": "tab:red",
     "unknown": "tab:purple",
 }
-OP_STYLES = {"pingpong": "-", "bw": "--", "bibw": ":"}
-OP_LABELS = {"pingpong": "ping-pong", "bw": "bw", "bibw": "bibw"}
+OP_STYLES = {"pingpong": "-", "bw": "--", "bibw": ":", "bw_each": "-.", "bibw_each": "-."}
+OP_LABELS = {"pingpong": "ping-pong", "bw": "bw", "bibw": "bibw",
+             "bw_each": "bw (receive buffer per message)",
+             "bibw_each": "bibw (receive buffer per message)"}
 _RC: dict[Any, Any] = {"svg.fonttype": "none", "svg.hashsalt": "commscope", "font.size": 9}
 FIGSIZE = (7.0, 3.8)
 
 
-OP_COLOURS = {"pingpong": "tab:blue", "bw": "tab:green", "bibw": "tab:purple"}
+OP_COLOURS = {"pingpong": "tab:blue", "bw": "tab:green", "bibw": "tab:purple",
+              "bw_each": "tab:olive", "bibw_each": "tab:pink"}
 
 
 def colour(pair: str, index: int = 0) -> str:
