@@ -55,7 +55,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--p2p", metavar="RUN", help="run with point-to-point ping-pong results")
     where = p.add_mutually_exclusive_group()
     common.option(where, "--cluster", env="COMMSCOPE_CLUSTER", metavar="FILE",
-                  help="cluster model YAML file (see README), or 'slurm': Slurm's nodes, "
+                  help="cluster model YAML file (see docs/predict.md), or 'slurm': Slurm's nodes, "
                   "sockets and cores (scontrol show nodes) and switches (show topology)")
     where.add_argument("--vcluster", action="store_true", help="model the virtual cluster")
     where.add_argument("--hwloc", nargs="?", const="", metavar="XML",
