@@ -44,6 +44,7 @@ from pathlib import Path
 import commscope
 from commscope import launch
 from commscope import mpi as mpi_mod
+from commscope.analysis import load as load_analysis
 from commscope.analysis.coll import min_valid_of, summarize
 from commscope.store import Store
 
@@ -268,9 +269,12 @@ def cs_a2a(s: Setup, sync: str | None) -> A2ARun:
     with Store.open(s.store) as store:
         [point] = store.colls(run_id)
         header = store.get_run(run_id).header or {}
-    # The same summary `commscope show --json` prints, with the run's own minimum.
+        ends = [seg.end for seg in store.segments(run_id)]
+    # The same summary `commscope show --json` prints, with the run's own minimum; a run-level
+    # load warning (a rank waited for a CPU, others took the CPUs) flags it too.
     summary = summarize(point, min_valid=min_valid_of(header.get("options")))
-    return A2ARun(summary.time_s, summary.median_s, summary.warnings, o.wall_s)
+    flags = summary.warnings + tuple(load_analysis.warnings(ends))
+    return A2ARun(summary.time_s, summary.median_s, flags, o.wall_s)
 
 
 def osu_value(o: Outcome, size: int) -> float:
