@@ -228,8 +228,9 @@ def run_streaming(
     except OSError as err:
         raise LaunchError(f"cannot start {job.argv[0]}") from err
     assert proc.stdout is not None and proc.stderr is not None
+    stderr = proc.stderr  # narrowed to not None here; the lambda below could not see that
     err_chunks: list[str] = []
-    reader = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)
+    reader = threading.Thread(target=lambda: err_chunks.append(stderr.read()), daemon=True)
     reader.start()
     timed_out, lingered = threading.Event(), threading.Event()
 

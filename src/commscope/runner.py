@@ -135,8 +135,8 @@ def _lost_rank(stderr: str, header: Header | None, first: tuple[int, ...] = ()) 
         return f"rank {first[0]} (pid {info['pid']} on {info['node']}) was lost{how}"
     m = re.search(r"rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)", stderr)
     if m:  # Open MPI
-        rank, pid, node, sig = m.groups()
-        return f"rank {rank} (pid {pid} on {node}) was lost (signal {sig})"
+        rank, pid, node, signum = m.groups()
+        return f"rank {rank} (pid {pid} on {node}) was lost (signal {signum})"
     for pid_text in re.findall(r"PID (\d+) RUNNING AT", stderr):  # hydra names pids, not ranks
         info = pids.get(int(pid_text))
         if info:

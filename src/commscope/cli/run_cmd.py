@@ -181,12 +181,12 @@ def _coll_sizes(args: argparse.Namespace, ops: list[str]) -> list[int]:
 
 def _levels(args: argparse.Namespace) -> str:
     """Requested contention levels; 'auto' keeps those the allocation can express."""
-    if args.levels != "auto":
-        levels = args.levels.split(",")
-        for level in levels:
+    requested: str = args.levels
+    if requested != "auto":
+        for level in requested.split(","):
             common.require(level in ("memory", "socket", "nic"),
                            f"--levels {level}: choose from memory, socket, nic")
-        return args.levels
+        return requested
     several_nodes = (args.vcluster or args.hostfile or args.hosts or args.slurm
                      or os.environ.get("SLURM_JOB_ID"))
     return "memory,nic" if several_nodes else "memory"

@@ -124,7 +124,7 @@ def _sweeps(specs: list[str], params: SimParams) -> list[tuple[str, SimParams,
 
     if not specs:
         return [("", params, None)]
-    out = []
+    out: list[tuple[str, SimParams, dict[str, Any] | None]] = []
     for spec in specs:
         name, _, values = spec.partition("=")
         if not values:
@@ -142,8 +142,8 @@ def _simulate(args: argparse.Namespace, store: Any, request: dict[str, Any], lab
     from commscope.simulate import smpi
 
     mpi = smpi.install()
-    run_id = store.create_run(request["benchmark"], label, mpi.tag, mpi.launcher,
-                              request["np"], request)
+    run_id: int = store.create_run(request["benchmark"], label, mpi.tag, mpi.launcher,
+                                   request["np"], request)
     run_cmd.measure(store, run_id, request, mpi, quiet)
     return run_id
 

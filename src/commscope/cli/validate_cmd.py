@@ -195,8 +195,11 @@ def run(args: argparse.Namespace) -> int:
                   f"Up {nranks} us)")
     for col in ("timer", "sync", "Null (us)", "Up (us)", "valid", "clock error (us)", "verdict"):
         table.add_column(col, justify="left" if col in ("timer", "sync", "verdict") else "right")
+
+    def fmt(x: float) -> str:
+        return "" if x != x else f"{x * 1e6:.2f}"  # NaN prints empty
+
     for v in verdicts:
-        fmt = lambda x: "" if x != x else f"{x * 1e6:.2f}"  # noqa: E731 - NaN prints empty
         table.add_row(v.timer, v.sync, fmt(v.null_s), fmt(v.up_s), f"{v.valid_share:.0%}",
                       fmt(v.clock_error_s),
                       ("trustworthy: " if v.trustworthy else "NOT trustworthy: ") + v.reason)

@@ -106,9 +106,9 @@ class _Reader:
         return value
 
     def count(self, value: Any, field: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise self.fail(field, f"{value!r} is not a whole number of at least 1")
-        return value
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+        raise self.fail(field, f"{value!r} is not a whole number of at least 1")
 
     def link(self, value: Any, field: str) -> Link:
         data = self.mapping(value, field, _LINK)

@@ -68,11 +68,12 @@ def heatmap(table: contention_analysis.LevelTable) -> str:
                                            edgecolor="black", linewidth=1.2,
                                            gid=f"cf-onset-{size}-{cf}"))
                 if label:  # on a patch of the cell's colour, so the hatch spares the digits
-                    dark = math.log(max(v, 1.0)) > 0.6 * math.log(top)
+                    shade = max(v, 1.0)
+                    dark = math.log(shade) > 0.6 * math.log(top)
                     ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
                             color="white" if dark else "black",
                             bbox={"boxstyle": "square,pad=0.15", "linewidth": 0,
-                                  "facecolor": image.cmap(image.norm(max(v, 1.0)))})
+                                  "facecolor": image.cmap(image.norm(shade))})
         ax.set_xticks(range(cols), [str(int(c)) for c in table.cfs])
         ax.set_yticks(range(rows), [size_text(int(m)) for m in table.sizes])
         ax.set_xlabel("cf: transfers sharing the channel at once")

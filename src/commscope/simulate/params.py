@@ -91,7 +91,10 @@ class SimParams:
         if value is None:
             forms = "e.g. 80us, 0.4ms" if kind == "time" else "e.g. 1Gbit/s, 125MB/s"
             raise SimulateError(f"--sweep {name}={text}: not a {kind}; use {forms}")
-        return dataclasses.replace(self, **{attr: value})
+        # The field is named at run time (one of SWEEPABLE's float fields), so mypy cannot
+        # match the keyword to a field; Any leaves that to replace(), which checks the name.
+        changes: dict[str, Any] = {attr: value}
+        return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict in bytes/s and seconds, for run records."""

@@ -14,7 +14,8 @@ from commscope.predict.model import ClusterModel, Link
 from commscope.predict.model_yaml import load_document, model_from_dict
 from commscope.predict.placement import Placement, regular
 from commscope.simulate import platform, smpi
-from commscope.simulate.params import SimParams, params_for
+from commscope.simulate.params import SimParams
+from commscope.simulate.params import params_for as params_for  # for the CLI, beside load()
 from commscope.store import RunInfo
 
 STAMPEDE_NOTE = ("uncalibrated: SimGrid's default SMPI factors (calibrated on TACC's Stampede)"
