@@ -28,8 +28,10 @@ from commscope.store_file import APPLICATION_ID as APPLICATION_ID
 from commscope.store_file import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
 from commscope.store_file import SCHEMA_VERSION as SCHEMA_VERSION
 from commscope.store_file import connect, write_transaction
+from commscope.strict import shown
 
 RUN_STATUSES = ("running", "complete", "incomplete")
+MAX_RUN_ID = 2**63 - 1  # SQLite's largest INTEGER
 
 # Column names match the fields of RunInfo and SegmentInfo; *_json columns are decoded.
 _RUN_QUERY = """SELECT r.*, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id) AS n_points
@@ -282,8 +284,9 @@ class Store:
             if row[0] is None:
                 raise StoreError(f"no run latest in {self.path}: no runs yet; run 'commscope run'")
             return int(row[0])
-        if not re.fullmatch(r"[0-9]+", text):
-            raise UsageError(f"run {ref!r} is neither 'latest' nor a run id; see 'commscope runs'")
+        if not re.fullmatch(r"[0-9]{1,19}", text) or int(text) > MAX_RUN_ID:
+            raise UsageError(f"run {shown(ref)} is neither 'latest' nor a run id (a whole number"
+                             f" up to {MAX_RUN_ID}); see 'commscope runs'")
         self._require_run(int(text))
         return int(text)
 
