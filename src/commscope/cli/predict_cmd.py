@@ -205,10 +205,14 @@ def run(args: argparse.Namespace) -> int:
         if path:
             safe_write.check_target(path, flag)  # before the model is read
     size = parse_size(args.size, "--size")
+    common.require(args.root < args.procs, f"--root {args.root}: give a rank below --procs"
+                   f" {args.procs}")
     model = _model(args)
+    # Placements first: they check that --procs fits the model before any pattern is built.
+    placements = _placements(args, model)
     cost = _cost(args, model)
     pattern = predict.build(args.op, args.procs, size, args.algorithm, args.block, args.root)
-    ranked = predict.rank_placements(model, pattern, cost, _placements(args, model))
+    ranked = predict.rank_placements(model, pattern, cost, placements)
     chosen = _chosen(args, ranked)
     slurm = handoff.slurm_args(model, chosen.placement)
     _write(args.write_rankfile, handoff.rankfile(model, chosen.placement), "--write-rankfile")
