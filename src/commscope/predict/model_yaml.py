@@ -286,7 +286,10 @@ def load_document(path: str | Path) -> Any:
         line = f" line {mark.line + 1}" if mark is not None else ""
         raise PredictError(f"{where}:{line} not valid YAML ({getattr(err, 'problem', err)})"
                            ) from None
-    except (ValueError, OverflowError, RecursionError) as err:  # e.g. a date 2001-13-45
+    except RecursionError:
+        raise PredictError(f"{where}: nested too deeply to read; a cluster model is a few"
+                           " levels deep") from None
+    except (ValueError, OverflowError) as err:  # e.g. a date 2001-13-45
         raise PredictError(f"{where}: a value YAML cannot build ({err}); quote it or fix it"
                            ) from None
     return data
