@@ -49,13 +49,15 @@ class Outcome(NamedTuple):
     err: str
 
 
-def call(name: str, store: Path, *argv: str) -> Outcome:
+def call(name: str | None, store: Path, *argv: str) -> Outcome:
     """Run ``commscope --store STORE ARGV...`` in this process; count it under ``name``.
 
-    An exception other than SystemExit (argparse's exit) escapes: it is the traceback a
-    user would have seen.
+    ``name`` None: a command that only sets up or checks, not a generated input. An
+    exception other than SystemExit (argparse's exit) escapes: it is the traceback a user
+    would have seen.
     """
-    COUNTS[name] += 1
+    if name is not None:
+        COUNTS[name] += 1
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:

@@ -17,7 +17,7 @@ SOURCES = {
     "imb": ["imb_mpi1.txt"],
     "netpipe": ["netpipe.out"],
 }
-EXAMPLES = {"osu": 300, "imb": 200, "netpipe": 200}
+EXAMPLES = {"osu": 2200, "imb": 1600, "netpipe": 1100}
 
 
 def _lines(name: str) -> list[str]:

@@ -16,8 +16,8 @@ from commscope.limits import MAX_SIMULATED_NODES
 from tests.fuzz import harness
 from tests.fuzz.strategies import DEEP_MODEL, RAW_MODELS, model_document
 
-PREDICT_EXAMPLES = 150
-SIMULATE_EXAMPLES = 100
+PREDICT_EXAMPLES = 600
+SIMULATE_EXAMPLES = 400
 _NUMBER_ATTR = re.compile(r'(bandwidth|latency)="([^"]*?)(Bps|s)"')
 
 
