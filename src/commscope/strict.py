@@ -55,7 +55,8 @@ def check_whole(value: object, lo: int, hi: int) -> int:
     return value
 
 
-def check_real(value: object, lo: float, hi: float, above: bool = False) -> float:
+def check_real(value: object, lo: float, hi: float, above: bool = False,
+               text: str | None = None) -> float:
     """``value`` as a float if it is a finite number within the bounds.
 
     Args:
@@ -63,18 +64,20 @@ def check_real(value: object, lo: float, hi: float, above: bool = False) -> floa
         lo: the lower bound; excluded when ``above``.
         hi: the upper bound, included.
         above: the value must exceed ``lo`` (times, sizes and rates that must be positive).
+        text: how the value was written, shown in errors instead of the value.
 
     Raises:
         NumberError: not a number, not finite, or out of bounds.
     """
     fix = real_range(lo, hi, above)
+    named = shown(value if text is None else text)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise NumberError(f"{shown(value)} is not a number; give {fix}")
+        raise NumberError(f"{named} is not a number; give {fix}")
     number = float(value) if not isinstance(value, int) or abs(value) < 2**1000 else math.inf
     if not math.isfinite(number):
-        raise NumberError(f"{shown(value)} is not a finite number; give {fix}")
+        raise NumberError(f"{named} is not a finite number; give {fix}")
     if number > hi or number < lo or (above and number == lo):
-        raise NumberError(f"{shown(value)} is out of range; give {fix}")
+        raise NumberError(f"{named} is out of range; give {fix}")
     return number
 
 
@@ -107,4 +110,4 @@ def real(text: str, lo: float, hi: float, above: bool = False) -> float:
         NumberError: not such a number, or out of bounds.
     """
     body = _text(text, _REAL, real_range(lo, hi, above), "a number")
-    return check_real(float(body), lo, hi, above)
+    return check_real(float(body), lo, hi, above, body)
