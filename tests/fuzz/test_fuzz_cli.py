@@ -192,7 +192,10 @@ def _hostfile_line() -> st.SearchStrategy[str]:
     form = st.sampled_from(["{n}", "{n} slots={v}", "{n}:{v}", "{n} slots={v} max_slots={v}",
                             "rank {v}={n} slot={v}", "{n} {v}", "# {n}"])
     value = st.one_of(number_text(), st.integers(min_value=0, max_value=9).map(str))
-    return st.tuples(form, name, value).map(lambda t: t[0].format(n=t[1], v=t[2]))
+    valid = st.sampled_from(["n0 slots=1", "n1:1", "n2", "rank 0=n0 slot=0",
+                             "rank 1=n1 slot=1", "localhost slots=2"])
+    hostile = st.tuples(form, name, value).map(lambda t: t[0].format(n=t[1], v=t[2]))
+    return st.one_of(hostile, valid, valid)
 
 
 @harness.fuzz_settings(350)
