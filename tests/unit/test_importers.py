@@ -189,6 +189,11 @@ NOT_MEASUREMENTS = [
      + "8 1000 1.00 2.00 1.50\n", 2, "#processes"),
     ("imb", IMB_PINGPONG + "8 1e3 1.00 2.00\n", 4, "#repetitions"),
     ("imb", IMB_PINGPONG + "8 1000 1e300 2.00\n", 4, "at most 3600 s"),
+    # One table's rows under two headers (a '# Benchmarking' line lost between them).
+    ("imb", IMB_PINGPONG + "8 1000 1.00 2.00\n" + IMB_ALLREDUCE + "8 1000 1.0 2.0 1.5\n", 5,
+     "a second column header in the table of PingPong"),
+    ("imb", IMB_PINGPONG + "8 1000 1.00 2.00\n# #processes = 4\n", 5,
+     "a second process count"),
     ("netpipe", "8 0.000000 0.00000000\n", 1, "time of 0 s"),
     ("netpipe", "8 1e-300 0.00000000\n", 1, "disagree"),
 ]

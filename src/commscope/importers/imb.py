@@ -66,12 +66,18 @@ def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
             if table is None:
                 raise malformed(path, lineno, line, "a column header before any"
                                 " '# Benchmarking' line", _EXPECTED)
+            if table.rows:  # the rows read so far were laid out by the first header
+                raise malformed(path, lineno, line, f"a second column header in the table of"
+                                f" {table.name} (line {table.lineno})", _EXPECTED)
             table.columns = text.split()
             continue
         if text.startswith("#"):
             if bench := _BENCH.match(text):
                 tables.append(_Table(bench["name"], lineno))
             elif table is not None and (procs := _PROCS.match(text)):
+                if table.rows:
+                    raise malformed(path, lineno, line, f"a second process count in the table"
+                                    f" of {table.name} (line {table.lineno})", _EXPECTED)
                 try:
                     table.nprocs = strict.whole(procs["n"], 1, MAX_RANKS)
                 except strict.NumberError as err:
