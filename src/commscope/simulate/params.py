@@ -88,7 +88,7 @@ class SimParams:
     def with_value(self, name: str, text: str) -> SimParams:
         """A copy with one sweepable parameter set from text such as ``80us`` or ``10Gbit/s``."""
         if name not in SWEEPABLE:
-            raise InputError(f"--sweep {strict.shown(name)}: not a model parameter; choose from"
+            raise InputError(f"--sweep {name}: not a model parameter; choose from"
                              f" {', '.join(SWEEPABLE)}")
         attr, kind = SWEEPABLE[name]
         value = parse_latency(text) if kind == "time" else parse_bandwidth(text)
