@@ -30,6 +30,15 @@ class UsageError(CommscopeError):
     exit_code = 2
 
 
+class InputError(UsageError):
+    """A file or value from the user breaks its format or the input rules.
+
+    A number not in ASCII digits, not finite or out of its stated bounds
+    (:mod:`commscope.limits`), a label with control characters. Raised before anything is
+    stored.
+    """
+
+
 class StoreError(CommscopeError):
     """The SQLite store cannot be opened, is not ours, or a run is missing."""
 

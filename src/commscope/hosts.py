@@ -46,7 +46,7 @@ class Host:
 
 
 def _slots(text: str, where: str) -> int:
-    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_SLOTS:
+    if not re.fullmatch(r"[0-9]{1,9}", text) or not 1 <= int(text) <= MAX_SLOTS:
         raise UsageError(f"{where}: slots '{text}' must be a whole number from 1 to {MAX_SLOTS}")
     return int(text)
 
@@ -159,7 +159,7 @@ def probe_cores(mpi: MPIInstall, hosts: Sequence[Host]) -> dict[str, int]:
     except OSError as err:
         raise LaunchError(f"cannot start {job.argv[0]} ({err.strerror})") from None
     cores: dict[str, int] = {}
-    for match in re.finditer(r"commscope-probe (\d+) (\d+)", done.stdout):
+    for match in re.finditer(r"commscope-probe ([0-9]{1,9}) ([0-9]{1,9})", done.stdout):
         rank, count = int(match.group(1)), int(match.group(2))
         if rank < len(hosts):
             cores[hosts[rank].name] = count

@@ -19,9 +19,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from commscope import launch
+from commscope import launch, strict
 from commscope import mpi as mpi_mod
 from commscope.errors import ComputeError, LaunchError, UsageError, interrupt_cause
+from commscope.limits import MAX_RANKS
 from commscope.node import NodeOutcome, Progress
 from commscope.record_parse import record_from_dict
 from commscope.records import Linpack
@@ -41,9 +42,13 @@ _PTRANS = """##### This line (no. 32) is ignored (it serves as a separator). ###
 def parse_grid(text: str) -> tuple[int, int]:
     """"2x4" -> (2, 4). Raises UsageError for anything else."""
     p, sep, q = text.lower().partition("x")
-    if not (sep and p.strip().isdigit() and q.strip().isdigit() and int(p) > 0 and int(q) > 0):
-        raise UsageError(f"--hpl-grid {text}: give the process grid as PxQ, e.g. 1x2")
-    return int(p), int(q)
+    try:
+        if not sep:
+            raise strict.NumberError("no 'x'")
+        return strict.whole(p, 1, MAX_RANKS), strict.whole(q, 1, MAX_RANKS)
+    except strict.NumberError:
+        raise UsageError(f"--hpl-grid {strict.shown(text)}: give the process grid as PxQ,"
+                         " e.g. 1x2") from None
 
 
 def input_text(n: int, nb: int, p: int, q: int) -> str:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from commscope import busyclock, cpu, pinning
+from commscope import busyclock, cpu, pinning, strict
 from commscope.errors import CommscopeError, ComputeError, UsageError, interrupt_cause
 from commscope.record_parse import record_from_dict
 from commscope.records import Linpack
@@ -36,6 +36,7 @@ from commscope.store import Store
 N_MIN = 100
 DEFAULT_CORES = "1,all"
 DEFAULT_MEMORY = "50%"
+MAX_MEMORY_BYTES = 1 << 50  # --max-memory as a size: 1 PiB at most
 DEFAULT_TIME_BUDGET_S = 60.0
 DEFAULT_REPEATS = 3
 DEFAULT_SEED = 42
@@ -78,13 +79,12 @@ def memory_budget(text: str, available: int) -> int:
     spec = text.strip()
     if spec.endswith("%"):
         try:
-            share = float(spec[:-1]) / 100
-        except ValueError:
-            share = -1.0
-        if not 0 < share <= 1:
-            raise UsageError(f"--max-memory {text}: give a share such as 50% or a size like 8GiB")
+            share = strict.real(spec[:-1], 0, 100, above=True) / 100
+        except strict.NumberError:
+            raise UsageError(f"--max-memory {strict.shown(text)}: give a share such as 50% or a"
+                             " size like 8GiB") from None
         return int(available * share)
-    return parse_size(spec)
+    return parse_size(spec, "--max-memory", most=MAX_MEMORY_BYTES)
 
 
 def memory_cap(budget: int) -> int:

@@ -14,6 +14,7 @@ went to others while it measured.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ def resolve_cores(spec: str, allowed: list[int], sysfs: Path = cpu.SYSFS_CPU) ->
     for item in (s.strip() for s in spec.split(",")):
         if item == "all":
             value = most
-        elif item.isdigit() and int(item) > 0:
+        elif re.fullmatch(r"[0-9]{1,6}", item) and int(item) > 0:
             value = int(item)
         else:
             raise UsageError(f"--cores {spec}: {item!r} is not a core count; give e.g. 1,2,all")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-from commscope.errors import UsageError
+from commscope.errors import InputError, UsageError
+from commscope.limits import MAX_MESSAGE_BYTES, MAX_NUMBER_CHARS
+from commscope.strict import shown
 
 _UNITS = {
     "": 1,
@@ -20,48 +22,63 @@ _UNITS = {
     "gb": 10**9,
 }
 _SIZE = re.compile(r"([0-9]+)\s*([a-z]*)")
+MAX_SIZES = 10_000  # sizes one list may name
 _FORMS = "a byte count such as 0, 4096, 64K, 4MiB, 1G (binary) or 10KB, 1MB, 1GB (decimal)"
 
 
-def parse_size(text: str) -> int:
+def parse_size(text: str, flag: str | None = None, most: int = MAX_MESSAGE_BYTES) -> int:
     """Parse a message size in bytes.
 
     Plain integers are bytes. K/KiB, M/MiB, G/GiB are binary (1K = 1024); KB, MB, GB are
-    decimal (1KB = 1000). Suffixes are case-insensitive.
+    decimal (1KB = 1000). Suffixes are case-insensitive; digits are ASCII only.
 
     Args:
         text: the size as typed by the user.
+        flag: the option it came from, named in errors.
+        most: the largest size accepted; by default the largest message the engine sends
+            (an MPI int count of bytes, 2 GiB - 1).
 
     Returns:
         The size in bytes.
 
     Raises:
-        UsageError: the text is not a non-negative size in one of the accepted forms.
+        InputError: the text is not a size in one of the accepted forms, or above ``most``.
     """
-    match = _SIZE.fullmatch(text.strip().lower())
+    where = f"{flag}: " if flag else ""
+    body = text.strip().lower()
+    match = _SIZE.fullmatch(body) if len(body) <= MAX_NUMBER_CHARS else None
     if match is None or match.group(2) not in _UNITS:
-        raise UsageError(f"size {text!r} is not understood; give {_FORMS}")
-    return int(match.group(1)) * _UNITS[match.group(2)]
+        raise InputError(f"{where}size {shown(text)} is not understood; give {_FORMS}")
+    value = int(match.group(1)) * _UNITS[match.group(2)]
+    if value > most:
+        raise InputError(f"{where}size {shown(text)} is {value} bytes, above the limit of"
+                         f" {most} bytes; give a smaller size")
+    return value
 
 
-def parse_size_list(text: str) -> list[int]:
+def parse_size_list(text: str, flag: str | None = None) -> list[int]:
     """Parse comma-separated sizes, e.g. "0,8,1K,1MiB".
 
     Args:
         text: the list as typed by the user.
+        flag: the option it came from, named in errors.
 
     Returns:
         The sizes in bytes, sorted, without duplicates.
 
     Raises:
-        UsageError: the list is empty or one item is not a size.
+        InputError: the list is empty or one item is not a size.
     """
+    where = f"{flag}: " if flag else ""
     items = [item.strip() for item in text.split(",")]
     if not any(items):
-        raise UsageError(f"size list {text!r} is empty; give sizes like 0,8,1K,1MiB")
+        raise InputError(f"{where}size list {shown(text)} is empty; give sizes like 0,8,1K,1MiB")
     if "" in items:
-        raise UsageError(f"size list {text!r} has an empty item; remove the extra comma")
-    return sorted({parse_size(item) for item in items})
+        raise InputError(f"{where}size list {shown(text)} has an empty item; remove the extra"
+                         " comma")
+    if len(items) > MAX_SIZES:
+        raise InputError(f"{where}size list has {len(items)} sizes; give at most {MAX_SIZES}")
+    return sorted({parse_size(item, flag) for item in items})
 
 
 def netpipe_bases(max_bytes: int) -> list[int]:

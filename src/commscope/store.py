@@ -28,8 +28,10 @@ from commscope.store_file import APPLICATION_ID as APPLICATION_ID
 from commscope.store_file import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
 from commscope.store_file import SCHEMA_VERSION as SCHEMA_VERSION
 from commscope.store_file import connect, write_transaction
+from commscope.strict import shown
 
 RUN_STATUSES = ("running", "complete", "incomplete")
+MAX_RUN_ID = 2**63 - 1  # SQLite's largest INTEGER
 
 # Column names match the fields of RunInfo and SegmentInfo; *_json columns are decoded.
 _RUN_QUERY = """SELECT r.*, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id) AS n_points
@@ -99,6 +101,26 @@ class SegmentInfo:
         return _header_record(self.header, f"segment {self.id} header")
 
 
+
+def _insert_run(c: sqlite3.Connection, kind: str, label: str | None, mpi: str | None,
+                launcher: str | None, nranks: int | None, request: dict[str, Any],
+                status: str) -> int:
+    cur = c.execute(
+        "INSERT INTO runs (created_unix, kind, label, status, mpi, launcher, nranks,"
+        " request_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (time.time(), kind, label, status, mpi, launcher, nranks, json.dumps(request)),
+    )
+    return int(cur.lastrowid or 0)
+
+
+def _insert_segment(c: sqlite3.Connection, run_id: int, argv: list[str], status: str) -> int:
+    cur = c.execute(
+        "INSERT INTO segments (run_id, started_unix, status, argv_json) VALUES (?, ?, ?, ?)",
+        (run_id, time.time(), status, json.dumps(list(argv))),
+    )
+    return int(cur.lastrowid or 0)
+
+
 class Store:
     """A commscope SQLite store. Open it with ``Store.open(path)``."""
 
@@ -157,23 +179,33 @@ class Store:
     ) -> int:
         """Record a new run in status "running" and return its id."""
         with self._write("create a run") as c:
-            cur = c.execute(
-                "INSERT INTO runs (created_unix, kind, label, status, mpi, launcher, nranks,"
-                " request_json) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
-                (time.time(), kind, label, mpi, launcher, nranks, json.dumps(request)),
-            )
-            return int(cur.lastrowid or 0)
+            return _insert_run(c, kind, label, mpi, launcher, nranks, request, "running")
 
     def start_segment(self, run_id: int, argv: list[str]) -> int:
         """Record one engine launch of ``run_id`` (status "running") and return its id."""
         with self._write("start a segment") as c:
             self._require_run(run_id)
-            cur = c.execute(
-                "INSERT INTO segments (run_id, started_unix, status, argv_json)"
-                " VALUES (?, ?, 'running', ?)",
-                (run_id, time.time(), json.dumps(list(argv))),
-            )
-            return int(cur.lastrowid or 0)
+            return _insert_segment(c, run_id, argv, "running")
+
+    def add_complete_run(
+        self, kind: str, label: str | None, nranks: int | None, request: dict[str, Any],
+        argv: list[str], points: list[Point | Coll],
+    ) -> int:
+        """Store a whole run (one segment, every point) in one transaction; its id.
+
+        For runs that exist complete before they are stored, such as imported files: the run
+        appears with all its points or, should the store fail, not at all.
+
+        Raises:
+            StoreError: SQLite failed (nothing was stored), or two points share a key.
+        """
+        with self._write("store the run") as c:
+            run_id = _insert_run(c, kind, label, None, None, nranks, request, "complete")
+            segment = _insert_segment(c, run_id, argv, "complete")
+            c.execute("UPDATE segments SET ended_unix = ? WHERE id = ?", (time.time(), segment))
+            for point in points:
+                self._insert_point(c, run_id, segment, point)
+            return run_id
 
     def set_header(self, run_id: int, segment_id: int, header: Header) -> None:
         """Store the engine header on the segment, and on the run if it has none yet."""
@@ -199,21 +231,27 @@ class Store:
             StoreError: the run already has a point with the same (op, pair, bytes), or the
                 segment does not belong to the run.
         """
-        record = json.dumps(point.raw)
         with self._write("store a point") as c:
             self._require_segment(c, run_id, segment_id)
-            try:
-                c.execute(
-                    "INSERT INTO points (run_id, segment_id, op, pair, bytes, n_samples,"
-                    " median_s, record_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (run_id, segment_id, *point.key, point.n_samples, point.median_s, record),
-                )
-            except sqlite3.IntegrityError:
-                op, where, size = point.key
-                raise StoreError(
-                    f"run {run_id} in {self.path} already has a point {op} {where}"
-                    f" {size} B; resume skips measured points, so drop the duplicate"
-                ) from None
+            self._insert_point(c, run_id, segment_id, point)
+
+    def _insert_point(
+        self, c: sqlite3.Connection, run_id: int, segment_id: int,
+        point: Point | Coll | Contention | Stream | Linpack | LogGP,
+    ) -> None:
+        record = json.dumps(point.raw)
+        try:
+            c.execute(
+                "INSERT INTO points (run_id, segment_id, op, pair, bytes, n_samples,"
+                " median_s, record_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, segment_id, *point.key, point.n_samples, point.median_s, record),
+            )
+        except sqlite3.IntegrityError:
+            op, where, size = point.key
+            raise StoreError(
+                f"run {run_id} in {self.path} already has a point {op} {where}"
+                f" {size} B; resume skips measured points, so drop the duplicate"
+            ) from None
 
     def finish_segment(
         self, segment_id: int, status: str, message: str | None = None,
@@ -282,8 +320,9 @@ class Store:
             if row[0] is None:
                 raise StoreError(f"no run latest in {self.path}: no runs yet; run 'commscope run'")
             return int(row[0])
-        if not re.fullmatch(r"[0-9]+", text):
-            raise UsageError(f"run {ref!r} is neither 'latest' nor a run id; see 'commscope runs'")
+        if not re.fullmatch(r"[0-9]{1,19}", text) or int(text) > MAX_RUN_ID:
+            raise UsageError(f"run {shown(ref)} is neither 'latest' nor a run id (a whole number"
+                             f" up to {MAX_RUN_ID}); see 'commscope runs'")
         self._require_run(int(text))
         return int(text)
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from commscope import importers
-from commscope.errors import RecordError, UsageError
+from commscope.errors import InputError, StoreError, UsageError
 from commscope.records import Coll, Point
 from commscope.store import Store
 
@@ -150,10 +151,86 @@ MALFORMED = [
 def test_malformed_line_names_file_and_line(tmp_path, fmt, text, lineno):
     f = tmp_path / f"bad.{fmt}"
     f.write_text(text)
-    with pytest.raises(RecordError) as err:
+    with pytest.raises(InputError) as err:
         importers.load(fmt, f)
     message = err.value.one_line()
     assert f"{f} line {lineno}:" in message and "\n" not in message
+    assert err.value.exit_code == 2
+
+
+OSU_LATENCY = "# OSU MPI Latency Test v7.1\n# Size          Latency (us)\n"
+OSU_BW = "# OSU MPI Bandwidth Test v7.1\n# Size      Bandwidth (MB/s)\n"
+IMB_PINGPONG = ("# Benchmarking PingPong\n# #processes = 2\n"
+                "       #bytes #repetitions      t[usec]   Mbytes/sec\n")
+IMB_UNIBAND = ("# Benchmarking Uniband\n# #processes = 2\n"
+               "       #bytes #repetitions   Mbytes/sec      Msg/sec\n")
+IMB_ALLREDUCE = "       #bytes #repetitions  t_min[usec]  t_max[usec]  t_avg[usec]\n"
+# Numbers that are no measurement: each must be refused naming its line, never stored.
+NOT_MEASUREMENTS = [
+    ("osu", OSU_LATENCY + "0 0.21\n1 5e-324\n", 4, "time of 0 s"),  # latency underflows to 0
+    ("osu", OSU_LATENCY + "8 0.00\n", 3, "time of 0 s"),
+    ("osu", OSU_LATENCY + "8 1e999\n", 3, "not a size and a non-negative number"),
+    ("osu", OSU_LATENCY + "8 inf\n", 3, "not a size"),
+    ("osu", OSU_LATENCY + "8 nan\n", 3, "not a size"),
+    ("osu", OSU_LATENCY + "8\u00b2 0.21\n", 3, "not a size"),  # '8²'.isdigit() is true
+    ("osu", OSU_LATENCY + "\u0661\u0662 0.21\n", 3, "not a size"),  # int('١٢') is 12
+    ("osu", OSU_LATENCY + "8 1_0\n", 3, "not a size"),
+    ("osu", OSU_LATENCY + "9223372036854775808 0.21\n", 3, "not a size"),  # 2^63
+    ("osu", OSU_LATENCY + "4294967296 0.21\n", 3, "beyond one message"),  # 4 GiB
+    ("osu", OSU_LATENCY + "9" * 5000 + " 0.21\n", 3, "not a size"),
+    ("osu", OSU_BW + "8 5e-324\n", 3, "rate of"),  # a window at that rate: infinite time
+    ("osu", "# OSU MPI Bandwidth Test v7.1\n# [ window size: 0 ]\n# Size  Bandwidth (MB/s)\n"
+            "8 10.0\n", 2, "window size"),
+    ("imb", IMB_UNIBAND + "8 1000 0.00 5e-324\n", 4, "Msg/sec"),  # stored Infinity before
+    ("imb", IMB_PINGPONG + "0 1000 0.00 0.00\n", 4, "time of 0 s"),
+    ("imb", "# Benchmarking Allreduce\n# #processes = 1e20\n" + IMB_ALLREDUCE
+     + "8 1000 1.00 2.00 1.50\n", 2, "#processes"),
+    ("imb", "# Benchmarking Allreduce\n# #processes = 2\u00b2\n" + IMB_ALLREDUCE
+     + "8 1000 1.00 2.00 1.50\n", 2, "#processes"),
+    ("imb", IMB_PINGPONG + "8 1e3 1.00 2.00\n", 4, "#repetitions"),
+    ("imb", IMB_PINGPONG + "8 1000 1e300 2.00\n", 4, "at most 3600 s"),
+    # One table's rows under two headers (a '# Benchmarking' line lost between them).
+    ("imb", IMB_PINGPONG + "8 1000 1.00 2.00\n" + IMB_ALLREDUCE + "8 1000 1.0 2.0 1.5\n", 5,
+     "a second column header in the table of PingPong"),
+    ("imb", IMB_PINGPONG + "8 1000 1.00 2.00\n# #processes = 4\n", 5,
+     "a second process count"),
+    ("netpipe", "8 0.000000 0.00000000\n", 1, "time of 0 s"),
+    ("netpipe", "8 1e-300 0.00000000\n", 1, "disagree"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "text", "lineno", "reason"), NOT_MEASUREMENTS)
+def test_numbers_that_are_no_measurement_are_refused_in_one_line(cli, tmp_path, fmt, text,
+                                                                  lineno, reason):
+    f = tmp_path / f"bad.{fmt}"
+    f.write_text(text)
+    with pytest.raises(InputError) as err:
+        importers.load(fmt, f)
+    message = err.value.one_line()
+    assert f"{f} line {lineno}:" in message and reason in message, message
+    assert len(message) < 500
+    out = cli("import", fmt, str(f), "--label", "x", "--nranks", "2")
+    assert out.returncode == 2 and len(out.stderr.splitlines()) == 1, out.stderr
+    assert "Traceback" not in out.stderr
+    assert json.loads(cli("runs", "--json", check=True).stdout) == []
+
+
+def test_an_import_whose_store_fails_leaves_no_run(tmp_path, monkeypatch):
+    imp = load("osu", "osu_latency.txt")
+    original = Store._insert_point
+    calls = []
+
+    def fail_at_the_third(self, *args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise sqlite3.OperationalError("disk I/O error")
+        original(self, *args)
+
+    monkeypatch.setattr(Store, "_insert_point", fail_at_the_third)
+    with Store.open(tmp_path / "s.sqlite") as store:
+        with pytest.raises(StoreError, match="disk I/O error"):
+            importers.store_imported(store, imp, "x")
+        assert store.list_runs() == [] and len(calls) == 3
 
 
 def test_missing_file_is_a_usage_error(tmp_path):
@@ -188,7 +265,7 @@ def test_cli_malformed_import_stores_nothing(cli, tmp_path):
     good = (FIXTURES / "netpipe.out").read_text().splitlines()
     bad.write_text("\n".join(good[:50] + ["  4096 oops 0.001"] + good[50:]) + "\n")
     out = cli("import", "netpipe", str(bad), "--label", "x")
-    assert out.returncode == 1
+    assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{bad} line 51" in lines[0]
     assert json.loads(cli("runs", "--json", check=True).stdout) == []

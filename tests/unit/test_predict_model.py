@@ -76,7 +76,7 @@ def test_latency_units() -> None:
 BAD = [
     ("sockets: 2\ncores: 4\n", "nodes: missing"),
     ("nodes: 2\nsockets: 2\n", "cores: missing"),
-    ("nodes: 2\nsockets: 0\ncores: 4\n", "sockets: 0 is not a whole number"),
+    ("nodes: 2\nsockets: 0\ncores: 4\n", "sockets: 0 is out of range"),
     ("nodes: two\nsockets: 1\ncores: 4\n", "nodes: 'two' is not a whole number"),
     ("nodes: 2\nsockets: 1\ncores: 4\nchanels: {}\n", "chanels: unknown field"),
     ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {qpi: {}}\n", "channels.qpi: unknown field"),
@@ -88,7 +88,32 @@ BAD = [
     ("nodes: [a, a]\nsockets: 1\ncores: 4\n", "nodes: host names must be distinct"),
     ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
      "switches: [{nodes: 0-2, uplink: {bandwidth: 1e9}}]\n",
+     "switches[0].nodes: '0-2': give indices A-B with A <= B <= 1"),
+    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
+     "switches: [{nodes: [0, 2], uplink: {bandwidth: 1e9}}]\n",
      "switches[0].nodes: 2 is not a node of this model"),
+    # Numbers beyond the stated bounds, or no numbers at all, each refused before any work.
+    ("nodes: 99999999999999999999\nsockets: 1\ncores: 4\n", "nodes: 99999999999999999999 is"
+     " out of range; give a whole number from 1 to 65536"),
+    ("nodes: 2\nsockets: 65\ncores: 4\n", "sockets: 65 is out of range"),
+    ("nodes: 2\nsockets: 1\ncores: 1.5\n", "cores: 1.5 is not a whole number"),
+    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: .inf}}\n",
+     "channels.nic.bandwidth: inf is not a bandwidth"),
+    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: .nan}}\n",
+     "channels.nic.bandwidth: nan is not a bandwidth"),
+    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e999GB/s}}\n",
+     "channels.nic.bandwidth: '1e999GB/s' is not a bandwidth"),
+    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e-300}}\n",
+     "from 1 to 1e+15 bytes/s"),
+    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {memory: {latency: .inf}}\n",
+     "channels.memory.latency: inf is not a latency"),
+    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {memory: {latency: 2s}}\n",
+     "from 0 to 1 s"),
+    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
+     "switches: [{nodes: 0-99999999999999999999, uplink: {bandwidth: 1e9}}]\n",
+     "give indices A-B"),
+    ("nodes: 2\nsockets: 1\ncores: 4\nname: \"a\\x1bb\"\n", "name: 'a\\x1bb': give a name"),
+    ("nodes: 2\nsockets: 1\ncores: 4\nname: 2001-13-45\n", "a value YAML cannot build"),
     ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
      "switches: [{nodes: [0, 1], uplink: {bandwidth: 1e9}}, {nodes: [1], uplink: {bandwidth: 1}}]"
      "\n", "switches[1].nodes: node node1 is behind switch switch0 already"),

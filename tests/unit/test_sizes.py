@@ -17,7 +17,7 @@ from commscope.sizes import netpipe_bases, netpipe_schedule, parse_size, parse_s
         ("2mib", 2 * 1024 * 1024),
         ("1M", 1 << 20),
         ("1G", 1 << 30),
-        ("3GiB", 3 << 30),
+        ("2147483647", 2**31 - 1),
         ("10KB", 10_000),
         ("1MB", 1_000_000),
         ("2gb", 2_000_000_000),
@@ -38,6 +38,19 @@ def test_parse_size_rejects_garbage_naming_text_and_forms(text: str) -> None:
     assert repr(text) in message
     assert "4MiB" in message and "1MB" in message
     assert info.value.exit_code == 2
+
+
+@pytest.mark.parametrize("text", ["2GiB", "3GiB", "16GiB", "9223372036854775808", "9" * 5000])
+def test_parse_size_refuses_sizes_beyond_one_message_naming_the_option(text: str) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_size(text, "--sizes")
+    message = str(info.value)
+    assert message.startswith("--sizes: size ") and "\n" not in message
+    assert len(message) < 300 and info.value.exit_code == 2
+
+
+def test_parse_size_takes_a_larger_limit_where_one_is_stated() -> None:
+    assert parse_size("3GiB", most=1 << 40) == 3 << 30
 
 
 def test_parse_size_list_sorts_and_deduplicates() -> None:

@@ -57,8 +57,13 @@ def test_runs_show_and_compare_print_hostile_labels_literally(cli, colour):
 
 
 def test_import_and_errors_neutralise_control_characters(cli, tmp_path):
-    out = cli("import", "osu", str(FIXTURES / "osu_latency.txt"), "--label", ESCAPE, check=True)
-    assert f"'{SHOWN}'" in out.stdout and "\x1b" not in out.stdout
+    # A label is refused for its control characters (labels are printable text), and the
+    # refusal, naming it, prints none of them raw.
+    out = cli("import", "osu", str(FIXTURES / "osu_latency.txt"), "--label", ESCAPE)
+    assert out.returncode == 2 and "\x1b" not in out.stderr and "\\x1b" in out.stderr
+    assert len(out.stderr.splitlines()) == 1
+    out = cli("import", "osu", str(FIXTURES / "osu_latency.txt"), "--label", MARKUP, check=True)
+    assert f"'{MARKUP}'" in out.stdout
     missing = tmp_path / "no\x1b[2Jsuch.txt"
     out = cli("import", "osu", str(missing), "--label", "x")
     assert out.returncode != 0 and "\x1b" not in out.stderr

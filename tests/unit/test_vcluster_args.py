@@ -206,7 +206,6 @@ def _cli_args(*argv: str) -> argparse.Namespace:
 @pytest.mark.parametrize(
     "argv",
     [
-        ["up", "--nodes", "0"],
         ["up", "--nodes", "2", "--rate", "fast"],
         ["up", "--nodes", "2", "--subnet", "10.0.0.0/28"],
     ],
@@ -215,6 +214,14 @@ def test_cli_bad_input_is_a_usage_error_before_anything_is_built(argv, monkeypat
     monkeypatch.setattr(vcluster, "up", lambda *a, **k: pytest.fail("up() must not run"))
     with pytest.raises(UsageError):
         vcluster_cmd.run(_cli_args(*argv))
+
+
+@pytest.mark.parametrize("nodes", ["0", "65", "2\u00b2", "9" * 5000])
+def test_cli_node_counts_out_of_bounds_are_refused_while_parsing(nodes, monkeypatch):
+    monkeypatch.setattr(vcluster, "up", lambda *a, **k: pytest.fail("up() must not run"))
+    with pytest.raises(SystemExit) as done:
+        _cli_args("up", "--nodes", nodes)
+    assert done.value.code == 2
 
 
 def test_cli_declares_its_actions():

@@ -34,8 +34,13 @@ class OneLineParser(argparse.ArgumentParser):
     """ArgumentParser whose errors are one line naming the fix, exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        """Print one line and exit 2."""
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        """Print one line and exit 2.
+
+        argparse quotes some values it names and not others ("unrecognized arguments: ..."),
+        so line breaks are folded and control characters shown escaped.
+        """
+        text = terminal_text(" ".join(message.split()))
+        self.exit(2, f"{self.prog}: error: {text} (see '{self.prog} --help')\n")
 
 
 def default_store() -> str:

@@ -8,9 +8,11 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from commscope.errors import UsageError
+from commscope import limits, strict
+from commscope.errors import InputError, UsageError
 from commscope.store import Store
 
 if TYPE_CHECKING:
@@ -107,26 +109,65 @@ def console(stderr: bool = False) -> Console:
                width=None if probe.is_terminal else 140)
 
 
-def positive_int(text: str) -> int:
-    """Parse an integer >= 1 (an argparse type)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
+def whole(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in ASCII digits from ``lo`` to ``hi``."""
+
+    def parse(text: str) -> int:
+        try:
+            return strict.whole(text, lo, hi)
+        except strict.NumberError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return parse
 
 
-def positive_float(text: str) -> float:
-    """Parse a number > 0 (an argparse type)."""
+def number(lo: float, hi: float, above: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite decimal number within the bounds (``lo`` excluded if above)."""
+
+    def parse(text: str) -> float:
+        try:
+            return strict.real(text, lo, hi, above)
+        except strict.NumberError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return parse
+
+
+# Counts passed on as C ints, and positive figures in general, when no tighter bound applies.
+positive_int = whole(1, 2**31 - 1)
+positive_float = number(0.0, 1e15, above=True)
+ranks = whole(1, limits.MAX_RANKS)
+seconds = number(0.0, limits.MAX_COMMAND_S, above=True)
+
+
+def check_label(text: str, flag: str = "--label") -> str:
+    """``text`` if it is a usable label: 1 to MAX_LABEL_CHARS printable characters.
+
+    Raises:
+        InputError: empty, too long, a control character, or not encodable as UTF-8.
+    """
+    fix = (f"give 1 to {limits.MAX_LABEL_CHARS} printable characters (letters, digits,"
+           " spaces, punctuation)")
+    if not text.strip():
+        raise InputError(f"{flag} is empty; {fix}")
+    if len(text) > limits.MAX_LABEL_CHARS:
+        raise InputError(f"{flag} has {len(text)} characters; {fix}")
+    bad = _CONTROL.search(text) or re.search(r"[\n\t\u2028\u2029]", text)
+    if bad:
+        raise InputError(f"{flag} holds the control character \\x{ord(bad.group()):02x}; {fix}")
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} must be above 0")
-    return value
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{flag} is not valid text (undecodable bytes); {fix}") from None
+    return text
+
+
+def label(text: str) -> str:
+    """An argparse type for labels (see :func:`check_label`)."""
+    try:
+        return check_label(text)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--label ")) from None
 
 
 def require(condition: bool, message: str) -> None:

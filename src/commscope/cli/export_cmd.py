@@ -6,8 +6,10 @@ import argparse
 import csv
 import json
 import sys
+from typing import Any
 
 from commscope.cli import common
+from commscope.errors import StoreError
 
 HELP = "export a run's points (raw samples included) as CSV or JSON lines"
 EXAMPLES = """examples:
@@ -22,6 +24,20 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("csv", "json"), default="csv", help="[default: csv]")
 
 
+def _json_line(data: Any, what: str) -> str:
+    """``data`` as one line of strict JSON (no NaN or Infinity, which JSON does not have).
+
+    Raises:
+        StoreError: ``data`` holds such a number; stores written before imports refused
+            them can hold one.
+    """
+    try:
+        return json.dumps(data, allow_nan=False) + "\n"
+    except ValueError:
+        raise StoreError(f"{what} holds a number that is not finite (NaN or Infinity), which"
+                         " JSON cannot carry; import or measure that run again") from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Write the run to stdout."""
     with common.open_store(args) as store:
@@ -29,10 +45,10 @@ def run(args: argparse.Namespace) -> int:
         info = store.get_run(run_id)
         points = store.points(run_id)
     if args.format == "json":
-        if info.header:
-            sys.stdout.write(json.dumps(info.header) + "\n")
-        for p in points:
-            sys.stdout.write(json.dumps(p.raw) + "\n")
+        lines = [_json_line(info.header, f"run {run_id}'s header")] if info.header else []
+        lines += [_json_line(p.raw, f"run {run_id}'s point {' '.join(map(str, p.key))} B")
+                  for p in points]
+        sys.stdout.write("".join(lines))  # all checked first: no half-written output
         return 0
     w = csv.writer(sys.stdout)
     w.writerow(["run", "op", "pair", "rank_a", "rank_b", "bytes", "bytes_per_sample",

@@ -22,17 +22,17 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope import`."""
     p.add_argument("format", choices=importers.FORMATS, help="whose output FILE is")
     p.add_argument("file", help="the benchmark's text output")
-    p.add_argument("--label", required=True, help="name of the run, e.g. the configuration")
+    p.add_argument("--label", required=True, type=common.label,
+                   help="name of the run, e.g. the configuration")
     common.option(p, "--pair", default="unknown", choices=importers.PAIR_LABELS,
                   help="where the two ranks of point-to-point tests ran")
-    p.add_argument("--nranks", type=common.positive_int, default=None,
+    p.add_argument("--nranks", type=common.ranks, default=None,
                    help="processes the OSU collectives ran on (their output does not say)")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
 
 
 def run(args: argparse.Namespace) -> int:
     """Read the whole file, then store it as one run."""
-    common.require(args.label.strip() != "", "--label must not be empty")
     imported = importers.load(args.format, args.file, args.pair, args.nranks)
     with common.open_store(args) as store:
         run_id = importers.store_imported(store, imported, args.label)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from commscope import vcluster
+from commscope import limits, vcluster
 from commscope.analysis.text import time_text
 from commscope.cli import common
 from commscope.errors import ClusterError, PredictError, UsageError
@@ -46,7 +46,7 @@ DEFAULT_BLOCK = 32
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope predict`."""
     p.add_argument("op", choices=OPERATIONS, help="collective operation")
-    p.add_argument("--procs", type=common.positive_int, required=True,
+    p.add_argument("--procs", type=common.whole(1, limits.MAX_PREDICT_PROCS), required=True,
                    help="number of processes p")
     p.add_argument("--size", default="1MiB", help="bytes per pair (alltoall), of the buffer"
                    " (bcast, reduce, allreduce) or per rank (allgather, gather)"
@@ -61,7 +61,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     where.add_argument("--hwloc", nargs="?", const="", metavar="XML",
                        help="model nodes like this one (or like a saved hwloc XML file);"
                        " the default without --cluster")
-    p.add_argument("--nodes", type=common.positive_int, default=1,
+    p.add_argument("--nodes", type=common.whole(1, limits.MAX_MODEL_NODES), default=1,
                    help="with --hwloc: number of such nodes [default: 1]")
     p.add_argument("--nic-rate", metavar="RATE",
                    help="with --cluster slurm: each node's NIC rate (e.g. 100gbit); needed to"
@@ -70,9 +70,10 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                    help="with --cluster slurm: each switch's uplink rate [default: --nic-rate]")
     p.add_argument("--algorithm", help="algorithm of the operation (alltoall: block, pairwise;"
                    " allreduce: recursive-doubling, ring) [default: the first]")
-    p.add_argument("--block", type=common.positive_int,
+    p.add_argument("--block", type=common.whole(1, limits.MAX_PREDICT_PROCS),
                    help=f"block All-to-all batch size [default: {DEFAULT_BLOCK}]")
-    p.add_argument("--root", type=int, default=0, help="root of bcast, reduce, gather")
+    p.add_argument("--root", type=common.whole(0, limits.MAX_PREDICT_PROCS - 1), default=0,
+                   help="root of bcast, reduce, gather")
     p.add_argument("--order", choices=ORDERS,
                    help="rank order across nodes [default: both]")
     p.add_argument("--hostfile", metavar="FILE", help="also predict this hostfile's placement")
@@ -83,7 +84,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--submit", metavar="JOBSCRIPT",
                    help="submit JOBSCRIPT with sbatch asking for the chosen placement; print"
                    " the job id")
-    p.add_argument("--top", type=common.positive_int, help="show only the fastest N")
+    p.add_argument("--top", type=common.whole(1, 10**6), help="show only the fastest N")
     p.add_argument("--json", action="store_true", help="machine-readable output (seconds)")
 
 
@@ -203,11 +204,15 @@ def run(args: argparse.Namespace) -> int:
                        ("--write-hostfile", args.write_hostfile)):
         if path:
             safe_write.check_target(path, flag)  # before the model is read
-    size = parse_size(args.size)
+    size = parse_size(args.size, "--size")
+    common.require(args.root < args.procs, f"--root {args.root}: give a rank below --procs"
+                   f" {args.procs}")
     model = _model(args)
+    # Placements first: they check that --procs fits the model before any pattern is built.
+    placements = _placements(args, model)
     cost = _cost(args, model)
     pattern = predict.build(args.op, args.procs, size, args.algorithm, args.block, args.root)
-    ranked = predict.rank_placements(model, pattern, cost, _placements(args, model))
+    ranked = predict.rank_placements(model, pattern, cost, placements)
     chosen = _chosen(args, ranked)
     slurm = handoff.slurm_args(model, chosen.placement)
     _write(args.write_rankfile, handoff.rankfile(model, chosen.placement), "--write-rankfile")

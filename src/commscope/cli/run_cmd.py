@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from commscope import launch, runner, safe_write
+from commscope import launch, limits, runner, safe_write, strict
 from commscope import mpi as mpi_mod
 from commscope.cli import common, run_node, run_tcp, run_where
 from commscope.errors import UsageError
@@ -48,7 +48,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)")
     common.option(p, "--launcher", default="auto", choices=("auto", "mpirun", "mpiexec", "srun"),
                   help="how to start ranks")
-    common.option(p, "--np", type=common.positive_int,
+    common.option(p, "--np", type=common.ranks,
                   help="number of ranks [default: one per core here; with hosts or Slurm: "
                   "nodes x ranks per node]")
     p.add_argument("--vcluster", action="store_true",
@@ -60,25 +60,28 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                   f"coll default {COLL_SIZES})")
     common.option(p, "--max-size", default="4MiB",
                   help="p2p: largest size of the NetPIPE schedule (regular steps, +-perturbation)")
-    common.option(p, "--perturbation", type=int, default=3,
+    common.option(p, "--perturbation", type=common.whole(0, 1 << 20), default=3,
                   help="p2p: bytes added and removed around each schedule size (0: none)")
     common.option(p, "--pairs", default="auto",
                   help="p2p: auto, or a list of intra-socket,inter-socket,intra-node,inter-node")
     common.option(p, "--timer", env="COMMSCOPE_TIMER", default="monotonic_raw",
                   choices=("gettimeofday", "mpi_wtime", "monotonic_raw", "tsc"), help="clock")
-    common.option(p, "--target-rse", type=common.positive_float, default=0.01,
+    common.option(p, "--target-rse", type=common.number(0, 1, above=True), default=0.01,
                   help="p2p: stop a point when its relative standard error reaches this")
-    common.option(p, "--point-budget", type=common.positive_float, default=0.25,
+    common.option(p, "--point-budget", type=common.number(1e-6, 3600), default=0.25,
                   help="p2p: seconds one point may take at most")
-    common.option(p, "--min-samples", type=int, default=10, help="p2p: samples before the RSE rule")
-    common.option(p, "--max-samples", type=int, default=1000, help="p2p: samples per point at most")
-    common.option(p, "--window", type=common.positive_int, default=64,
+    common.option(p, "--min-samples", type=common.whole(2, 10**6), default=10,
+                  help="p2p: samples before the RSE rule")
+    common.option(p, "--max-samples", type=common.whole(2, 10**7), default=1000,
+                  help="p2p: samples per point at most")
+    common.option(p, "--window", type=common.whole(1, 4096), default=64,
                   help="p2p: messages in flight for bw and bibw")
     common.option(p, "--recv-buffers", default="one",
                   help="p2p: bw/bibw receive buffers: one (reused by the whole window, as "
                   "osu_bw and IMB), each (one per message, as osu_bw -b multiple; stored as "
                   "bw_each, bibw_each) or one,each for both series")
-    common.option(p, "--warmup", type=int, default=10, help="p2p: untimed iterations per point")
+    common.option(p, "--warmup", type=common.whole(0, 10**6), default=10,
+                  help="p2p: untimed iterations per point")
     coll = p.add_argument_group("collectives (the MPIPerf method, Kurnosov 2012)")
     common.option(coll, "--sync", default="linear",
                   choices=("linear", "ring", "hierarchical", "drift", "barrier"),
@@ -86,34 +89,35 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     common.option(coll, "--resync", default="point", choices=("point", "run"),
                   help="point: synchronise the clocks again before every point (as mpiperf does "
                   "per test); run: once per run. Either way each point is checked for drift")
-    common.option(coll, "--sync-d", type=common.positive_int, default=100,
+    common.option(coll, "--sync-d", type=common.whole(1, 10**6), default=100,
                   help="stop a min-RTT search after this many exchanges without a new minimum")
     common.option(coll, "--stop", default="rse:0.01",
                   help="a: >100 launches or >30 valid; b: relative SE <= 0.05 with >= 10 valid; "
                   "rse:X: relative SE <= X with >= --min-valid valid")
-    common.option(coll, "--min-valid", type=common.positive_int, default=100,
+    common.option(coll, "--min-valid", type=common.whole(1, 10**6), default=100,
                   help="valid launches before the rse:X rule")
-    common.option(coll, "--max-launches", type=common.positive_int, default=1000,
+    common.option(coll, "--max-launches", type=common.whole(1, 10**7), default=1000,
                   help="launches per point at most")
-    common.option(coll, "--coll-budget", type=common.positive_float, default=1.0,
+    common.option(coll, "--coll-budget", type=common.number(1e-3, 36000), default=1.0,
                   help="seconds one collective point may take at most")
-    common.option(coll, "--k", type=common.positive_int, default=8, help="launches per stage")
-    common.option(coll, "--k0", type=common.positive_int, default=4,
+    common.option(coll, "--k", type=common.whole(1, 10**4), default=8, help="launches per stage")
+    common.option(coll, "--k0", type=common.whole(1, 10**4), default=4,
                   help="launches of stage 0 (initialisation, not counted)")
-    common.option(coll, "--g", type=float, default=0.25,
+    common.option(coll, "--g", type=common.number(0, 1), default=0.25,
                   help="invalid share of a stage that widens the window")
-    common.option(coll, "--gamma", type=float, default=1.1,
+    common.option(coll, "--gamma", type=common.number(1, 100), default=1.1,
                   help="window margin: gamma x upper quartile of recent on-time launches")
     common.option(coll, "--confidence", type=float, default=0.95, choices=(0.90, 0.95, 0.99),
                   help="confidence level of the intervals shown")
     common.option(coll, "--buffers", default="hot", choices=("hot", "cold"),
                   help="cold: rotate buffers larger than the last-level cache")
-    common.option(coll, "--root", type=int, default=0, help="root of rooted operations")
-    common.option(coll, "--block", type=int, default=0,
+    common.option(coll, "--root", type=common.whole(0, limits.MAX_RANKS - 1), default=0,
+                  help="root of rooted operations")
+    common.option(coll, "--block", type=common.whole(0, limits.MAX_RANKS), default=0,
                   help="alltoall_block: operations per batch (0: all ranks at once)")
     coll.add_argument("--check", action="store_true",
                       help="verify each operation's results once per point")
-    common.option(coll, "--naive-iters", type=common.positive_int, default=10,
+    common.option(coll, "--naive-iters", type=common.whole(1, 10**6), default=10,
                   help="--sync barrier: back-to-back calls per sample")
     coll.add_argument("--test-distort", metavar="RANK:OFFSET:DRIFT",
                       help="testing: offset one rank's clock by OFFSET s and drift by DRIFT")
@@ -121,21 +125,22 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                                 " contention-aware placement)")
     common.option(cont, "--levels", default="auto",
                   help="auto (every level the allocation has) or a list of memory,socket,nic")
-    common.option(cont, "--cf-max", type=int, default=0,
+    common.option(cont, "--cf-max", type=common.whole(0, 10**4), default=0,
                   help="most pairs sharing a channel (0: as many as the allocation allows)")
-    common.option(cont, "--nruns", type=common.positive_int, default=10,
+    common.option(cont, "--nruns", type=common.whole(1, 10**6), default=10,
                   help="exchanges timed per repetition")
-    common.option(cont, "--reps", type=common.positive_int, default=5,
+    common.option(cont, "--reps", type=common.whole(1, 10**4), default=5,
                   help="repetitions per cell (their median is t(m, cf))")
-    common.option(cont, "--in-flight", type=common.positive_int, default=1,
+    common.option(cont, "--in-flight", type=common.whole(1, 1024), default=1,
                   help="messages each way posted per exchange (1: the paper's loop; more keep"
                   " the channel busy through each message's handshake)")
     p.add_argument("--mca", action="append", default=[], metavar="NAME=VALUE",
                    help="Open MPI parameter for the job, repeatable (e.g. btl_tcp_flags=send,"
                    "inplace,need-ack,need-csum,hetero-rdma); stored with the run")
-    common.option(p, "--timeout", type=common.positive_float, default=3600.0,
+    common.option(p, "--timeout", type=common.seconds, default=3600.0,
                   help="seconds before the whole job is killed")
-    common.option(p, "--label", help="a name for this run, shown in reports and comparisons")
+    common.option(p, "--label", type=common.label,
+                  help="a name for this run, shown in reports and comparisons")
     common.option(p, "--resume", metavar="RUN",
                   help="re-launch a stored incomplete run and measure only its missing points")
     common.option(p, "--report",
@@ -148,10 +153,9 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 
 def _p2p_sizes(args: argparse.Namespace) -> list[int]:
-    if args.sizes and args.benchmark == "p2p":
-        return parse_size_list(args.sizes)
-    common.require(args.perturbation >= 0, f"--perturbation {args.perturbation}: must be >= 0")
-    return netpipe_schedule(parse_size(args.max_size), args.perturbation)
+    if args.sizes is not None and args.benchmark == "p2p":
+        return parse_size_list(args.sizes, "--sizes")
+    return netpipe_schedule(parse_size(args.max_size, "--max-size"), args.perturbation)
 
 
 def _recv_buffers(args: argparse.Namespace) -> str:
@@ -165,13 +169,14 @@ def _recv_buffers(args: argparse.Namespace) -> str:
 
 def _loggp_sizes(args: argparse.Namespace) -> list[int]:
     """LogGP sizes: --sizes for 'run loggp', else the NetPIPE bases without perturbation."""
-    if args.sizes and args.benchmark == "loggp":
-        return parse_size_list(args.sizes)
-    return netpipe_schedule(parse_size(args.max_size), 0)
+    if args.sizes is not None and args.benchmark == "loggp":
+        return parse_size_list(args.sizes, "--sizes")
+    return netpipe_schedule(parse_size(args.max_size, "--max-size"), 0)
 
 
 def _coll_sizes(args: argparse.Namespace, ops: list[str]) -> list[int]:
-    sizes = parse_size_list(args.sizes if args.sizes and args.benchmark == "coll" else COLL_SIZES)
+    given = args.sizes is not None and args.benchmark == "coll"
+    sizes = parse_size_list(args.sizes if given else COLL_SIZES, "--sizes")
     odd = [s for s in sizes if s % 8]
     if odd and any(op.removeprefix("i") in REDUCTIONS for op in ops):
         raise UsageError(f"--sizes {args.sizes}: reductions sum doubles, so sizes must be "
@@ -192,21 +197,39 @@ def _levels(args: argparse.Namespace) -> str:
     return "memory,nic" if several_nodes else "memory"
 
 
+def _check_stop(stop: str) -> None:
+    """Refuse a --stop rule other than a, b or rse:X with 0 < X < 1."""
+    if stop in ("a", "b"):
+        return
+    try:
+        ok = stop.startswith("rse:") and strict.real(stop[4:], 0, 1, above=True) < 1
+    except strict.NumberError:
+        ok = False
+    common.require(ok, f"--stop {strict.shown(stop)}: give a, b or rse:X with 0 < X < 1")
+
+
+def _check_distort(text: str | None) -> None:
+    """Refuse a --test-distort other than RANK:OFFSET_S:DRIFT with bounded numbers."""
+    if text is None:
+        return
+    parts = text.split(":")
+    try:
+        common.require(len(parts) == 3, "")
+        strict.whole(parts[0], 0, limits.MAX_RANKS - 1)
+        strict.real(parts[1], -1, 1)
+        strict.real(parts[2], -0.01, 0.01)
+    except (strict.NumberError, UsageError):
+        raise UsageError(f"--test-distort {strict.shown(text)}: give RANK:OFFSET_S:DRIFT, e.g."
+                         " 1:0.001:1e-4 (|offset| <= 1 s, |drift| <= 0.01)") from None
+
+
 def build_request(args: argparse.Namespace) -> dict[str, Any]:
     """The stored request of an MPI run from its options; bad input fails here."""
-    common.require(args.min_samples >= 2, "--min-samples: need at least 2")
     common.require(args.max_samples >= args.min_samples, "--max-samples must be >= --min-samples")
-    common.require(args.warmup >= 0, "--warmup: must be >= 0")
-    common.require(0 <= args.g <= 1, f"--g {args.g}: a share between 0 and 1")
-    common.require(args.gamma >= 1, f"--gamma {args.gamma}: must be >= 1")
-    common.require(args.root >= 0, f"--root {args.root}: not a rank")
-    stop = args.stop
-    if stop not in ("a", "b"):
-        try:
-            ok = stop.startswith("rse:") and 0 < float(stop[4:]) < 1
-        except ValueError:
-            ok = False
-        common.require(ok, f"--stop {stop}: give a, b or rse:X with 0 < X < 1")
+    _check_stop(args.stop)
+    _check_distort(args.test_distort)
+    if args.sizes is not None:  # checked even where the benchmark does not use them
+        parse_size_list(args.sizes, "--sizes")
     engine: dict[str, Any] = {"timer": args.timer}
     ops: list[str] = []
     if args.benchmark in ("all", "p2p"):
@@ -238,7 +261,8 @@ def build_request(args: argparse.Namespace) -> dict[str, Any]:
                        "naive_iters": args.naive_iters, "test_distort": args.test_distort})
     if args.benchmark == "contention":
         ops.append("contention")
-        sizes = parse_size_list(args.sizes or CONTENTION_SIZES)
+        sizes = parse_size_list(CONTENTION_SIZES if args.sizes is None else args.sizes,
+                                "--sizes")
         engine.update({"sizes": sizes, "coll_sizes": sizes, "levels": _levels(args),
                        "cf_max": args.cf_max, "nruns": args.nruns, "reps": args.reps,
                        "in_flight": args.in_flight, "pin": 1,

@@ -14,7 +14,7 @@ import argparse
 import os
 from typing import Any
 
-from commscope import cpu, hpcc, node, pinning
+from commscope import cpu, hpcc, limits, node, pinning, strict
 from commscope.cli import common
 from commscope.errors import UsageError
 
@@ -30,21 +30,22 @@ def add_options(p: argparse.ArgumentParser) -> None:
                   help="core counts to sweep, e.g. 1,2,all (all: every physical core usable)")
     common.option(g, "--max-memory", default=node.DEFAULT_MEMORY,
                   help="memory the largest N may use: a share of MemAvailable or a size (8GiB)")
-    common.option(g, "--time-budget", type=float, default=node.DEFAULT_TIME_BUDGET_S,
+    common.option(g, "--time-budget", type=common.number(0, limits.MAX_COMMAND_S),
+                  default=node.DEFAULT_TIME_BUDGET_S,
                   help="seconds for the whole sweep, shared by the core counts; it stops before"
                   " an N predicted to overrun it (0: no limit)")
-    common.option(g, "--solves", type=common.positive_int, default=node.DEFAULT_REPEATS,
+    common.option(g, "--solves", type=common.whole(1, 10**6), default=node.DEFAULT_REPEATS,
                   help="timed solves per N at least (small N repeat until they last "
                   f"{node.MIN_POINT_S} s)")
-    common.option(g, "--peak-flops-per-cycle", type=common.positive_float,
+    common.option(g, "--peak-flops-per-cycle", type=common.number(0, 1e4, above=True),
                   help="DP flops per cycle per core for P_peak, instead of the CPU flags' value")
-    common.option(g, "--peak-ghz", type=common.positive_float,
+    common.option(g, "--peak-ghz", type=common.number(0, 1e3, above=True),
                   help="clock for P_peak in GHz, instead of the higher of the nominal clock"
                   " (cpufreq or /proc/cpuinfo) and the busy clock measured on the cores used")
     common.option(g, "--hpl-grid", metavar="PxQ",
                   help="run HPL with Debian's hpcc on P x Q Open MPI ranks instead (--sizes: N,"
                   f" default {','.join(map(str, hpcc.DEFAULT_SIZES))})")
-    common.option(g, "--hpl-nb", type=common.positive_int, default=hpcc.DEFAULT_NB,
+    common.option(g, "--hpl-nb", type=common.whole(1, 1 << 16), default=hpcc.DEFAULT_NB,
                   help="with --hpl-grid: HPL block size NB")
 
 
@@ -58,16 +59,17 @@ def wanted(args: argparse.Namespace) -> bool:
         return store.get_run(store.resolve_run(args.resume)).kind == "node"
 
 
+MAX_ORDER = 1 << 20  # a matrix order N: 8 TiB for one N x N matrix of doubles
+
+
 def _sizes(text: str | None) -> list[int] | None:
-    if not text:
+    if text is None:
         return None
     try:
-        sizes = [int(item) for item in text.split(",") if item.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes or min(sizes) < 1:
-        raise UsageError(f"--sizes {text}: for node, give matrix orders N, e.g. 100,1000,4000")
-    return sizes
+        return [strict.whole(item, 1, MAX_ORDER) for item in text.split(",")]
+    except strict.NumberError as err:
+        raise UsageError(f"--sizes {strict.shown(text)}: for node, give matrix orders N, e.g."
+                         f" 100,1000,4000 ({err})") from None
 
 
 def _request(args: argparse.Namespace) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
+from commscope import limits
 from commscope.cli import common
 from commscope.errors import UsageError
 from commscope.runner import Outcome
@@ -44,13 +45,15 @@ def add_options(p: argparse.ArgumentParser) -> None:
                   help="ping-pong over the size schedule, the bidirectional stream, or both")
     common.option(tcp, "--sockbuf", default="default",
                   help="socket buffer sizes to sweep, one run each, e.g. default,16K,64K,256K")
-    common.option(tcp, "--duration", type=common.positive_float, default=10.0,
+    common.option(tcp, "--duration", type=common.number(0, limits.MAX_COMMAND_S, above=True),
+                  default=10.0,
                   help="stream: seconds both directions send")
     common.option(tcp, "--mean-size", default="2000",
                   help="stream: mean of the exponential message size distribution")
     common.option(tcp, "--max-message", default="16000",
                   help="stream: largest message (larger draws are drawn again)")
-    common.option(tcp, "--seed", type=int, default=1, help="stream: random seed")
+    common.option(tcp, "--seed", type=common.whole(0, 2**32 - 1), default=1,
+                  help="stream: random seed")
 
 
 def wanted(args: argparse.Namespace) -> bool:
@@ -64,11 +67,10 @@ def wanted(args: argparse.Namespace) -> bool:
 
 
 def _sizes(args: argparse.Namespace) -> list[int]:
-    if args.sizes:
-        sizes = parse_size_list(args.sizes)
+    if args.sizes is not None:
+        sizes = parse_size_list(args.sizes, "--sizes")
     else:
-        common.require(args.perturbation >= 0, f"--perturbation {args.perturbation}: must be >= 0")
-        sizes = netpipe_schedule(parse_size(args.max_size), args.perturbation)
+        sizes = netpipe_schedule(parse_size(args.max_size, "--max-size"), args.perturbation)
     sizes = [s for s in sizes if s > 0]  # a TCP stream cannot carry an empty message
     common.require(bool(sizes), "--sizes: a TCP ping-pong needs sizes of 1 byte or more")
     common.require(sizes[-1] <= 1 << 30, "--sizes: messages of at most 1 GiB")
@@ -97,14 +99,12 @@ def _where(args: argparse.Namespace) -> dict[str, Any]:
 
 def requests(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     """(label, request) per socket buffer size; bad input fails here, before the store."""
-    common.require(args.min_samples >= 2, "--min-samples: need at least 2")
     common.require(args.max_samples >= args.min_samples, "--max-samples must be >= --min-samples")
-    common.require(args.warmup >= 0, "--warmup: must be >= 0")
-    mean, top = parse_size(args.mean_size), parse_size(args.max_message)
+    mean = parse_size(args.mean_size, "--mean-size")
+    top = parse_size(args.max_message, "--max-message")
     common.require(1 <= mean <= top <= 1 << 30,
                    f"--mean-size {args.mean_size} --max-message {args.max_message}: need "
                    "1 <= mean <= max <= 1 GiB")
-    common.require(args.seed >= 0, f"--seed {args.seed}: must be >= 0")
     options: dict[str, Any] = {
         "mode": args.tcp_mode, "warmup": args.warmup, "min_samples": args.min_samples,
         "max_samples": args.max_samples, "target_rse": args.target_rse,

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from commscope import hosts as hosts_mod
-from commscope import slurm
+from commscope import limits, slurm
 from commscope.cli import common
 from commscope.errors import UsageError
 from commscope.mpi import MPIInstall
@@ -26,11 +26,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--slurm", action="store_true",
                    help="get a Slurm allocation (--nodes x --ranks-per-node) for this run and "
                    "release it afterwards")
-    g.add_argument("--nodes", "-N", type=common.positive_int,
+    g.add_argument("--nodes", "-N", type=common.whole(1, limits.MAX_MODEL_NODES),
                    help="with --slurm: nodes to allocate [default: 2]")
     common.option(g, "--partition", help="with --slurm: Slurm partition")
     g.add_argument("--ranks-per-node", "--ntasks-per-node", dest="ranks_per_node",
-                   type=common.positive_int, default=None,
+                   type=common.whole(1, hosts_mod.MAX_SLOTS), default=None,
                    help="ranks on each node or host [default: its slots, else its cores; "
                    "--vcluster: 2; --slurm: 1]")
 

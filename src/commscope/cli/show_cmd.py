@@ -21,7 +21,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                    help="machine-readable: bytes, seconds (latency_s), bytes/s (bandwidth_Bps)")
     p.add_argument("--confidence", type=float, choices=(0.90, 0.95, 0.99),
                    help="confidence level for collectives [default: the run's]")
-    p.add_argument("--trim", type=float, default=0.25,
+    p.add_argument("--trim", type=common.number(0, 0.49), default=0.25,
                    help="share of valid collective times dropped at each end [default: 0.25]")
 
 

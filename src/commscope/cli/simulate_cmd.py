@@ -11,8 +11,9 @@ import dataclasses
 import math
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from commscope import limits
 from commscope.cli import common, run_cmd
 from commscope.errors import UsageError
 from commscope.sizes import parse_size
@@ -52,9 +53,11 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
                              description="Run a commscope benchmark under smpirun on a platform"
                              " written from the cluster model. Benchmark options follow '--'.")
     _model_options(run)
-    common.option(run, "--nodes", type=common.positive_int,
+    common.option(run, "--nodes", type=common.whole(1, limits.MAX_SIMULATED_NODES),
                   help="nodes used [default: 2, or all of the model's if fewer]")
-    common.option(run, "--ranks-per-node", type=common.positive_int, default=1,
+    common.option(run, "--ranks-per-node", type=common.whole(1,
+                  limits.MAX_SOCKETS * limits.MAX_CORES_PER_SOCKET),
+                  default=1,
                   help="ranks on each node")
     common.option(run, "--order", default="block", choices=("block", "cyclic"),
                   help="rank order across nodes")
@@ -65,12 +68,13 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
                      help="extra SimGrid option, e.g. smpi/bcast:binomial_tree (repeatable)")
     run.add_argument("--neutral", action="store_true",
                      help="no SMPI factors: time = latency + size / bandwidth exactly")
-    common.option(run, "--launches", type=int, default=2,
+    common.option(run, "--launches", type=common.whole(0, 10**4), default=2,
                   help="collectives: launches per point after one warm-up launch (simulated"
                   " time has no noise); 0 keeps the benchmark's own stop rule")
     run.add_argument("--netload", action="store_true",
                      help="trace the run and keep bytes, messages and Mbit/s per link")
-    common.option(run, "--label", help="a name for the run (sweeps add NAME=VALUE)")
+    common.option(run, "--label", type=common.label,
+                  help="a name for the run (sweeps add NAME=VALUE)")
     run.add_argument("--json", action="store_true", help="print the outcome as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("bench", nargs=argparse.REMAINDER,
@@ -81,7 +85,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     _model_options(cal)
     cal.add_argument("-o", "--output", help="model file to write [default: the --cluster file,"
                   " else commscope-cluster.yaml]")
-    common.option(cal, "--rounds", type=int, default=2,
+    common.option(cal, "--rounds", type=common.whole(0, 100), default=2,
                   help="simulations of the run's ping-pong that correct the factors")
     cal.add_argument("--json", action="store_true", help="print the calibration as JSON")
 
@@ -92,7 +96,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     common.option(val, "--max-size", help="largest size compared")
     val.add_argument("--smpi-cfg", action="append", default=[], metavar="NAME:VALUE",
                      help="extra SimGrid option (repeatable)")
-    common.option(val, "--label", help="a name for the simulated run")
+    common.option(val, "--label", type=common.label, help="a name for the simulated run")
     val.add_argument("--json", action="store_true", help="print the comparison as JSON")
     val.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -102,15 +106,19 @@ def run(args: argparse.Namespace) -> int:
     return {"run": _run, "calibrate": _calibrate, "validate": _validate}[args.action](args)
 
 
+class _BenchParser(argparse.ArgumentParser):
+    """Parses the benchmark options after '--'; an error is a UsageError, printed once."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"benchmark options after '--': {message}; they must be valid for"
+                         " 'commscope run' (see 'commscope run --help')")
+
+
 def _bench_args(words: list[str]) -> argparse.Namespace:
     words = words[1:] if words and words[0] == "--" else words
-    parser = argparse.ArgumentParser(prog="commscope simulate run ... --", add_help=False)
+    parser = _BenchParser(prog="commscope simulate run ... --", add_help=False)
     run_cmd.setup_parser(parser)
-    try:
-        return parser.parse_args(words)
-    except SystemExit:
-        raise UsageError(f"benchmark options {' '.join(words)!r}: not valid for 'commscope run'"
-                         " (see 'commscope run --help')") from None
+    return parser.parse_args(words)
 
 
 def _sweeps(specs: list[str], params: SimParams) -> list[tuple[str, SimParams,
@@ -164,7 +172,6 @@ def _run(args: argparse.Namespace) -> int:
     common.require(nodes <= model.nodes, f"--nodes {nodes}: {args.cluster} has {model.nodes}")
     placement = regular(model, nodes, args.ranks_per_node, args.order)
     base = run_cmd.build_request(bench)
-    common.require(args.launches >= 0, f"--launches {args.launches}: must be >= 0")
     if args.launches and "coll_sizes" in base["engine"]:
         base["engine"].update({"k0": 1, "k": args.launches, "max_launches": args.launches})
     if "sync" in base["engine"] and "--resync" not in args.bench:
@@ -271,7 +278,6 @@ def _calibrate(args: argparse.Namespace) -> int:
         params = setup.params_for(model)
     label = f"run {run_id} ({info.kind}, {info.mpi}, {len(model.node_names)} nodes)"
     cal = calibrate.calibrate(points, params, model.nic.bandwidth_Bps, label)
-    common.require(args.rounds >= 0, f"--rounds {args.rounds}: must be >= 0")
     tuned = cal.params
     if args.rounds:
         placement = setup.placement_of_run(model, info)
@@ -309,8 +315,8 @@ def _validate(args: argparse.Namespace) -> int:
 
     from commscope.simulate import agreement, setup
 
-    min_b = parse_size(args.min_size)
-    max_b = parse_size(args.max_size) if args.max_size else None
+    min_b = parse_size(args.min_size, "--min-size")
+    max_b = parse_size(args.max_size, "--max-size") if args.max_size is not None else None
     with common.open_store(args) as store:
         run_id = store.resolve_run(args.run)
         info = store.get_run(run_id)

@@ -24,7 +24,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     serve = actions.add_parser("serve", help="answer clients one session at a time until Ctrl-C")
     common.option(serve, "--bind", help="address to listen on (default: all)")
-    common.option(serve, "--port", type=int, default=prog.DEFAULT_PORT,
+    common.option(serve, "--port", type=common.whole(0, 65535), default=prog.DEFAULT_PORT,
                   help="TCP port (0: any free port, printed)")
     common.option(serve, "--node", help="name this end reports for itself (default: hostname)")
 

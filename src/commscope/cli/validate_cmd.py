@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from commscope import launch, runner, validate
+from commscope import launch, limits, runner, validate
 from commscope import mpi as mpi_mod
 from commscope.cli import common
 from commscope.errors import UsageError
@@ -34,19 +34,20 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
                    help="timers: wait patterns; predict: placement predictions vs real runs")
     common.option(p, "--mpi", env="COMMSCOPE_MPI",
                   help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)")
-    common.option(p, "--np", type=common.positive_int,
+    common.option(p, "--np", type=common.ranks,
                   help="number of ranks [default: one per core here; on hosts: their slots or "
                   "cores; in an allocation: its tasks]")
     common.option(p, "--timers", default=",".join(validate.TIMERS), help="timers to try")
     common.option(p, "--syncs", default=",".join(validate.SYNCS), help="sync methods to try")
-    common.option(p, "--tolerance", type=common.positive_float, default=1.0,
+    common.option(p, "--tolerance", type=common.number(0, 1e6, above=True), default=1.0,
                   help="largest acceptable error, microseconds")
     pred = p.add_argument_group("predict")
-    common.option(pred, "--procs", type=common.positive_int, default=4, help="ranks")
+    common.option(pred, "--procs", type=common.whole(1, limits.MAX_PREDICT_PROCS), default=4,
+                  help="ranks")
     common.option(pred, "--sizes", default="256K,1MiB,4MiB", help="block sizes per peer")
     common.option(pred, "--tables", metavar="RUN",
                   help="run holding t(m, cf) contention tables (and p2p points) for the cost")
-    common.option(pred, "--block", type=int, default=0,
+    common.option(pred, "--block", type=common.whole(0, limits.MAX_PREDICT_PROCS), default=0,
                   help="block All-to-all batch size (0: all ranks at once)")
     pred.add_argument("--mca", action="append", default=[], metavar="NAME=VALUE",
                       help="Open MPI parameter for the real runs, repeatable (default: those "
@@ -127,7 +128,7 @@ def _predict(args: argparse.Namespace) -> int:
     )
 
     common.require(bool(args.tables), "validate predict: give --tables RUN with t(m, cf) tables")
-    sizes = parse_size_list(args.sizes)
+    sizes = parse_size_list(args.sizes, "--sizes")
     mpi = mpi_mod.resolve(args.mpi)
     model, site = _site(args, mpi)
     with common.open_store(args) as store:

@@ -25,7 +25,8 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     up = actions.add_parser("up", help="build the cluster (safe to repeat with the same options)")
     up.add_argument(
-        "--nodes", type=int, required=True, help=f"number of nodes, 1 .. {vcluster.MAX_NODES}"
+        "--nodes", type=common.whole(1, vcluster.MAX_NODES), required=True,
+                                     help=f"number of nodes, 1 .. {vcluster.MAX_NODES}"
     )
     common.option(
         up,

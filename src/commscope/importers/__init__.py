@@ -6,10 +6,8 @@ kind "import" with no engine header and request {"imported": {"format", "file", 
 
 from __future__ import annotations
 
-import contextlib
 import os
 
-from commscope.errors import CommscopeError
 from commscope.importers import imb, netpipe, osu
 from commscope.importers.common import PAIR_LABELS, Imported, read_lines
 from commscope.store import Store
@@ -30,7 +28,8 @@ def load(fmt: str, path: str | os.PathLike[str], pair: str = "unknown",
         nranks: processes the OSU collectives ran on (their output does not say).
 
     Raises:
-        RecordError: the file is malformed (the message names the file and line).
+        InputError: the file is malformed or a number in it breaks its bounds (the message
+            names the file and line).
         UsageError: the file cannot be read, or OSU collectives come without ``nranks``.
         ValueError: ``fmt`` or ``pair`` is unknown.
     """
@@ -50,23 +49,11 @@ def load(fmt: str, path: str | os.PathLike[str], pair: str = "unknown",
 def store_imported(store: Store, imported: Imported, label: str) -> int:
     """Store ``imported`` as a new complete run and return its id.
 
-    The run is created only now, after the whole file was read. Should the store fail midway,
-    the run is marked incomplete with the reason before the error propagates.
+    The run is created only now, after the whole file was read, and in one transaction with
+    all its points: it is stored whole or, should the store fail, not at all.
     """
     path = os.path.abspath(imported.file)
     request = {"imported": {"format": imported.format, "file": path, "label": label}}
-    run_id = store.create_run("import", label, None, None, imported.nranks, request)
-    segment = store.start_segment(run_id, ["commscope", "import", imported.format, path])
-    try:
-        for record in imported.records:
-            store.add_point(run_id, segment, record)
-        store.finish_segment(segment, "complete")
-    except BaseException as err:
-        message = f"import stopped: {err}"
-        # The segment may be what failed to update; the run's status must still say so.
-        with contextlib.suppress(CommscopeError):
-            store.finish_segment(segment, "incomplete", message)
-        store.set_run_status(run_id, "incomplete", message)
-        raise
-    store.set_run_status(run_id, "complete")
-    return run_id
+    argv = ["commscope", "import", imported.format, path]
+    return store.add_complete_run("import", label, imported.nranks, request, argv,
+                                  list(imported.records))

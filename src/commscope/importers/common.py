@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from commscope.errors import RecordError, UsageError
+from commscope import limits, strict
+from commscope.errors import InputError, UsageError
 from commscope.record_parse import record_from_dict
 from commscope.records import Coll, Point
 
 PAIR_LABELS = ("intra-socket", "inter-socket", "intra-node", "inter-node", "unknown")
 _MAX_LINE_SHOWN = 60
+MAX_ITERS = 10**12  # iterations behind one reported figure
 
 
 @dataclass(frozen=True)
@@ -62,45 +65,75 @@ def read_lines(path: str | os.PathLike[str]) -> list[str]:
         raise UsageError(f"{where} cannot be read ({why}); check its permissions") from None
 
 
-def malformed(path: str, lineno: int, line: str, reason: str, expected: str) -> RecordError:
+def malformed(path: str, lineno: int, line: str, reason: str, expected: str) -> InputError:
     """One-line error naming the file, the line number, the offending text and the fix."""
     shown = " ".join(line.split())
     if len(shown) > _MAX_LINE_SHOWN:
         shown = shown[: _MAX_LINE_SHOWN - 3] + "..."
-    return RecordError(f"{path} line {lineno}: {reason} in {shown!r}; expected {expected}")
+    return InputError(f"{path} line {lineno}: {reason} in {shown!r}; expected {expected}")
 
 
 def number(text: str) -> float | None:
-    """A finite float, or None."""
+    """A finite number written in ASCII digits (``12``, ``0.5``, ``1.5e-6``), or None."""
     try:
-        value = float(text)
-    except ValueError:
+        return strict.real(text, -sys.float_info.max, sys.float_info.max)
+    except strict.NumberError:
         return None
-    return value if math.isfinite(value) else None
 
 
 def integer(text: str) -> int | None:
-    """A non-negative integer written as digits, or None."""
-    return int(text) if text.isdigit() else None
+    """A non-negative whole number written in ASCII digits, or None."""
+    try:
+        return strict.whole(text, 0, 2**63 - 1)
+    except strict.NumberError:
+        return None
 
 
 class Collector:
-    """Gathers samples per record key, in file order, then builds validated records."""
+    """Gathers samples per record key, in file order, then builds validated records.
 
-    def __init__(self, path: str) -> None:
+    Every value is checked as it is added, against the bounds of :mod:`commscope.limits`:
+    a size of one message, a time that is finite and positive (a zero or infinite time,
+    e.g. from a rate of 5e-324, is refused rather than stored), a process count.
+    """
+
+    def __init__(self, path: str, lines: list[str], expected: str) -> None:
         self.path = path
+        self._lines = lines
+        self._expected = expected
         self._points: dict[tuple[str, str, int], dict[str, Any]] = {}
         self._colls: dict[tuple[str, str, int], dict[str, Any]] = {}
         self._where: dict[tuple[str, str, str, int], int] = {}
 
+    def fail(self, lineno: int, reason: str) -> InputError:
+        """The one-line error for ``reason`` at ``lineno`` of the file."""
+        line = self._lines[lineno - 1] if 0 < lineno <= len(self._lines) else ""
+        return malformed(self.path, lineno, line, reason, self._expected)
+
+    def _check(self, lineno: int, nbytes: int, seconds: float, what: str) -> None:
+        if not 0 <= nbytes <= limits.MAX_MESSAGE_BYTES:
+            raise self.fail(lineno, f"size {nbytes} is beyond one message (0 to"
+                            f" {limits.MAX_MESSAGE_BYTES} bytes)")
+        if not (math.isfinite(seconds) and limits.MIN_TIME_S <= seconds <= limits.MAX_TIME_S):
+            raise self.fail(lineno, f"{what} gives a time of {seconds:g} s, not a measurement"
+                            f" (a time is above {limits.MIN_TIME_S:g} s and at most"
+                            f" {limits.MAX_TIME_S:g} s)")
+
     def point(self, lineno: int, *, op: str, pair: str, nbytes: int, bytes_per_sample: int,
-              sample_s: float, window: int | None = None, iters: int = 1) -> None:
-        """Add one sample of a point-to-point measurement read at ``lineno``."""
+              sample_s: float, window: int | None = None, iters: int = 1,
+              what: str = "the row") -> None:
+        """Add one sample of a point-to-point measurement read at ``lineno``.
+
+        ``what`` names the value the time came from, for errors ("a rate of 0 Msg/sec").
+        """
+        self._check(lineno, nbytes, sample_s, what)
+        if not 1 <= iters <= MAX_ITERS:
+            raise self.fail(lineno, f"{iters} iterations is not a count from 1 to {MAX_ITERS}")
         key = (op, pair, nbytes)
         record = self._points.get(key)
         if record is None:
             record = {"type": "point", "op": op, "pair": pair, "ranks": [0, 1], "bytes": nbytes,
-                      "bytes_per_sample": bytes_per_sample, "iters_per_sample": max(iters, 1),
+                      "bytes_per_sample": bytes_per_sample, "iters_per_sample": iters,
                       "warmup": 0, "samples_s": [], "stop": "imported"}
             if window is not None:
                 record["window"] = window
@@ -109,11 +142,16 @@ class Collector:
         elif bytes_per_sample and record["bytes_per_sample"] != bytes_per_sample:
             # Another window: keep one meaning per sample, the first table's.
             sample_s *= record["bytes_per_sample"] / bytes_per_sample
+            self._check(lineno, nbytes, sample_s, what)
         record["samples_s"].append(sample_s)
 
     def coll(self, lineno: int, *, op: str, group: str, nranks: int, nbytes: int,
-             time_s: float) -> None:
+             time_s: float, what: str = "the row") -> None:
         """Add one reported time of a collective read at ``lineno``."""
+        self._check(lineno, nbytes, time_s, what)
+        if not 1 <= nranks <= limits.MAX_RANKS:
+            raise self.fail(lineno, f"{nranks} processes is not a count from 1 to"
+                            f" {limits.MAX_RANKS}")
         key = (op, group, nbytes)
         record = self._colls.get(key)
         if record is None:

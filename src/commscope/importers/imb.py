@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import re
 
+from commscope import strict
 from commscope.importers.common import Collector, Imported, integer, malformed, number
+from commscope.limits import MAX_RANKS
 
 WINDOW = 64  # IMB's message window for Uniband and Biband
 _BENCH = re.compile(r"^#\s*Benchmarking\s+(?P<name>\S+)")
-_PROCS = re.compile(r"^#\s*#processes\s*=\s*(?P<n>\d+)")
+_PROCS = re.compile(r"^#\s*#processes\s*=\s*(?P<n>.*)$")
 _FAILED = ("out-of-mem", "int-overflow", "time-out")
 _EXPECTED = ("IMB output: '# Benchmarking NAME', '# #processes = N', a '#bytes #repetitions"
              " ...' header, then rows of numbers")
@@ -50,7 +52,8 @@ def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
         pair: pair label given to point-to-point records.
 
     Raises:
-        RecordError: a line is malformed (names the file and line).
+        InputError: a line is malformed or a number in it breaks its bounds (names the file
+            and line).
     """
     tables: list[_Table] = []
     notes: list[str] = []
@@ -63,13 +66,22 @@ def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
             if table is None:
                 raise malformed(path, lineno, line, "a column header before any"
                                 " '# Benchmarking' line", _EXPECTED)
+            if table.rows:  # the rows read so far were laid out by the first header
+                raise malformed(path, lineno, line, f"a second column header in the table of"
+                                f" {table.name} (line {table.lineno})", _EXPECTED)
             table.columns = text.split()
             continue
         if text.startswith("#"):
             if bench := _BENCH.match(text):
                 tables.append(_Table(bench["name"], lineno))
             elif table is not None and (procs := _PROCS.match(text)):
-                table.nprocs = int(procs["n"])
+                if table.rows:
+                    raise malformed(path, lineno, line, f"a second process count in the table"
+                                    f" of {table.name} (line {table.lineno})", _EXPECTED)
+                try:
+                    table.nprocs = strict.whole(procs["n"], 1, MAX_RANKS)
+                except strict.NumberError as err:
+                    raise malformed(path, lineno, line, f"#processes {err}", _EXPECTED) from None
             continue
         if table is None or not table.columns:
             raise malformed(path, lineno, line, "data before a benchmark's column header",
@@ -85,7 +97,7 @@ def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
             raise malformed(path, lineno, line, f"not {len(table.columns)} non-negative numbers"
                             f" under {' '.join(table.columns)!r}", _EXPECTED)
         table.rows.append((lineno, line, [float(v or 0.0) for v in values]))
-    out = Collector(path)
+    out = Collector(path, lines, _EXPECTED)
     most = max((t.nprocs or 2 for t in tables), default=2)
     for table in tables:
         reason = table.skip or _store(out, table, path, pair, most)
@@ -113,10 +125,13 @@ def _store(out: Collector, table: _Table, path: str, pair: str, most: int) -> st
     if name not in ("Uniband", "Biband") and time_col is None:
         return "no time column"
     for lineno, line, values in table.rows:
-        size = int(values[size_col]) if size_col is not None else 0
-        if size_col is not None and integer(line.split()[size_col]) is None:
+        tokens = line.split()
+        size = 0 if size_col is None else integer(tokens[size_col])
+        if size is None:
             raise malformed(path, lineno, line, "#bytes is not a whole number", _EXPECTED)
-        reps = int(values[reps_col]) if reps_col is not None else 1
+        reps = 1 if reps_col is None else integer(tokens[reps_col])
+        if reps is None:
+            raise malformed(path, lineno, line, "#repetitions is not a whole number", _EXPECTED)
         if rate_col is not None and name in ("Uniband", "Biband"):
             rate = values[rate_col]
             if rate <= 0:
@@ -124,16 +139,17 @@ def _store(out: Collector, table: _Table, path: str, pair: str, most: int) -> st
             messages = WINDOW * (2 if name == "Biband" else 1)
             out.point(lineno, op="bw" if name == "Uniband" else "bibw", pair=pair,
                       nbytes=size, bytes_per_sample=messages * size, sample_s=messages / rate,
-                      window=WINDOW, iters=reps)
+                      window=WINDOW, iters=max(reps, 1), what=f"{rate:g} Msg/sec")
         elif time_col is None:  # unreachable: checked above
             return "no time column"
         elif name == "PingPong":
             out.point(lineno, op="pingpong", pair=pair, nbytes=size, bytes_per_sample=size,
-                      sample_s=values[time_col] / 1e6, iters=reps)
+                      sample_s=values[time_col] / 1e6, iters=max(reps, 1),
+                      what=f"{cols[time_col]} {values[time_col]:g}")
         else:
             nprocs = table.nprocs or 2
             group = "world" if nprocs == most else f"ranks 0-{nprocs - 1}"
             op = re.sub(r"[^a-z0-9_]", "_", name.lower())
             out.coll(lineno, op=op, group=group, nranks=nprocs, nbytes=size,
-                     time_s=values[time_col] / 1e6)
+                     time_s=values[time_col] / 1e6, what=f"{cols[time_col]} {values[time_col]:g}")
     return None

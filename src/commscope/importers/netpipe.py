@@ -28,9 +28,10 @@ def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
         pair: pair label given to the records.
 
     Raises:
-        RecordError: a line is malformed (names the file and line).
+        InputError: a line is malformed or a number in it breaks its bounds (names the file
+            and line).
     """
-    out = Collector(path)
+    out = Collector(path, lines, _EXPECTED)
     for lineno, line in enumerate(lines, start=1):
         text = line.strip()
         if not text or text.startswith("#"):
@@ -49,7 +50,7 @@ def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
                 raise malformed(path, lineno, line, f"{mbps:g} Mbps and {seconds:g} s disagree"
                                 f" for {size} bytes", _EXPECTED)
         out.point(lineno, op="pingpong", pair=pair, nbytes=size, bytes_per_sample=size,
-                  sample_s=sample)
+                  sample_s=sample, what=f"{mbps:g} Mbps and {seconds:g} s")
     records = out.records()
     if not records:
         raise malformed(path, len(lines), lines[-1] if lines else "", "no data rows",

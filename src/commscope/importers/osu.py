@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import re
 
+from commscope import strict
 from commscope.errors import UsageError
 from commscope.importers.common import Collector, Imported, integer, malformed, number
 from commscope.records import Coll
 
 DEFAULT_WINDOW = 64
 _TITLE = re.compile(r"^#\s*OSU\s+MPI(?:-[\w.]+)?\s+(?P<name>.+?)\s+Test\b", re.IGNORECASE)
-_WINDOW = re.compile(r"window\s+size\s*[:=]\s*(\d+)", re.IGNORECASE)
+_WINDOW = re.compile(r"window\s+size\s*[:=]\s*([^\s\]]*)", re.IGNORECASE)
+MAX_WINDOW = 1 << 16
 _COLLECTIVES = {
     "allgather": "allgather", "allgatherv": "allgatherv", "allreduce": "allreduce",
     "all-to-all personalized exchange": "alltoall",
@@ -90,10 +92,11 @@ def parse(path: str, lines: list[str], pair: str = "unknown",
         nranks: processes the collectives ran on (the output does not say).
 
     Raises:
-        RecordError: a line is malformed (names the file and line).
+        InputError: a line is malformed or a number in it breaks its bounds (names the file
+            and line).
         UsageError: collectives are present but ``nranks`` was not given.
     """
-    out = Collector(path)
+    out = Collector(path, lines, _EXPECTED)
     table: _Table | None = None
     for lineno, line in enumerate(lines, start=1):
         text = line.strip()
@@ -114,7 +117,10 @@ def parse(path: str, lines: list[str], pair: str = "unknown",
             elif table is not None and not table.header_seen and _header(table, body):
                 pass
             elif table is not None and (window := _WINDOW.search(body)):
-                table.window = int(window[1])
+                try:
+                    table.window = strict.whole(window[1], 1, MAX_WINDOW)
+                except strict.NumberError as err:
+                    raise out.fail(lineno, f"window size {err}") from None
             continue
         if table is None or not table.header_seen:
             raise malformed(path, lineno, line, "data before an OSU title and column header",
@@ -144,14 +150,15 @@ def _row(out: Collector, table: _Table, path: str, lineno: int, line: str, pair:
         iters = integer(tokens[table.iterations_col]) or 1
     if table.is_coll:
         out.coll(lineno, op=table.op, group="world", nranks=nranks or 1, nbytes=size,
-                 time_s=value / 1e6)
+                 time_s=value / 1e6, what=f"a latency of {value:g} us")
     elif table.op == "pingpong":
         out.point(lineno, op="pingpong", pair=pair, nbytes=size, bytes_per_sample=size,
-                  sample_s=value / 1e6, iters=iters)
+                  sample_s=value / 1e6, iters=iters, what=f"a latency of {value:g} us")
     else:
         moved = table.window * size * (2 if table.op == "bibw" else 1)
         if value <= 0 or size == 0:
             raise malformed(path, lineno, line, "a bandwidth row needs a size and a rate"
                             " above 0 to give a time", _EXPECTED)
         out.point(lineno, op=table.op, pair=pair, nbytes=size, bytes_per_sample=moved,
-                  sample_s=moved / (value * 1e6), window=table.window, iters=iters)
+                  sample_s=moved / (value * 1e6), window=table.window, iters=iters,
+                  what=f"a rate of {value:g} MB/s")

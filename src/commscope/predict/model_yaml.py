@@ -22,12 +22,14 @@ Latencies: seconds, or with a unit: s, ms, us, ns.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from commscope import limits, strict
 from commscope.errors import PredictError
 from commscope.predict.model import ClusterModel, Link, Switch
 
@@ -44,8 +46,23 @@ _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 _RATE_RE = re.compile(_NUMBER + r"\s*([A-Za-z]*)(/s)?")
 _TIME_RE = re.compile(_NUMBER + r"\s*([a-z]*)", re.IGNORECASE)
 _RANGE_RE = re.compile(r"([0-9]+)\s*-\s*([0-9]+)")
-RATE_FORMS = "e.g. 12.5GB/s, 100Gbit/s, 1e9 (bytes/s)"
-TIME_FORMS = "e.g. 1.5us, 0.2ms, 2e-6 (seconds)"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+RATE_FORMS = (f"e.g. 12.5GB/s, 100Gbit/s, 1e9 (bytes/s), from {limits.MIN_RATE_BPS:g} to"
+              f" {limits.MAX_RATE_BPS:g} bytes/s")
+TIME_FORMS = f"e.g. 1.5us, 0.2ms, 2e-6 (seconds), from 0 to {limits.MAX_LATENCY_S:g} s"
+MAX_FILE_BYTES = 16 << 20  # a model of MAX_MODEL_NODES named nodes takes about 2 MB
+MAX_NAME_CHARS = 253  # a host name
+
+
+def _rate(value: float) -> float | None:
+    """``value`` if it is a bandwidth within the stated bounds (finite), else None."""
+    ok = math.isfinite(value) and limits.MIN_RATE_BPS <= value <= limits.MAX_RATE_BPS
+    return value if ok else None
+
+
+def _delay(value: float) -> float | None:
+    """``value`` if it is a latency within the stated bounds (finite), else None."""
+    return value if math.isfinite(value) and 0 <= value <= limits.MAX_LATENCY_S else None
 
 
 def parse_bandwidth(value: Any) -> float | None:
@@ -53,8 +70,10 @@ def parse_bandwidth(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value) if value > 0 else None
-    match = _RATE_RE.fullmatch(str(value).strip())
+        return _rate(float(value)) if abs(value) < 1e300 else None
+    if not isinstance(value, str) or len(value) > limits.MAX_NUMBER_CHARS:
+        return None
+    match = _RATE_RE.fullmatch(value.strip())
     if match is None:
         return None
     number, unit, per = float(match.group(1)), match.group(2), match.group(3)
@@ -70,9 +89,9 @@ def parse_bandwidth(value: Any) -> float | None:
     elif not per and unit.endswith("bps"):
         bits = _BITS.get(unit[:-3].lower() + "bit")
         scale = None if bits is None else bits / 8
-    if scale is None or number * scale <= 0:
+    if scale is None:
         return None
-    return number * scale
+    return _rate(number * scale)
 
 
 def parse_latency(value: Any) -> float | None:
@@ -80,11 +99,13 @@ def parse_latency(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value) if value >= 0 else None
-    match = _TIME_RE.fullmatch(str(value).strip().lower())
+        return _delay(float(value)) if abs(value) < 1e300 else None
+    if not isinstance(value, str) or len(value) > limits.MAX_NUMBER_CHARS:
+        return None
+    match = _TIME_RE.fullmatch(value.strip().lower())
     if match is None or match.group(2) not in _SECONDS:
         return None
-    return float(match.group(1)) * _SECONDS[match.group(2)]
+    return _delay(float(match.group(1)) * _SECONDS[match.group(2)])
 
 
 class _Reader:
@@ -105,10 +126,20 @@ class _Reader:
                                 f"unknown field; expected one of {', '.join(known)}")
         return value
 
-    def count(self, value: Any, field: str) -> int:
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-            return value
-        raise self.fail(field, f"{value!r} is not a whole number of at least 1")
+    def count(self, value: Any, field: str, most: int) -> int:
+        try:
+            return strict.check_whole(value, 1, most)
+        except strict.NumberError as err:
+            raise self.fail(field, str(err)) from None
+
+    def name(self, value: Any, field: str, most: int) -> str:
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise self.fail(field, f"{strict.shown(value)} is not a name; give text")
+        text = str(value)
+        if not text.strip() or len(text) > most or _CONTROL.search(text):
+            raise self.fail(field, f"{strict.shown(text)}: give a name of 1 to {most}"
+                            " printable characters")
+        return text
 
     def link(self, value: Any, field: str) -> Link:
         data = self.mapping(value, field, _LINK)
@@ -124,18 +155,24 @@ class _Reader:
 
     def node_names(self, value: Any) -> tuple[str, ...]:
         if isinstance(value, list):
-            names = tuple(str(n) for n in value)
-            if not names or any(not n.strip() for n in names):
-                raise self.fail("nodes", "give a non-empty list of host names, or a count")
+            if not value or len(value) > limits.MAX_MODEL_NODES:
+                raise self.fail("nodes", f"give a list of 1 to {limits.MAX_MODEL_NODES} host"
+                                " names, or a count")
+            names = tuple(self.name(n, f"nodes[{i}]", MAX_NAME_CHARS)
+                          for i, n in enumerate(value))
             if len(set(names)) != len(names):
                 raise self.fail("nodes", "host names must be distinct")
             return names
-        return tuple(f"node{i}" for i in range(self.count(value, "nodes")))
+        count = self.count(value, "nodes", limits.MAX_MODEL_NODES)
+        return tuple(f"node{i}" for i in range(count))
 
     def switch_nodes(self, value: Any, field: str, names: tuple[str, ...]) -> tuple[int, ...]:
         index = {n: i for i, n in enumerate(names)}
         if isinstance(value, str) and (match := _RANGE_RE.fullmatch(value.strip())):
-            lo, hi = int(match.group(1)), int(match.group(2))
+            lo, hi = (int(x) if len(x) < 10 else len(names) for x in match.groups())
+            if not lo <= hi < len(names):
+                raise self.fail(field, f"{strict.shown(value)}: give indices A-B with A <= B <="
+                                f" {len(names) - 1}")
             items: list[Any] = list(range(lo, hi + 1))
         elif isinstance(value, list) and value:
             items = value
@@ -183,7 +220,7 @@ def model_from_dict(data: Any, where: str) -> ClusterModel:
     for k, raw in enumerate(raw_switches):
         field = f"switches[{k}]"
         sw = r.mapping(raw, field, _SWITCH)
-        name = str(sw.get("name", f"switch{k}"))
+        name = r.name(sw.get("name", f"switch{k}"), f"{field}.name", MAX_NAME_CHARS)
         if "nodes" not in sw:
             raise r.fail(f"{field}.nodes", "missing: which nodes are behind this switch")
         nodes = r.switch_nodes(sw["nodes"], f"{field}.nodes", names)
@@ -203,10 +240,11 @@ def model_from_dict(data: Any, where: str) -> ClusterModel:
         if links["nic"].bandwidth_Bps is None:
             raise r.fail("channels.nic.bandwidth", "missing; switches need the NIC rate to"
                          " compare uplinks with NICs")
-    name = top.get("name", Path(where).stem)
+    name = r.name(top.get("name", Path(where).stem or "model"), "name", limits.MAX_LABEL_CHARS)
     return ClusterModel(
-        name=str(name), node_names=names, sockets=r.count(top["sockets"], "sockets"),
-        cores=r.count(top["cores"], "cores"), memory=links["memory"],
+        name=name, node_names=names,
+        sockets=r.count(top["sockets"], "sockets", limits.MAX_SOCKETS),
+        cores=r.count(top["cores"], "cores", limits.MAX_CORES_PER_SOCKET), memory=links["memory"],
         socket_link=links["socket_link"], nic=links["nic"], switches=tuple(switches),
         source=where,
     )
@@ -229,14 +267,29 @@ def load_document(path: str | Path) -> Any:
     """
     where = str(path)
     try:
-        text = Path(path).read_text("utf-8")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as err:
         raise PredictError(f"{where}: cannot read the cluster model ({err.strerror})") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise PredictError(f"{where}: larger than {MAX_FILE_BYTES >> 20} MiB, not a cluster"
+                           " model; give the model's YAML file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise PredictError(f"{where}: byte {err.start} is not UTF-8 text; give the model's YAML"
+                           " file") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
         raise PredictError(f"{where}:{line} not valid YAML ({getattr(err, 'problem', err)})"
+                           ) from None
+    except RecursionError:
+        raise PredictError(f"{where}: nested too deeply to read; a cluster model is a few"
+                           " levels deep") from None
+    except (ValueError, OverflowError) as err:  # e.g. a date 2001-13-45
+        raise PredictError(f"{where}: a value YAML cannot build ({err}); quote it or fix it"
                            ) from None
     return data

@@ -20,9 +20,11 @@ from commscope.errors import PredictError
 from commscope.predict.model import ClusterModel
 from commscope.predict.placement import Placement, socket_layout
 
-_HOST_RE = re.compile(r"(\S+?)(?::([0-9]+))?(?:\s+slots\s*=\s*([0-9]+))?(?:\s+max_slots\s*=\s*"
-                      r"[0-9]+)?")
-_RANK_RE = re.compile(r"rank\s+([0-9]+)\s*=\s*(\S+)\s+slot\s*=\s*([0-9]+)(?::([0-9]+))?")
+# Counts of at most 9 digits: every bound they meet (cores, ranks) is far below 10^9.
+_HOST_RE = re.compile(r"(\S+?)(?::([0-9]{1,9}))?(?:\s+slots\s*=\s*([0-9]{1,9}))?"
+                      r"(?:\s+max_slots\s*=\s*[0-9]{1,9})?")
+_RANK_RE = re.compile(r"rank\s+([0-9]{1,9})\s*=\s*(\S+)\s+slot\s*=\s*([0-9]{1,9})"
+                      r"(?::([0-9]{1,9}))?")
 
 
 def _lines(path: str | Path) -> list[tuple[int, str]]:
@@ -30,6 +32,9 @@ def _lines(path: str | Path) -> list[tuple[int, str]]:
         text = Path(path).read_text("utf-8")
     except OSError as err:
         raise PredictError(f"{path}: cannot read ({err.strerror})") from None
+    except UnicodeDecodeError as err:
+        raise PredictError(f"{path}: byte {err.start} is not UTF-8 text; give a hostfile or"
+                           " rankfile") from None
     out = []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()

@@ -19,9 +19,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from commscope.errors import SimulateError
+from commscope import strict
+from commscope.errors import InputError
+from commscope.limits import MAX_MESSAGE_BYTES
 from commscope.predict.model import ClusterModel
-from commscope.predict.model_yaml import parse_bandwidth, parse_latency
+from commscope.predict.model_yaml import RATE_FORMS, TIME_FORMS, parse_bandwidth, parse_latency
 
 # Used when neither the model nor a calibration gives a figure: a GigE-like NIC and a
 # node's memory copy rate (stated in every run's record, so nothing is hidden).
@@ -36,6 +38,8 @@ _KEYS = ("calibrated_from", "nic", "memory", "switch_latency", "lat_factor", "bw
 # Open MPI's TCP and shared-memory eager limits are 64 KiB). SMPI's default, 0, delays every
 # message until its receive is posted.
 DEFAULT_EAGER_BYTES = 65536
+MAX_FACTORS = 1000  # [from size, factor] pairs of one SMPI factor list
+MAX_FACTOR = 1e6
 # Parameters a sweep may vary: name -> (field, kind).
 SWEEPABLE = {
     "nic_latency": ("nic_lat_s", "time"),
@@ -84,13 +88,13 @@ class SimParams:
     def with_value(self, name: str, text: str) -> SimParams:
         """A copy with one sweepable parameter set from text such as ``80us`` or ``10Gbit/s``."""
         if name not in SWEEPABLE:
-            raise SimulateError(f"--sweep {name}: not a model parameter; choose from "
-                                f"{', '.join(SWEEPABLE)}")
+            raise InputError(f"--sweep {name}: not a model parameter; choose from"
+                             f" {', '.join(SWEEPABLE)}")
         attr, kind = SWEEPABLE[name]
         value = parse_latency(text) if kind == "time" else parse_bandwidth(text)
         if value is None:
-            forms = "e.g. 80us, 0.4ms" if kind == "time" else "e.g. 1Gbit/s, 125MB/s"
-            raise SimulateError(f"--sweep {name}={text}: not a {kind}; use {forms}")
+            forms = TIME_FORMS if kind == "time" else RATE_FORMS
+            raise InputError(f"--sweep {name}={strict.shown(text)}: not a {kind}; use {forms}")
         # The field is named at run time (one of SWEEPABLE's float fields), so mypy cannot
         # match the keyword to a field; Any leaves that to replace(), which checks the name.
         changes: dict[str, Any] = {attr: value}
@@ -120,19 +124,22 @@ class SimParams:
 
 
 def _factors(value: Any, field: str, where: str) -> Factors:
-    bad = SimulateError(f"{where}: simulation.{field}: give a list of [from size, factor]"
-                        " pairs with sizes rising from 0 and factors > 0")
+    bad = InputError(f"{where}: simulation.{field}: give a list of at most {MAX_FACTORS}"
+                     f" [from size, factor] pairs with sizes rising from 0 (at most"
+                     f" {MAX_MESSAGE_BYTES}) and factors above 0 (at most {MAX_FACTOR:g})")
     if value is None:
         return ()
-    if not isinstance(value, list):
+    if not isinstance(value, list) or len(value) > MAX_FACTORS:
         raise bad
     out: list[tuple[int, float]] = []
     for item in value:
-        if (not isinstance(item, list) or len(item) != 2 or isinstance(item[0], bool)
-                or not isinstance(item[0], int) or not isinstance(item[1], (int, float))
-                or item[1] <= 0):
+        if not isinstance(item, list) or len(item) != 2:
             raise bad
-        out.append((int(item[0]), float(item[1])))
+        try:
+            out.append((strict.check_whole(item[0], 0, MAX_MESSAGE_BYTES),
+                        strict.check_real(item[1], 0, MAX_FACTOR, above=True)))
+        except strict.NumberError:
+            raise bad from None
     sizes = [s for s, _ in out]
     if out and (sizes[0] != 0 or sizes != sorted(set(sizes))):
         raise bad
@@ -143,15 +150,16 @@ def _link(value: Any, field: str, where: str) -> tuple[float | None, float | Non
     if value is None:
         return None, None
     if not isinstance(value, dict) or set(value) - {"bandwidth", "latency"}:
-        raise SimulateError(f"{where}: simulation.{field}: expected {{bandwidth: .., latency: ..}}")
+        raise InputError(f"{where}: simulation.{field}: expected {{bandwidth: .., latency: ..}}")
     bw = None if value.get("bandwidth") is None else parse_bandwidth(value["bandwidth"])
     lat = None if value.get("latency") is None else parse_latency(value["latency"])
     if value.get("bandwidth") is not None and bw is None:
-        raise SimulateError(f"{where}: simulation.{field}.bandwidth: {value['bandwidth']!r} is"
-                            " not a bandwidth; use e.g. 125MB/s or 1Gbit/s")
+        raise InputError(f"{where}: simulation.{field}.bandwidth:"
+                         f" {strict.shown(value['bandwidth'])} is not a bandwidth;"
+                         f" use {RATE_FORMS}")
     if value.get("latency") is not None and lat is None:
-        raise SimulateError(f"{where}: simulation.{field}.latency: {value['latency']!r} is not"
-                            " a latency; use e.g. 10us")
+        raise InputError(f"{where}: simulation.{field}.latency: {strict.shown(value['latency'])}"
+                         f" is not a latency; use {TIME_FORMS}")
     return bw, lat
 
 
@@ -165,12 +173,12 @@ def params_for(model: ClusterModel, section: Any = None, where: str = "") -> Sim
     if section is None:
         section = {}
     if not isinstance(section, dict):
-        raise SimulateError(f"{where}: simulation: expected a mapping with keys "
-                            f"{', '.join(_KEYS)}")
+        raise InputError(f"{where}: simulation: expected a mapping with keys "
+                         f"{', '.join(_KEYS)}")
     unknown = sorted(set(section) - set(_KEYS))
     if unknown:
-        raise SimulateError(f"{where}: simulation.{unknown[0]}: unknown field; expected one of"
-                            f" {', '.join(_KEYS)}")
+        raise InputError(f"{where}: simulation.{strict.shown(unknown[0])}: unknown field;"
+                         f" expected one of {', '.join(_KEYS)}")
     sources: list[tuple[str, str]] = []
 
     def pick(name: str, calibrated: float | None, nominal: float | None, default: float) -> float:
@@ -188,14 +196,16 @@ def params_for(model: ClusterModel, section: Any = None, where: str = "") -> Sim
     switch = section.get("switch_latency")
     switch_s = 0.0 if switch is None else parse_latency(switch)
     if switch_s is None:
-        raise SimulateError(f"{where}: simulation.switch_latency: {switch!r} is not a latency;"
-                            " use e.g. 80us")
+        raise InputError(f"{where}: simulation.switch_latency: {strict.shown(switch)} is not a"
+                         f" latency; use {TIME_FORMS}")
     cross = section.get("crosstraffic", False)
     if not isinstance(cross, bool):
-        raise SimulateError(f"{where}: simulation.crosstraffic: give true or false")
+        raise InputError(f"{where}: simulation.crosstraffic: give true or false")
     eager = section.get("eager_bytes", DEFAULT_EAGER_BYTES)
-    if isinstance(eager, bool) or not isinstance(eager, int) or eager < 0:
-        raise SimulateError(f"{where}: simulation.eager_bytes: give a whole number of bytes")
+    try:
+        strict.check_whole(eager, 0, MAX_MESSAGE_BYTES)
+    except strict.NumberError as err:
+        raise InputError(f"{where}: simulation.eager_bytes: {err}") from None
     return SimParams(
         nic_bw_Bps=pick("nic bandwidth", nic_bw, model.nic.bandwidth_Bps, DEFAULT_NIC_BPS),
         nic_lat_s=pick("nic latency", nic_lat, model.nic.latency_s, DEFAULT_NIC_LAT_S),

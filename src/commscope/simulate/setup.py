@@ -26,6 +26,7 @@ def load(path: str | Path) -> tuple[ClusterModel, SimParams]:
     """A model file and its simulation parameters (one-line errors naming file and field)."""
     data = load_document(path)
     model = model_from_dict(data, str(path))
+    platform.check_model(model)  # before anything is built from it
     return model, params_for(model, data.get("simulation"), str(path))
 
 

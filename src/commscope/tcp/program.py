@@ -102,7 +102,7 @@ def parse_peer(text: str, default_port: int = DEFAULT_PORT) -> tuple[str, int]:
         raise UsageError(f"--peer {text!r}: give HOST, HOST:PORT or [IPV6]:PORT")
     if port_text is None:
         return host, default_port
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+    if not re.fullmatch(r"[0-9]{1,5}", port_text) or not 1 <= int(port_text) <= 65535:
         raise UsageError(f"--peer {text!r}: the port must be a number from 1 to 65535")
     return host, int(port_text)
 

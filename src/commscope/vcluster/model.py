@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from commscope.errors import ClusterError
+from commscope.strict import shown
 
 STATE_DIR = Path("/run/commscope-vcluster")
 STATE_FILE = STATE_DIR / "state.json"
@@ -49,7 +50,7 @@ MAX_RATE_BPS = 1_000_000_000_000
 NODE_RE = re.compile(rf"{NODE_PREFIX}\d+")
 VETH_RE = re.compile(rf"{VETH_PREFIX}\d+")
 
-_RATE_RE = re.compile(r"(\d+(?:\.\d+)?)([kmgt]i?)?(bit|bps)", re.IGNORECASE)
+_RATE_RE = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,15})?)([kmgt]i?)?(bit|bps)", re.IGNORECASE)
 _SCALE = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 
 
@@ -158,12 +159,13 @@ def parse_rate(rate: str) -> int:
     """
     match = _RATE_RE.fullmatch(rate.strip())
     if not match:
-        raise ClusterError(f"bad rate {rate!r}: use tc's syntax, e.g. 100mbit, 1gbit, 10gbit")
+        raise ClusterError(f"bad rate {shown(rate)}: use tc's syntax, e.g. 100mbit, 1gbit,"
+                           " 10gbit")
     number, prefix, unit = match.group(1), (match.group(2) or "").lower(), match.group(3).lower()
     scale = 1024 ** (" kmgt".index(prefix[0])) if prefix.endswith("i") else _SCALE[prefix]
     bps = float(number) * scale * (8 if unit == "bps" else 1)
     if not MIN_RATE_BPS <= bps <= MAX_RATE_BPS:
-        raise ClusterError(f"rate {rate!r} is out of range: use 1mbit .. 1tbit")
+        raise ClusterError(f"rate {shown(rate)} is out of range: use 1mbit .. 1tbit")
     return int(bps)
 
 

@@ -1,0 +1,221 @@
+"""Command-line values, run ids, labels and hostfiles, given hostile text.
+
+`run` is stopped where it would look for MPI (no MPI is started here): what it would have
+launched is checked instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from unittest import mock
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from commscope import limits
+from commscope.cli import run_cmd
+from tests.fuzz import harness
+from tests.fuzz.strategies import number_text
+
+FIXTURE = Path(__file__).parents[1] / "unit" / "fixtures" / "osu_latency.txt"
+MODEL = ("nodes: [n0, n1, n2, n3]\nsockets: 2\ncores: 4\n"
+         "channels: {nic: {bandwidth: 10Gbit/s, latency: 1us},"
+         " memory: {bandwidth: 10GB/s, latency: 0.2us}, socket: {bandwidth: 12GB/s}}\n")
+RUN_OPTIONS = ["--np", "--perturbation", "--target-rse", "--point-budget", "--min-samples",
+               "--max-samples", "--window", "--warmup", "--sync-d", "--min-valid",
+               "--max-launches", "--coll-budget", "--k", "--k0", "--g", "--gamma", "--root",
+               "--block", "--naive-iters", "--cf-max", "--nruns", "--reps", "--in-flight",
+               "--timeout", "--sizes", "--max-size", "--stop", "--test-distort",
+               "--confidence"]
+PREDICT_OPTIONS = ["--procs", "--size", "--block", "--root", "--nodes", "--top"]
+
+
+class _Launch(Exception):
+    """Raised where `run` would look for MPI, carrying the request it built."""
+
+
+def _size_list() -> st.SearchStrategy[str]:
+    return st.lists(number_text(), min_size=0, max_size=4).map(",".join)
+
+
+# Values each option accepts, so that generated command lines are often accepted too.
+VALID = {"--np": ["1", "2", "4"], "--perturbation": ["0", "3"], "--target-rse": ["0.05"],
+         "--point-budget": ["0.1", "2"], "--min-samples": ["2", "10"], "--max-samples": ["100"],
+         "--window": ["1", "64"], "--warmup": ["0", "5"], "--sync-d": ["10"],
+         "--min-valid": ["5"], "--max-launches": ["100"], "--coll-budget": ["0.5"],
+         "--k": ["8"], "--k0": ["2"], "--g": ["0", "0.5", "1"], "--gamma": ["1", "1.5"],
+         "--root": ["0", "1"], "--block": ["0", "2"], "--naive-iters": ["3"],
+         "--cf-max": ["0", "2"], "--nruns": ["3"], "--reps": ["2"], "--in-flight": ["1", "4"],
+         "--timeout": ["60", "0.5"], "--sizes": ["8,1K", "0", "2147483647", "1MiB,8"],
+         "--max-size": ["64K", "1MiB"], "--stop": ["a", "b", "rse:0.1"],
+         "--test-distort": ["1:0.001:1e-4"], "--confidence": ["0.95"], "--procs": ["2", "4"],
+         "--size": ["8", "1MiB"], "--nodes": ["1", "2"], "--top": ["3"]}
+
+
+def _value(option: str) -> st.SearchStrategy[str]:
+    if option == "--sizes":
+        hostile = st.one_of(_size_list(), number_text())
+    elif option == "--stop":
+        hostile = number_text().map(lambda x: f"rse:{x}")
+    elif option == "--test-distort":
+        hostile = st.lists(number_text(), min_size=1, max_size=4).map(":".join)
+    else:
+        hostile = number_text()
+    valid = st.sampled_from(VALID.get(option, ["1"]))
+    return st.one_of(hostile, valid, valid)
+
+
+def _options(names: list[str]) -> st.SearchStrategy[list[str]]:
+    def pair(option: str) -> st.SearchStrategy[list[str]]:
+        # "--flag=VALUE" lets a value that starts with '-' reach the option's own check.
+        return _value(option).flatmap(lambda v: st.sampled_from([[option, v], [f"{option}={v}"]]))
+
+    return st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True).flatmap(
+        lambda chosen: st.tuples(*[pair(o) for o in chosen])).map(
+        lambda pairs: [word for p in pairs for word in p])
+
+
+def _check_launch(request: dict) -> None:
+    """What `run` would have launched: bounded, finite numbers only."""
+    assert 1 <= request["np"] <= limits.MAX_RANKS
+    assert 0 < request["timeout_s"] <= limits.MAX_COMMAND_S
+    assert all(math.isfinite(x) for x in harness.numbers(request)), request
+    for key in ("sizes", "coll_sizes", "loggp_sizes"):
+        sizes = request["engine"].get(key)
+        if sizes is not None:
+            assert sizes and all(0 <= s <= limits.MAX_MESSAGE_BYTES for s in sizes), request
+
+
+def _run_until_launch(store: Path, name: str, argv: list[str]) -> harness.Outcome | None:
+    """Run `commscope run ARGV` up to the MPI look-up; None when it got there (and passed)."""
+    built: list[dict] = []
+    original = run_cmd.build_request
+
+    def keep(args):
+        built.append(original(args))
+        return built[-1]
+
+    def launch(name_or_path):
+        raise _Launch
+
+    with mock.patch("commscope.cli.run_cmd.build_request", keep), \
+            mock.patch("commscope.cli.run_cmd.mpi_mod.resolve", launch), \
+            mock.patch("commscope.hosts.check_resolvable", lambda hosts, where: None):
+        try:
+            return harness.call(name, store, "run", *argv)
+        except _Launch:
+            harness.accepted(name)
+            _check_launch(built[-1])
+            return None
+
+
+@harness.fuzz_settings(1000)
+@given(benchmark=st.sampled_from(["p2p", "coll", "contention", "loggp", "all"]),
+       options=_options(RUN_OPTIONS))
+def test_run_options_are_refused_in_one_line_or_launch_bounded(workdir, benchmark, options):
+    outcome = _run_until_launch(harness.fresh_store(workdir), "run options",
+                                [benchmark, "--quiet", *options])
+    if outcome is not None:
+        harness.assert_one_line_refusal(outcome)
+        assert harness.run_ids(workdir / "store.sqlite") == []
+
+
+@harness.fuzz_settings(400)
+@given(op=st.sampled_from(["alltoall", "bcast", "allreduce", "gather"]),
+       options=_options(PREDICT_OPTIONS))
+def test_predict_options_are_refused_in_one_line_or_priced(workdir, op, options):
+    model = workdir / "cluster.yaml"
+    model.write_text(MODEL)
+    argv = ["predict", op, "--cluster", str(model), "--json", *options]
+    if "--procs" not in " ".join(options):
+        argv += ["--procs", "4"]
+    outcome = harness.call("predict options", harness.fresh_store(workdir), *argv)
+    if outcome.code == 0:
+        harness.accepted("predict options")
+        result = json.loads(outcome.out)
+        assert all(p["time_s"] is None or math.isfinite(p["time_s"])
+                   for p in result["predictions"])
+    else:
+        harness.assert_one_line_refusal(outcome)
+
+
+def _strict_json(text: str) -> object:
+    def refuse(name: str) -> None:
+        raise AssertionError(f"{name} in JSON output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@harness.fuzz_settings(300)
+@given(command=st.sampled_from(["show", "export", "compare", "runs"]),
+       ref=st.one_of(number_text(), st.sampled_from(["latest", "1", "2", " 1", "01"])))
+def test_run_ids_are_refused_in_one_line_or_shown(workdir, command, ref):
+    store = workdir / "ids.sqlite"
+    if not store.exists():
+        harness.call(None, store, "import", "osu", str(FIXTURE), "--label", "one")
+    argv = {"show": ["show", ref, "--json"], "export": ["export", ref, "--format", "json"],
+            "compare": ["compare", "1", ref, "--json"], "runs": ["show", f"--trim={ref}"]}
+    outcome = harness.call("run ids", store, *argv[command])
+    if outcome.code == 0:
+        harness.accepted("run ids")
+        if command == "export":
+            for line in outcome.out.splitlines():
+                _strict_json(line)
+    else:  # 1: a well-formed id of no stored run
+        harness.assert_one_line_refusal(outcome, codes=(1, 2))
+
+
+@harness.fuzz_settings(250)
+@given(label=st.one_of(st.text(max_size=30),
+                       st.text(st.characters(codec="utf-8"), max_size=30),
+                       st.sampled_from(["[/]", "[link=x]y[/link]", "\x1b[2J", "a\nb", " ",
+                                        "\udcff", "x" * 201, ":smile:", "\u202e"])))
+def test_labels_are_refused_in_one_line_or_stored_as_typed(workdir, label):
+    store = harness.fresh_store(workdir)
+    outcome = harness.call("labels", store, "import", "osu", str(FIXTURE), f"--label={label}")
+    if outcome.code != 0:
+        harness.assert_one_line_refusal(outcome)
+        assert harness.run_ids(store) == []
+        return
+    harness.accepted("labels")
+    shown = harness.call(None, store, "show", "latest")
+    assert shown.code == 0 and shown.err == "", shown
+    listed = json.loads(harness.call(None, store, "runs", "--json").out)
+    assert [r["label"] for r in listed] == [label]
+
+
+def _hostfile_line() -> st.SearchStrategy[str]:
+    name = st.one_of(st.sampled_from(["n0", "n1", "n2", "n3", "localhost", "-x", "a;b", ""]),
+                     st.sampled_from(["n0", "n1", "n2", "n3"]), st.text(max_size=8))
+    form = st.sampled_from(["{n}", "{n} slots={v}", "{n}:{v}", "{n} slots={v} max_slots={v}",
+                            "rank {v}={n} slot={v}", "{n} {v}", "# {n}"])
+    value = st.one_of(number_text(), st.integers(min_value=0, max_value=9).map(str))
+    valid = st.sampled_from(["n0 slots=1", "n1:1", "n2", "rank 0=n0 slot=0",
+                             "rank 1=n1 slot=1", "localhost slots=2"])
+    hostile = st.tuples(form, name, value).map(lambda t: t[0].format(n=t[1], v=t[2]))
+    return st.one_of(hostile, valid, valid)
+
+
+@harness.fuzz_settings(350)
+@given(lines=st.lists(_hostfile_line(), min_size=0, max_size=5),
+       use=st.sampled_from(["run", "predict --hostfile", "predict --rankfile"]))
+def test_hostfiles_are_refused_in_one_line_or_used(workdir, lines, use):
+    hostfile = workdir / "hosts"
+    hostfile.write_text("\n".join(lines) + "\n", errors="surrogateescape")
+    store = harness.fresh_store(workdir)
+    if use == "run":
+        outcome = _run_until_launch(store, "hostfiles", ["p2p", "--hostfile", str(hostfile)])
+        if outcome is not None:
+            harness.assert_one_line_refusal(outcome)
+        return
+    model = workdir / "cluster.yaml"
+    model.write_text(MODEL)
+    flag = use.split()[1]
+    outcome = harness.call("hostfiles", store, "predict", "alltoall", "--procs", "2",
+                           "--cluster", str(model), flag, str(hostfile), "--json")
+    if outcome.code == 0:
+        harness.accepted("hostfiles")
+    else:
+        harness.assert_one_line_refusal(outcome)
