@@ -21,10 +21,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from commscope import engine, runner
-from commscope import mpi as mpi_mod
-from commscope.sizes import parse_size_list
-from commscope.store import Store
+from commscope.data.store import Store
+from commscope.measure import engine, runner
+from commscope.measure import mpi as mpi_mod
+from commscope.units import parse_size_list
 
 BIND = ["-np", "2", "--bind-to", "core", "--map-by", "core"]
 

@@ -18,11 +18,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from commscope import engine, runner
-from commscope import mpi as mpi_mod
 from commscope.analysis.coll import summarize
-from commscope.sizes import parse_size
-from commscope.store import Store
+from commscope.data.store import Store
+from commscope.measure import engine, runner
+from commscope.measure import mpi as mpi_mod
+from commscope.units import parse_size
 
 OPS = ("alltoall", "bcast")
 

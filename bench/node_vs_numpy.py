@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from commscope import linpack, node, pinning
 from commscope.cli import default_store
-from commscope.store import Store
+from commscope.data.store import Store
+from commscope.measure.compute import linpack, node, pinning
 
 
 def newest_node_run(store_path: str) -> tuple[int, int] | None:

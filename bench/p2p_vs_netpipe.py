@@ -16,10 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from commscope import engine, launch, runner
-from commscope import mpi as mpi_mod
-from commscope.sizes import netpipe_schedule, parse_size
-from commscope.store import Store
+from commscope.data.store import Store
+from commscope.measure import engine, launch, runner
+from commscope.measure import mpi as mpi_mod
+from commscope.units import netpipe_schedule, parse_size
 
 
 def netpipe_round(mpi: mpi_mod.MPIInstall, max_bytes: int, workdir: Path) -> tuple[float, float]:

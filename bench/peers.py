@@ -42,11 +42,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import commscope
-from commscope import launch
-from commscope import mpi as mpi_mod
 from commscope.analysis import load as load_analysis
 from commscope.analysis.coll import min_valid_of, summarize
-from commscope.store import Store
+from commscope.data.store import Store
+from commscope.measure import launch
+from commscope.measure import mpi as mpi_mod
 
 MIB = 1 << 20
 LAT_SIZES = (0, 8)

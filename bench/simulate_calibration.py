@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from commscope import vcluster
+from commscope.measure import vcluster
 
 
 def cli(store: Path, *args: str) -> dict:

@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from commscope import engine, launch, runner
-from commscope import mpi as mpi_mod
-from commscope.store import Store
+from commscope.data.store import Store
+from commscope.measure import engine, launch, runner
+from commscope.measure import mpi as mpi_mod
 
 POINT = ["p2p", "--sizes", "8", "--ops", "pingpong", "--np", "2", "--json", "--quiet"]
 COLUMNS = ("pass", "--version", "--help", "run --help", "mpirun", "engine", "run p2p",

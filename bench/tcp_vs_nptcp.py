@@ -28,13 +28,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from commscope import vcluster
+from commscope.data.records import Point
+from commscope.data.store import Store
 from commscope.importers import netpipe
-from commscope.records import Point
-from commscope.sizes import netpipe_schedule, parse_size
-from commscope.store import Store
-from commscope.tcp import program as prog
-from commscope.tcp import session
+from commscope.measure import vcluster
+from commscope.measure.tcp import program as prog
+from commscope.measure.tcp import session
+from commscope.units import netpipe_schedule, parse_size
 
 NPTCP_PORT = 5377
 

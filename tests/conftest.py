@@ -27,8 +27,7 @@ def no_vcluster_up() -> None:
     (CI=true) the machine is the test's own, so a left-over cluster is removed instead of
     hiding every cluster test behind a skip.
     """
-    from commscope import vcluster
-
+    from commscope.measure import vcluster
     if not vcluster.STATE_FILE.exists():
         return
     if os.environ.get("CI") == "true":

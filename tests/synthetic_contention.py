@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from commscope.record_parse import record_from_dict
-from commscope.records import Contention
-from commscope.store import Store
+from commscope.data.record_parse import record_from_dict
+from commscope.data.records import Contention
+from commscope.data.store import Store
 
 TimeFn = Callable[[int, int], float]
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from commscope.record_parse import record_from_dict
-from commscope.records import Coll, Header, Point
-from commscope.sizes import netpipe_schedule
-from commscope.store import Store
+from commscope.data.record_parse import record_from_dict
+from commscope.data.records import Coll, Header, Point
+from commscope.data.store import Store
+from commscope.units import netpipe_schedule
 
 SIZES = netpipe_schedule(1 << 20, 3)
 WINDOW = 64

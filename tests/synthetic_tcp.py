@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from commscope.record_parse import record_from_dict
-from commscope.records import Header, Point, Stream
-from commscope.store import Store
+from commscope.data.record_parse import record_from_dict
+from commscope.data.records import Header, Point, Stream
+from commscope.data.store import Store
 
 SIZES = [1, 64, 1024, 8192, 65536, 262144, 1048576]
 DURATION_S = 2.0

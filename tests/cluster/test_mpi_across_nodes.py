@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from commscope import vcluster
-from commscope.store import Store
+from commscope.data.store import Store
+from commscope.measure import vcluster
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.cluster

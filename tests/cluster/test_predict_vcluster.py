@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from commscope.store import Store
+from commscope.data.store import Store
 from tests.conftest import have_mpi, need
 
 NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"

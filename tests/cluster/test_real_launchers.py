@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from commscope import vcluster
-from commscope.store import Store
+from commscope.data.store import Store
+from commscope.measure import vcluster
 from tests.cluster.test_vcluster import assert_nothing_left
 from tests.conftest import have_mpi, need
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from commscope.store import Store
+from commscope.data.store import Store
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.cluster

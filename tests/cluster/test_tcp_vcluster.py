@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from commscope import vcluster
+from commscope.measure import vcluster
 from tests.cluster.test_vcluster import assert_nothing_left
 from tests.conftest import need, no_vcluster_up
 

@@ -11,9 +11,9 @@ from itertools import permutations
 
 import pytest
 
-from commscope import vcluster
 from commscope.errors import ClusterError
-from commscope.vcluster import system
+from commscope.measure import vcluster
+from commscope.measure.vcluster import system
 from tests.conftest import need, no_vcluster_up
 
 pytestmark = pytest.mark.cluster

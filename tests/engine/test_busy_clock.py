@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from commscope import busyclock, cpu, pinning
 from commscope.errors import EngineError
+from commscope.measure.compute import busyclock, cpu, pinning
 
 LOW_GHZ, HIGH_GHZ = 0.5, 6.0
 

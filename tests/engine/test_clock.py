@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from commscope.analysis.coll import summarize
-from commscope.store import Store
+from commscope.data.store import Store
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.mpi

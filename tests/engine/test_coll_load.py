@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from commscope.store import Store
+from commscope.data.store import Store
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.mpi

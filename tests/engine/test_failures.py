@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from commscope.store import Store
+from commscope.data.store import Store
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.mpi

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from commscope.analysis import loggp
-from commscope.sizes import netpipe_schedule
-from commscope.store import Store
+from commscope.data.store import Store
+from commscope.units import netpipe_schedule
 from tests.conftest import have_mpi, need
 
 TIMER_NOISE_S = 0.15e-6  # what one timed send call can gain under load on this VM

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from commscope.store import Store
+from commscope.data.store import Store
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.mpi

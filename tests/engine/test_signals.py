@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from commscope.data.store import Store
 from commscope.errors import StoreError
-from commscope.store import Store
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.mpi

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from commscope.data.store import Store
 from commscope.errors import LaunchError
-from commscope.store import Store
-from commscope.tcp import program as prog
-from commscope.tcp import server as tcp_server
-from commscope.tcp import session
+from commscope.measure.tcp import program as prog
+from commscope.measure.tcp import server as tcp_server
+from commscope.measure.tcp import session
 
 FAST = ["--warmup", "2", "--max-samples", "20", "--point-budget", "0.05"]
 

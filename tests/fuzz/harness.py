@@ -19,8 +19,8 @@ from typing import Any, NamedTuple
 from hypothesis import HealthCheck, settings
 
 from commscope.cli import main
+from commscope.data.store import Store
 from commscope.limits import MAX_MESSAGE_BYTES
-from commscope.store import Store
 
 # Inputs each fuzz test ran, and how many of them were accepted, printed at the end of the
 # session (tests/fuzz/conftest.py).

@@ -102,7 +102,7 @@ def _run_until_launch(store: Path, name: str, argv: list[str]) -> harness.Outcom
 
     with mock.patch("commscope.cli.run_cmd.build_request", keep), \
             mock.patch("commscope.cli.run_cmd.mpi_mod.resolve", launch), \
-            mock.patch("commscope.hosts.check_resolvable", lambda hosts, where: None):
+            mock.patch("commscope.measure.hosts.check_resolvable", lambda hosts, where: None):
         try:
             return harness.call(name, store, "run", *argv)
         except _Launch:

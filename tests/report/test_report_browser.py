@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commscope.record_parse import parse_record
-from commscope.records import Header, Point
+from commscope.data.record_parse import parse_record
+from commscope.data.records import Header, Point
+from commscope.data.store import Store
 from commscope.report import compare_html, html
-from commscope.store import Store
 from tests import synthetic_runs
 from tests.conftest import need
 

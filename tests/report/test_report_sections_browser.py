@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from commscope.data.store import Store
 from commscope.report import html
-from commscope.store import Store
 from tests import synthetic_contention, synthetic_loggp
 from tests.conftest import need
 from tests.report.test_report_browser import chromium, coloured_bands, dump_dom, screenshot

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from commscope.record_parse import parse_record
-from commscope.sizes import netpipe_schedule
-from commscope.store import Store
+from commscope.data.record_parse import parse_record
+from commscope.data.store import Store
+from commscope.units import netpipe_schedule
 from tests.conftest import CLI, need
 
 pytestmark = pytest.mark.simgrid

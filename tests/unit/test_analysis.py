@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 
 from commscope.analysis import curve, findings, p2p, regimes
-from commscope.analysis.text import size_text
-from commscope.record_parse import record_from_dict
-from commscope.records import Point
-from commscope.sizes import netpipe_schedule
+from commscope.data.record_parse import record_from_dict
+from commscope.data.records import Point
+from commscope.units import netpipe_schedule, size_text
 
 SIZES = np.array(netpipe_schedule(4 << 20, 3), dtype=float)  # 0..4 MiB, +-3-byte neighbours
 

@@ -8,21 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from commscope import busyclock, cpu, node, pinning
 from commscope.analysis import node as node_analysis
 from commscope.cli import run_node
+from commscope.data import peak
 from commscope.errors import EngineError
+from commscope.measure.compute import busyclock, cpu, node, pinning
 from tests.unit.test_cpu_peak import ZEN_FLAGS, cpuinfo, sysfs
 from tests.unit.test_node_analysis import linpack
 
 NOMINAL_GHZ = 2.249998
 
 
-def busy(ghz: float, cpus: tuple[int, ...]) -> cpu.BusyClock:
-    return cpu.BusyClock(ghz, cpus, tuple(ghz - 0.01 * k for k in range(len(cpus))), "adds")
+def busy(ghz: float, cpus: tuple[int, ...]) -> peak.BusyClock:
+    return peak.BusyClock(ghz, cpus, tuple(ghz - 0.01 * k for k in range(len(cpus))), "adds")
 
 
-def nominal_model(tmp_path: Path, max_khz: int | None = None) -> cpu.PeakModel:
+def nominal_model(tmp_path: Path, max_khz: int | None = None) -> peak.PeakModel:
     root = sysfs(tmp_path, [(0, 0), (0, 1)], max_khz=max_khz)
     return cpu.peak_model([0, 1], cpuinfo_text=cpuinfo(ZEN_FLAGS), sysfs=root)
 
@@ -46,7 +47,7 @@ def test_a_busy_clock_above_the_nominal_one_sets_the_peak(tmp_path):
 
 def test_a_nominal_clock_above_the_busy_one_stays(tmp_path):
     model = nominal_model(tmp_path, max_khz=3_500_000).with_busy({2: busy(2.6, (0, 1))})
-    assert model.clock_for(2) == cpu.Clock(3.5, "cpufreq cpuinfo_max_freq")
+    assert model.clock_for(2) == peak.Clock(3.5, "cpufreq cpuinfo_max_freq")
     assert model.peak_gflops(2) == pytest.approx(2 * 3.5 * model.flops_per_cycle.value)
     assert "busy clock 2.600 GHz" in model.derivation(2)
     # A core count measured without a busy clock keeps the nominal clock too.
@@ -57,7 +58,7 @@ def test_the_override_beats_both_clocks(tmp_path):
     root = sysfs(tmp_path, [(0, 0)])
     model = cpu.peak_model([0], ghz_override=2.0, cpuinfo_text=cpuinfo(ZEN_FLAGS), sysfs=root)
     model = model.with_busy({1: busy(2.9, (0,))})
-    assert model.clock_for(1) == cpu.Clock(2.0, "--peak-ghz")
+    assert model.clock_for(1) == peak.Clock(2.0, "--peak-ghz")
     assert "(clock: --peak-ghz;" in model.derivation(1)
 
 
@@ -66,9 +67,9 @@ def test_busy_clocks_survive_the_store_and_old_runs_still_load(tmp_path):
     stored = json.loads(json.dumps(model.to_json()))
     assert stored["busy_clock"]["2"]["cpus"] == [0, 1]
     assert stored["busy_clock"]["1"]["source"] == "commscope-clock"
-    assert cpu.PeakModel.from_json(stored) == model
+    assert peak.PeakModel.from_json(stored) == model
     old = {k: v for k, v in stored.items() if k not in ("busy_clock", "busy_clock_error")}
-    assert cpu.PeakModel.from_json(old) == nominal_model(tmp_path / "again")
+    assert peak.PeakModel.from_json(old) == nominal_model(tmp_path / "again")
 
 
 def test_a_failed_measurement_keeps_the_nominal_clock_and_says_why(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as sps
 
 from commscope.analysis.coll import min_valid_of, summarize, warning_text
-from commscope.record_parse import record_from_dict
+from commscope.data.record_parse import record_from_dict
 
 
 def coll(times: list[float], flags: list[int], **extra: object) -> object:

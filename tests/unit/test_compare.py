@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from commscope.analysis.compare import compare_runs, mann_whitney_p
-from commscope.record_parse import record_from_dict
-from commscope.records import Coll, Point
-from commscope.store import Store
+from commscope.data.record_parse import record_from_dict
+from commscope.data.records import Coll, Point
+from commscope.data.store import Store
 
 
 def pp(nbytes, samples, op="pingpong", window=None):

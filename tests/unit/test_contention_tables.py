@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from commscope.analysis.contention import tables
-from commscope.record_parse import record_from_dict
+from commscope.data.record_parse import record_from_dict
 
 
 def cell(level: str, cf: int, size: int, t_slowest: float, reps: int = 3) -> object:

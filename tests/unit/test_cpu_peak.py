@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from commscope import cpu, pinning
+from commscope.data import peak
 from commscope.errors import UsageError
+from commscope.measure.compute import cpu, pinning
 
 SKYLAKE_FLAGS = "fpu sse sse2 ssse3 fma avx avx2 avx512f avx512dq avx512cd avx512bw"
 ZEN_FLAGS = "fpu sse sse2 ssse3 fma cx16 sse4_1 sse4_2 avx f16c avx2 bmi2"
@@ -57,7 +58,7 @@ def test_unknown_architecture_has_no_flops_per_cycle():
 
 def test_peak_from_cpuinfo_clock_when_no_cpufreq(tmp_path):
     model = cpu.peak_model([0, 1], cpuinfo_text=cpuinfo(ZEN_FLAGS), sysfs=tmp_path)
-    assert model.clock == cpu.Clock(pytest.approx(2.249998), "/proc/cpuinfo cpu MHz")
+    assert model.clock == peak.Clock(pytest.approx(2.249998), "/proc/cpuinfo cpu MHz")
     assert model.peak_gflops(2) == pytest.approx(2 * 2.249998 * 16)
     text = model.derivation(2)
     assert text.startswith("P_peak = 2 cores x 2.250 GHz x 16 flops/cycle = 72.0 GFLOPS")
@@ -67,7 +68,7 @@ def test_peak_from_cpuinfo_clock_when_no_cpufreq(tmp_path):
 def test_peak_prefers_cpufreq_maximum(tmp_path):
     root = sysfs(tmp_path, [(0, 0), (0, 1)], max_khz=3_000_000)
     model = cpu.peak_model([0, 1], cpuinfo_text=cpuinfo(SKYLAKE_FLAGS, mhz="1200.0"), sysfs=root)
-    assert model.clock == cpu.Clock(3.0, "cpufreq cpuinfo_max_freq")
+    assert model.clock == peak.Clock(3.0, "cpufreq cpuinfo_max_freq")
     assert model.peak_gflops(1) == pytest.approx(96.0)
 
 
@@ -80,7 +81,7 @@ def test_overrides_replace_flags_and_clock(tmp_path):
         4) == pytest.approx(42.56)
     assert model.peak_gflops(1) == pytest.approx(21.28)
     assert "--peak-ghz" in model.derivation(1) and "--peak-flops-per-cycle" in model.derivation(1)
-    assert cpu.PeakModel.from_json(model.to_json()) == model
+    assert peak.PeakModel.from_json(model.to_json()) == model
 
 
 def test_unknown_parts_name_the_override(tmp_path):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from commscope import hpcc
 from commscope.errors import ComputeError, UsageError
+from commscope.measure.compute import hpcc
 
 SUMMARY = (Path(__file__).parent / "fixtures" / "hpcc_summary.txt").read_text()
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from commscope import importers
+from commscope.data.records import Coll, Point
+from commscope.data.store import Store
 from commscope.errors import InputError, StoreError, UsageError
-from commscope.records import Coll, Point
-from commscope.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

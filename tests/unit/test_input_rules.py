@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from commscope import hpcc, limits, strict
+from commscope import limits, strict
+from commscope.data.record_parse import record_from_dict
+from commscope.data.store import Store
 from commscope.errors import UsageError
-from commscope.record_parse import record_from_dict
-from commscope.store import Store
-from commscope.tcp import program
+from commscope.measure.compute import hpcc
+from commscope.measure.tcp import program
 from tests.fuzz.harness import assert_one_line_refusal, call
 
 FIXTURES = Path(__file__).parent / "fixtures"

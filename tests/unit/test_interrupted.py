@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from commscope.analysis import compare, curve, p2p
+from commscope.data.record_parse import record_from_dict
+from commscope.data.records import Point
 from commscope.errors import RecordError
-from commscope.record_parse import record_from_dict
-from commscope.records import Point
 
 FAST, SLOW = 0.3e-3, 4.3e-3  # a 4 MiB one-way time, and the same with a lost 4 ms time slice
 
@@ -87,7 +87,7 @@ def test_show_names_points_with_many_interrupted_samples():
 
 def test_export_marks_each_interrupted_sample(tmp_path, capsys):
     from commscope.cli import build_parser, export_cmd
-    from commscope.store import Store
+    from commscope.data.store import Store
     from tests.unit.test_recv_buffers import header
 
     path = tmp_path / "s.sqlite"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from commscope import launch
 from commscope.errors import UsageError
-from commscope.mpi import MPIInstall
+from commscope.measure import launch
+from commscope.measure.mpi import MPIInstall
 
 OPENMPI = MPIInstall("openmpi", "openmpi", "4.1.4", "/usr/bin/mpicc", "/usr/bin/mpirun")
 MPICH = MPIInstall("mpich", "mpich", "4.0.2", "/usr/bin/mpicc.mpich", "/usr/bin/mpiexec.mpich")

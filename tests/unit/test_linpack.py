@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commscope import linpack, node, pinning
+from commscope.data.records import Linpack
+from commscope.data.store import Store
 from commscope.errors import ComputeError, UsageError
-from commscope.records import Linpack
-from commscope.store import Store
+from commscope.measure.compute import linpack, node, pinning
 
 
 def solved(n: int = 200) -> tuple[linpack.Problem, linpack.Solve]:

@@ -9,10 +9,10 @@ import re
 import pytest
 
 from commscope.analysis import loggp
+from commscope.data.record_parse import parse_record
+from commscope.data.records import LogGP
+from commscope.data.store import Store
 from commscope.errors import RecordError
-from commscope.record_parse import parse_record
-from commscope.records import LogGP
-from commscope.store import Store
 from tests import synthetic_loggp as syn
 
 TRUE = syn.Model()
@@ -123,8 +123,7 @@ def test_store_keeps_loggp_points_apart_from_the_others(tmp_path):
 
 
 def test_the_runner_counts_and_passes_loggp_sizes_and_skips():
-    from commscope import runner
-
+    from commscope.measure import runner
     opts = {"ops": "pingpong,loggp", "sizes": [0, 8, 1024], "loggp_sizes": [0, 1, 2, 4]}
     assert runner.expected_points(opts, 2) == 2 * 3 + 2 * 4
     argv = runner.engine_argv("/x/commscope-engine", opts, {("loggp", "intra-socket", 4)})
@@ -136,7 +135,7 @@ def test_run_requests_loggp_alone_and_in_the_default_job():
     import argparse
 
     from commscope.cli import run_cmd
-    from commscope.sizes import netpipe_schedule
+    from commscope.units import netpipe_schedule
 
     parser = argparse.ArgumentParser()
     run_cmd.setup_parser(parser)

@@ -7,9 +7,9 @@ import math
 import pytest
 
 from commscope.analysis import node
-from commscope.cpu import Clock, FlopsPerCycle, PeakModel
-from commscope.record_parse import record_from_dict
-from commscope.records import Linpack
+from commscope.data.record_parse import record_from_dict
+from commscope.data.records import Linpack
+from commscope.measure.compute.cpu import Clock, FlopsPerCycle, PeakModel
 
 
 def linpack(cores: int, n: int, rates: list[float]) -> Linpack:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from commscope import cpu, pinning
 from commscope.analysis.node import BUSY_WARNING
+from commscope.measure.compute import cpu, pinning
 from tests.conftest import CLI
 
 SIZES = "100,200,400,700,1000"

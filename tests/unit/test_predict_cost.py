@@ -156,7 +156,7 @@ def test_a_channel_is_never_faster_than_its_nominal_rate() -> None:
 
 
 def test_validation_names_levels_its_placements_use_but_cannot_price() -> None:
-    from commscope.validate_predict import unpriced_levels
+    from commscope.validate.predict import unpriced_levels
 
     model = ClusterModel("m", ("a", "b", "c", "d"), 1, 2, nic=Link(bandwidth_Bps=25e6))
     nic_only = TableCost.from_tables(tables(records("nic", linear, SIZES.tolist(), [1, 2])),
@@ -169,7 +169,7 @@ def test_validation_names_levels_its_placements_use_but_cannot_price() -> None:
 
 
 def test_validation_budget_grows_with_the_slowest_predicted_launch() -> None:
-    from commscope.validate_predict import BUDGET_LAUNCHES, POINT_BUDGET_S, point_budget_s
+    from commscope.validate.predict import BUDGET_LAUNCHES, POINT_BUDGET_S, point_budget_s
 
     assert point_budget_s([0.01, 0.2]) == POINT_BUDGET_S  # short launches: the fixed budget
     assert point_budget_s([0.5, 8.0]) == BUDGET_LAUNCHES * 8.0 > POINT_BUDGET_S

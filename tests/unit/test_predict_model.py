@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from commscope import vcluster
 from commscope.errors import PredictError
+from commscope.measure import vcluster
 from commscope.predict import model_sources
 from commscope.predict.model_yaml import load_model, parse_bandwidth, parse_latency
 from tests.conftest import need
@@ -176,6 +176,6 @@ def test_hwloc_on_this_machine() -> None:
 
 def test_vcluster_model() -> None:
     state = vcluster.plan(3, rate="100mbit")
-    m = model_sources.model_from_vcluster(state, TWO_PACKAGES)
+    m = model_sources.model_from_vcluster([n.name for n in state.nodes], state.rate, TWO_PACKAGES)
     assert m.node_names == tuple(n.name for n in state.nodes) and m.nodes == 3
     assert m.nic.bandwidth_Bps == pytest.approx(12.5e6) and (m.sockets, m.cores) == (2, 3)

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from commscope.data.record_parse import load_schema, parse_record, record_from_dict
+from commscope.data.records import End, Header, Point
 from commscope.errors import RecordError
-from commscope.record_parse import load_schema, parse_record, record_from_dict
-from commscope.records import End, Header, Point
 
 FIXTURE = Path(__file__).parent / "fixtures" / "p2p_openmpi.jsonl"
 TYPES = "'type' is header, point, coll, contention, stream, linpack, loggp or end"

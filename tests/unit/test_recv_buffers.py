@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commscope import runner
 from commscope.analysis import p2p
 from commscope.analysis import recv_buffers as rbuf
 from commscope.cli import run_cmd
+from commscope.data.record_parse import record_from_dict
+from commscope.data.records import Header, Point
+from commscope.data.store import Store
 from commscope.errors import UsageError
-from commscope.record_parse import record_from_dict
-from commscope.records import Header, Point
+from commscope.measure import runner
 from commscope.report import html
-from commscope.store import Store
 
 SIZES = [65536, 1 << 20]
 WINDOW = 64

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from commscope import importers
 from commscope.analysis import coll as coll_analysis
+from commscope.data.store import Store
 from commscope.report import compare_html, figures, html
-from commscope.store import Store
 from tests import synthetic_runs
 
 FIXTURES = Path(__file__).parent / "fixtures"

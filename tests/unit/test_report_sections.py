@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from commscope.analysis import contention as contention_analysis
+from commscope.data.store import Store
 from commscope.report import contention_section, html, simulation_section
-from commscope.store import Store
 from tests import synthetic_contention, synthetic_loggp
 
 HOSTILE = "<script>alert(1)</script>"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 import time
 
-from commscope.exit_watch import ExitWatch
-from commscope.record_parse import parse_record
-from commscope.runner import _lost_rank, engine_argv
+from commscope.data.record_parse import parse_record
+from commscope.measure.exit_watch import ExitWatch
+from commscope.measure.runner import _lost_rank, engine_argv
 
 HEADER = parse_record(
     '{"type":"header","schema_version":1,"engine_version":"0.1.0","mpi":{"library_version":"x",'

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from commscope import cli, launch, runner
+from commscope import cli
 from commscope.cli import common, runs_cmd
+from commscope.data.store import Store
 from commscope.errors import Interrupted, interrupt_cause
-from commscope.mpi import MPIInstall
-from commscope.store import Store
+from commscope.measure import launch, runner
+from commscope.measure.mpi import MPIInstall
 from tests import synthetic_runs
 
 MPI = MPIInstall("openmpi", "openmpi", "4.1.4", "/usr/bin/mpicc", "/usr/bin/mpirun")

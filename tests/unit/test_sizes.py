@@ -1,7 +1,7 @@
 import pytest
 
 from commscope.errors import UsageError
-from commscope.sizes import netpipe_bases, netpipe_schedule, parse_size, parse_size_list
+from commscope.units import netpipe_bases, netpipe_schedule, parse_size, parse_size_list
 
 
 @pytest.mark.parametrize(

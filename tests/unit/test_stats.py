@@ -4,7 +4,7 @@ import warnings
 import numpy as np
 import pytest
 
-from commscope import stats
+from commscope.analysis import stats
 
 SAMPLE = [1.0, 2.0, 3.0, 4.0, 5.0]
 # Student t quantile t(0.975, df=4), from printed tables.

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from commscope.data.record_parse import parse_record
+from commscope.data.records import Header, Point
+from commscope.data.store import APPLICATION_ID, Store
 from commscope.errors import StoreError, UsageError
-from commscope.record_parse import parse_record
-from commscope.records import Header, Point
-from commscope.store import APPLICATION_ID, Store
 
 FIXTURE = Path(__file__).parent / "fixtures" / "p2p_openmpi.jsonl"
 REQUEST = {"ops": ["pingpong", "bw"], "max_bytes": 65536}
@@ -268,7 +268,7 @@ def test_damaged_rows_are_reported(tmp_path: Path) -> None:
 def test_a_store_from_before_end_records_gains_the_column_and_keeps_its_runs(tmp_path):
     import sqlite3
 
-    from commscope.store import Store
+    from commscope.data.store import Store
 
     path = tmp_path / "old.sqlite"
     with Store.open(path) as store:

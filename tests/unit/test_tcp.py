@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from commscope import units
+from commscope.data.record_parse import parse_record, record_from_dict
+from commscope.data.records import End, Header, Point, Stream
+from commscope.data.store import Store
 from commscope.errors import RecordError, UsageError
-from commscope.record_parse import parse_record, record_from_dict
-from commscope.records import End, Header, Point, Stream
-from commscope.store import Store
-from commscope.tcp import program as prog
-from commscope.tcp.session import expected_records
+from commscope.measure.tcp import program as prog
+from commscope.measure.tcp.session import expected_records
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tcp_loopback.jsonl"
 
@@ -51,7 +52,7 @@ def test_sockbuf_lists_parse_with_default_as_zero():
     assert prog.parse_sockbufs("default,16K,64K,128K,256K,512K") == [
         0, 16384, 65536, 131072, 262144, 524288]
     assert prog.parse_sockbufs("64K, 64KiB,default,0") == [65536, 0]
-    assert prog.sockbuf_text(0) == "default" and prog.sockbuf_text(262144) == "256 KiB"
+    assert units.sockbuf_text(0) == "default" and units.sockbuf_text(262144) == "256 KiB"
 
 
 @pytest.mark.parametrize("text", ["", "16K,", "huge", "2G", "-1"])

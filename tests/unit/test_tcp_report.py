@@ -7,8 +7,8 @@ import re
 import pytest
 
 from commscope.analysis import tcp as tcp_analysis
+from commscope.data.store import Store
 from commscope.report import html, tcp_section
-from commscope.store import Store
 from tests import synthetic_runs, synthetic_tcp
 
 LINK_MBPS = 1000

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from commscope.cli import common
-from commscope.store import Store
+from commscope.data.store import Store
 from tests import synthetic_runs
 
 FIXTURES = Path(__file__).parent / "fixtures"

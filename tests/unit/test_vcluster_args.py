@@ -8,10 +8,10 @@ import subprocess
 
 import pytest
 
-from commscope import vcluster
 from commscope.cli import OneLineParser, vcluster_cmd
 from commscope.errors import ClusterError, UsageError
-from commscope.vcluster import launch, system
+from commscope.measure import vcluster
+from commscope.measure.vcluster import launch, system
 
 AGENT_NAMES = ("ompi-rsh-agent", "hydra-ssh-agent", "vcluster-node-exec")
 

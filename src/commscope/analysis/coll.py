@@ -21,8 +21,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from commscope import stats
-from commscope.records import Coll
+from commscope.analysis import stats
+from commscope.data.records import Coll
 
 LEVELS = (0.90, 0.95, 0.99)
 DEFAULT_TRIM = 0.25  # g' = 25 %, as MPIPerf

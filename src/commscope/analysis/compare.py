@@ -23,7 +23,7 @@ from scipy.stats import mannwhitneyu
 
 from commscope.analysis.curve import message_samples
 from commscope.analysis.p2p import OP_ORDER, PAIR_ORDER
-from commscope.records import Coll, Point
+from commscope.data.records import Coll, Point
 
 ALPHA = 0.01
 

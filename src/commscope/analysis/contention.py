@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from commscope.records import Contention
+from commscope.data.records import Contention
 
 LEVELS = ("memory", "socket", "nic")
 LEVEL_NAMES = {"memory": "memory controller", "socket": "socket interconnect", "nic": "NIC"}

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from commscope.records import Point
+from commscope.data.records import Point
 
 TAIL_FACTOR = 4.0  # asymptotic bandwidth: sizes >= largest / TAIL_FACTOR
 TAIL_MIN_POINTS = 3

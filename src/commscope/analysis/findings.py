@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from commscope.analysis.p2p import CurveFigures, PairFigures, beyond_saturation
 from commscope.analysis.regimes import Threshold
-from commscope.analysis.text import percent_text, rate_text, size_text, time_text
+from commscope.units import percent_text, rate_text, size_text, time_text
 
 OP_NAMES = {
     "pingpong": "ping-pong",

@@ -41,11 +41,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from commscope import stats
 from commscope.analysis import regimes as reg
+from commscope.analysis import stats
 from commscope.analysis.p2p import PAIR_ORDER
-from commscope.analysis.text import percent_text, rate_text, size_text, time_text
-from commscope.records import LogGP
+from commscope.data.records import LogGP
+from commscope.units import percent_text, rate_text, size_text, time_text
 
 MIN_LARGE_SIZES = 4
 _BIWEIGHT_C = 4.685

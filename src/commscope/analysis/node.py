@@ -7,7 +7,8 @@ As Rechistov et al. 2012 (cluster simulation) report them:
 - N_max: the N where P_max was reached;
 - N_1/2: the smallest N reaching half of P_max, interpolated linearly in log N between the
   two sizes around the crossing (the smallest N measured when that already reaches it);
-- P_peak: cores x clock x DP flops per cycle (see ``commscope.cpu``), from the run's request;
+- P_peak: cores x clock x DP flops per cycle (see ``commscope.measure.compute.cpu``), from
+  the run's request;
   the clock is the higher of the nominal one and the busy clock measured on those cores (or
   --peak-ghz), and both are kept beside the figures;
 - efficiency: P_max / P_peak;
@@ -25,8 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from commscope.cpu import PeakModel
-from commscope.records import Linpack
+from commscope.data.peak import PeakModel
+from commscope.data.records import Linpack
 
 BUSY_WARNING = 0.10
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from commscope.analysis import curve as curves
 from commscope.analysis import regimes as reg
-from commscope.analysis.text import size_text
-from commscope.records import Point
+from commscope.data.records import Point
+from commscope.units import size_text
 
 PAIR_ORDER = ("intra-socket", "inter-socket", "intra-node", "inter-node", "unknown")
 # bw_each, bibw_each: bw and bibw with one receive buffer per message (see recv_buffers)

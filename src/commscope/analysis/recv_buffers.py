@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from commscope.analysis.text import percent_text, rate_text, size_text
-from commscope.records import Point
+from commscope.data.records import Point
+from commscope.units import percent_text, rate_text, size_text
 
 POLICIES = ("one", "each")
 DEFAULT = "one"

@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from commscope.analysis import p2p
-from commscope.analysis.text import percent_text, rate_text, size_text
-from commscope.records import Point, Stream
+from commscope.data.records import Point, Stream
+from commscope.units import percent_text, rate_text, size_text
 
 ROLES = ("client", "server")  # rank 0 and rank 1
 LOW_SHARE = 0.5  # a stream below this share of the link gets a finding of its own

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from commscope import limits, strict
+from commscope.data.store import Store
 from commscope.errors import InputError, UsageError
-from commscope.store import Store
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 from commscope.cli import common
-from commscope.store import RunInfo
+from commscope.data.store import RunInfo
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -53,7 +53,6 @@ def run(args: argparse.Namespace) -> int:
                    " 'commscope compare 3 4'")
     if args.output:
         from commscope import safe_write
-
         safe_write.check_target(args.output, "-o")  # before the comparison is computed
     with common.open_store(args) as store:
         ids = [store.resolve_run(r) for r in args.runs]

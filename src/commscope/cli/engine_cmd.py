@@ -6,9 +6,9 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from commscope import engine
-from commscope import mpi as mpi_mod
 from commscope.cli import common
+from commscope.measure import engine
+from commscope.measure import mpi as mpi_mod
 
 HELP = "show which engine serves an MPI, or build one (e.g. after 'module load')"
 EXAMPLES = """examples:

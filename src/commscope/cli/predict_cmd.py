@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from commscope import limits, vcluster
-from commscope.analysis.text import time_text
+from commscope import limits
 from commscope.cli import common
 from commscope.errors import ClusterError, PredictError, UsageError
-from commscope.sizes import parse_size
+from commscope.measure import vcluster
+from commscope.units import parse_size, time_text
 
 if TYPE_CHECKING:
     from commscope import predict
@@ -98,7 +98,7 @@ def _rate(flag: str, text: str | None) -> float | None:
 
 
 def _slurm_model(args: argparse.Namespace) -> tuple[ClusterModel, str | None]:
-    from commscope import slurm
+    from commscope.measure import slurm
     from commscope.predict.model_slurm import model_from_scontrol
 
     return model_from_scontrol(slurm.show_nodes(), slurm.show_topology(), slurm.hostnames,
@@ -111,13 +111,12 @@ def _model(args: argparse.Namespace) -> ClusterModel:
         raise UsageError("--nic-rate/--uplink-rate: only with --cluster slurm (a YAML model "
                          "gives its rates itself)")
     from commscope import predict
-
     if args.vcluster:
         state = vcluster.status()
         common.require(state is not None, "--vcluster: there is no virtual cluster; build one"
                        " with 'commscope vcluster up --nodes N'")
         assert state is not None
-        return predict.model_from_vcluster(state)
+        return predict.model_from_vcluster([n.name for n in state.nodes], state.rate)
     if args.cluster == "slurm" and args.hwloc is None:
         model, note = _slurm_model(args)
         if note and not args.json:
@@ -162,7 +161,6 @@ def _cost(args: argparse.Namespace, model: ClusterModel) -> CostModel:
 
 def _placements(args: argparse.Namespace, model: ClusterModel) -> list[predict.Placement]:
     from commscope import predict
-
     explicit = []
     if args.hostfile:
         explicit.append(predict.from_hostfile(model, args.hostfile, args.procs,
@@ -191,7 +189,6 @@ def _chosen(args: argparse.Namespace, ranked: list[Prediction]) -> Prediction:
 def _write(path: str | None, text: str, flag: str) -> None:
     if path:
         from commscope import safe_write
-
         safe_write.write_text(path, text, flag)
 
 
@@ -231,8 +228,7 @@ def run(args: argparse.Namespace) -> int:
 def _submit(args: argparse.Namespace, model: ClusterModel, chosen: Prediction,
             slurm_args: list[str]) -> str:
     """Sbatch the job script with the chosen placement's options; the job id."""
-    from commscope import slurm
-
+    from commscope.measure import slurm
     options = list(slurm_args)
     names = [model.node_names[n] for n in chosen.placement.node_ids()]
     if not any(opt.startswith("--nodelist") for opt in options) and \

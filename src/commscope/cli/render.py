@@ -15,8 +15,8 @@ from commscope.analysis import loggp as loggp_analysis
 from commscope.analysis import node as node_analysis
 from commscope.analysis import p2p
 from commscope.analysis import recv_buffers as rbuf
-from commscope.records import Coll, Contention, LogGP, Point
-from commscope.store import RunInfo
+from commscope.data.records import Coll, Contention, LogGP, Point
+from commscope.data.store import RunInfo
 
 
 def _us(seconds: float | None) -> str:

@@ -7,11 +7,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from commscope import launch, limits, runner, safe_write, strict
-from commscope import mpi as mpi_mod
+from commscope import limits, safe_write, strict
 from commscope.cli import common, run_node, run_tcp, run_where
 from commscope.errors import UsageError
-from commscope.sizes import netpipe_schedule, parse_size, parse_size_list
+from commscope.measure import launch, runner
+from commscope.measure import mpi as mpi_mod
+from commscope.units import netpipe_schedule, parse_size, parse_size_list
 
 HELP = "measure communication performance and store it (default: characterise this machine)"
 EXAMPLES = """examples:
@@ -275,8 +276,7 @@ def build_request(args: argparse.Namespace) -> dict[str, Any]:
     if args.mca:
         request["mca"] = launch.parse_mca(args.mca)
     if args.vcluster:
-        from commscope import vcluster
-
+        from commscope.measure import vcluster
         state = vcluster.status()
         if state is None or not state.healthy:
             raise UsageError("--vcluster: no virtual cluster is up; run 'commscope vcluster up "
@@ -295,8 +295,13 @@ def build_request(args: argparse.Namespace) -> dict[str, Any]:
 def measure(store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPIInstall,
             quiet: bool) -> runner.Outcome:
     """Run the engine for a stored request, with a progress bar unless ``quiet``."""
+    simulation = None
+    if request.get("simulate"):
+        from commscope.simulate.smpi import SimulatedLaunch
+
+        simulation = SimulatedLaunch(request["simulate"])
     if quiet:
-        return runner.run(store, run_id, request, mpi)
+        return runner.run(store, run_id, request, mpi, simulation=simulation)
     from rich.progress import (
         BarColumn,
         Progress,
@@ -313,7 +318,7 @@ def measure(store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPIIn
         def show(done: int, total: int | None) -> None:
             bar.update(task, completed=done, total=total)
 
-        return runner.run(store, run_id, request, mpi, progress=show)
+        return runner.run(store, run_id, request, mpi, progress=show, simulation=simulation)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,9 +14,10 @@ import argparse
 import os
 from typing import Any
 
-from commscope import cpu, hpcc, limits, node, pinning, strict
+from commscope import limits, strict
 from commscope.cli import common
 from commscope.errors import UsageError
+from commscope.measure.compute import cpu, hpcc, node, pinning
 
 
 def add_options(p: argparse.ArgumentParser) -> None:

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from commscope import limits
 from commscope.cli import common
+from commscope.data.store import Store
 from commscope.errors import UsageError
-from commscope.runner import Outcome
-from commscope.sizes import netpipe_schedule, parse_size, parse_size_list
-from commscope.store import Store
-from commscope.tcp import program as prog
-from commscope.tcp import session
+from commscope.measure.runner import Outcome
+from commscope.measure.tcp import program as prog
+from commscope.measure.tcp import session
+from commscope.units import netpipe_schedule, parse_size, parse_size_list, sockbuf_text
 
 if TYPE_CHECKING:
     from commscope.cli import tcp_render
@@ -87,8 +87,7 @@ def _where(args: argparse.Namespace) -> dict[str, Any]:
         return {"kind": "peer", "host": host, "port": port}
     if args.loopback:
         return {"kind": "loopback"}
-    from commscope import vcluster
-
+    from commscope.measure import vcluster
     state = vcluster.status()
     if state is None or not state.healthy or len(state.nodes) < 2:
         raise UsageError("--vcluster: no healthy virtual cluster of 2 or more nodes; run "
@@ -116,7 +115,7 @@ def requests(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     where = _where(args)
     out = []
     for sockbuf in prog.parse_sockbufs(args.sockbuf):
-        label = f"{args.label or 'tcp'} sockbuf={prog.sockbuf_text(sockbuf)}"
+        label = f"{args.label or 'tcp'} sockbuf={sockbuf_text(sockbuf)}"
         request = {"benchmark": "tcp", "timeout_s": args.timeout, "where": where,
                    "tcp": dict(options, sockbuf=sockbuf)}
         out.append((label, request))

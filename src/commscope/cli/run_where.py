@@ -8,11 +8,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from commscope import hosts as hosts_mod
-from commscope import limits, slurm
+from commscope import limits
 from commscope.cli import common
 from commscope.errors import UsageError
-from commscope.mpi import MPIInstall
+from commscope.measure import hosts as hosts_mod
+from commscope.measure import slurm
+from commscope.measure.mpi import MPIInstall
 
 
 def add_options(p: argparse.ArgumentParser) -> None:

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from commscope import limits
 from commscope.cli import common, run_cmd
+from commscope.data.store import Store
 from commscope.errors import UsageError
-from commscope.sizes import parse_size
-from commscope.store import Store
+from commscope.units import parse_size
 
 if TYPE_CHECKING:
     from commscope.predict.model import ClusterModel
@@ -192,8 +192,7 @@ def _run(args: argparse.Namespace) -> int:
                     f"{' with ' + tag if tag else ''}; {request['simulate']['factors']}")
             runs.append(_simulate(args, store, request, label, args.quiet or args.json))
         if len(runs) == 1:
-            from commscope import runner
-
+            from commscope.measure import runner
             rid = runs[0]
             outcome = runner.Outcome(rid, len(store.measured_keys(rid)),
                                      len(store.measured_keys(rid)))

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from commscope import launch
 from commscope.cli import common
 from commscope.errors import UsageError
-from commscope.tcp import program as prog
+from commscope.measure import launch
+from commscope.measure.tcp import program as prog
 
 NAME = "tcp"
 HELP = "serve the TCP-level benchmarks: run this on the peer of 'commscope run tcp'"

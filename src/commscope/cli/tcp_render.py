@@ -9,10 +9,9 @@ from rich.console import Console
 from rich.table import Table
 
 from commscope.analysis import p2p
-from commscope.analysis.text import size_text
-from commscope.records import Point, Stream
-from commscope.store import RunInfo
-from commscope.tcp.program import sockbuf_text
+from commscope.data.records import Point, Stream
+from commscope.data.store import RunInfo
+from commscope.units import size_text, sockbuf_text
 
 
 @dataclass(frozen=True)

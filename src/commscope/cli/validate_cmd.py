@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from commscope import launch, limits, runner, validate
-from commscope import mpi as mpi_mod
+from commscope import limits
 from commscope.cli import common
 from commscope.errors import UsageError
+from commscope.measure import launch, runner
+from commscope.measure import mpi as mpi_mod
+from commscope.validate import timers as timers_mod
 
 HELP = "check timers and clock synchronisation with the wait patterns of Kurnosov 2012 (MPIPerf)"
 EXAMPLES = """examples:
@@ -37,8 +39,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     common.option(p, "--np", type=common.ranks,
                   help="number of ranks [default: one per core here; on hosts: their slots or "
                   "cores; in an allocation: its tasks]")
-    common.option(p, "--timers", default=",".join(validate.TIMERS), help="timers to try")
-    common.option(p, "--syncs", default=",".join(validate.SYNCS), help="sync methods to try")
+    common.option(p, "--timers", default=",".join(timers_mod.TIMERS), help="timers to try")
+    common.option(p, "--syncs", default=",".join(timers_mod.SYNCS), help="sync methods to try")
     common.option(p, "--tolerance", type=common.number(0, 1e6, above=True), default=1.0,
                   help="largest acceptable error, microseconds")
     pred = p.add_argument_group("predict")
@@ -66,8 +68,7 @@ def _timer_site(args: argparse.Namespace, mpi: mpi_mod.MPIInstall) -> dict[str, 
     """Request fields placing the timer checks on hosts or in this allocation (np included)."""
     import os
 
-    from commscope import hosts, slurm
-
+    from commscope.measure import hosts, slurm
     if args.vcluster:
         raise UsageError("validate timers --vcluster: give the nodes with --hostfile (on a "
                          "'vcluster up --ssh') or run inside a Slurm allocation")
@@ -87,7 +88,8 @@ def _site(args: argparse.Namespace, mpi: mpi_mod.MPIInstall,
     """The model of where the placements run, and how to reach it."""
     import os
 
-    from commscope import hosts, predict, slurm, vcluster
+    from commscope import predict
+    from commscope.measure import hosts, slurm, vcluster
     from commscope.predict.model_slurm import model_from_scontrol
 
     if args.vcluster:
@@ -95,7 +97,7 @@ def _site(args: argparse.Namespace, mpi: mpi_mod.MPIInstall,
         common.require(state is not None and state.healthy,
                        "validate predict: no virtual cluster is up; run 'commscope vcluster up'")
         assert state is not None
-        return (predict.model_from_vcluster(state),
+        return (predict.model_from_vcluster([n.name for n in state.nodes], state.rate),
                 {"vcluster": {"rate": state.rate, "subnet": state.subnet}})
     if args.hostfile or args.hosts:
         named, where = hosts.named_hosts(args.hostfile, args.hosts)
@@ -118,8 +120,8 @@ def _predict(args: argparse.Namespace) -> int:
 
     from commscope import predict
     from commscope.analysis import contention
-    from commscope.sizes import parse_size_list
-    from commscope.validate_predict import (
+    from commscope.units import parse_size_list
+    from commscope.validate.predict import (
         BUDGET_LAUNCHES,
         MAX_LAUNCHES,
         POINT_BUDGET_S,
@@ -179,13 +181,13 @@ def run(args: argparse.Namespace) -> int:
     """Run the checks and print a verdict per timer and sync method."""
     if args.what == "predict":
         return _predict(args)
-    timers = _names(args.timers, validate.TIMERS, "--timers")
-    syncs = _names(args.syncs, validate.SYNCS, "--syncs")
+    timers = _names(args.timers, timers_mod.TIMERS, "--timers")
+    syncs = _names(args.syncs, timers_mod.SYNCS, "--syncs")
     mpi = mpi_mod.resolve(args.mpi)
     where = _timer_site(args, mpi)
     nranks = where.get("np", args.np or runner.default_ranks())
     with common.open_store(args) as store:
-        verdicts = validate.check_timers(store, mpi, nranks, timers, syncs,
+        verdicts = timers_mod.check_timers(store, mpi, nranks, timers, syncs,
                                          args.tolerance * 1e-6, where)
     if args.json:
         common.print_json([v.to_json() for v in verdicts])

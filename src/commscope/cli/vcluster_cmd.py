@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from commscope import vcluster
 from commscope.cli import common
 from commscope.errors import ClusterError, UsageError
+from commscope.measure import vcluster
 
 NAME = "vcluster"
 HELP = "build, check or remove a virtual cluster of network namespaces on this machine (root)"

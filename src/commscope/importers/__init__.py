@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 
+from commscope.data.store import Store
 from commscope.importers import imb, netpipe, osu
 from commscope.importers.common import PAIR_LABELS, Imported, read_lines
-from commscope.store import Store
 
 FORMATS = ("osu", "imb", "netpipe")
 

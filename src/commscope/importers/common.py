@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from commscope import limits, strict
+from commscope.data.record_parse import record_from_dict
+from commscope.data.records import Coll, Point
 from commscope.errors import InputError, UsageError
-from commscope.record_parse import record_from_dict
-from commscope.records import Coll, Point
 
 PAIR_LABELS = ("intra-socket", "inter-socket", "intra-node", "inter-node", "unknown")
 _MAX_LINE_SHOWN = 60

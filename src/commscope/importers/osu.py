@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 
 from commscope import strict
+from commscope.data.records import Coll
 from commscope.errors import UsageError
 from commscope.importers.common import Collector, Imported, integer, malformed, number
-from commscope.records import Coll
 
 DEFAULT_WINDOW = 64
 _TITLE = re.compile(r"^#\s*OSU\s+MPI(?:-[\w.]+)?\s+(?P<name>.+?)\s+Test\b", re.IGNORECASE)

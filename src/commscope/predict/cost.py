@@ -31,9 +31,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from commscope.analysis import p2p
 from commscope.analysis.contention import LevelTable
-from commscope.analysis.text import size_text
+from commscope.data.records import Point
 from commscope.predict.model import LEVELS, ClusterModel, Link
-from commscope.records import Point
+from commscope.units import size_text
 
 TRANSFERS_PER_CF = {"memory": 2.0, "socket": 1.0, "nic": 1.0}
 TRANSFERS_PER_EXCHANGE = 2.0  # a send and a receive: t(m, cf) is an exchange's time over 2

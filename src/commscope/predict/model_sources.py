@@ -1,4 +1,4 @@
-"""Cluster models from this machine's hwloc topology and from the virtual cluster.
+"""Cluster models from this machine's hwloc topology and from the virtual cluster's facts.
 
 hwloc describes one node: sockets are its Package objects, cores its Core objects. A model of
 several identical nodes repeats it. The virtual cluster's nodes are network namespaces on this
@@ -10,11 +10,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 
 from commscope.errors import PredictError
 from commscope.predict.model import ClusterModel, Link
-from commscope.vcluster import ClusterState, parse_rate
+from commscope.units import parse_tc_rate
 
 HWLOC_TOOLS = (("hwloc-ls", "--of", "xml"), ("lstopo", "--of", "xml"), ("lstopo-no-graphics",
                                                                          "--of", "xml"))
@@ -99,17 +100,18 @@ def model_from_hwloc_file(path: str | Path, nodes: int = 1) -> ClusterModel:
     return model_from_hwloc(text, nodes, str(path))
 
 
-def model_from_vcluster(state: ClusterState, xml_text: str | None = None) -> ClusterModel:
+def model_from_vcluster(node_names: Sequence[str], rate: str,
+                        xml_text: str | None = None) -> ClusterModel:
     """A model of the virtual cluster: its nodes, this machine's sockets and cores each.
 
     Args:
-        state: the recorded virtual cluster (``commscope.vcluster.status()``).
+        node_names: the virtual cluster's nodes, in order.
+        rate: the tbf rate of every node's link, in tc's syntax (``1gbit``).
         xml_text: hwloc XML of this machine; None runs hwloc.
     """
     _, sockets, cores = topology_from_xml(hwloc_xml() if xml_text is None else xml_text,
                                           "hwloc")
     # tc rates are bits per second, applied to each direction of a node's link.
-    nic = Link(bandwidth_Bps=parse_rate(state.rate) / 8.0)
-    return ClusterModel(name="vcluster", node_names=tuple(n.name for n in state.nodes),
-                        sockets=sockets, cores=cores, nic=nic,
-                        source=f"virtual cluster, tbf rate {state.rate}")
+    nic = Link(bandwidth_Bps=parse_tc_rate(rate) / 8.0)
+    return ClusterModel(name="vcluster", node_names=tuple(node_names), sockets=sockets,
+                        cores=cores, nic=nic, source=f"virtual cluster, tbf rate {rate}")

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from commscope.analysis.text import size_text
 from commscope.errors import PredictError
+from commscope.units import size_text
 
 Transfers = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]
 SIZE_MEANS = {"alltoall": "per pair", "bcast": "buffer", "reduce": "buffer",

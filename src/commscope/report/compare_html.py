@@ -13,11 +13,11 @@ from markupsafe import Markup
 
 from commscope import __version__
 from commscope.analysis.compare import ALPHA, CompareRow, compare_runs, grouped, shows_rate
-from commscope.records import Coll, Point
+from commscope.data.records import Coll, Point
+from commscope.data.store import Store
 from commscope.report.compare_figures import Line, overlay_plot
 from commscope.report.html import environment, write_atomic
 from commscope.safe_write import check_target
-from commscope.store import Store
 
 OP_TITLES = {"pingpong": "ping-pong one-way time", "bw": "unidirectional bandwidth",
              "bibw": "bidirectional bandwidth",

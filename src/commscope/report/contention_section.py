@@ -27,9 +27,9 @@ from matplotlib.colors import LogNorm
 from matplotlib.patches import Rectangle
 
 from commscope.analysis import contention as contention_analysis
-from commscope.analysis.text import size_text
+from commscope.data.store import Store
 from commscope.report.plotting import figure, to_svg
-from commscope.store import Store
+from commscope.units import size_text
 
 ONSET = 1.1  # degradation from which a cell is outlined
 _MAX_LABELLED_CELLS = 160  # beyond this many cells the numbers would not be readable

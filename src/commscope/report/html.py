@@ -21,8 +21,8 @@ from commscope.analysis import coll as coll_analysis
 from commscope.analysis import curve as curves
 from commscope.analysis import findings, load, p2p
 from commscope.analysis import recv_buffers as rbuf
-from commscope.analysis.text import size_text, time_text
-from commscope.records import Coll, Point
+from commscope.data.records import Coll, Point
+from commscope.data.store import RunInfo, Store
 from commscope.report import (
     contention_section,
     figures,
@@ -31,7 +31,7 @@ from commscope.report import (
     simulation_section,
     tcp_section,
 )
-from commscope.store import RunInfo, Store
+from commscope.units import size_text, time_text
 
 _SCALAR_OPTIONS = 12  # header options shown in the machine table; the rest stay in the store
 

@@ -15,8 +15,8 @@ import numpy as np
 from markupsafe import Markup
 
 from commscope.analysis import loggp as loggp_analysis
+from commscope.data.store import Store
 from commscope.report.plotting import figure, finish, size_axis, to_svg
-from commscope.store import Store
 
 _SERIES = (("o_s", "o_s(s): send call", "tab:blue", "o"),
            ("o_r", "o_r(s): receive of an arrived message", "tab:green", "s"),

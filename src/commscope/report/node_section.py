@@ -16,10 +16,10 @@ from markupsafe import Markup
 
 from commscope.analysis import node as node_analysis
 from commscope.analysis.p2p import PairFigures
-from commscope.analysis.text import rate_text, size_text, time_text
-from commscope.records import Linpack
+from commscope.data.records import Linpack
+from commscope.data.store import Store
 from commscope.report.plotting import figure, finish, to_svg
-from commscope.store import Store
+from commscope.units import rate_text, size_text, time_text
 
 _PAIR_PREFERENCE = ("inter-node", "inter-socket", "intra-socket", "intra-node", "unknown")
 

@@ -20,7 +20,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa: E402
 
-from commscope.analysis.text import size_text  # noqa: E402
+from commscope.units import size_text  # noqa: E402
 
 PAIR_COLOURS = {
     "intra-socket": "tab:blue",

@@ -19,10 +19,10 @@ from typing import Any
 
 from markupsafe import Markup
 
-from commscope.analysis.text import percent_text, size_text
+from commscope.data.store import Store
 from commscope.report.plotting import figure, finish, to_svg
 from commscope.simulate import agreement
-from commscope.store import Store
+from commscope.units import percent_text, size_text
 
 INSENSITIVE = 0.05  # a point that moves less than this over the whole sweep is insensitive
 _PLOTTED_POINTS = 8

@@ -18,9 +18,9 @@ from markupsafe import Markup
 
 from commscope.analysis import curve as curves
 from commscope.analysis import tcp as tcp_analysis
+from commscope.data.store import RunInfo, Store
 from commscope.report.plotting import figure, finish, size_axis, to_svg
-from commscope.store import RunInfo, Store
-from commscope.tcp.program import sockbuf_text
+from commscope.units import sockbuf_text
 
 TCP_KIND = "tcp"
 LOG_RATIO = 20.0  # peaks further apart than this: the throughput axis turns logarithmic
@@ -31,10 +31,10 @@ def _link(request: Mapping[str, Any]) -> tuple[float | None, str | None]:
     where = request.get("where") or {}
     if where.get("kind") != "vcluster" or not where.get("rate"):
         return None, None
-    from commscope.vcluster.model import parse_rate
+    from commscope.units import parse_tc_rate
 
     try:
-        return parse_rate(str(where["rate"])) / 8, f"virtual cluster tbf rate {where['rate']}"
+        return parse_tc_rate(str(where["rate"])) / 8, f"virtual cluster tbf rate {where['rate']}"
     except ValueError:
         return None, None
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from commscope.analysis.coll import summarize
 from commscope.analysis.curve import message_time
-from commscope.records import Coll, Contention, Point
+from commscope.data.records import Coll, Contention, Point
 
 Key = tuple[str, str, str, int]  # (kind, op, where, bytes)
 

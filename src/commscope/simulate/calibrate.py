@@ -23,8 +23,8 @@ from numpy.typing import NDArray
 from scipy.optimize import nnls
 
 from commscope.analysis.curve import asymptotic_bandwidth, curve_of
+from commscope.data.records import Point
 from commscope.errors import SimulateError
-from commscope.records import Point
 from commscope.simulate.params import SimParams
 
 # Segments start at 0 and then at every power of two from 64 B (65536, a usual eager limit,

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from commscope import safe_write
+from commscope.data.store import RunInfo
 from commscope.errors import SimulateError
 from commscope.predict.model import ClusterModel, Link
 from commscope.predict.model_yaml import load_document, model_from_dict
@@ -16,7 +17,6 @@ from commscope.predict.placement import Placement, regular
 from commscope.simulate import platform, smpi
 from commscope.simulate.params import SimParams
 from commscope.simulate.params import params_for as params_for  # for the CLI, beside load()
-from commscope.store import RunInfo
 
 STAMPEDE_NOTE = ("uncalibrated: SimGrid's default SMPI factors (calibrated on TACC's Stampede)"
                  " are in use; run 'commscope simulate calibrate RUN' for this cluster's own")
@@ -48,9 +48,9 @@ def model_of_run(info: RunInfo) -> ClusterModel:
     nic = Link()
     vc = info.request.get("vcluster")
     if vc and vc.get("rate"):
-        from commscope.vcluster.model import parse_rate
+        from commscope.units import parse_tc_rate
 
-        nic = Link(bandwidth_Bps=parse_rate(vc["rate"]) / 8.0)
+        nic = Link(bandwidth_Bps=parse_tc_rate(vc["rate"]) / 8.0)
     source = f"run {info.id}" + (f" on the virtual cluster at {vc['rate']}" if vc else "")
     return ClusterModel(name=f"run{info.id}", node_names=tuple(names), sockets=1,
                         cores=per_node, nic=nic, source=source)

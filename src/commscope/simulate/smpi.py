@@ -9,10 +9,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from commscope import engine
 from commscope.errors import EngineError, SimulateError
-from commscope.launch import Job
-from commscope.mpi import MPIInstall
+from commscope.measure import engine
+from commscope.measure.launch import Job
+from commscope.measure.mpi import MPIInstall
 from commscope.simulate.params import SimParams
 
 INSTALL_HINT = "install SimGrid (Debian: apt-get install libsimgrid-dev)"
@@ -133,3 +133,22 @@ def job_in(sim: dict[str, Any], program: list[str], workdir: Path) -> Job:
     (workdir / "platform.xml").write_text(sim["platform_xml"], "utf-8")
     (workdir / "hostfile").write_text(sim["hostfile"], "utf-8")
     return job(sim, program, workdir)
+
+
+class SimulatedLaunch:
+    """The runner's view of a simulated run (``commscope.measure.runner.Simulation``)."""
+
+    def __init__(self, sim: dict[str, Any]) -> None:
+        self.sim = sim
+
+    def engine_path(self) -> Path:
+        """The engine built with smpicc."""
+        return engine_path()
+
+    def job(self, program: list[str], workdir: Path) -> Job:
+        """The smpirun job, with the recorded platform and hostfile written into ``workdir``."""
+        return job_in(self.sim, program, workdir)
+
+    def keep_results(self, workdir: Path, store: Any, run_id: int) -> None:
+        """Store the traced network load, when the run asked for it."""
+        keep_trace_results(self.sim, workdir, store, run_id)

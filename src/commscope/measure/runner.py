@@ -1,0 +1,334 @@
+"""Run the engine for a stored request and stream its records into the store.
+
+Every point is committed as it arrives, so a lost rank or a killed run keeps what was measured;
+the run is marked complete only when the engine's end record arrives and the job exits cleanly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from commscope.data.record_parse import parse_record
+from commscope.data.records import Coll, Contention, End, Header, LogGP, Point
+from commscope.data.store import Store
+from commscope.errors import CommscopeError, LaunchError, interrupt_cause
+from commscope.measure import engine, launch
+from commscope.measure.exit_watch import ExitWatch
+from commscope.measure.launch import Job
+from commscope.measure.mpi import MPIInstall
+
+
+class Simulation(Protocol):
+    """How a simulated run launches: the engine built for the simulator, its job, its results.
+
+    ``commscope.simulate`` provides one; the runner only calls it, so measuring never depends on
+    the simulator.
+    """
+
+    def engine_path(self) -> Path:
+        """The engine built for the simulator."""
+        ...
+
+    def job(self, program: list[str], workdir: Path) -> Job:
+        """The simulator's job running ``program``, its files written into ``workdir``."""
+        ...
+
+    def keep_results(self, workdir: Path, store: Store, run_id: int) -> None:
+        """After a clean simulated run: store what the simulator left in ``workdir``."""
+        ...
+
+
+# Engine options a request may carry, in the engine's own flag spelling.
+ENGINE_FLAGS = {
+    "ops": "--ops",
+    "sizes": "--sizes",
+    "pairs": "--pairs",
+    "timer": "--timer",
+    "window": "--window",
+    "recv_buffers": "--recv-buffers",
+    "warmup": "--warmup",
+    "min_samples": "--min-samples",
+    "max_samples": "--max-samples",
+    "target_rse": "--target-rse",
+    "point_budget_s": "--point-budget",
+    "sample_min_s": "--sample-min-time",
+    "coll_sizes": "--coll-sizes",
+    "loggp_sizes": "--loggp-sizes",
+    "sync": "--sync",
+    "resync": "--resync",
+    "sync_d": "--sync-d",
+    "sync_rounds": "--sync-rounds",
+    "sync_span_s": "--sync-span",
+    "k": "--k",
+    "k0": "--k0",
+    "g": "--g",
+    "gamma": "--gamma",
+    "stop": "--stop",
+    "min_valid": "--min-valid",
+    "max_launches": "--max-launches",
+    "coll_budget_s": "--coll-budget",
+    "naive_iters": "--naive-iters",
+    "root": "--root",
+    "buffers": "--buffers",
+    "check": "--check",
+    "test_distort": "--test-distort",
+    "levels": "--levels",
+    "cf_max": "--cf-max",
+    "nruns": "--nruns",
+    "reps": "--reps",
+    "in_flight": "--in-flight",
+    "pin": "--pin",
+    "block": "--block",
+}
+P2P_OPS = ("pingpong", "bw", "bibw")
+WINDOWED_OPS = ("bw", "bibw")  # measured once per receive-buffer policy
+SIZELESS_OPS = ("barrier", "ibarrier", "waitpattern_null", "waitpattern_up")
+
+
+def expected_points(options: dict[str, Any], npairs: int) -> int | None:
+    """How many points the engine will write for these options (None: not known ahead)."""
+    ops = [op for op in str(options.get("ops", "")).split(",") if op]
+    if "contention" in ops:
+        return None  # the pairs per level depend on where the ranks landed
+    sizes = options.get("sizes") or []
+    coll_sizes = options.get("coll_sizes") or sizes
+    total = 0
+    policies = len(str(options.get("recv_buffers") or "one").split(","))
+    for op in ops:
+        if op in P2P_OPS:
+            total += npairs * len(sizes) * (policies if op in WINDOWED_OPS else 1)
+        elif op == "loggp":
+            total += npairs * len(options.get("loggp_sizes") or sizes)
+        else:
+            total += 1 if op in SIZELESS_OPS else len(coll_sizes)
+    return total
+
+
+@dataclass
+class Outcome:
+    """How one engine launch ended."""
+
+    run_id: int
+    new_points: int
+    total_points: int
+
+
+def as_recorded(options: dict[str, Any]) -> dict[str, Any]:
+    """Request options with the defaults their run was measured under made explicit.
+
+    A stored request from before --recv-buffers existed measured bw and bibw with one
+    receive buffer per message; resuming it under today's default would mix policies in one
+    series, so it keeps "each".
+    """
+    ops = str(options.get("ops", "")).split(",")
+    if "recv_buffers" not in options and any(op in WINDOWED_OPS for op in ops):
+        return {**options, "recv_buffers": "each"}
+    return options
+
+
+def engine_argv(path: str, options: dict[str, Any], skip: set[tuple[str, str, int]]) -> list[str]:
+    """Build the engine's argument list from request options (never a shell string)."""
+    argv = [path, *launch.flag_argv(as_recorded(options), ENGINE_FLAGS)]
+    if skip:
+        argv += ["--skip", ",".join(f"{op}:{pair}:{size}" for op, pair, size in sorted(skip))]
+    return argv
+
+
+def _lost_rank(stderr: str, header: Header | None, first: tuple[int, ...] = ()) -> str:
+    """Name the cause: the engine's own message, the rank seen to end first, the launcher's.
+
+    ``first`` holds the ranks found ended when this host saw the first rank end.
+    """
+    pids = {r["pid"]: r for r in header.raw["ranks"]} if header else {}
+    sig = re.search(r"\(signal (\d+)\)|exited on signal (\d+)", stderr)
+    how = f" (signal {sig.group(1) or sig.group(2)})" if sig else ""
+    m = re.search(r"commscope-engine: (rank \d+: .*)", stderr)
+    if m:  # the engine said why it stopped: that is the cause, whichever rank ended first
+        return m.group(1).strip()
+    if len(first) == 1 and header:
+        info = next(r for r in header.raw["ranks"] if r["rank"] == first[0])
+        return f"rank {first[0]} (pid {info['pid']} on {info['node']}) was lost{how}"
+    m = re.search(r"rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)", stderr)
+    if m:  # Open MPI
+        rank, pid, node, signum = m.groups()
+        return f"rank {rank} (pid {pid} on {node}) was lost (signal {signum})"
+    for pid_text in re.findall(r"PID (\d+) RUNNING AT", stderr):  # hydra names pids, not ranks
+        info = pids.get(int(pid_text))
+        if info:
+            return f"rank {info['rank']} (pid {pid_text} on {info['node']}) was lost{how}"
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not set(ln) <= set("-=* ")]
+    return lines[-1] if lines else "the job ended without its end record"
+
+
+def _vcluster_launch(mpi: MPIInstall, ranks_per_node: int, nodes: int | None,
+                     mca: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """Launcher options that spread the ranks over the virtual cluster's first nodes."""
+    import dataclasses
+
+    from commscope.measure import vcluster
+    state = vcluster.status()
+    if state is None or not state.healthy:
+        why = "none is up" if state is None else "; ".join(state.problems)
+        raise LaunchError(f"no usable virtual cluster ({why}); run 'commscope vcluster up "
+                          "--nodes 2' as root first")
+    if nodes is not None:
+        if nodes > len(state.nodes):
+            raise LaunchError(f"the run needs {nodes} virtual nodes, {len(state.nodes)} are up; "
+                              f"run 'commscope vcluster up --nodes {nodes}'")
+        state = dataclasses.replace(state, nodes=state.nodes[:nodes])
+    if mpi.family == "openmpi":
+        return vcluster.openmpi_args(state, ranks_per_node, mca)
+    return vcluster.mpich_args(state, ranks_per_node)
+
+
+def run(
+    store: Store,
+    run_id: int,
+    request: dict[str, Any],
+    mpi: MPIInstall,
+    extra_args: list[str] | None = None,
+    extra_env: dict[str, str] | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
+    simulation: Simulation | None = None,
+) -> Outcome:
+    """Launch the engine for ``request`` and store its records under ``run_id``.
+
+    Points already in the store for this run are skipped (this is how --resume works).
+    ``progress(done, total)`` is called after the header and after each point. A request
+    with a ``simulate`` part runs through ``simulation``.
+
+    Raises:
+        LaunchError: the job failed, timed out or lost a rank; stored points are kept.
+    """
+    skip = store.measured_keys(run_id)
+    workdir = None
+    engine_name = None  # simulated ranks are threads of one process: nothing to watch
+    if request.get("simulate"):
+        if simulation is None:
+            raise LaunchError("a simulated run's request reached the runner without its"
+                              " simulation")
+        workdir = Path(tempfile.mkdtemp(prefix="commscope-smpi-"))
+        job = simulation.job(engine_argv(str(simulation.engine_path()), request["engine"], skip),
+                             workdir)
+    else:
+        info = engine.find(mpi)
+        engine_name = Path(info.path).name
+        mca = request.get("mca") or {}
+        launch.check_mca(mpi, mca)
+        if request.get("vcluster"):
+            vc = request["vcluster"]
+            extra_args, extra_env = _vcluster_launch(mpi, vc["ranks_per_node"], vc.get("nodes"),
+                                                     mca)
+            mca = {}  # merged into the vcluster's own parameters
+        argv = engine_argv(str(info.path), request["engine"], skip)
+        placement = (launch.Placement.from_json(request["placement"])
+                     if request.get("placement") else None)
+        allocation = request.get("slurm") or {}
+        if allocation.get("own"):  # steps of the allocation made for this run
+            extra_env = {**(extra_env or {}), "SLURM_JOB_ID": allocation["job"]}
+        job = launch.build_job(
+            mpi, request["np"], argv, request.get("launcher", "auto"),
+            extra_args=extra_args or [], extra_env=extra_env, mca=mca, placement=placement,
+            srun_mpi=allocation.get("plugin"),
+        )
+    segment = store.start_segment(run_id, job.argv)
+    state: dict[str, Any] = {"header": None, "end": None, "points": 0, "lines": 0, "stray": [],
+                             "watch": None}
+
+    def on_line(line: str) -> bool:
+        state["lines"] += 1
+        if not line.lstrip().startswith("{"):
+            state["stray"].append(line.strip())  # launcher chatter, not a record
+            return False
+        record = parse_record(line, where=f"engine output line {state['lines']}")
+        if isinstance(record, Header):
+            state["header"] = record
+            store.set_header(run_id, segment, record)
+            if engine_name:
+                state["watch"] = ExitWatch({r["pid"]: r["rank"] for r in record.raw["ranks"]},
+                                           engine_name)
+            state["total"] = expected_points(as_recorded(request["engine"]), len(record.pairs))
+        elif isinstance(record, (Point, Coll, Contention, LogGP)):
+            store.add_point(run_id, segment, record)
+            state["points"] += 1
+        elif isinstance(record, End):
+            state["end"] = record
+        if progress and state["header"] is not None:
+            progress(len(skip) + state["points"], state["total"])
+        return isinstance(record, End)
+
+    result, first = None, ()
+    try:
+        result = launch.run_streaming(job, on_line, float(request.get("timeout_s", 3600)))
+        if simulation is not None and workdir is not None and result.returncode == 0:
+            simulation.keep_results(workdir, store, run_id)
+    except BaseException as err:  # interrupted or a bad record: keep what arrived, say so
+        _stopped(store, run_id, segment, state["points"], err)
+        raise
+    finally:
+        if state["watch"] is not None:
+            first = state["watch"].first()
+            state["watch"].stop()
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    total = len(store.measured_keys(run_id))
+    ended = result.returncode == 0 or result.killed_after_output
+    if ended and state["end"] is not None and not result.timed_out:
+        # Every point arrived; a launcher stuck in MPI_Finalize afterwards loses nothing.
+        note = "killed after its end record: MPI_Finalize did not return" if (
+            result.killed_after_output) else None
+        store.finish_segment(segment, "complete", note, state["end"].raw)
+        store.set_run_status(run_id, "complete", note)
+        return Outcome(run_id, state["points"], total)
+    if result.timed_out:
+        cause = f"timed out after {request.get('timeout_s')} s (raise --timeout)"
+    else:
+        # hydra reports a lost process on stdout, Open MPI on stderr: read both.
+        cause = _lost_rank("\n".join(state["stray"]) + "\n" + result.stderr, state["header"],
+                           first)
+    message = (
+        f"{cause}; {state['points']} new points stored ({total} in run {run_id}), run marked "
+        f"incomplete; measure the rest with 'commscope run --resume {run_id}'"
+    )
+    store.finish_segment(segment, "incomplete", message)
+    store.set_run_status(run_id, "incomplete", message)
+    raise LaunchError(message)
+
+
+def _stopped(store: Store, run_id: int, segment: int, new_points: int,
+             err: BaseException) -> None:
+    """Mark the segment and the run incomplete after ``err`` stopped the job.
+
+    An interrupt (Ctrl-C, SIGTERM, SIGHUP) gets the run's state and how to resume it as its
+    message, which the CLI prints. A failing store is not written again: ``err`` is what the
+    user must see.
+    """
+    if isinstance(err, KeyboardInterrupt):
+        cause = interrupt_cause(err)
+    elif isinstance(err, CommscopeError):
+        cause = err.one_line()
+    else:
+        cause = f"{type(err).__name__}: {err}"
+    try:
+        total = len(store.measured_keys(run_id))
+        message = (f"{cause}; {new_points} new points stored ({total} in run {run_id}), run"
+                   f" marked incomplete; measure the rest with 'commscope run --resume"
+                   f" {run_id}'")
+        store.finish_segment(segment, "incomplete", message)
+        store.set_run_status(run_id, "incomplete", message)
+    except CommscopeError:
+        return
+    if isinstance(err, KeyboardInterrupt):
+        err.args = (message,)
+
+
+def default_ranks() -> int:
+    """Ranks for a run on this machine: one per core, at least two."""
+    return max(2, len(os.sched_getaffinity(0)))

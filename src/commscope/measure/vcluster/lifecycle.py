@@ -1,0 +1,231 @@
+"""Build, check and remove a vcluster: :func:`up`, :func:`status` and :func:`down`.
+
+The state file is written before anything is created and lists everything that will be, so
+that :func:`down` can remove a cluster whose :func:`up` stopped halfway. :func:`down` also
+removes pieces found by their name prefix alone.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+
+from commscope.errors import ClusterError
+from commscope.measure.vcluster import services as daemons
+from commscope.measure.vcluster import system
+from commscope.measure.vcluster.model import (
+    BRIDGE,
+    DEFAULT_RATE,
+    DEFAULT_SUBNET,
+    NODE_RE,
+    STATE_DIR,
+    VETH_RE,
+    ClusterState,
+    parse_rate,
+    plan,
+    queue_bytes,
+    same_layout,
+)
+from commscope.measure.vcluster.system import HOSTS_FILE, HOSTS_MARK
+
+NODE_IFACE = "eth0"
+
+
+def _build(state: ClusterState) -> None:
+    """Create the bridge and every node of ``state``, in the order down() can undo."""
+    limit = queue_bytes(parse_rate(state.rate))
+    tbf = ["tbf", "rate", state.rate, "burst", str(state.burst_bytes), "limit", str(limit)]
+    bridge_cidr = f"{state.bridge_address}/{state.prefixlen}"
+    system.run(["ip", "link", "add", state.bridge, "type", "bridge"])
+    system.run(["ip", "addr", "add", bridge_cidr, "dev", state.bridge])
+    system.run(["ip", "link", "set", state.bridge, "up"])
+    for node in state.nodes:
+        ns = node.name
+        system.run(["ip", "netns", "add", ns])
+        peer = ["peer", "name", NODE_IFACE, "netns", ns]
+        system.run(["ip", "link", "add", node.veth, "type", "veth", *peer])
+        system.run(["ip", "link", "set", node.veth, "master", state.bridge])
+        system.run(["ip", "link", "set", node.veth, "up"])
+        cidr = f"{node.address}/{state.prefixlen}"
+        system.run(["ip", "-n", ns, "addr", "add", cidr, "dev", NODE_IFACE])
+        system.run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        system.run(["ip", "-n", ns, "link", "set", NODE_IFACE, "up"])
+        # Egress of the node, then egress of the bridge port, which is the node's ingress.
+        system.run(["tc", "-n", ns, "qdisc", "add", "dev", NODE_IFACE, "root", *tbf])
+        system.run(["tc", "qdisc", "add", "dev", node.veth, "root", *tbf])
+    system.add_hosts_block(state)
+    if state.services:
+        daemons.write_node_hosts(state)
+    if "ssh" in state.services:
+        from commscope.measure.vcluster import ssh
+
+        ssh.start(state)
+    if "slurm" in state.services:
+        from commscope.measure.vcluster import slurm
+
+        slurm.start(state)
+
+
+def up(nodes: int, rate: str = DEFAULT_RATE, subnet: str = DEFAULT_SUBNET,
+       services: tuple[str, ...] = ()) -> ClusterState:
+    """Build a vcluster of ``nodes`` nodes, or return the one already up with these parameters.
+
+    Args:
+        nodes: number of nodes, 1 .. 64, named csnode1 .. csnodeN.
+        rate: rate of each link in each direction, in tc syntax (``100mbit``, ``1gbit``).
+        subnet: IPv4 network for the bridge and the nodes, /24 or larger.
+        services: daemons to run in every node ("ssh", "slurm").
+
+    Returns:
+        The state of the running cluster (also written to :data:`STATE_FILE`).
+
+    Raises:
+        ClusterError: not root, a tool is missing, bad inputs, a different or broken cluster
+            is already there (run :func:`down` first), or a command failed.
+    """
+    wanted = plan(nodes, rate, subnet, services)
+    system.require_root_and_tools()
+    existing = status()
+    if existing is not None:
+        if not same_layout(existing, wanted):
+            raise ClusterError(
+                f"a vcluster of {len(existing.nodes)} nodes at {existing.rate} on "
+                f"{existing.subnet}{_with(existing.services)} is up: run 'commscope vcluster "
+                "down' first"
+            )
+        if not existing.healthy:
+            problems = "; ".join(existing.problems) or "never finished building"
+            raise ClusterError(
+                f"the vcluster is broken ({problems}): run 'commscope vcluster down' first"
+            )
+        return existing
+    leftovers = system.leftovers()
+    if leftovers:
+        raise ClusterError(
+            f"vcluster pieces without a state file exist ({', '.join(leftovers)}): "
+            "run 'commscope vcluster down' first"
+        )
+    system.check_subnet_free(wanted)
+    system.write_state(wanted)
+    try:
+        _build(wanted)
+    except ClusterError as err:
+        raise ClusterError(
+            "building the vcluster stopped halfway: run 'commscope vcluster down' to clean up"
+        ) from err
+    built = replace(wanted, complete=True)
+    system.write_state(built)
+    return built
+
+
+def down() -> list[str]:
+    """Remove the vcluster: links, namespaces, bridge, /etc/hosts entries and state.
+
+    Pieces named in the state file and pieces found by name prefix are both removed, so a
+    half-built cluster goes too. Pieces already gone are skipped.
+
+    Returns:
+        What was removed, one short description per piece.
+
+    Raises:
+        ClusterError: not root, or a piece exists but could not be removed.
+    """
+    system.require_root_and_tools()
+    try:
+        state = system.read_state()
+    except ClusterError:
+        state = None  # an unreadable state file still goes; the name scan finds the rest
+    veths = {node.veth for node in state.nodes} if state else set()
+    names = {node.name for node in state.nodes} if state else set()
+    bridges = {state.bridge, BRIDGE} if state else {BRIDGE}
+    links = system.links()
+    veths |= {name for name in links if VETH_RE.fullmatch(name)}
+    names |= {ns for ns in system.namespaces() if NODE_RE.fullmatch(ns)}
+
+    removed: list[str] = []
+    # Daemons first: a namespace cannot go while a process holds it.
+    removed += [f"daemon {what}, stopped" for what in daemons.stop_all(names)]
+    from commscope.measure.vcluster import slurm, ssh
+
+    removed += ssh.remove_files() + slurm.remove_files()
+    removed += daemons.remove_node_hosts(names | _netns_folders())
+    # Deleting the outer veth end takes the inner end with it, at once; deleting only the
+    # namespace would leave the outer end behind for a moment.
+    for veth in sorted(veths & links.keys(), key=_natural):
+        if system.try_run(["ip", "link", "del", veth]):
+            removed.append(f"veth {veth}")
+    present = set(system.namespaces())
+    for ns in sorted(names & present, key=_natural):
+        if system.try_run(["ip", "netns", "del", ns]):
+            removed.append(f"namespace {ns}")
+    for bridge in sorted(bridges & links.keys()):
+        if system.try_run(["ip", "link", "del", bridge]):
+            removed.append(f"bridge {bridge}")
+    lines = system.read_hosts()
+    kept = system.strip_hosts_block(lines)
+    if len(kept) != len(lines):
+        system.write_hosts(kept)
+        removed.append(f"{len(lines) - len(kept)} {HOSTS_FILE} entries")
+    if STATE_DIR.exists():
+        shutil.rmtree(STATE_DIR, ignore_errors=True)
+        removed.append(f"state {STATE_DIR}")
+
+    left = [piece for piece in system.leftovers() if piece in veths | names | bridges]
+    if left or STATE_DIR.exists():
+        what = ", ".join(left) or str(STATE_DIR)
+        raise ClusterError(
+            f"could not remove {what}: remove it by hand ('ip netns del', "
+            "'ip link del') and run 'commscope vcluster down' again"
+        )
+    return removed
+
+
+def status() -> ClusterState | None:
+    """Return the recorded vcluster with a fresh health check, or None when there is none.
+
+    The health check fills :attr:`ClusterState.problems` with what is missing: namespaces,
+    veths, the bridge (or the bridge is down), /etc/hosts entries.
+
+    Raises:
+        ClusterError: the state file is unreadable, or a query command failed.
+    """
+    state = system.read_state()
+    if state is None:
+        return None
+    problems: list[str] = []
+    if not state.complete:
+        problems.append("build did not finish")
+    present = set(system.namespaces())
+    links = system.links()
+    problems += [f"namespace {n.name} missing" for n in state.nodes if n.name not in present]
+    problems += [f"veth {n.veth} missing" for n in state.nodes if n.veth not in links]
+    bridge = links.get(state.bridge)
+    if bridge is None:
+        problems.append(f"bridge {state.bridge} missing")
+    elif "UP" not in bridge.get("flags", []):
+        problems.append(f"bridge {state.bridge} is down")
+    listed = {
+        line.split()[1]
+        for line in system.read_hosts()
+        if line.rstrip().endswith(HOSTS_MARK) and len(line.split()) > 1
+    }
+    problems += [f"{n.name} missing from {HOSTS_FILE}" for n in state.nodes if n.name not in listed]
+    return replace(state, problems=tuple(problems))
+
+
+def _with(services: tuple[str, ...]) -> str:
+    return f" with {' and '.join(services)}" if services else ""
+
+
+def _netns_folders() -> set[str]:
+    folder = daemons.NETNS_ETC
+    if not folder.is_dir():
+        return set()
+    return {p.name for p in folder.iterdir() if NODE_RE.fullmatch(p.name)}
+
+
+def _natural(name: str) -> tuple[str, int]:
+    """Sort key that puts csnode2 before csnode10."""
+    head = name.rstrip("0123456789")
+    tail = name[len(head) :]
+    return head, int(tail) if tail else -1

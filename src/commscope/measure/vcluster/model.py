@@ -1,0 +1,227 @@
+"""What a vcluster is: its nodes, link rate and addresses, checked and planned without side effects.
+
+Also where the state file lives and how it is written (:meth:`ClusterState.to_json`), since its
+format is this model's; reading and writing the file is
+:mod:`commscope.measure.vcluster.system`'s job.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commscope.errors import ClusterError, InputError
+from commscope.strict import shown
+from commscope.units import parse_tc_rate
+
+STATE_DIR = Path("/run/commscope-vcluster")
+STATE_FILE = STATE_DIR / "state.json"
+STATE_FORMAT = 1
+BRIDGE = "csbr0"
+NODE_PREFIX = "csnode"
+VETH_PREFIX = "csveth"
+MAX_NODES = 64
+DEFAULT_RATE = "1gbit"
+DEFAULT_SUBNET = "10.77.0.0/24"
+
+# The bucket holds this much sending time: enough for TCP to reach > 90 % of the rate,
+# little enough that a 64 KiB message at 1 gbit does not slip through unshaped. At low
+# rates the floor (two full Ethernet frames and slack) takes over.
+BURST_SECONDS = 128e-6
+MIN_BURST_BYTES = 4096
+
+# Each shaped link queues this much sending time, but at least MIN_QUEUE_BYTES. Sized in time
+# alone, a slowed link's queue holds few packets (~40 at 50 mbit) and drops what converging
+# flows bring at once (an all-to-all's incast: each flow starts with 10 segments). The floor
+# holds ~180 frames, the first windows of 16 flows; a deeper one holds a pair exchange's
+# handshakes behind the data going the other way (1 MiB: up to 168 ms at 50 mbit).
+QUEUE_SECONDS = 0.010
+MIN_QUEUE_BYTES = 256 << 10
+
+# Daemons a cluster may run in its nodes, in the order up() starts them.
+SERVICES = ("ssh", "slurm")
+
+MIN_RATE_BPS = 1_000_000
+MAX_RATE_BPS = 1_000_000_000_000
+
+# Names of the pieces a vcluster makes; down() also finds leftovers by these alone.
+NODE_RE = re.compile(rf"{NODE_PREFIX}\d+")
+VETH_RE = re.compile(rf"{VETH_PREFIX}\d+")
+
+
+@dataclass(frozen=True)
+class Node:
+    """One vcluster node.
+
+    Attributes:
+        name: namespace name, host name in /etc/hosts and the node's own hostname.
+        address: IPv4 address of the node's eth0.
+        veth: name of the link's end in the root namespace, attached to the bridge.
+    """
+
+    name: str
+    address: str
+    veth: str
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """What a vcluster is made of, as recorded in the state file.
+
+    Attributes:
+        nodes: the nodes, in order.
+        rate: link rate in tc syntax, lower case (e.g. ``1gbit``), applied in each direction.
+        subnet: the network all nodes share (e.g. ``10.77.0.0/24``).
+        bridge: name of the bridge in the root namespace.
+        bridge_address: the bridge's address; MPI launchers in the root namespace use it.
+        burst_bytes: tbf bucket size of every shaped link.
+        services: daemons run in every node: "ssh" (sshd), "slurm" (slurmd, munged).
+        complete: False while (or if) :func:`up` has not finished building.
+        problems: what the health check found wrong; empty when healthy (never stored).
+    """
+
+    nodes: tuple[Node, ...]
+    rate: str
+    subnet: str
+    bridge: str
+    bridge_address: str
+    burst_bytes: int
+    services: tuple[str, ...] = ()
+    complete: bool = False
+    problems: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def healthy(self) -> bool:
+        """True when the cluster is fully built and the health check found nothing wrong."""
+        return self.complete and not self.problems
+
+    @property
+    def prefixlen(self) -> int:
+        """Prefix length of the subnet, used on every interface."""
+        return ipaddress.IPv4Network(self.subnet).prefixlen
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the state as a JSON-ready dict (health check results are left out)."""
+        return {
+            "format": STATE_FORMAT,
+            "complete": self.complete,
+            "rate": self.rate,
+            "subnet": self.subnet,
+            "bridge": self.bridge,
+            "bridge_address": self.bridge_address,
+            "burst_bytes": self.burst_bytes,
+            "services": list(self.services),
+            "nodes": [{"name": n.name, "address": n.address, "veth": n.veth} for n in self.nodes],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ClusterState:
+        """Build a state from :meth:`to_json` output.
+
+        Raises:
+            ClusterError: the data is not a state of a format this version reads.
+        """
+        try:
+            if data["format"] != STATE_FORMAT:
+                raise ValueError(f"format {data['format']!r}, expected {STATE_FORMAT}")
+            nodes = tuple(
+                Node(str(n["name"]), str(n["address"]), str(n["veth"])) for n in data["nodes"]
+            )
+            return cls(
+                nodes=nodes,
+                rate=str(data["rate"]),
+                subnet=str(data["subnet"]),
+                bridge=str(data["bridge"]),
+                bridge_address=str(data["bridge_address"]),
+                burst_bytes=int(data["burst_bytes"]),
+                services=tuple(str(s) for s in data.get("services", [])),
+                complete=bool(data["complete"]),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise ClusterError(
+                f"unreadable vcluster state {STATE_FILE} ({err}): run 'commscope vcluster down'"
+            ) from None
+
+
+def parse_rate(rate: str) -> int:
+    """Return a tc rate (``100mbit``, ``1gbit``, ``1.5gbit``, ``125mbps``) in bits per second.
+
+    Raises:
+        ClusterError: not tc's syntax, or outside 1 mbit .. 1 tbit.
+    """
+    try:
+        bps = parse_tc_rate(rate)
+    except InputError as err:
+        raise ClusterError(err.one_line()) from None
+    if not MIN_RATE_BPS <= bps <= MAX_RATE_BPS:
+        raise ClusterError(f"rate {shown(rate)} is out of range: use 1mbit .. 1tbit")
+    return bps
+
+
+def burst_bytes(rate_bps: int) -> int:
+    """Return the tbf bucket size for a link of ``rate_bps`` bits per second."""
+    return max(MIN_BURST_BYTES, math.ceil(rate_bps / 8 * BURST_SECONDS))
+
+
+def queue_bytes(rate_bps: int) -> int:
+    """Return the tbf queue limit for a link of ``rate_bps`` bits per second."""
+    return max(MIN_QUEUE_BYTES, math.ceil(rate_bps / 8 * QUEUE_SECONDS))
+
+
+def plan(nodes: int, rate: str = DEFAULT_RATE, subnet: str = DEFAULT_SUBNET,
+         services: tuple[str, ...] = ()) -> ClusterState:
+    """Validate the inputs and return the cluster that :func:`up` would build.
+
+    The bridge takes the subnet's first host address; node ``i`` (from 1) takes the next ones.
+
+    Raises:
+        ClusterError: nodes not in 1..64, a bad rate, an unknown service, or a subnet that
+            is not an IPv4 network of /24 or larger (a /24 has room for the bridge and 64
+            nodes).
+    """
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or not 1 <= nodes <= MAX_NODES:
+        raise ClusterError(f"bad node count {nodes!r}: use 1 .. {MAX_NODES}")
+    rate_bps = parse_rate(rate)
+    unknown = [s for s in services if s not in SERVICES]
+    if unknown:
+        raise ClusterError(f"unknown vcluster service {unknown[0]!r}: use "
+                           f"{', '.join(SERVICES)}")
+    services = tuple(s for s in SERVICES if s in services)
+    try:
+        net = ipaddress.IPv4Network(subnet.strip(), strict=True)
+    except ValueError as err:
+        raise ClusterError(
+            f"bad subnet {subnet!r} ({err}): use a network like 10.77.0.0/24"
+        ) from None
+    if net.prefixlen > 24:
+        raise ClusterError(f"subnet {subnet!r} is smaller than /24: use a /24 or larger network")
+    hosts = net.hosts()
+    bridge_address = next(hosts)
+    members = tuple(
+        Node(f"{NODE_PREFIX}{i}", str(next(hosts)), f"{VETH_PREFIX}{i}")
+        for i in range(1, nodes + 1)
+    )
+    return ClusterState(
+        nodes=members,
+        rate=rate.strip().lower(),
+        subnet=str(net),
+        bridge=BRIDGE,
+        bridge_address=str(bridge_address),
+        burst_bytes=burst_bytes(rate_bps),
+        services=services,
+    )
+
+
+def same_layout(a: ClusterState, b: ClusterState) -> bool:
+    """True when two states have the same nodes, addresses, link rate and services."""
+    return (
+        a.nodes == b.nodes
+        and a.subnet == b.subnet
+        and a.bridge == b.bridge
+        and parse_rate(a.rate) == parse_rate(b.rate)
+        and a.services == b.services
+    )

@@ -1,0 +1,168 @@
+"""Check placement predictions against the same operation run for real on each placement.
+
+For every placement of p ranks (one node or several) that the virtual cluster, a set of
+hosts or a Slurm allocation can host, the engine runs the block All-to-all that the
+prediction models (`alltoall_block`, Peryshkova and Kurnosov 2018, contention-aware
+placement) and the measured time (MPIPerf method, Kurnosov 2012) is set beside the predicted
+one: per size, Kendall's tau between the two orders and the relative error of each placement.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from scipy import stats as sps
+
+from commscope import predict
+from commscope.analysis.coll import summarize
+from commscope.data.store import Store
+from commscope.measure import runner
+from commscope.measure.mpi import MPIInstall
+from commscope.predict.cost import CostModel
+
+# Each measured point stops after MAX_LAUNCHES launches or its time budget, whichever comes
+# first. The budget is POINT_BUDGET_S, raised to BUDGET_LAUNCHES times the slowest predicted
+# launch of the placement: the method spends its first launches finding a start window, so a
+# point of seconds-long launches needs room for a few dozen of them.
+MAX_LAUNCHES = 40
+POINT_BUDGET_S = 30.0
+BUDGET_LAUNCHES = 20
+MAX_BUDGET_S = 3600.0  # no point runs longer than an hour
+
+
+def point_budget_s(predicted_s: list[float]) -> float:
+    """Time budget of each point of one placement's run, from its predicted launch times."""
+    finite = [t for t in predicted_s if math.isfinite(t)]
+    return min(MAX_BUDGET_S, max(POINT_BUDGET_S, BUDGET_LAUNCHES * max(finite, default=0.0)))
+
+
+@dataclass(frozen=True)
+class PlacementCheck:
+    """One placement at one size: predicted against measured."""
+
+    placement: str
+    nodes: int
+    per_node: int
+    bytes: int
+    predicted_s: float
+    measured_s: float
+    relative_error: float  # (predicted - measured) / measured
+    run_id: int
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict with full key names."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SizeVerdict:
+    """All placements at one size: does the predicted order match the measured one?"""
+
+    bytes: int
+    kendall_tau: float  # over the placements with a measured time (NaN below two)
+    median_relative_error: float
+    unmeasured: tuple[str, ...] = ()  # placements without a valid launch at this size
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict with full key names."""
+        return asdict(self)
+
+
+def checked_placements(model: predict.ClusterModel, procs: int) -> list[predict.Placement]:
+    """Block-ordered placements, one socket per node: 1 x p on one node, n x c on several.
+
+    These are the rows of Peryshkova and Kurnosov 2018's table.
+    """
+    return [pl for pl in predict.enumerate_placements(model, procs, ("block",))
+            if pl.sockets_used == 1]
+
+
+def site_request(site: dict[str, Any], model: predict.ClusterModel,
+                 placement: predict.Placement) -> dict[str, Any]:
+    """Request fields that run ``placement`` where ``site`` says.
+
+    That is the virtual cluster's first nodes, or the model's named hosts by ssh or within a
+    Slurm allocation.
+    """
+    if "vcluster" in site:
+        return {"vcluster": dict(site["vcluster"], nodes=placement.nodes,
+                                 ranks_per_node=placement.per_node)}
+    names = [model.node_names[n] for n in placement.node_ids()]
+    counts = [int((placement.node == n).sum()) for n in placement.node_ids()]
+    hosts = {"placement": {"hosts": [[h, c] for h, c in zip(names, counts, strict=True)],
+                           "cores": [model.cores_per_node] * len(names)}}
+    if "slurm" in site:
+        return {**hosts, "launcher": "srun", "slurm": site["slurm"]}
+    return hosts
+
+
+def unpriced_levels(model: predict.ClusterModel, cost: CostModel, procs: int) -> list[str]:
+    """Levels the multi-node placements use that ``cost`` cannot price (checked before running)."""
+    missing: set[str] = set()
+    pattern = predict.build("alltoall", procs, 1 << 20, block=procs)
+    for pl in checked_placements(model, procs):
+        missing.update(predict.predict(model, pl, pattern, cost).missing)
+    return sorted(missing)
+
+
+def measure(store: Store, mpi: MPIInstall, model: predict.ClusterModel,
+            placement: predict.Placement, sizes: list[int], block: int, site: dict[str, Any],
+            budget_s: float = POINT_BUDGET_S, mca: dict[str, str] | None = None,
+            ) -> dict[int, tuple[float, int]]:
+    """Run alltoall_block on the placement's nodes; return {bytes: (time_s, run_id)}."""
+    request = {"benchmark": "coll", "mpi": mpi.choice, "np": placement.p, "launcher": "auto",
+               "timeout_s": 1800.0, "confidence": 0.95,
+               **site_request(site, model, placement),
+               "engine": {"ops": "alltoall_block", "sizes": sizes, "coll_sizes": sizes,
+                          "block": block, "max_launches": MAX_LAUNCHES,
+                          "coll_budget_s": budget_s,
+                          # Virtual nodes share this machine's cores: the engine spreads them.
+                          "pin": int("vcluster" in site)}}
+    if mca:
+        request["mca"] = mca
+    run_id = store.create_run("validate", f"predict {placement.label}", mpi.tag, mpi.launcher,
+                              placement.p, request)
+    runner.run(store, run_id, request, mpi)
+    return {c.bytes: (summarize(c).time_s, run_id) for c in store.colls(run_id)}
+
+
+def check(store: Store, mpi: MPIInstall, model: predict.ClusterModel, cost: CostModel,
+          procs: int, sizes: list[int], block: int, site: dict[str, Any],
+          mca: dict[str, str] | None = None) -> tuple[list[PlacementCheck], list[SizeVerdict]]:
+    """Predict and measure every placement; judge the order per size.
+
+    ``site`` says where the placements run: ``{"vcluster": {rate, subnet}}``, ``{"hosts":
+    True}`` (the model's node names, by ssh) or ``{"slurm": allocation}``.
+    """
+    placements = checked_placements(model, procs)
+    checks: list[PlacementCheck] = []
+    for pl in placements:
+        predicted = [predict.predict(model, pl, predict.build("alltoall", procs, size,
+                                                              block=block or procs), cost).time_s
+                     for size in sizes]
+        measured = measure(store, mpi, model, pl, sizes, block, site, point_budget_s(predicted),
+                           mca)
+        for size, pred in zip(sizes, predicted, strict=True):
+            t, run_id = measured[size]
+            checks.append(PlacementCheck(pl.label, pl.nodes, pl.per_node, size, pred, t,
+                                         (pred - t) / t, run_id))
+    verdicts = []
+    for size in sizes:
+        at_size = [c for c in checks if c.bytes == size]
+        # A point whose budget ran out before a valid launch has no time (NaN): left out of
+        # the order and the errors, and named.
+        mine = [c for c in at_size if math.isfinite(c.measured_s)]
+        if len(mine) >= 2:
+            tau = float(sps.kendalltau([c.predicted_s for c in mine],
+                                       [c.measured_s for c in mine]).statistic)
+        else:
+            tau = float("nan")
+        med = (statistics.median(abs(c.relative_error) for c in mine) if mine
+               else float("nan"))
+        verdicts.append(SizeVerdict(size, tau, med, tuple(c.placement for c in at_size
+                                                           if c not in mine)))
+    return checks, verdicts
+
