@@ -29,24 +29,35 @@ from commscope.units import parse_size_list
 BIND = ["-np", "2", "--bind-to", "core", "--map-by", "core"]
 
 
-def commscope_run(store: Store, mpi: mpi_mod.MPIInstall,
-                  sizes: list[int]) -> dict[tuple[str, int], float]:
+def commscope_run(
+    store: Store, mpi: mpi_mod.MPIInstall, sizes: list[int]
+) -> dict[tuple[str, int], float]:
     """(series, bytes) -> median bandwidth of one message, for bw, bw_each, bibw, bibw_each."""
-    request = {"benchmark": "p2p", "mpi": mpi.choice, "np": 2, "launcher": "auto",
-               "timeout_s": 600, "engine": {"ops": "bw,bibw", "sizes": sizes,
-                                            "recv_buffers": "one,each"}}
+    request = {
+        "benchmark": "p2p",
+        "mpi": mpi.choice,
+        "np": 2,
+        "launcher": "auto",
+        "timeout_s": 600,
+        "engine": {"ops": "bw,bibw", "sizes": sizes, "recv_buffers": "one,each"},
+    }
     run_id = store.create_run("p2p", "recv buffers", mpi.tag, mpi.launcher, 2, request)
     runner.run(store, run_id, request, mpi)
     return {(p.op, p.bytes): p.bandwidth_Bps for p in store.points(run_id)}
 
 
-def osu_run(mpi: mpi_mod.MPIInstall, peers: Path, test: str, buffers: str,
-            sizes: list[int]) -> dict[int, float]:
+def osu_run(
+    mpi: mpi_mod.MPIInstall, peers: Path, test: str, buffers: str, sizes: list[int]
+) -> dict[int, float]:
     """osu_bw or osu_bibw with ``-b buffers``: bytes/s per size (its MB/s are 10^6 bytes/s)."""
     exe = peers / "osu" / "c" / "mpi" / "pt2pt" / "standard" / test
-    text = subprocess.run([mpi.launcher, *BIND, str(exe), "-m", f"{min(sizes)}:{max(sizes)}",
-                           "-b", buffers], capture_output=True, text=True, check=True,
-                          timeout=600).stdout
+    text = subprocess.run(
+        [mpi.launcher, *BIND, str(exe), "-m", f"{min(sizes)}:{max(sizes)}", "-b", buffers],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout
     rows = re.findall(r"^(\d+)\s+([\d.]+)\s*$", text, re.M)
     return {int(m): float(mbs) * 1e6 for m, mbs in rows if int(m) in sizes}
 
@@ -66,8 +77,9 @@ def main() -> int:
     rows: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "s.sqlite") as store:
         for i in range(args.rounds):
-            found = {(f"commscope {op}", m): v
-                     for (op, m), v in commscope_run(store, mpi, sizes).items()}
+            found = {
+                (f"commscope {op}", m): v for (op, m), v in commscope_run(store, mpi, sizes).items()
+            }
             for test in ("osu_bw", "osu_bibw"):
                 for buffers in ("single", "multiple"):
                     for m, v in osu_run(mpi, args.peers, test, buffers, sizes).items():
@@ -77,8 +89,10 @@ def main() -> int:
                 print(f"{i + 1:>3} {name:>26} {m:>8} {v / 1e9:6.2f} GB/s", flush=True)
     print(f"\nmedian (min-max) GB/s over {args.rounds} rounds:")
     for (name, m), xs in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        print(f"{name:>26} {m:>8} {statistics.median(xs) / 1e9:6.2f} "
-              f"({min(xs) / 1e9:.2f}-{max(xs) / 1e9:.2f})")
+        print(
+            f"{name:>26} {m:>8} {statistics.median(xs) / 1e9:6.2f} "
+            f"({min(xs) / 1e9:.2f}-{max(xs) / 1e9:.2f})"
+        )
     return 0
 
 

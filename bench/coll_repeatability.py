@@ -27,20 +27,45 @@ from commscope.units import parse_size
 OPS = ("alltoall", "bcast")
 
 
-def one_run(store: Store, mpi: mpi_mod.MPIInstall, np_: int, size: int,
-            sync: str, stop: str, budget_s: float) -> dict[str, float]:
-    request = {"benchmark": "coll", "mpi": mpi.choice, "np": np_, "launcher": "auto",
-               "timeout_s": 600, "engine": {"ops": ",".join(OPS), "sizes": [size],
-                                            "coll_sizes": [size], "sync": sync, "timer": "tsc",
-                                            "stop": stop, "coll_budget_s": budget_s}}
+def one_run(
+    store: Store,
+    mpi: mpi_mod.MPIInstall,
+    np_: int,
+    size: int,
+    sync: str,
+    stop: str,
+    budget_s: float,
+) -> dict[str, float]:
+    request = {
+        "benchmark": "coll",
+        "mpi": mpi.choice,
+        "np": np_,
+        "launcher": "auto",
+        "timeout_s": 600,
+        "engine": {
+            "ops": ",".join(OPS),
+            "sizes": [size],
+            "coll_sizes": [size],
+            "sync": sync,
+            "timer": "tsc",
+            "stop": stop,
+            "coll_budget_s": budget_s,
+        },
+    }
     run_id = store.create_run("coll", f"repeatability {sync}", mpi.tag, mpi.launcher, np_, request)
     runner.run(store, run_id, request, mpi)
     return {c.op: summarize(c).time_s for c in store.colls(run_id)}
 
 
 def one_pingpong(store: Store, mpi: mpi_mod.MPIInstall, size: int) -> float:
-    request = {"benchmark": "p2p", "mpi": mpi.choice, "np": 2, "launcher": "auto",
-               "timeout_s": 600, "engine": {"ops": "pingpong", "sizes": [size], "timer": "tsc"}}
+    request = {
+        "benchmark": "p2p",
+        "mpi": mpi.choice,
+        "np": 2,
+        "launcher": "auto",
+        "timeout_s": 600,
+        "engine": {"ops": "pingpong", "sizes": [size], "timer": "tsc"},
+    }
     run_id = store.create_run("p2p", "repeatability floor", mpi.tag, mpi.launcher, 2, request)
     runner.run(store, run_id, request, mpi)
     return store.points(run_id)[0].median_s
@@ -53,8 +78,12 @@ def main() -> int:
     parser.add_argument("--np", type=int, default=2)
     parser.add_argument("--mpi", default="openmpi")
     parser.add_argument("--stop", default="b", help="window method's stop rule (a, b, rse:X)")
-    parser.add_argument("--coll-budget", type=float, default=1.0,
-                        help="seconds one collective point may take at most")
+    parser.add_argument(
+        "--coll-budget",
+        type=float,
+        default=1.0,
+        help="seconds one collective point may take at most",
+    )
     args = parser.parse_args()
     mpi = mpi_mod.resolve(args.mpi)
     engine.find(mpi)
@@ -67,17 +96,21 @@ def main() -> int:
                 result = one_run(store, mpi, args.np, size, sync, args.stop, args.coll_budget)
                 for op in OPS:
                     times.setdefault((op, method), []).append(result[op])
-                print(f"{i + 1:>3} {method:>7} " +
-                      " ".join(f"{result[op] * 1e6:>15.2f}" for op in OPS), flush=True)
+                print(
+                    f"{i + 1:>3} {method:>7} "
+                    + " ".join(f"{result[op] * 1e6:>15.2f}" for op in OPS),
+                    flush=True,
+                )
             times.setdefault(("pingpong", "floor"), []).append(one_pingpong(store, mpi, size))
-    print(f"\ncoefficient of variation over {args.runs} runs ({args.size}, {args.np} ranks, "
-          f"{mpi.tag}, window stop rule {args.stop}):")
+    print(
+        f"\ncoefficient of variation over {args.runs} runs ({args.size}, {args.np} ranks, "
+        f"{mpi.tag}, window stop rule {args.stop}):"
+    )
     for op, methods in [(op, ("window", "naive")) for op in OPS] + [("pingpong", ("floor",))]:
         for method in methods:
             xs = times[(op, method)]
             cv = statistics.stdev(xs) / statistics.mean(xs)
-            print(f"  {op:>9} {method:>7}: mean {statistics.mean(xs) * 1e6:9.2f} us, "
-                  f"CV {cv:6.2%}")
+            print(f"  {op:>9} {method:>7}: mean {statistics.mean(xs) * 1e6:9.2f} us, CV {cv:6.2%}")
     return 0
 
 

@@ -69,17 +69,20 @@ def main() -> int:
         numpy_solve(problem, cores)
         print(f"{'round':>5} {'node GFLOPS':>12} {'numpy GFLOPS':>13}")
         for i in range(args.rounds):
-            pair = [lambda: node.measure_point(n, place, 1, node.DEFAULT_SEED,
-                                               warmup=False).gflops[0],
-                    lambda: numpy_solve(problem, cores)]
+            pair = [
+                lambda: node.measure_point(n, place, 1, node.DEFAULT_SEED, warmup=False).gflops[0],
+                lambda: numpy_solve(problem, cores),
+            ]
             first, second = (0, 1) if i % 2 == 0 else (1, 0)
             got = {first: pair[first](), second: pair[second]()}
             ours.append(got[0])
             theirs.append(got[1])
             print(f"{i + 1:>5} {got[0]:>12.2f} {got[1]:>13.2f}", flush=True)
     mo, mt = statistics.median(ours), statistics.median(theirs)
-    print(f"median node {mo:.2f} GFLOPS, numpy.linalg.solve {mt:.2f} GFLOPS;"
-          f" ratio node/numpy {mo / mt:.3f} (goal >= 0.95)")
+    print(
+        f"median node {mo:.2f} GFLOPS, numpy.linalg.solve {mt:.2f} GFLOPS;"
+        f" ratio node/numpy {mo / mt:.3f} (goal >= 0.95)"
+    )
     return 0
 
 

@@ -34,11 +34,18 @@ def netpipe_round(mpi: mpi_mod.MPIInstall, max_bytes: int, workdir: Path) -> tup
     return times[8], peak
 
 
-def commscope_round(mpi: mpi_mod.MPIInstall, sizes: list[int],
-                    store_path: Path) -> tuple[float, float]:
+def commscope_round(
+    mpi: mpi_mod.MPIInstall, sizes: list[int], store_path: Path
+) -> tuple[float, float]:
     """Run commscope ping-pong once; return (8-byte one-way time s, peak bandwidth bytes/s)."""
-    request = {"benchmark": "p2p", "mpi": mpi.choice, "np": 2, "launcher": "auto",
-               "timeout_s": 600, "engine": {"ops": "pingpong", "sizes": sizes}}
+    request = {
+        "benchmark": "p2p",
+        "mpi": mpi.choice,
+        "np": 2,
+        "launcher": "auto",
+        "timeout_s": 600,
+        "engine": {"ops": "pingpong", "sizes": sizes},
+    }
     with Store.open(store_path) as store:
         run_id = store.create_run("p2p", "bench", mpi.tag, mpi.launcher, 2, request)
         runner.run(store, run_id, request, mpi)
@@ -62,8 +69,10 @@ def main() -> int:
         work = Path(tmp)
         print(f"{'round':>5} {'tool':>10} {'8 B latency (us)':>17} {'peak bw (MB/s)':>15}")
         for i in range(args.rounds):
-            for name, fn in (("netpipe", lambda: netpipe_round(mpi, max_bytes, work)),
-                             ("commscope", lambda: commscope_round(mpi, sizes, work / "s.sqlite"))):
+            for name, fn in (
+                ("netpipe", lambda: netpipe_round(mpi, max_bytes, work)),
+                ("commscope", lambda: commscope_round(mpi, sizes, work / "s.sqlite")),
+            ):
                 lat, peak = fn()
                 (theirs if name == "netpipe" else ours).append((lat, peak))
                 print(f"{i + 1:>5} {name:>10} {lat * 1e6:>17.3f} {peak / 1e6:>15.1f}", flush=True)

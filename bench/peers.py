@@ -112,8 +112,12 @@ class Setup:
 # ---------------------------------------------------------------- running commands
 
 
-def run_cmd(argv: list[str], env: dict[str, str], done: re.Pattern[str] | None = None,
-            timeout_s: float = TIMEOUT_S) -> Outcome:
+def run_cmd(
+    argv: list[str],
+    env: dict[str, str],
+    done: re.Pattern[str] | None = None,
+    timeout_s: float = TIMEOUT_S,
+) -> Outcome:
     """Run argv in its own process group; return its wall time and output.
 
     When ``done`` matches the output so far and the job is still running GRACE_S later, it
@@ -122,8 +126,14 @@ def run_cmd(argv: list[str], env: dict[str, str], done: re.Pattern[str] | None =
     out: list[str] = []
     complete = threading.Event()
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
     def read() -> None:
         assert proc.stdout is not None
@@ -133,13 +143,16 @@ def run_cmd(argv: list[str], env: dict[str, str], done: re.Pattern[str] | None =
                 complete.set()
 
     err: list[str] = []
-    readers = [threading.Thread(target=read, daemon=True),
-               threading.Thread(target=lambda: err.extend(proc.stderr or []), daemon=True)]
+    readers = [
+        threading.Thread(target=read, daemon=True),
+        threading.Thread(target=lambda: err.extend(proc.stderr or []), daemon=True),
+    ]
     for t in readers:
         t.start()
     verdict: dict[str, bool] = {}
-    watchdog = threading.Thread(target=_watch, args=(proc, complete, timeout_s, verdict),
-                                daemon=True)
+    watchdog = threading.Thread(
+        target=_watch, args=(proc, complete, timeout_s, verdict), daemon=True
+    )
     watchdog.start()
     proc.wait()  # blocking, so the wall time ends when the job does
     wall = time.perf_counter() - t0
@@ -156,8 +169,12 @@ def run_cmd(argv: list[str], env: dict[str, str], done: re.Pattern[str] | None =
     return Outcome(wall, text)
 
 
-def _watch(proc: subprocess.Popen[str], complete: threading.Event, timeout_s: float,
-           verdict: dict[str, bool]) -> None:
+def _watch(
+    proc: subprocess.Popen[str],
+    complete: threading.Event,
+    timeout_s: float,
+    verdict: dict[str, bool],
+) -> None:
     """Kill proc's group on timeout, or GRACE_S after its output was complete."""
     deadline = time.monotonic() + timeout_s
     while proc.poll() is None:
@@ -205,8 +222,7 @@ def build_peers(mpi: str, script: Path) -> Path:
     dest = cache / "commscope-peers" / mpi
     if not ((dest / OSU_PT2PT / "osu_latency").exists() and (dest / IMB).exists()):
         print(f"building OSU and IMB for {mpi} into {dest} (a few minutes)", flush=True)
-        subprocess.run([str(script), str(dest), mpi], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run([str(script), str(dest), mpi], check=True, stdout=subprocess.DEVNULL)
     return dest
 
 
@@ -216,14 +232,16 @@ def recv_buffer_args(cs: list[str], env: dict[str, str]) -> tuple[list[str], str
     return ["--recv-buffers", "one"], "--recv-buffers one (one buffer reused, as osu_bw)"
 
 
-def make_setup(choice: str, args: argparse.Namespace, tmp: Path, cs: list[str],
-               bw_args: list[str]) -> Setup:
+def make_setup(
+    choice: str, args: argparse.Namespace, tmp: Path, cs: list[str], bw_args: list[str]
+) -> Setup:
     mpi = mpi_mod.resolve(choice)
     workdir = tmp / choice
     workdir.mkdir()
     env = dict(os.environ, **launch.root_env())
-    return Setup(mpi, build_peers(choice, args.build_script), workdir, tmp / "store.sqlite",
-                 cs, env, bw_args)
+    return Setup(
+        mpi, build_peers(choice, args.build_script), workdir, tmp / "store.sqlite", cs, env, bw_args
+    )
 
 
 # ---------------------------------------------------------------- one tool, one figure
@@ -236,8 +254,19 @@ def job(s: Setup, program: list[str]) -> list[str]:
 
 def commscope_run(s: Setup, args: list[str]) -> tuple[Outcome, int | None]:
     """Run ``commscope run ARGS --json``; return the outcome and the stored run id."""
-    argv = [*s.commscope, "--store", str(s.store), "run", *args, "--mpi", s.mpi.choice,
-            "--np", "2", "--json", "--quiet"]
+    argv = [
+        *s.commscope,
+        "--store",
+        str(s.store),
+        "run",
+        *args,
+        "--mpi",
+        s.mpi.choice,
+        "--np",
+        "2",
+        "--json",
+        "--quiet",
+    ]
     o = run_cmd(argv, s.env)
     if o.error:
         return o, None
@@ -262,8 +291,17 @@ def cs_p2p(s: Setup, op: str, size: int) -> tuple[Outcome, float, int | None]:
 
 def cs_a2a(s: Setup, sync: str | None) -> A2ARun:
     """commscope Alltoall at 1 MiB, default window method or ``--sync barrier``."""
-    o, run_id = commscope_run(s, ["coll", "--ops", "alltoall", "--sizes", str(A2A_SIZE),
-                                  *(["--sync", sync] if sync else [])])
+    o, run_id = commscope_run(
+        s,
+        [
+            "coll",
+            "--ops",
+            "alltoall",
+            "--sizes",
+            str(A2A_SIZE),
+            *(["--sync", sync] if sync else []),
+        ],
+    )
     if run_id is None:
         return A2ARun(math.nan, math.nan, ("failed",), o.wall_s)
     with Store.open(s.store) as store:
@@ -295,7 +333,7 @@ def imb_row(o: Outcome, size: int) -> dict[str, float]:
     for i, line in enumerate(lines):
         if line.lstrip().startswith("#bytes"):
             names = line.split()
-            for row in lines[i + 1:]:
+            for row in lines[i + 1 :]:
                 cols = row.split()
                 if cols and cols[0] == str(size):
                     return dict(zip(names, map(float, cols), strict=False))
@@ -463,15 +501,21 @@ def print_header() -> None:
     print(f"{'':>5} {'mpi':>8} {'tool':>10}" + "".join(f"{t:>{w}}" for t, w, _, _ in COLUMNS))
 
 
-def print_rows(label: str, mpi: str, rows: dict[str, list[float]],
-               ratios: dict[str, float]) -> None:
+def print_rows(
+    label: str, mpi: str, rows: dict[str, list[float]], ratios: dict[str, float]
+) -> None:
     for tool, values in rows.items():
         if all(not math.isfinite(v) for v in values):
             continue
-        print(f"{label:>5} {mpi:>8} {tool:>10}" + "".join(
-            fmt(v, f, w) for v, (_, w, _, f) in zip(values, COLUMNS, strict=True)))
-    print(f"{label:>5} {mpi:>8} {'ratio':>10}" + "".join(
-        fmt(ratios.get(t, math.nan), "{:.2f}x", w) for t, w, _, _ in COLUMNS), flush=True)
+        print(
+            f"{label:>5} {mpi:>8} {tool:>10}"
+            + "".join(fmt(v, f, w) for v, (_, w, _, f) in zip(values, COLUMNS, strict=True))
+        )
+    print(
+        f"{label:>5} {mpi:>8} {'ratio':>10}"
+        + "".join(fmt(ratios.get(t, math.nan), "{:.2f}x", w) for t, w, _, _ in COLUMNS),
+        flush=True,
+    )
 
 
 def cell_rows(cells: dict[str, Cell]) -> dict[str, list[float]]:
@@ -501,22 +545,29 @@ def hog_check(cells: dict[str, Cell]) -> HogCheck:
     flagged = sum(1 for r in loaded if r.warnings)
     off = sum(1 for r in loaded if not r.warnings and not r.median_s <= 1.1 * quiet)
     quiet_off = sum(1 for r in c.a2a["quiet"] if r.median_s > 1.1 * quiet)
-    return HogCheck(len(loaded), flagged, off,
-                    ratio(median([r.median_s for r in loaded]), quiet), quiet_off)
+    return HogCheck(
+        len(loaded), flagged, off, ratio(median([r.median_s for r in loaded]), quiet), quiet_off
+    )
 
 
 def print_notes(label: str, mpi: str, cells: dict[str, Cell]) -> None:
     h = hog_check(cells)
     windows = ", ".join(f"{b // MIB} MiB {w}" for b, w in cells["commscope"].window.items())
-    print(f"{label:>5} {mpi:>8} commscope bw window (messages in flight): {windows}; "
-          "osu_bw 64, IMB Uniband 256")
-    print(f"{label:>5} {mpi:>8} commscope under the hog: median {h.ratio:.2f}x quiet, "
-          f"{h.flagged} of {h.runs} runs flagged, {h.off} unflagged above 1.1x the quiet "
-          f"median (quiet runs above it: {h.quiet_off})")
+    print(
+        f"{label:>5} {mpi:>8} commscope bw window (messages in flight): {windows}; "
+        "osu_bw 64, IMB Uniband 256"
+    )
+    print(
+        f"{label:>5} {mpi:>8} commscope under the hog: median {h.ratio:.2f}x quiet, "
+        f"{h.flagged} of {h.runs} runs flagged, {h.off} unflagged above 1.1x the quiet "
+        f"median (quiet runs above it: {h.quiet_off})"
+    )
     for tool, c in cells.items():
         if c.hung:
-            print(f"{'':>5} {mpi:>8} {tool}: {c.hung} invocation(s) killed after their output "
-                  "(stuck in MPI_Finalize); their wall times are left out")
+            print(
+                f"{'':>5} {mpi:>8} {tool}: {c.hung} invocation(s) killed after their output "
+                "(stuck in MPI_Finalize); their wall times are left out"
+            )
         for e in c.errors:
             print(f"{'':>5} {mpi:>8} {tool}: {e}")
 
@@ -544,26 +595,36 @@ def check_targets(rounds: list[dict[str, dict[str, Cell]]], mpis: list[str]) -> 
     for mpi in mpis:
         per = [r[mpi] for r in rounds]
         lat = median([round_ratios(p)["8 B us"] for p in per])
-        print(f"{verdict(lat <= 1.0)} {mpi}: 8 B latency {lat:.2f}x min(osu_latency, IMB) "
-              "(target <= 1.0x)")
+        print(
+            f"{verdict(lat <= 1.0)} {mpi}: 8 B latency {lat:.2f}x min(osu_latency, IMB) "
+            "(target <= 1.0x)"
+        )
         for size, title in zip(BW_SIZES, ("1MiB MB/s", "4MiB MB/s"), strict=True):
             r = median([round_ratios(p)[title] for p in per])
-            print(f"{verdict(r >= 0.95)} {mpi}: bw {size // MIB} MiB {r:.2f}x osu_bw "
-                  "(target >= 0.95x)")
+            print(
+                f"{verdict(r >= 0.95)} {mpi}: bw {size // MIB} MiB {r:.2f}x osu_bw "
+                "(target >= 0.95x)"
+            )
         q = median([cv(times(p["commscope"], "quiet")) for p in per])
-        print(f"{verdict(q <= 0.03)} {mpi}: Alltoall 1 MiB quiet CV {q:.1%} over each round's "
-              "runs, window method (target <= 3 %)")
+        print(
+            f"{verdict(q <= 0.03)} {mpi}: Alltoall 1 MiB quiet CV {q:.1%} over each round's "
+            "runs, window method (target <= 3 %)"
+        )
         checks = [hog_check(p) for p in per]
         off = sum(h.off for h in checks)
         hog_ratio = median([h.ratio for h in checks])
-        print(f"{verdict(off == 0)} {mpi}: with a hog, {off} unflagged run(s) above 1.1x the "
-              f"quiet median (median {hog_ratio:.2f}x quiet; "
-              f"{sum(h.flagged for h in checks)} of {sum(h.runs for h in checks)} flagged; "
-              f"quiet runs above 1.1x their own median: {sum(h.quiet_off for h in checks)})")
+        print(
+            f"{verdict(off == 0)} {mpi}: with a hog, {off} unflagged run(s) above 1.1x the "
+            f"quiet median (median {hog_ratio:.2f}x quiet; "
+            f"{sum(h.flagged for h in checks)} of {sum(h.runs for h in checks)} flagged; "
+            f"quiet runs above 1.1x their own median: {sum(h.quiet_off for h in checks)})"
+        )
         for name, title in (("lat8", "8 B ping-pong"), (f"bw{4 * MIB}", "4 MiB bw")):
             w = median([p["commscope"].wall.get(name, math.nan) for p in per])
-            print(f"{verdict(w <= 1.0)} {mpi}: one-size p2p run ({title}) {w:.3f} s wall "
-                  "(target <= 1.0 s)")
+            print(
+                f"{verdict(w <= 1.0)} {mpi}: one-size p2p run ({title}) {w:.3f} s wall "
+                "(target <= 1.0 s)"
+            )
 
 
 # ---------------------------------------------------------------- main
@@ -571,13 +632,21 @@ def check_targets(rounds: list[dict[str, dict[str, Cell]]], mpis: list[str]) -> 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5,
-                        help="rounds (5: 7-11 minutes on this 2-core machine)")
-    parser.add_argument("--runs", type=int, default=8,
-                        help="Alltoall runs per tool and load in each round (CV over these)")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="rounds (5: 7-11 minutes on this 2-core machine)"
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=8,
+        help="Alltoall runs per tool and load in each round (CV over these)",
+    )
     parser.add_argument("--mpi", default="openmpi,mpich")
-    parser.add_argument("--quick", action="store_true",
-                        help="one round of 3 Alltoall runs: a smoke check, not figures")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="one round of 3 Alltoall runs: a smoke check, not figures",
+    )
     parser.add_argument("--build-script", type=Path, default=BUILD_SCRIPT)
     args = parser.parse_args()
     if args.quick:
@@ -596,19 +665,26 @@ def warm_up(s: Setup, has_netpipe: bool) -> None:
 
 def describe(setups: dict[str, Setup], bw_note: str, has_netpipe: bool, cpu: int) -> None:
     s0 = next(iter(setups.values()))
-    print(f"commscope {commscope.__version__} from {Path(commscope.__file__).parent}: "
-          f"{' '.join(s0.commscope)}")
+    print(
+        f"commscope {commscope.__version__} from {Path(commscope.__file__).parent}: "
+        f"{' '.join(s0.commscope)}"
+    )
     for name, s in setups.items():
-        print(f"{name}: {s.mpi.tag}, peers in {s.peers}; launch: "
-              f"{' '.join(job(s, ['PROGRAM']))}")
+        print(f"{name}: {s.mpi.tag}, peers in {s.peers}; launch: {' '.join(job(s, ['PROGRAM']))}")
     print(f"commscope bw receive buffers: {bw_note}")
-    print("bandwidth peers: osu_bw and IMB Uniband (both a window of Isends); latency: "
-          "osu_latency, IMB PingPong t[usec], NetPIPE's best trial")
-    print("Alltoall: commscope T (trimmed mean of valid launches), osu_alltoall Avg Latency, "
-          f"IMB t_avg; hog: a busy loop on cpu {cpu}")
+    print(
+        "bandwidth peers: osu_bw and IMB Uniband (both a window of Isends); latency: "
+        "osu_latency, IMB PingPong t[usec], NetPIPE's best trial"
+    )
+    print(
+        "Alltoall: commscope T (trimmed mean of valid launches), osu_alltoall Avg Latency, "
+        f"IMB t_avg; hog: a busy loop on cpu {cpu}"
+    )
     if sys.dont_write_bytecode:
-        print("note: PYTHONDONTWRITEBYTECODE is set: commscope's sources without a cached .pyc "
-              "are compiled at every start, which its wall times include")
+        print(
+            "note: PYTHONDONTWRITEBYTECODE is set: commscope's sources without a cached .pyc "
+            "are compiled at every start, which its wall times include"
+        )
     if not has_netpipe:
         print("NetPIPE: NPopenmpi not found (apt-get install netpipe-openmpi): left out")
     elif "mpich" in setups:
@@ -641,8 +717,10 @@ def main() -> int:
                 print_notes(str(r + 1), mpi, cells)
     summarize_rounds(rounds, mpis)
     check_targets(rounds, mpis)
-    print(f"\n{args.rounds} round(s), {args.runs} Alltoall runs per tool and load, "
-          f"{time.monotonic() - t_start:.0f} s in all")
+    print(
+        f"\n{args.rounds} round(s), {args.runs} Alltoall runs per tool and load, "
+        f"{time.monotonic() - t_start:.0f} s in all"
+    )
     return 0
 
 

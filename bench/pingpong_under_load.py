@@ -36,29 +36,46 @@ from commscope.units import parse_size_list
 BIND = ["-np", "2", "--bind-to", "core", "--map-by", "core"]
 
 
-def commscope_run(store: Store, mpi: mpi_mod.MPIInstall, sizes: list[int],
-                  label: str) -> dict[int, tuple[float, float, float, float, float, int]]:
+def commscope_run(
+    store: Store, mpi: mpi_mod.MPIInstall, sizes: list[int], label: str
+) -> dict[int, tuple[float, float, float, float, float, int]]:
     """Per size: bandwidth (B/s) at the kept and at the all-sample median, one sample's fastest
     wall time (s), the share of samples over twice that, the interrupted share, samples."""
-    request = {"benchmark": "p2p", "mpi": mpi.choice, "np": 2, "launcher": "auto",
-               "timeout_s": 600, "engine": {"ops": "pingpong", "sizes": sizes}}
+    request = {
+        "benchmark": "p2p",
+        "mpi": mpi.choice,
+        "np": 2,
+        "launcher": "auto",
+        "timeout_s": 600,
+        "engine": {"ops": "pingpong", "sizes": sizes},
+    }
     run_id = store.create_run("p2p", label, mpi.tag, mpi.launcher, 2, request)
     runner.run(store, run_id, request, mpi)
     out = {}
     for p in store.points(run_id):
         wall = 2 * p.iters_per_sample * np.asarray(p.samples_s)  # one sample's round trips
         every = p.bytes_per_sample / float(np.median(p.samples_s))
-        out[p.bytes] = (p.bandwidth_Bps, every, float(wall.min()),
-                        float((wall > 2 * wall.min()).mean()), p.interrupted_share, p.n_samples)
+        out[p.bytes] = (
+            p.bandwidth_Bps,
+            every,
+            float(wall.min()),
+            float((wall > 2 * wall.min()).mean()),
+            p.interrupted_share,
+            p.n_samples,
+        )
     return out
 
 
 def imb_run(mpi: mpi_mod.MPIInstall, peers: Path, sizes: list[int]) -> dict[int, float]:
     """IMB-MPI1 PingPong: bytes/s per size (its Mbytes/sec column is 10^6 bytes/s)."""
     lo, hi = min(sizes).bit_length() - 1, max(sizes).bit_length() - 1
-    text = subprocess.run([mpi.launcher, *BIND, str(peers / "imb" / "IMB-MPI1"), "PingPong",
-                           "-msglog", f"{lo}:{hi}"], capture_output=True, text=True,
-                          check=True, timeout=600).stdout
+    text = subprocess.run(
+        [mpi.launcher, *BIND, str(peers / "imb" / "IMB-MPI1"), "PingPong", "-msglog", f"{lo}:{hi}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout
     rows = re.findall(r"^\s+(\d+)\s+\d+\s+[\d.]+\s+([\d.]+)\s*$", text, re.M)
     return {int(m): float(mbs) * 1e6 for m, mbs in rows if int(m) in sizes}
 
@@ -66,8 +83,13 @@ def imb_run(mpi: mpi_mod.MPIInstall, peers: Path, sizes: list[int]) -> dict[int,
 def osu_run(mpi: mpi_mod.MPIInstall, peers: Path, sizes: list[int]) -> dict[int, float]:
     """osu_latency: bytes / one-way time per size."""
     exe = peers / "osu" / "c" / "mpi" / "pt2pt" / "standard" / "osu_latency"
-    text = subprocess.run([mpi.launcher, *BIND, str(exe), "-m", f"{min(sizes)}:{max(sizes)}"],
-                          capture_output=True, text=True, check=True, timeout=600).stdout
+    text = subprocess.run(
+        [mpi.launcher, *BIND, str(exe), "-m", f"{min(sizes)}:{max(sizes)}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout
     rows = re.findall(r"^(\d+)\s+([\d.]+)\s*$", text, re.M)
     return {int(m): int(m) / (float(us) * 1e-6) for m, us in rows if int(m) in sizes}
 
@@ -98,9 +120,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="1MiB,4MiB", help="powers of two")
     parser.add_argument("--mpi", default="openmpi")
-    parser.add_argument("--hog-cpu", default=str(sorted(os.sched_getaffinity(0))[1]),
-                        help="cpu the busy loop runs on, or 'any' to leave it to the scheduler"
-                        " [default: the second one, rank 1's]")
+    parser.add_argument(
+        "--hog-cpu",
+        default=str(sorted(os.sched_getaffinity(0))[1]),
+        help="cpu the busy loop runs on, or 'any' to leave it to the scheduler"
+        " [default: the second one, rank 1's]",
+    )
     args = parser.parse_args()
     mpi = mpi_mod.resolve(args.mpi)
     if mpi.family != "openmpi":
@@ -109,8 +134,10 @@ def main() -> int:
     sizes = parse_size_list(args.sizes)
     cpu = None if args.hog_cpu == "any" else int(args.hog_cpu)
     rows: dict[tuple[str, str, int], list[float]] = {}
-    print(f"{'round':>5} {'load':>5} {'tool':>13} {'bytes':>8} {'GB/s':>6}  commscope: sample,"
-          " share > 2x fastest, share interrupted, samples")
+    print(
+        f"{'round':>5} {'load':>5} {'tool':>13} {'bytes':>8} {'GB/s':>6}  commscope: sample,"
+        " share > 2x fastest, share interrupted, samples"
+    )
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "s.sqlite") as store:
         for i in range(args.rounds):
             for load in ("quiet", "hog"):
@@ -122,20 +149,31 @@ def main() -> int:
                     osu = osu_run(mpi, args.peers, sizes)
                 for m in sizes:
                     bw, every, wall, slow, hit, n = cs[m]
-                    found = (("commscope", bw), ("commscope-all", every), ("IMB", imb.get(m)),
-                             ("OSU", osu.get(m)))
+                    found = (
+                        ("commscope", bw),
+                        ("commscope-all", every),
+                        ("IMB", imb.get(m)),
+                        ("OSU", osu.get(m)),
+                    )
                     for tool, value in found:
                         if value is None:
                             continue
                         rows.setdefault((load, tool, m), []).append(value)
-                        extra = (f"  {wall * 1e3:.3f} ms, {slow:.0%}, {hit:.0%}, {n}"
-                                 if tool == "commscope" else "")
-                        print(f"{i + 1:>5} {load:>5} {tool:>13} {m:>8} {value / 1e9:>6.2f}"
-                              f"{extra}", flush=True)
+                        extra = (
+                            f"  {wall * 1e3:.3f} ms, {slow:.0%}, {hit:.0%}, {n}"
+                            if tool == "commscope"
+                            else ""
+                        )
+                        print(
+                            f"{i + 1:>5} {load:>5} {tool:>13} {m:>8} {value / 1e9:>6.2f}{extra}",
+                            flush=True,
+                        )
     print(f"\nmedian (min-max) GB/s over {args.rounds} rounds; hog on cpu {args.hog_cpu}:")
     for (load, tool, m), xs in sorted(rows.items()):
-        print(f"{load:>5} {tool:>13} {m:>8} {statistics.median(xs) / 1e9:6.2f} "
-              f"({min(xs) / 1e9:.2f}-{max(xs) / 1e9:.2f})")
+        print(
+            f"{load:>5} {tool:>13} {m:>8} {statistics.median(xs) / 1e9:6.2f} "
+            f"({min(xs) / 1e9:.2f}-{max(xs) / 1e9:.2f})"
+        )
     return 0
 
 

@@ -34,8 +34,11 @@ CORES_PER_SOCKET = {192: 6, 4096: 16, 65536: 32}
 SIZES = np.array([4 << 10, 64 << 10, 1 << 20, 16 << 20, 128 << 20], dtype=np.int64)
 # Peryshkova and Kurnosov 2018's degradation t(m, cf) / t(m, 1) at 128 MB, and a Hockney
 # baseline for t(m, 1).
-DEGRADATION = {"memory": [1, 1.21, 1.55, 1.96], "socket": [1, 1.85, 2.01, 2.20],
-               "nic": [1, 2.0, 2.8, 3.8, 4.4, 5.7, 6.4, 7.6]}
+DEGRADATION = {
+    "memory": [1, 1.21, 1.55, 1.96],
+    "socket": [1, 1.85, 2.01, 2.20],
+    "nic": [1, 2.0, 2.8, 3.8, 4.4, 5.7, 6.4, 7.6],
+}
 BASE = {"memory": (0.5e-6, 5e9), "socket": (0.8e-6, 4e9), "nic": (1.7e-6, 3.2e9)}
 
 
@@ -44,8 +47,12 @@ def cost() -> TableCost:
     for level, deg in DEGRADATION.items():
         alpha, beta = BASE[level]
         t1 = alpha + SIZES / beta
-        out[level] = LevelTable(level, SIZES, np.arange(1, len(deg) + 1, dtype=np.int64),
-                                t1[:, None] * np.array(deg)[None, :])
+        out[level] = LevelTable(
+            level,
+            SIZES,
+            np.arange(1, len(deg) + 1, dtype=np.int64),
+            t1[:, None] * np.array(deg)[None, :],
+        )
     return TableCost.from_tables(out, "Peryshkova and Kurnosov 2018 shapes")
 
 
@@ -64,20 +71,25 @@ def main() -> int:
     parser.add_argument("--procs", default="192,4096,65536")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--size", type=int, default=1 << 20, help="bytes per pair")
-    parser.add_argument("--full-max", type=int, default=192,
-                        help="also time the rank-by-rank count up to this p")
+    parser.add_argument(
+        "--full-max", type=int, default=192, help="also time the rank-by-rank count up to this p"
+    )
     args = parser.parse_args()
     tables = cost()
-    print(f"{'p':>6} {'block':>6} {'placements':>10} {'steps':>6} {'rank s':>9} {'goal':>6}"
-          f" {'full count s':>12}  best placement")
+    print(
+        f"{'p':>6} {'block':>6} {'placements':>10} {'steps':>6} {'rank s':>9} {'goal':>6}"
+        f" {'full count s':>12}  best placement"
+    )
     for p in (int(x) for x in args.procs.split(",")):
         cores = CORES_PER_SOCKET.get(p, 16)
         model = ClusterModel(f"{p} nodes", tuple(f"n{i}" for i in range(p)), 2, cores)
         placements = enumerate_placements(model, p)
         for block in (32, p):
             pattern = build("alltoall", p, args.size, block=block)
-            seconds, ranked = best_of(args.repeat if p <= 4096 else 1, partial(
-                rank_placements, model, pattern, tables, placements))
+            seconds, ranked = best_of(
+                args.repeat if p <= 4096 else 1,
+                partial(rank_placements, model, pattern, tables, placements),
+            )
             goal = GOALS_S.get(p)
             verdict = "" if goal is None else ("ok" if seconds <= goal else "MISSED")
             full = ""
@@ -88,8 +100,10 @@ def main() -> int:
                 full = f"{full_s:.3f}"
             top = ranked[0]
             steps = len(pattern.steps)
-            print(f"{p:>6} {block:>6} {len(placements):>10} {steps:>6} {seconds:>9.3f}"
-                  f" {verdict:>6} {full:>12}  {top.placement.label} ({top.time_s:.4g} s)")
+            print(
+                f"{p:>6} {block:>6} {len(placements):>10} {steps:>6} {seconds:>9.3f}"
+                f" {verdict:>6} {full:>12}  {top.placement.label} ({top.time_s:.4g} s)"
+            )
             sys.stdout.flush()
     return 0
 

@@ -53,25 +53,59 @@ def main() -> int:
     commscope(store, "vcluster", "down")
     try:
         commscope(store, "vcluster", "up", "--nodes", str(args.nodes), "--rate", args.rate)
-        run = json.loads(commscope(store, "run", "contention", "--vcluster", "--mpi", args.mpi,
-                                   "--ranks-per-node", "2", "--levels", "memory,nic",
-                                   "--sizes", args.sizes, "--json", "--quiet", *mca))["run"]
+        run = json.loads(
+            commscope(
+                store,
+                "run",
+                "contention",
+                "--vcluster",
+                "--mpi",
+                args.mpi,
+                "--ranks-per-node",
+                "2",
+                "--levels",
+                "memory,nic",
+                "--sizes",
+                args.sizes,
+                "--json",
+                "--quiet",
+                *mca,
+            )
+        )["run"]
         print(commscope(store, "show", str(run)))
         met = True
         for p in args.procs.split(","):
-            out = json.loads(commscope(store, "validate", "predict", "--procs", p, "--mpi",
-                                       args.mpi, "--tables", str(run), "--sizes", args.sizes,
-                                       "--vcluster", "--json"))
+            out = json.loads(
+                commscope(
+                    store,
+                    "validate",
+                    "predict",
+                    "--procs",
+                    p,
+                    "--mpi",
+                    args.mpi,
+                    "--tables",
+                    str(run),
+                    "--sizes",
+                    args.sizes,
+                    "--vcluster",
+                    "--json",
+                )
+            )
             print(f"p = {p}: placement, bytes, predicted ms, measured ms, error")
             for c in out["placements"]:
-                print(f"  {c['placement']:>5} {c['bytes']:>8} {c['predicted_s'] * 1e3:10.1f}"
-                      f" {c['measured_s'] * 1e3:10.1f} {c['relative_error']:+7.1%}")
+                print(
+                    f"  {c['placement']:>5} {c['bytes']:>8} {c['predicted_s'] * 1e3:10.1f}"
+                    f" {c['measured_s'] * 1e3:10.1f} {c['relative_error']:+7.1%}"
+                )
             for v in out["sizes"]:
                 ok = v["kendall_tau"] == 1.0 and v["median_relative_error"] <= GOAL_MEDIAN_ERROR
                 met = met and ok
-                print(f"  {v['bytes']:>8} B: Kendall tau {v['kendall_tau']:.2f} (goal 1),"
-                      f" median |error| {v['median_relative_error']:.1%} (goal <= 15 %)"
-                      f"{'' if ok else '  MISSED'}")
+                print(
+                    f"  {v['bytes']:>8} B: Kendall tau {v['kendall_tau']:.2f} (goal 1),"
+                    f" median |error| {v['median_relative_error']:.1%} (goal <= 15 %)"
+                    f"{'' if ok else '  MISSED'}"
+                )
         print("goals met" if met else "goals missed")
         return 0
     finally:

@@ -34,8 +34,7 @@ from commscope.measure import engine, launch, runner
 from commscope.measure import mpi as mpi_mod
 
 POINT = ["p2p", "--sizes", "8", "--ops", "pingpong", "--np", "2", "--json", "--quiet"]
-COLUMNS = ("pass", "--version", "--help", "run --help", "mpirun", "engine", "run p2p",
-           "engine")
+COLUMNS = ("pass", "--version", "--help", "run --help", "mpirun", "engine", "run p2p", "engine")
 
 
 def commscope_argv() -> list[str]:
@@ -47,8 +46,9 @@ def commscope_argv() -> list[str]:
 def wall(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
     """Run ``argv`` to completion; return (wall seconds, stdout)."""
     t0 = time.perf_counter()
-    out = subprocess.run(argv, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         text=True, env=env)
+    out = subprocess.run(
+        argv, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
     return time.perf_counter() - t0, out.stdout
 
 
@@ -104,10 +104,12 @@ def main() -> int:
         ]
         bare_run()  # untimed as well: the first launch of the job pages the MPI in
         if sys.dont_write_bytecode:
-            print("note: PYTHONDONTWRITEBYTECODE is set: sources without a cached .pyc are"
-                  " compiled at every start (installed packages have theirs)")
+            print(
+                "note: PYTHONDONTWRITEBYTECODE is set: sources without a cached .pyc are"
+                " compiled at every start (installed packages have theirs)"
+            )
         print(f"commscope: {' '.join(cs)}")
-        print(f"run:       {' '.join(run_point[len(cs):])}")
+        print(f"run:       {' '.join(run_point[len(cs) :])}")
         print(f"bare job:  {' '.join(job.argv)}")
         print(f"{'round':>5}" + "".join(f"{c:>11}" for c in COLUMNS) + "   (ms)")
         rows: list[list[float]] = []
@@ -123,20 +125,28 @@ def main() -> int:
 
     print(f"\nmedians of {args.rounds} rounds, ms:")
     print(f"  python -c pass                {med[0] * 1e3:8.1f}")
-    print(f"  commscope --version           {med[1] * 1e3:8.1f}"
-          f"   ({median_ms(lambda r: r[1] - r[0]):.1f} beyond python -c pass)")
+    print(
+        f"  commscope --version           {med[1] * 1e3:8.1f}"
+        f"   ({median_ms(lambda r: r[1] - r[0]):.1f} beyond python -c pass)"
+    )
     print(f"  commscope --help              {med[2] * 1e3:8.1f}")
     print(f"  commscope run --help          {med[3] * 1e3:8.1f}")
-    print(f"  bare mpirun, one point        {med[4] * 1e3:8.1f}"
-          f"   (engine measuring {med[5] * 1e3:.1f}, launch and MPI start/end"
-          f" {median_ms(lambda r: r[4] - r[5]):.1f})")
-    print(f"  commscope run, one point      {med[6] * 1e3:8.1f}"
-          f"   (engine measuring {med[7] * 1e3:.1f}, the rest"
-          f" {median_ms(lambda r: r[6] - r[7]):.1f})")
+    print(
+        f"  bare mpirun, one point        {med[4] * 1e3:8.1f}"
+        f"   (engine measuring {med[5] * 1e3:.1f}, launch and MPI start/end"
+        f" {median_ms(lambda r: r[4] - r[5]):.1f})"
+    )
+    print(
+        f"  commscope run, one point      {med[6] * 1e3:8.1f}"
+        f"   (engine measuring {med[7] * 1e3:.1f}, the rest"
+        f" {median_ms(lambda r: r[6] - r[7]):.1f})"
+    )
     overhead = median_ms(lambda r: (r[6] - r[7]) - (r[4] - r[5]))
-    print(f"  driver overhead per run       {overhead:8.1f}"
-          f"   (run minus bare, measuring taken out; {median_ms(lambda r: r[6] - r[4]):.1f}"
-          " with it)")
+    print(
+        f"  driver overhead per run       {overhead:8.1f}"
+        f"   (run minus bare, measuring taken out; {median_ms(lambda r: r[6] - r[4]):.1f}"
+        " with it)"
+    )
     return 0
 
 

@@ -53,19 +53,38 @@ def figures(points: list[Point]) -> Figures:
     return by_size[8].latency_s, peak, best, big
 
 
-def nptcp_round(client: list[str], server: list[str], host: str, max_bytes: int,
-                workdir: Path) -> Figures:
+def nptcp_round(
+    client: list[str], server: list[str], host: str, max_bytes: int, workdir: Path
+) -> Figures:
     """Run NPtcp once (receiver in ``server``, transmitter in ``client``)."""
     out = workdir / "np.out"
     out.unlink(missing_ok=True)
-    receiver = subprocess.Popen([*server, "NPtcp", "-P", str(NPTCP_PORT)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+    receiver = subprocess.Popen(
+        [*server, "NPtcp", "-P", str(NPTCP_PORT)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         time.sleep(0.5)  # NPtcp prints nothing when it listens
-        subprocess.run([*client, "NPtcp", "-h", host, "-P", str(NPTCP_PORT), "-o", str(out),
-                        "-u", str(max_bytes)], check=True, capture_output=True, timeout=900,
-                       cwd=workdir)
+        subprocess.run(
+            [
+                *client,
+                "NPtcp",
+                "-h",
+                host,
+                "-P",
+                str(NPTCP_PORT),
+                "-o",
+                str(out),
+                "-u",
+                str(max_bytes),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=900,
+            cwd=workdir,
+        )
     finally:
         try:
             os.killpg(receiver.pid, signal.SIGKILL)
@@ -78,8 +97,12 @@ def nptcp_round(client: list[str], server: list[str], host: str, max_bytes: int,
 
 def commscope_round(where: dict[str, Any], sizes: list[int], store_path: Path) -> Figures:
     """Run commscope's TCP ping-pong once at ``where`` (loopback or vcluster)."""
-    request = {"benchmark": "tcp", "timeout_s": 900, "where": where,
-               "tcp": {"mode": "pingpong", "sizes": sizes, "sockbuf": 0}}
+    request = {
+        "benchmark": "tcp",
+        "timeout_s": 900,
+        "where": where,
+        "tcp": {"mode": "pingpong", "sizes": sizes, "sockbuf": 0},
+    }
     with Store.open(store_path) as store:
         run_id = store.create_run("tcp", "bench", None, where["kind"], 2, request)
         session.run(store, run_id, request)
@@ -89,22 +112,31 @@ def commscope_round(where: dict[str, Any], sizes: list[int], store_path: Path) -
 def compare(name: str, rounds: int, tools: dict[str, Any]) -> None:
     results: dict[str, list[Figures]] = {tool: [] for tool in tools}
     print(f"\n{name}")
-    print(f"{'round':>5} {'tool':>10} {'8 B latency (us)':>17} {'peak (MB/s)':>12} "
-          f"{'best':>8} {'peak >= 256K':>13}")
+    print(
+        f"{'round':>5} {'tool':>10} {'8 B latency (us)':>17} {'peak (MB/s)':>12} "
+        f"{'best':>8} {'peak >= 256K':>13}"
+    )
     for i in range(rounds):
         for tool, fn in tools.items():
             f = fn()
             results[tool].append(f)
-            print(f"{i + 1:>5} {tool:>10} {f[0] * 1e6:>17.2f} {f[1] / 1e6:>12.1f} "
-                  f"{f[2] / 1e6:>8.1f} {f[3] / 1e6:>13.1f}", flush=True)
+            print(
+                f"{i + 1:>5} {tool:>10} {f[0] * 1e6:>17.2f} {f[1] / 1e6:>12.1f} "
+                f"{f[2] / 1e6:>8.1f} {f[3] / 1e6:>13.1f}",
+                flush=True,
+            )
     med = {t: [statistics.median(f[k] for f in r) for k in range(4)] for t, r in results.items()}
     for tool, (lat, peak, best, big) in med.items():
-        print(f"median {tool:>10}: 8 B latency {lat * 1e6:.2f} us, peak {peak / 1e6:.1f} MB/s,"
-              f" best {best / 1e6:.1f} MB/s, peak >= 256K {big / 1e6:.1f} MB/s")
+        print(
+            f"median {tool:>10}: 8 B latency {lat * 1e6:.2f} us, peak {peak / 1e6:.1f} MB/s,"
+            f" best {best / 1e6:.1f} MB/s, peak >= 256K {big / 1e6:.1f} MB/s"
+        )
     c, n = med["commscope"], med["NPtcp"]
-    print(f"ratio commscope/NPtcp ({name}): latency {c[0] / n[0]:.3f} (goal <= 1.05), "
-          f"peak throughput {c[1] / n[1]:.3f} (goal >= 0.95), best {c[2] / n[2]:.3f}, "
-          f"peak >= 256K {c[3] / n[3]:.3f}")
+    print(
+        f"ratio commscope/NPtcp ({name}): latency {c[0] / n[0]:.3f} (goal <= 1.05), "
+        f"peak throughput {c[1] / n[1]:.3f} (goal >= 0.95), best {c[2] / n[2]:.3f}, "
+        f"peak >= 256K {c[3] / n[3]:.3f}"
+    )
 
 
 def main() -> int:
@@ -120,11 +152,16 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         if "loopback" in places:
-            compare("loopback", args.rounds, {
-                "NPtcp": lambda: nptcp_round([], [], "127.0.0.1", max_bytes, work),
-                "commscope": lambda: commscope_round({"kind": "loopback"}, sizes,
-                                                     work / "s.sqlite"),
-            })
+            compare(
+                "loopback",
+                args.rounds,
+                {
+                    "NPtcp": lambda: nptcp_round([], [], "127.0.0.1", max_bytes, work),
+                    "commscope": lambda: commscope_round(
+                        {"kind": "loopback"}, sizes, work / "s.sqlite"
+                    ),
+                },
+            )
         if "vcluster" in places:
             if os.geteuid() != 0:
                 print("\nvcluster: skipped, needs root")
@@ -133,11 +170,16 @@ def main() -> int:
             try:
                 a, b = (["ip", "netns", "exec", n.name] for n in state.nodes[:2])
                 host = state.nodes[1].address
-                compare("vcluster, 2 nodes at 1 gbit", args.rounds, {
-                    "NPtcp": lambda: nptcp_round(a, b, host, max_bytes, work),
-                    "commscope": lambda: commscope_round({"kind": "vcluster"}, sizes,
-                                                         work / "s.sqlite"),
-                })
+                compare(
+                    "vcluster, 2 nodes at 1 gbit",
+                    args.rounds,
+                    {
+                        "NPtcp": lambda: nptcp_round(a, b, host, max_bytes, work),
+                        "commscope": lambda: commscope_round(
+                            {"kind": "vcluster"}, sizes, work / "s.sqlite"
+                        ),
+                    },
+                )
             finally:
                 vcluster.down()
     return 0

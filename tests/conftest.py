@@ -28,13 +28,16 @@ def no_vcluster_up() -> None:
     hiding every cluster test behind a skip.
     """
     from commscope.measure import vcluster
+
     if not vcluster.STATE_FILE.exists():
         return
     if os.environ.get("CI") == "true":
         vcluster.down()
         return
-    pytest.skip("SKIPPED, NOT TESTED: a vcluster is up on this machine and this test would "
-                "remove it; run 'commscope vcluster down' first")
+    pytest.skip(
+        "SKIPPED, NOT TESTED: a vcluster is up on this machine and this test would "
+        "remove it; run 'commscope vcluster down' first"
+    )
 
 
 def have_mpi(family: str) -> bool:
@@ -53,13 +56,16 @@ class CLI:
     def argv(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "commscope", *args]
 
-    def __call__(self, *args: str, timeout: float = 600, check: bool = False,
-                 cwd: str | None = None) -> subprocess.CompletedProcess[str]:
-        out = subprocess.run(self.argv(*args), capture_output=True, text=True, env=self.env,
-                             timeout=timeout, cwd=cwd)
+    def __call__(
+        self, *args: str, timeout: float = 600, check: bool = False, cwd: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        out = subprocess.run(
+            self.argv(*args), capture_output=True, text=True, env=self.env, timeout=timeout, cwd=cwd
+        )
         if check and out.returncode != 0:
-            raise AssertionError(f"commscope {' '.join(args)} failed ({out.returncode}):\n"
-                                 f"{out.stdout}\n{out.stderr}")
+            raise AssertionError(
+                f"commscope {' '.join(args)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}"
+            )
         return out
 
 

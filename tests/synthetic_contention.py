@@ -26,18 +26,33 @@ def as_measured(transfer_s: TimeFn) -> TimeFn:
     return lambda m, cf: transfer_s(m, cf) / 2
 
 
-def records(level: str, fn: TimeFn, sizes: Iterable[int], cfs: Iterable[int],
-            reps: int = 3, in_flight: int = 1) -> list[Contention]:
+def records(
+    level: str,
+    fn: TimeFn,
+    sizes: Iterable[int],
+    cfs: Iterable[int],
+    reps: int = 3,
+    in_flight: int = 1,
+) -> list[Contention]:
     out = []
     for cf in cfs:
         pairs = [[2 * i, 2 * i + 1] for i in range(cf)]
         for m in sizes:
             t = fn(m, cf)
-            rec = record_from_dict({
-                "type": "contention", "level": level, "cf": cf, "bytes": m, "pairs": pairs,
-                "nruns": 10, "in_flight": in_flight, "start": "window",
-                "samples_s": [[t] * (2 * cf)] * reps,
-            }, f"synthetic contention {level} cf{cf} {m}")
+            rec = record_from_dict(
+                {
+                    "type": "contention",
+                    "level": level,
+                    "cf": cf,
+                    "bytes": m,
+                    "pairs": pairs,
+                    "nruns": 10,
+                    "in_flight": in_flight,
+                    "start": "window",
+                    "samples_s": [[t] * (2 * cf)] * reps,
+                },
+                f"synthetic contention {level} cf{cf} {m}",
+            )
             assert isinstance(rec, Contention)
             out.append(rec)
     return out

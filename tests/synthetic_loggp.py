@@ -34,9 +34,16 @@ class Model:
     timer_s: float = 30e-9
 
 
-def records(model: Model, sizes: list[int] | None = None, n: int = 10, samples: int = 11,
-            noise: float = 0.0, stretched: dict[int, float] | None = None,
-            pair: str = "intra-socket", seed: int = 1) -> list[LogGP]:
+def records(
+    model: Model,
+    sizes: list[int] | None = None,
+    n: int = 10,
+    samples: int = 11,
+    noise: float = 0.0,
+    stretched: dict[int, float] | None = None,
+    pair: str = "intra-socket",
+    seed: int = 1,
+) -> list[LogGP]:
     """One record per size; ``noise`` is the relative SD of every sample, ``stretched`` maps
     sizes to a factor applied to all their PRTT(n,0,s) samples (a descheduled rank)."""
     rng = np.random.default_rng(seed)
@@ -53,16 +60,26 @@ def records(model: Model, sizes: list[int] | None = None, n: int = 10, samples: 
         def noisy(value: float, count: int) -> list[float]:
             return [float(value * (1 + noise * x)) for x in rng.standard_normal(count)]
 
-        rec = record_from_dict({
-            "type": "loggp", "pair": pair, "ranks": [0, 1], "bytes": s, "n": n,
-            "delay_s": d, "wait_s": 2 * d, "warmup": 10,
-            "prtt_1_0_s": noisy(prtt1, samples),
-            "prtt_n_0_s": noisy((prtt1 + (n - 1) * gap) * factor, samples),
-            "prtt_n_d_s": noisy(prtt1 + (n - 1) * (o_s + d), samples),
-            "send_s": noisy(o_s + model.timer_s, n * samples),
-            "recv_s": noisy(o_r + model.timer_s, samples),
-            "timer_s": [model.timer_s] * 64, "stop": "rse",
-        }, f"synthetic loggp {s}")
+        rec = record_from_dict(
+            {
+                "type": "loggp",
+                "pair": pair,
+                "ranks": [0, 1],
+                "bytes": s,
+                "n": n,
+                "delay_s": d,
+                "wait_s": 2 * d,
+                "warmup": 10,
+                "prtt_1_0_s": noisy(prtt1, samples),
+                "prtt_n_0_s": noisy((prtt1 + (n - 1) * gap) * factor, samples),
+                "prtt_n_d_s": noisy(prtt1 + (n - 1) * (o_s + d), samples),
+                "send_s": noisy(o_s + model.timer_s, n * samples),
+                "recv_s": noisy(o_r + model.timer_s, samples),
+                "timer_s": [model.timer_s] * 64,
+                "stop": "rse",
+            },
+            f"synthetic loggp {s}",
+        )
         assert isinstance(rec, LogGP)
         out.append(rec)
     return out

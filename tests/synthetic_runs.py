@@ -21,18 +21,40 @@ WINDOW = 64
 
 
 def header(nodes: tuple[str, str] = ("n0", "n1")) -> Header:
-    ranks = [{"rank": i, "node": nodes[i // 2], "node_index": i // 2, "socket": i % 2,
-              "cpu": i, "pid": 100 + i, "affinity": [i]} for i in range(4)]
-    rec = record_from_dict({
-        "type": "header", "schema_version": 1, "engine_version": "0.1.0",
-        "mpi": {"library_version": "Open MPI v4.1.4, package: Debian OpenMPI", "standard": "3.1"},
-        "nranks": 4, "ranks": ranks, "socket_source": "hwloc",
-        "timer": {"name": "monotonic_raw", "resolution_s": 1e-9, "overhead_s": 2.5e-8},
-        "pairs": [{"label": "intra-socket", "ranks": [0, 1]},
-                  {"label": "inter-node", "ranks": [0, 2]}],
-        "options": {"ops": "pingpong,bw,bibw", "sizes": SIZES, "window": WINDOW},
-        "started_unix": 1732230000.0,
-    }, "synthetic header")
+    ranks = [
+        {
+            "rank": i,
+            "node": nodes[i // 2],
+            "node_index": i // 2,
+            "socket": i % 2,
+            "cpu": i,
+            "pid": 100 + i,
+            "affinity": [i],
+        }
+        for i in range(4)
+    ]
+    rec = record_from_dict(
+        {
+            "type": "header",
+            "schema_version": 1,
+            "engine_version": "0.1.0",
+            "mpi": {
+                "library_version": "Open MPI v4.1.4, package: Debian OpenMPI",
+                "standard": "3.1",
+            },
+            "nranks": 4,
+            "ranks": ranks,
+            "socket_source": "hwloc",
+            "timer": {"name": "monotonic_raw", "resolution_s": 1e-9, "overhead_s": 2.5e-8},
+            "pairs": [
+                {"label": "intra-socket", "ranks": [0, 1]},
+                {"label": "inter-node", "ranks": [0, 2]},
+            ],
+            "options": {"ops": "pingpong,bw,bibw", "sizes": SIZES, "window": WINDOW},
+            "started_unix": 1732230000.0,
+        },
+        "synthetic header",
+    )
     assert isinstance(rec, Header)
     return rec
 
@@ -53,9 +75,18 @@ def points(pair: str, ranks: tuple[int, int], seed: int = 0) -> list[Point]:
         for size, ti in zip(SIZES, t, strict=True):
             msgs = 1 if op == "pingpong" else WINDOW * (2 if op == "bibw" else 1)
             samples = ti * msgs * np.exp(rng.normal(0, 0.01, 12))
-            data = {"type": "point", "op": op, "pair": pair, "ranks": list(ranks),
-                    "bytes": size, "bytes_per_sample": size * msgs, "iters_per_sample": 10,
-                    "warmup": 2, "samples_s": [float(s) for s in samples], "stop": "rse"}
+            data = {
+                "type": "point",
+                "op": op,
+                "pair": pair,
+                "ranks": list(ranks),
+                "bytes": size,
+                "bytes_per_sample": size * msgs,
+                "iters_per_sample": 10,
+                "warmup": 2,
+                "samples_s": [float(s) for s in samples],
+                "stop": "rse",
+            }
             if op != "pingpong":
                 data["window"] = WINDOW
             rec = record_from_dict(data, f"synthetic {op} {size}")
@@ -76,12 +107,24 @@ def colls(seed: int = 1) -> list[Coll]:
             for i in rng.choice(n, 4, replace=False):
                 flags[int(i)] = int(rng.integers(1, 4))
                 times[int(i)] *= 3.0
-            rec = record_from_dict({
-                "type": "coll", "op": op, "group": "world", "nranks": 4, "bytes": size,
-                "root": 0 if op == "bcast" else None, "method": "window", "buffers": "cold",
-                "times_s": [float(t) for t in times], "flags": flags, "stage": [1] * n,
-                "windows_s": [float(times.max() * 1.1)], "stop": "rule_b",
-            }, f"synthetic {op} {size}")
+            rec = record_from_dict(
+                {
+                    "type": "coll",
+                    "op": op,
+                    "group": "world",
+                    "nranks": 4,
+                    "bytes": size,
+                    "root": 0 if op == "bcast" else None,
+                    "method": "window",
+                    "buffers": "cold",
+                    "times_s": [float(t) for t in times],
+                    "flags": flags,
+                    "stage": [1] * n,
+                    "windows_s": [float(times.max() * 1.1)],
+                    "stop": "rule_b",
+                },
+                f"synthetic {op} {size}",
+            )
             assert isinstance(rec, Coll)
             out.append(rec)
     return out
@@ -93,8 +136,10 @@ def store_run(path: Path, label: str, with_colls: bool = True) -> int:
         run_id = store.create_run("p2p", label, "openmpi-4.1.4", "mpirun", 4, {"np": 4})
         seg = store.start_segment(run_id, ["mpirun", "-n", "4", "commscope-engine"])
         store.set_header(run_id, seg, header())
-        records: list[Point | Coll] = [*points("intra-socket", (0, 1)),
-                                       *points("inter-node", (0, 2), seed=5)]
+        records: list[Point | Coll] = [
+            *points("intra-socket", (0, 1)),
+            *points("inter-node", (0, 2), seed=5),
+        ]
         if with_colls:
             records += colls()
         for rec in records:

@@ -51,30 +51,38 @@ def check_target(path: str | os.PathLike[str], flag: str | None = None) -> Path:
     where = _name(flag, path)
     text = os.fspath(path)
     if not text:
-        raise UsageError(f"{flag or 'output path'}: empty file name; give a file name such as"
-                         " out.html")
+        raise UsageError(
+            f"{flag or 'output path'}: empty file name; give a file name such as out.html"
+        )
     target = Path(os.path.realpath(os.path.expanduser(text)))
     try:
         mode = os.stat(target).st_mode
     except (FileNotFoundError, NotADirectoryError):  # the folder checks below say which
         mode = None
     except OSError as err:
-        raise UsageError(f"{where}: cannot be examined ({err.strerror}); choose another"
-                         " path") from None
+        raise UsageError(
+            f"{where}: cannot be examined ({err.strerror}); choose another path"
+        ) from None
     if mode is not None and not stat.S_ISREG(mode):
         kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-        fix = (f"give a file name inside it, e.g. {os.path.join(text, 'out.html')}"
-               if stat.S_ISDIR(mode) else "give the path of a regular file instead")
+        fix = (
+            f"give a file name inside it, e.g. {os.path.join(text, 'out.html')}"
+            if stat.S_ISDIR(mode)
+            else "give the path of a regular file instead"
+        )
         raise UsageError(f"{where} is {kind}, not a regular file; {fix}")
     folder = target.parent
     if not folder.exists():
-        raise UsageError(f"{where}: folder {folder} does not exist; create it first"
-                         f" (mkdir -p {folder}) or choose another path")
+        raise UsageError(
+            f"{where}: folder {folder} does not exist; create it first"
+            f" (mkdir -p {folder}) or choose another path"
+        )
     if not folder.is_dir():
         raise UsageError(f"{where}: {folder} is not a folder; choose another path")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"{where}: folder {folder} is not writable; choose a folder you can"
-                         " write to")
+        raise UsageError(
+            f"{where}: folder {folder} is not writable; choose a folder you can write to"
+        )
     return target
 
 
@@ -122,8 +130,9 @@ def write_text(path: str | os.PathLike[str], text: str, flag: str | None = None)
         os.replace(tmp, target)
         tmp = None
     except OSError as err:
-        raise UsageError(f"{where}: cannot write ({err.strerror or err}); choose another"
-                         " path") from None
+        raise UsageError(
+            f"{where}: cannot write ({err.strerror or err}); choose another path"
+        ) from None
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)

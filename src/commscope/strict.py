@@ -55,8 +55,9 @@ def check_whole(value: object, lo: int, hi: int) -> int:
     return value
 
 
-def check_real(value: object, lo: float, hi: float, above: bool = False,
-               text: str | None = None) -> float:
+def check_real(
+    value: object, lo: float, hi: float, above: bool = False, text: str | None = None
+) -> float:
     """``value`` as a float if it is a finite number within the bounds.
 
     Args:
@@ -84,8 +85,9 @@ def check_real(value: object, lo: float, hi: float, above: bool = False,
 def _text(text: str, pattern: re.Pattern[str], fix: str, what: str) -> str:
     body = text.strip()
     if len(body) > MAX_NUMBER_CHARS:
-        raise NumberError(f"{shown(text)} has {len(body)} characters, too long for a number;"
-                          f" give {fix}")
+        raise NumberError(
+            f"{shown(text)} has {len(body)} characters, too long for a number; give {fix}"
+        )
     if not pattern.fullmatch(body):
         raise NumberError(f"{shown(text)} is not {what} in ASCII digits; give {fix}")
     return body

@@ -60,8 +60,10 @@ def parse_size(text: str, flag: str | None = None, most: int = MAX_MESSAGE_BYTES
         raise InputError(f"{where}size {shown(text)} is not understood; give {_FORMS}")
     value = int(match.group(1)) * _UNITS[match.group(2)]
     if value > most:
-        raise InputError(f"{where}size {shown(text)} is {value} bytes, above the limit of"
-                         f" {most} bytes; give a smaller size")
+        raise InputError(
+            f"{where}size {shown(text)} is {value} bytes, above the limit of"
+            f" {most} bytes; give a smaller size"
+        )
     return value
 
 
@@ -83,8 +85,9 @@ def parse_size_list(text: str, flag: str | None = None) -> list[int]:
     if not any(items):
         raise InputError(f"{where}size list {shown(text)} is empty; give sizes like 0,8,1K,1MiB")
     if "" in items:
-        raise InputError(f"{where}size list {shown(text)} has an empty item; remove the extra"
-                         " comma")
+        raise InputError(
+            f"{where}size list {shown(text)} has an empty item; remove the extra comma"
+        )
     if len(items) > MAX_SIZES:
         raise InputError(f"{where}size list has {len(items)} sizes; give at most {MAX_SIZES}")
     return sorted({parse_size(item, flag) for item in items})
@@ -135,6 +138,7 @@ def netpipe_schedule(max_bytes: int, perturbation: int = 3, include_zero: bool =
             if 1 <= size <= max_bytes:
                 sizes.add(size)
     return sorted(sizes)
+
 
 def size_text(nbytes: float, exact: bool = False) -> str:
     """A message size: "3075 B", "4 KiB", "128.0 KiB", "1.5 MiB".

@@ -15,8 +15,21 @@ GBIT_BPS = 1e9 / 8  # bytes per second of a 1 gbit link
 
 
 def _p2p(cli, family: str, sizes: str, ops: str = "pingpong,bw", rpn: int = 2) -> tuple:
-    out = cli("run", "p2p", "--vcluster", "--ranks-per-node", str(rpn), "--mpi", family,
-              "--sizes", sizes, "--ops", ops, "--json", timeout=900)
+    out = cli(
+        "run",
+        "p2p",
+        "--vcluster",
+        "--ranks-per-node",
+        str(rpn),
+        "--mpi",
+        family,
+        "--sizes",
+        sizes,
+        "--ops",
+        ops,
+        "--json",
+        timeout=900,
+    )
     assert out.returncode == 0, out.stderr
     run_id = json.loads(out.stdout)["run"]
     with Store.open(cli.store) as store:
@@ -37,8 +50,12 @@ def test_two_nodes_show_intra_and_inter_node_side_by_side(cli, cluster, family):
     # At 1 gbit this host's CPU is the limit (Open MPI's 1 MiB ping-pong: 78 MB/s; MPICH's bw
     # once 58 % of the rate): the floor says the shaped link carries the traffic, not its rate.
     assert 0.50 * GBIT_BPS <= peak <= 1.00 * GBIT_BPS, f"{peak / GBIT_BPS:.0%} of 1 gbit"
-    assert run.request["vcluster"] == {"nodes": 2, "ranks_per_node": 2, "rate": "1gbit",
-                                       "subnet": cluster.subnet}
+    assert run.request["vcluster"] == {
+        "nodes": 2,
+        "ranks_per_node": 2,
+        "rate": "1gbit",
+        "subnet": cluster.subnet,
+    }
 
 
 @pytest.mark.parametrize("cluster", [(4, "1gbit")], indirect=True)
@@ -65,8 +82,10 @@ def test_a_10mbit_link_is_about_ten_times_slower_than_100mbit(cli, cluster):
     vcluster.down()
     vcluster.up(2, "100mbit")
     fast = _one_way_time(cli, size)
-    print(f"\n256 KiB one-way: 10mbit {slow * 1e3:.2f} ms, 100mbit {fast * 1e3:.2f} ms, "
-          f"ratio {slow / fast:.1f}")
+    print(
+        f"\n256 KiB one-way: 10mbit {slow * 1e3:.2f} ms, 100mbit {fast * 1e3:.2f} ms, "
+        f"ratio {slow / fast:.1f}"
+    )
     assert 7 <= slow / fast <= 13
 
 
@@ -80,8 +99,21 @@ def test_nic_contention_of_two_pairs_is_close_to_two(cli, cluster):
     # times at 200 mbit, four ranks and the kernel's shaping ran out of CPU: ratios up to 2.5).
     # Without the TCP BTL's PUT protocol both directions of an exchange move at once, as the
     # table's t / 2 assumes.
-    out = cli("run", "contention", "--vcluster", "--mpi", "openmpi", "--levels", "nic",
-              "--sizes", "1MiB,4MiB", "--mca", NO_PUT, "--json", timeout=900)
+    out = cli(
+        "run",
+        "contention",
+        "--vcluster",
+        "--mpi",
+        "openmpi",
+        "--levels",
+        "nic",
+        "--sizes",
+        "1MiB,4MiB",
+        "--mca",
+        NO_PUT,
+        "--json",
+        timeout=900,
+    )
     assert out.returncode == 0, out.stderr
     with Store.open(cli.store) as store:
         from commscope.analysis.contention import tables
@@ -91,8 +123,10 @@ def test_nic_contention_of_two_pairs_is_close_to_two(cli, cluster):
     ratios = nic.degradation[:, 1]
     # One pair: each direction carries m in 2 t (t is half the exchange), at 6.25 MB/s.
     one_way = nic.sizes / (2 * nic.t_s[:, 0]) / 6.25e6
-    print(f"\nNIC degradation t(m,2)/t(m,1) at 1 MiB, 4 MiB: {ratios.round(2).tolist()};"
-          f" one pair uses {one_way.round(2).tolist()} of the rate each way")
+    print(
+        f"\nNIC degradation t(m,2)/t(m,1) at 1 MiB, 4 MiB: {ratios.round(2).tolist()};"
+        f" one pair uses {one_way.round(2).tolist()} of the rate each way"
+    )
     # A link shared fairly by two pairs: each takes about twice as long.
     assert all(1.6 <= r <= 2.4 for r in ratios), ratios
     # Both directions at once (with the PUT protocol one pair got 0.5 of it each way).

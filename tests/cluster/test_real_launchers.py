@@ -37,15 +37,25 @@ def node_map(run) -> list[str]:
 @pytest.mark.parametrize("cluster", [(2, "200mbit", BOTH)], indirect=True)
 def test_daemons_run_in_their_nodes_and_down_stops_every_one(cluster):
     daemons = vcluster.daemons()
-    assert set(daemons) == {"sshd-csnode1", "sshd-csnode2", "munged", "slurmctld",
-                            "slurmd-csnode1", "slurmd-csnode2"}
+    assert set(daemons) == {
+        "sshd-csnode1",
+        "sshd-csnode2",
+        "munged",
+        "slurmctld",
+        "slurmd-csnode1",
+        "slurmd-csnode2",
+    }
     assert all(vcluster.alive(pid) for pid in daemons.values()), daemons
     for node in ("csnode1", "csnode2"):
         for daemon in (f"sshd-{node}", f"slurmd-{node}"):
             assert sh("ip", "netns", "identify", str(daemons[daemon])).stdout.strip() == node
     assert sh("ssh", "csnode2", "hostname").stdout.strip() == "csnode2"
     assert sh("sinfo", "-h", "-N", "-o", "%N %T").stdout.split() == [
-        "csnode1", "idle", "csnode2", "idle"]
+        "csnode1",
+        "idle",
+        "csnode2",
+        "idle",
+    ]
     vcluster.down()
     assert not [name for name, pid in daemons.items() if vcluster.alive(pid)]
     assert_nothing_left()
@@ -59,8 +69,10 @@ def test_hostfile_runs_start_ranks_through_ssh(cli, cluster, family, tmp_path):
     hostfile.write_text("csnode1 slots=1\ncsnode2:1\n")
     logs = [vcluster.STATE_DIR / "ssh" / f"sshd-{n}.log" for n in ("csnode1", "csnode2")]
     for bench in (P2P, COLL):
-        run, points, colls = stored(cli, cli("run", *bench, "--mpi", family, "--hostfile",
-                                             str(hostfile), "--json", timeout=600))
+        run, points, colls = stored(
+            cli,
+            cli("run", *bench, "--mpi", family, "--hostfile", str(hostfile), "--json", timeout=600),
+        )
         assert node_map(run) == ["csnode1", "csnode2"]
         assert run.request["placement"]["hosts"] == [["csnode1", 1], ["csnode2", 1]]
         if bench is P2P:
@@ -76,9 +88,20 @@ def test_hostfile_runs_start_ranks_through_ssh(cli, cluster, family, tmp_path):
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
 def test_inside_an_allocation_ranks_start_with_srun(cli, cluster, family):
     need(have_mpi(family), f"{family} is not installed")
-    out = subprocess.run(["salloc", "-N", "2", "--ntasks-per-node", "1",
-                          *cli.argv("run", *P2P, "--mpi", family, "--json")],
-                         capture_output=True, text=True, env=cli.env, timeout=600)
+    out = subprocess.run(
+        [
+            "salloc",
+            "-N",
+            "2",
+            "--ntasks-per-node",
+            "1",
+            *cli.argv("run", *P2P, "--mpi", family, "--json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=cli.env,
+        timeout=600,
+    )
     run, points, _ = stored(cli, out)
     assert run.request["launcher"] == "srun"
     assert run.request["slurm"]["plugin"] == ("pmix_v4" if family == "openmpi" else "pmi2")
@@ -91,8 +114,22 @@ def test_inside_an_allocation_ranks_start_with_srun(cli, cluster, family):
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
 def test_slurm_option_gets_an_allocation_and_gives_it_back(cli, cluster, family):
     need(have_mpi(family), f"{family} is not installed")
-    run, _, colls = stored(cli, cli("run", *COLL, "--mpi", family, "--slurm", "-N", "2",
-                                    "--ntasks-per-node", "2", "--json", timeout=600))
+    run, _, colls = stored(
+        cli,
+        cli(
+            "run",
+            *COLL,
+            "--mpi",
+            family,
+            "--slurm",
+            "-N",
+            "2",
+            "--ntasks-per-node",
+            "2",
+            "--json",
+            timeout=600,
+        ),
+    )
     assert run.request["slurm"]["own"] is True and run.request["np"] == 4
     assert node_map(run) == ["csnode1", "csnode1", "csnode2", "csnode2"]
     assert {c.op for c in colls} == {"alltoall", "bcast"}
@@ -120,8 +157,13 @@ def test_a_slurm_without_the_mpi_plugin_is_refused_in_one_line(cli, cluster, tmp
     conf = tmp_path / "slurm.conf"
     conf.write_text(Path("/etc/slurm/slurm.conf").read_text() + f"PluginDir={plugins}\n")
     env = dict(cli.env, SLURM_CONF=str(conf))
-    out = subprocess.run(cli.argv("run", *P2P, "--mpi", "mpich", "--slurm"), env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        cli.argv("run", *P2P, "--mpi", "mpich", "--slurm"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "pmi2" in lines[0] and "srun --mpi=list" in lines[0], lines

@@ -41,14 +41,33 @@ def run_tcp(cli, *args: str) -> list[dict]:
 def _iperf3(state: vcluster.ClusterState, *args: str) -> dict:
     """Run iperf3 from node 1 to a one-shot server on node 2; its JSON output."""
     a, b = state.nodes[0], state.nodes[1]
-    server = subprocess.Popen(["ip", "netns", "exec", b.name, "iperf3", "-s", "-1", "-p",
-                               str(IPERF_PORT)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    server = subprocess.Popen(
+        ["ip", "netns", "exec", b.name, "iperf3", "-s", "-1", "-p", str(IPERF_PORT)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         time.sleep(0.5)
-        out = subprocess.run(["ip", "netns", "exec", a.name, "iperf3", "-c", b.address, "-p",
-                              str(IPERF_PORT), *args, "-J"], capture_output=True,
-                             text=True, timeout=60, check=True)
+        out = subprocess.run(
+            [
+                "ip",
+                "netns",
+                "exec",
+                a.name,
+                "iperf3",
+                "-c",
+                b.address,
+                "-p",
+                str(IPERF_PORT),
+                *args,
+                "-J",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
     finally:
         server.kill()
         server.wait()
@@ -67,8 +86,10 @@ def iperf3_peak_Bps(state: vcluster.ClusterState, seconds: int = 6) -> float:
 def iperf3_bidir_Bps(state: vcluster.ClusterState, seconds: int = 10) -> tuple[float, float]:
     """iperf3 --bidir between nodes 1 and 2: bytes/s node 1 -> 2 and node 2 -> 1."""
     end = _iperf3(state, "-t", str(seconds), "--bidir")["end"]
-    return (end["sum_received"]["bits_per_second"] / 8,
-            end["sum_received_bidir_reverse"]["bits_per_second"] / 8)
+    return (
+        end["sum_received"]["bits_per_second"] / 8,
+        end["sum_received_bidir_reverse"]["bits_per_second"] / 8,
+    )
 
 
 def stream_vs_iperf3(run: dict, reference: tuple[float, float]) -> list[float]:
@@ -91,9 +112,11 @@ def test_stream_each_direction_keeps_up_with_iperf3_bidir(cli, two_nodes):
         reference = ((before[0] + after[0]) / 2, (before[1] + after[1]) / 2)
         ratios = stream_vs_iperf3(run, reference)
         rates = ", ".join(f"{d['rate_Bps'] / 1e6:.1f}" for d in run["stream"])
-        print(f"\nstream MB/s each way: {rates}; iperf3 --bidir {reference[0] / 1e6:.1f}, "
-              f"{reference[1] / 1e6:.1f}; ratios {', '.join(f'{r:.2f}' for r in ratios)}; "
-              f"retransmitted {[d['retrans'] for d in run['stream']]}")
+        print(
+            f"\nstream MB/s each way: {rates}; iperf3 --bidir {reference[0] / 1e6:.1f}, "
+            f"{reference[1] / 1e6:.1f}; ratios {', '.join(f'{r:.2f}' for r in ratios)}; "
+            f"retransmitted {[d['retrans'] for d in run['stream']]}"
+        )
         if min(ratios) >= 0.80:
             break
     assert run["status"] == "complete" and run["pair"] == "inter-node"
@@ -124,23 +147,40 @@ def test_pingpong_peak_is_within_10_percent_of_iperf3(cli, two_nodes):
         after = iperf3_peak_Bps(two_nodes)
         reference = (before + after) / 2
         peak = run["peak_bandwidth_Bps"]
-        print(f"\nping-pong peak {peak / 1e6:.1f} MB/s at {run['peak_bytes']} B; iperf3 "
-              f"{before / 1e6:.1f} and {after / 1e6:.1f} MB/s; ratio {peak / reference:.3f}")
+        print(
+            f"\nping-pong peak {peak / 1e6:.1f} MB/s at {run['peak_bytes']} B; iperf3 "
+            f"{before / 1e6:.1f} and {after / 1e6:.1f} MB/s; ratio {peak / reference:.3f}"
+        )
         if abs(peak / reference - 1) <= 0.10:
             break
     assert abs(peak / reference - 1) <= 0.10
 
 
 def test_socket_buffer_sweep_records_what_the_kernel_granted(cli, two_nodes):
-    runs = run_tcp(cli, "--sizes", "1,64K,1MiB", "--sockbuf", "default,16K,64K,128K,256K,512K",
-                   "--point-budget", "0.2")
-    assert [r["sockbuf_requested"] for r in runs] == [0, 16 << 10, 64 << 10, 128 << 10,
-                                                       256 << 10, 512 << 10]
+    runs = run_tcp(
+        cli,
+        "--sizes",
+        "1,64K,1MiB",
+        "--sockbuf",
+        "default,16K,64K,128K,256K,512K",
+        "--point-budget",
+        "0.2",
+    )
+    assert [r["sockbuf_requested"] for r in runs] == [
+        0,
+        16 << 10,
+        64 << 10,
+        128 << 10,
+        256 << 10,
+        512 << 10,
+    ]
     for r in runs:
-        print(f"\nsockbuf {r['sockbuf_requested']}: granted "
-              + ", ".join(f"{e['role']} {e['sndbuf']}/{e['rcvbuf']}" for e in r["ends"])
-              + f"; latency {r['latency_s'] * 1e6:.1f} us, peak {r['peak_bandwidth_Bps'] / 1e6:.1f}"
-              " MB/s")
+        print(
+            f"\nsockbuf {r['sockbuf_requested']}: granted "
+            + ", ".join(f"{e['role']} {e['sndbuf']}/{e['rcvbuf']}" for e in r["ends"])
+            + f"; latency {r['latency_s'] * 1e6:.1f} us, peak {r['peak_bandwidth_Bps'] / 1e6:.1f}"
+            " MB/s"
+        )
         assert r["status"] == "complete" and r["points"] == 3
         for end in r["ends"]:
             if r["sockbuf_requested"] == 0:

@@ -47,8 +47,11 @@ def assert_nothing_left() -> None:
     for name in ("slurm.conf", "cgroup.conf", "mpi.conf", "topology.conf"):
         path = os.path.join("/etc/slurm", name)
         assert not (os.path.exists(path) and "commscope-vcluster" in open(path).read()), path
-    assert not [p for p in os.listdir("/etc/netns") if p.startswith(vcluster.NODE_PREFIX)] \
-        if os.path.isdir("/etc/netns") else True
+    assert (
+        not [p for p in os.listdir("/etc/netns") if p.startswith(vcluster.NODE_PREFIX)]
+        if os.path.isdir("/etc/netns")
+        else True
+    )
 
 
 def ping(node: str, target: str) -> None:
@@ -99,7 +102,8 @@ def test_every_link_is_shaped_both_ways(fresh):
             # tc shows the queue limit as the time its bytes beyond the bucket take to send.
             opts = qdisc["options"]
             assert opts["lat"] * 1e-6 * opts["rate"] + opts["burst"] == pytest.approx(
-                vcluster.queue_bytes(200_000_000), rel=0.02)
+                vcluster.queue_bytes(200_000_000), rel=0.02
+            )
 
 
 def test_up_twice_is_safe_and_a_different_cluster_asks_for_down(fresh):

@@ -41,9 +41,23 @@ def test_the_busy_clock_is_plausible_on_one_and_on_every_core(program):
 
 def test_every_repeat_is_reported_per_cpu(program):
     (first, *_) = pinning.allowed_cpus()
-    out = subprocess.run([str(program), "--cpus", str(first), "--adds", "1000000",
-                          "--repeats", "3", "--warmup", "0"],
-                         capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [
+            str(program),
+            "--cpus",
+            str(first),
+            "--adds",
+            "1000000",
+            "--repeats",
+            "3",
+            "--warmup",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     line = json.loads(out.stdout)
     assert line["timer"] == "CLOCK_MONOTONIC_RAW" and line["repeats"] == 3
     (entry,) = line["cpus"]
@@ -51,10 +65,19 @@ def test_every_repeat_is_reported_per_cpu(program):
     assert busyclock.parse(line).ghz == max(entry["ghz"])
 
 
-@pytest.mark.parametrize("args", [
-    [], ["--cpus", ""], ["--cpus", "0,0"], ["--cpus", "x"], ["--cpus", "0", "--adds", "-5"],
-    ["--cpus", "0", "--repeats", "0"], ["--cpus", "0", "--warmup", "nan"], ["--bogus", "1"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["--cpus", ""],
+        ["--cpus", "0,0"],
+        ["--cpus", "x"],
+        ["--cpus", "0", "--adds", "-5"],
+        ["--cpus", "0", "--repeats", "0"],
+        ["--cpus", "0", "--warmup", "nan"],
+        ["--bogus", "1"],
+    ],
+)
 def test_bad_options_exit_2_with_one_line(program, args):
     out = subprocess.run([str(program), *args], capture_output=True, text=True, timeout=30)
     assert out.returncode == 2, out

@@ -25,14 +25,28 @@ def test_wait_patterns_are_within_1us_of_their_true_times(cli):
     runs = 0
     for _ in range(3):
         runs += 1
-        out = cli("validate", "timers", "--mpi", "openmpi", "--np", "2",
-                  "--timers", "tsc,monotonic_raw", "--syncs", "linear,drift", "--json",
-                  check=True)
+        out = cli(
+            "validate",
+            "timers",
+            "--mpi",
+            "openmpi",
+            "--np",
+            "2",
+            "--timers",
+            "tsc,monotonic_raw",
+            "--syncs",
+            "linear,drift",
+            "--json",
+            check=True,
+        )
         verdicts = json.loads(out.stdout)
         assert len(verdicts) == 4
         for v in verdicts:
-            ok = (abs(v["null_s"]) <= 1e-6 and abs(v["up_s"] - 2e-6) <= 1e-6
-                  and v["clock_error_s"] <= 1e-6)
+            ok = (
+                abs(v["null_s"]) <= 1e-6
+                and abs(v["up_s"] - 2e-6) <= 1e-6
+                and v["clock_error_s"] <= 1e-6
+            )
             assert v["trustworthy"] == ok, v  # the tool's own verdict says the same
             if ok:
                 good.setdefault((v["timer"], v["sync"]), v)
@@ -47,10 +61,30 @@ def test_wait_patterns_are_within_1us_of_their_true_times(cli):
 def _distorted_null(cli, sync: str) -> tuple[dict, dict, dict, list[dict]]:
     # Rank 1's clock is 1 s ahead and runs 100 ppm fast; a second of launches follows the sync
     # (the budget must bind: windows of a 0 us pattern let 20000 launches pass in 0.2 s).
-    out = cli("run", "coll", "--mpi", "openmpi", "--np", "2", "--ops", "waitpattern_null",
-              "--sync", sync, "--timer", "tsc", "--test-distort", "1:1.0:1e-4",
-              "--stop", "rse:0.0000001", "--max-launches", "1000000", "--coll-budget", "1",
-              "--json", check=True)
+    out = cli(
+        "run",
+        "coll",
+        "--mpi",
+        "openmpi",
+        "--np",
+        "2",
+        "--ops",
+        "waitpattern_null",
+        "--sync",
+        sync,
+        "--timer",
+        "tsc",
+        "--test-distort",
+        "1:1.0:1e-4",
+        "--stop",
+        "rse:0.0000001",
+        "--max-launches",
+        "1000000",
+        "--coll-budget",
+        "1",
+        "--json",
+        check=True,
+    )
     run_id = json.loads(out.stdout)["run"]
     with Store.open(cli.store) as store:
         (coll,) = store.colls(run_id)
@@ -73,9 +107,12 @@ def test_drift_aware_sync_survives_a_distorted_clock_where_linear_does_not(cli):
         # to the 1 s for as long as the timer has run (0.06 s seen in CI): within 0.2 s. A
         # disturbed run (a sync round trip of tenths of a second on a busy host) is retried
         # like a disturbed launch, whichever figure it spoilt.
-        held = (fitted["offset_s"] == pytest.approx(-1.0, abs=0.2)
-                and fitted["drift"] == pytest.approx(-1e-4, rel=0.05)  # the rate was found
-                and abs(drift["time_s"]) <= 1e-6 and drift_check["error_s"] <= 1e-6)
+        held = (
+            fitted["offset_s"] == pytest.approx(-1.0, abs=0.2)
+            and fitted["drift"] == pytest.approx(-1e-4, rel=0.05)  # the rate was found
+            and abs(drift["time_s"]) <= 1e-6
+            and drift_check["error_s"] <= 1e-6
+        )
         if held:
             break
     assert fitted["offset_s"] == pytest.approx(-1.0, abs=0.2)
@@ -90,11 +127,13 @@ def test_drift_aware_sync_survives_a_distorted_clock_where_linear_does_not(cli):
     # beyond what the estimates' round trips explain: the point is voided, not reported.
     assert linear_check["error_s"] > 20e-6 and linear_check["unexplained_s"] > 10e-6
     assert "clock_drift" in linear["warnings"]
-    print(f"\nWaitPatternNull under a 1 s / 100 ppm distorted clock: drift-aware "
-          f"{drift['time_s'] * 1e6:.3f} us (clock error after {drift['nt']} launches "
-          f"{drift_check['error_s'] * 1e6:.3f} us); linear {linear['time_s'] * 1e6:.3f} us "
-          f"with {linear['nt'] - linear['nc']} of {linear['nt']} launches invalid "
-          f"(clock error {linear_check['error_s'] * 1e6:.1f} us)")
+    print(
+        f"\nWaitPatternNull under a 1 s / 100 ppm distorted clock: drift-aware "
+        f"{drift['time_s'] * 1e6:.3f} us (clock error after {drift['nt']} launches "
+        f"{drift_check['error_s'] * 1e6:.3f} us); linear {linear['time_s'] * 1e6:.3f} us "
+        f"with {linear['nt'] - linear['nc']} of {linear['nt']} launches invalid "
+        f"(clock error {linear_check['error_s'] * 1e6:.1f} us)"
+    )
 
 
 def test_a_cpu_hog_makes_invalid_launches_that_are_counted_not_averaged_in(cli):
@@ -103,9 +142,24 @@ def test_a_cpu_hog_makes_invalid_launches_that_are_counted_not_averaged_in(cli):
     core = sorted(os.sched_getaffinity(0))[1]  # rank 1 is bound to the second core
     hog = subprocess.Popen(["taskset", "-c", str(core), sys.executable, "-c", "while True: pass"])
     try:
-        out = cli("run", "coll", "--mpi", "openmpi", "--np", "2", "--ops", "waitpattern_up",
-                  "--stop", "rse:0.0000001", "--max-launches", "20000", "--coll-budget", "3",
-                  "--json", check=True)
+        out = cli(
+            "run",
+            "coll",
+            "--mpi",
+            "openmpi",
+            "--np",
+            "2",
+            "--ops",
+            "waitpattern_up",
+            "--stop",
+            "rse:0.0000001",
+            "--max-launches",
+            "20000",
+            "--coll-budget",
+            "3",
+            "--json",
+            check=True,
+        )
     finally:
         hog.kill()
         hog.wait()

@@ -11,11 +11,29 @@ from commscope.data.store import Store
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.mpi
-BLOCKING = ["barrier", "bcast", "gather", "gatherv", "scatter", "scatterv", "allgather",
-            "allgatherv", "alltoall", "alltoallv", "reduce", "allreduce", "reduce_scatter",
-            "reduce_scatter_block", "scan", "exscan"]
-ALL_OPS = BLOCKING + ["i" + op for op in BLOCKING] + ["alltoall_block", "waitpattern_null",
-                                                      "waitpattern_up"]
+BLOCKING = [
+    "barrier",
+    "bcast",
+    "gather",
+    "gatherv",
+    "scatter",
+    "scatterv",
+    "allgather",
+    "allgatherv",
+    "alltoall",
+    "alltoallv",
+    "reduce",
+    "allreduce",
+    "reduce_scatter",
+    "reduce_scatter_block",
+    "scan",
+    "exscan",
+]
+ALL_OPS = (
+    BLOCKING
+    + ["i" + op for op in BLOCKING]
+    + ["alltoall_block", "waitpattern_null", "waitpattern_up"]
+)
 SIZES = [8, 4096]
 
 
@@ -23,10 +41,25 @@ SIZES = [8, 4096]
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
 def test_every_collective_runs_checked_and_is_stored_raw(cli, family, np_):
     need(have_mpi(family), f"{family} is not installed")
-    out = cli("run", "coll", "--mpi", family, "--np", str(np_), "--ops", ",".join(ALL_OPS),
-              "--sizes", ",".join(map(str, SIZES)), "--check", "--max-launches",
-              "40" if np_ == 2 else "12",
-              "--coll-budget", "0.5", "--json", timeout=900)
+    out = cli(
+        "run",
+        "coll",
+        "--mpi",
+        family,
+        "--np",
+        str(np_),
+        "--ops",
+        ",".join(ALL_OPS),
+        "--sizes",
+        ",".join(map(str, SIZES)),
+        "--check",
+        "--max-launches",
+        "40" if np_ == 2 else "12",
+        "--coll-budget",
+        "0.5",
+        "--json",
+        timeout=900,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["status"] == "complete"
     with Store.open(cli.store) as store:
@@ -44,8 +77,12 @@ def test_every_collective_runs_checked_and_is_stored_raw(cli, family, np_):
         assert 0 < c.raw["late_tol_s"] < 10e-6  # a few clock reads
         assert len(c.times_s) == len(c.flags) >= 4
         assert all(t >= 0 for t in c.times_s)
-        assert c.root == (0 if c.op.removeprefix("i") in ("bcast", "gather", "gatherv", "scatter",
-                                                            "scatterv", "reduce") else None)
+        assert c.root == (
+            0
+            if c.op.removeprefix("i")
+            in ("bcast", "gather", "gatherv", "scatter", "scatterv", "reduce")
+            else None
+        )
         if c.op.startswith("i") and c.op != "ibarrier":
             assert 0 <= c.raw["overlap"]["overlap_pct"] <= 100
     if np_ == 2:  # not oversubscribed: launches must mostly be valid
@@ -56,9 +93,24 @@ def test_every_collective_runs_checked_and_is_stored_raw(cli, family, np_):
 @pytest.mark.parametrize("block", [1, 2, 3])
 def test_block_alltoall_delivers_for_every_batch_size(cli, block):
     need(have_mpi("openmpi"), "openmpi is not installed")
-    out = cli("run", "coll", "--mpi", "openmpi", "--np", "3", "--ops", "alltoall_block",
-              "--block", str(block), "--sizes", "8,65536", "--check", "--max-launches", "12",
-              "--json")
+    out = cli(
+        "run",
+        "coll",
+        "--mpi",
+        "openmpi",
+        "--np",
+        "3",
+        "--ops",
+        "alltoall_block",
+        "--block",
+        str(block),
+        "--sizes",
+        "8,65536",
+        "--check",
+        "--max-launches",
+        "12",
+        "--json",
+    )
     assert out.returncode == 0, out.stderr  # --check aborts the run on wrong data
     with Store.open(cli.store) as store:
         run = store.get_run(store.resolve_run("latest"))

@@ -44,14 +44,33 @@ def busy_core(cpu: int) -> Iterator[None]:
 def alltoall(cli, family: str) -> dict:
     """One run of Alltoall 1 MiB on 2 ranks: its row of `commscope show --json`, plus the
     windows of its stages (``windows_s``)."""
-    cli("run", "coll", "--mpi", family, "--np", "2", "--ops", "alltoall", "--sizes", "1MiB",
-        "--coll-budget", "1", "--json", check=True, timeout=300)
+    cli(
+        "run",
+        "coll",
+        "--mpi",
+        family,
+        "--np",
+        "2",
+        "--ops",
+        "alltoall",
+        "--sizes",
+        "1MiB",
+        "--coll-budget",
+        "1",
+        "--json",
+        check=True,
+        timeout=300,
+    )
     shown = json.loads(cli("show", "latest", "--json", check=True).stdout)
     [row] = shown["collectives"]
     with Store.open(cli.store) as store:
         [point] = store.colls(store.resolve_run("latest"))
-    return {**row, "windows_s": point.windows_s, "load": shown["load"],
-            "load_warnings": shown["load_warnings"]}
+    return {
+        **row,
+        "windows_s": point.windows_s,
+        "load": shown["load"],
+        "load_warnings": shown["load_warnings"],
+    }
 
 
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
@@ -70,10 +89,15 @@ def test_a_busy_core_leaves_the_median_alone_or_the_point_says_why(cli, family):
     # that range or by 10 %, whichever is larger. The old window method's error was a
     # multiple of the true time (3.2 ms against 0.64 ms), far outside either.
     high = max(quiet) + max(0.1 * max(quiet), max(quiet) - min(quiet))
-    print(f"\n{family}: quiet medians {[f'{q * 1e6:.0f}' for q in quiet]} us, accepted "
-          f"up to {high * 1e6:.0f} us; loaded: " + ", ".join(
-              f"{(r['median_s'] or float('nan')) * 1e6:.0f} us ({r['nc']}/{r['nt']} valid, "
-              f"{r['late_share']:.0%} late, {r['warnings']})" for r in loaded))
+    print(
+        f"\n{family}: quiet medians {[f'{q * 1e6:.0f}' for q in quiet]} us, accepted "
+        f"up to {high * 1e6:.0f} us; loaded: "
+        + ", ".join(
+            f"{(r['median_s'] or float('nan')) * 1e6:.0f} us ({r['nc']}/{r['nt']} valid, "
+            f"{r['late_share']:.0%} late, {r['warnings']})"
+            for r in loaded
+        )
+    )
     for row in loaded:
         [host] = row["load"]  # what else ran is recorded with every run
         assert host["ranks"] == 2 and host["host_cpus"] == os.cpu_count()
@@ -99,9 +123,27 @@ def test_a_run_beside_a_busy_core_says_its_ranks_waited_for_it(cli, family):
     # the first core: whichever rank shares that core waits for it a good part of the second
     # (a third or more; the scheduler shares a core evenly), far above the 5 % allowed.
     with busy_core(min(os.sched_getaffinity(0))):
-        cli("run", "coll", "--mpi", family, "--np", "2", "--ops", "alltoall", "--sizes",
-            "1MiB", "--coll-budget", "1", "--stop", "rse:0.00001", "--max-launches", "100000",
-            "--json", check=True, timeout=300)
+        cli(
+            "run",
+            "coll",
+            "--mpi",
+            family,
+            "--np",
+            "2",
+            "--ops",
+            "alltoall",
+            "--sizes",
+            "1MiB",
+            "--coll-budget",
+            "1",
+            "--stop",
+            "rse:0.00001",
+            "--max-launches",
+            "100000",
+            "--json",
+            check=True,
+            timeout=300,
+        )
         shown = json.loads(cli("show", "latest", "--json", check=True).stdout)
     [host] = shown["load"]
     assert host["wait_share"] > 0.15, host

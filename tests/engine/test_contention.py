@@ -16,12 +16,28 @@ pytestmark = pytest.mark.mpi
 def test_memory_level_pins_each_process_to_its_own_core(cli):
     need(have_mpi("openmpi"), "openmpi is not installed")
     need(len(os.sched_getaffinity(0)) >= 2, "needs two cores")
-    out = cli("run", "contention", "--mpi", "openmpi", "--np", "2", "--levels", "memory",
-              "--sizes", "64K,1MiB", "--reps", "3", "--json", check=True)
+    out = cli(
+        "run",
+        "contention",
+        "--mpi",
+        "openmpi",
+        "--np",
+        "2",
+        "--levels",
+        "memory",
+        "--sizes",
+        "64K,1MiB",
+        "--reps",
+        "3",
+        "--json",
+        check=True,
+    )
     with Store.open(cli.store) as store:
         points = store.contentions(json.loads(out.stdout)["run"])
-    assert {(p.level, p.cf, p.bytes) for p in points} == {("memory", 1, 65536),
-                                                         ("memory", 1, 1048576)}
+    assert {(p.level, p.cf, p.bytes) for p in points} == {
+        ("memory", 1, 65536),
+        ("memory", 1, 1048576),
+    }
     for p in points:
         assert p.pairs == ((0, 1),)
         assert len(set(p.raw["pinned"])) == 2  # two distinct cores, really pinned
@@ -39,8 +55,24 @@ def test_messages_in_flight_are_posted_together_and_timed_per_message(cli):
     # 8 MiB of buffers left them, and each message of four took 3.4-3.7x one alone, which is
     # the memory system's answer, not the per-message division this test is about.
     for w in (1, 4):
-        out = cli("run", "contention", "--mpi", "openmpi", "--np", "2", "--levels", "memory",
-                  "--sizes", "64K", "--reps", "5", "--in-flight", str(w), "--json", check=True)
+        out = cli(
+            "run",
+            "contention",
+            "--mpi",
+            "openmpi",
+            "--np",
+            "2",
+            "--levels",
+            "memory",
+            "--sizes",
+            "64K",
+            "--reps",
+            "5",
+            "--in-flight",
+            str(w),
+            "--json",
+            check=True,
+        )
         with Store.open(cli.store) as store:
             [point] = store.contentions(json.loads(out.stdout)["run"])
         assert point.in_flight == w and point.raw["in_flight"] == w
@@ -58,10 +90,13 @@ def test_a_level_the_allocation_cannot_express_is_refused_with_what_would(cli, l
         import subprocess
 
         sockets = subprocess.run(["lscpu", "-p=SOCKET"], capture_output=True, text=True).stdout
-        need(len({ln for ln in sockets.splitlines() if not ln.startswith("#")}) == 1,
-             "this check expects a single-socket machine")
-    out = cli("run", "contention", "--mpi", "openmpi", "--np", "2", "--levels", level,
-              "--sizes", "64K")
+        need(
+            len({ln for ln in sockets.splitlines() if not ln.startswith("#")}) == 1,
+            "this check expects a single-socket machine",
+        )
+    out = cli(
+        "run", "contention", "--mpi", "openmpi", "--np", "2", "--levels", level, "--sizes", "64K"
+    )
     assert out.returncode != 0
     assert f"contention level {level} cannot be measured" in out.stderr
     assert needs in out.stderr

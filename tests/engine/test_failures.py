@@ -34,11 +34,29 @@ def _stored_points(path) -> tuple[int, dict | None]:
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
 def test_killed_rank_is_named_points_kept_and_resume_measures_only_the_rest(cli, family):
     need(have_mpi(family), f"{family} is not installed")
-    args = ["run", "p2p", "--mpi", family, "--np", "2", "--sizes", SIZES, "--ops", "pingpong,bw",
-            "--min-samples", "200", "--target-rse", "0.0001", "--point-budget", "0.3",
-            "--timeout", "120"]
-    proc = subprocess.Popen(cli.argv(*args), env=cli.env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    args = [
+        "run",
+        "p2p",
+        "--mpi",
+        family,
+        "--np",
+        "2",
+        "--sizes",
+        SIZES,
+        "--ops",
+        "pingpong,bw",
+        "--min-samples",
+        "200",
+        "--target-rse",
+        "0.0001",
+        "--point-budget",
+        "0.3",
+        "--timeout",
+        "120",
+    ]
+    proc = subprocess.Popen(
+        cli.argv(*args), env=cli.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 60
     n, header = 0, None
     while time.monotonic() < deadline and (n < 3 or header is None):

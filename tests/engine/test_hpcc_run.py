@@ -13,8 +13,10 @@ pytestmark = pytest.mark.mpi
 
 
 def test_hpcc_run_end_to_end(cli):
-    need(shutil.which("hpcc") is not None and shutil.which("mpirun.openmpi") is not None,
-         "hpcc or Open MPI is not installed")
+    need(
+        shutil.which("hpcc") is not None and shutil.which("mpirun.openmpi") is not None,
+        "hpcc or Open MPI is not installed",
+    )
     out = cli("run", "node", "--hpl-grid", "1x2", "--sizes", "500,1000", "--json", check=True)
     node = json.loads(out.stdout)["node"]
     assert [p["n"] for p in node["points"]] == [500, 1000]

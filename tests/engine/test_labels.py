@@ -14,8 +14,23 @@ pytestmark = pytest.mark.mpi
 def test_run_runs_and_show_print_a_markup_label_literally(cli):
     need(have_mpi("openmpi"), "openmpi is not installed")
     label = "[/]"
-    run = cli("run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "8,1K", "--ops",
-              "pingpong", "--label", label, "--timeout", "120", check=True)
+    run = cli(
+        "run",
+        "p2p",
+        "--mpi",
+        "openmpi",
+        "--np",
+        "2",
+        "--sizes",
+        "8,1K",
+        "--ops",
+        "pingpong",
+        "--label",
+        label,
+        "--timeout",
+        "120",
+        check=True,
+    )
     runs = cli("runs", check=True)
     show = cli("show", "latest", check=True)
     for out in (run, runs, show):

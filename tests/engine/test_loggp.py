@@ -20,8 +20,9 @@ MAX = 1 << 20
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
 def test_loggp_parameters_obey_the_model(cli, family):
     need(have_mpi(family), f"{family} is not installed")
-    out = cli("run", "loggp", "--mpi", family, "--np", "2", "--max-size", "1MiB", "--json",
-              check=True)
+    out = cli(
+        "run", "loggp", "--mpi", family, "--np", "2", "--max-size", "1MiB", "--json", check=True
+    )
     result = json.loads(out.stdout)
     assert result["status"] == "complete"
     with Store.open(cli.store) as store:
@@ -42,9 +43,11 @@ def test_loggp_parameters_obey_the_model(cli, family):
 
     (f,) = loggp.fits(points)
     c = f.curves
-    print(f"{family}: L {f.L_s * 1e6:.3f} us, o_s {f.o_s_s * 1e6:.3f} us, o_r"
-          f" {f.o_r_s * 1e6:.3f} us, g {f.g_s * 1e6:.3f} us, G {f.G_s_per_byte * 1e9:.4f} ns/B"
-          f" ({(f.bandwidth_Bps or 0) / 1e9:.2f} GB/s)")
+    print(
+        f"{family}: L {f.L_s * 1e6:.3f} us, o_s {f.o_s_s * 1e6:.3f} us, o_r"
+        f" {f.o_r_s * 1e6:.3f} us, g {f.g_s * 1e6:.3f} us, G {f.G_s_per_byte * 1e9:.4f} ns/B"
+        f" ({(f.bandwidth_Bps or 0) / 1e9:.2f} GB/s)"
+    )
     # Overheads are real work; a message cannot be issued faster than a send call takes.
     assert f.o_s_s > 0 and f.o_r_s > 0 and f.g_s > 0
     # g >= o_s up to timer noise: in CI MPICH's timed send calls read 0.28-0.29 us against g

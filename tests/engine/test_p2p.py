@@ -16,8 +16,18 @@ SIZES = [0, 8, 1024, 65536, 1048576]
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
 def test_p2p_measures_every_point_and_records_the_mpi(cli, family):
     need(have_mpi(family), f"{family} is not installed")
-    out = cli("run", "p2p", "--mpi", family, "--np", "2", "--sizes", ",".join(map(str, SIZES)),
-              "--json", check=True)
+    out = cli(
+        "run",
+        "p2p",
+        "--mpi",
+        family,
+        "--np",
+        "2",
+        "--sizes",
+        ",".join(map(str, SIZES)),
+        "--json",
+        check=True,
+    )
     result = json.loads(out.stdout)
     assert result["status"] == "complete"
     with Store.open(cli.store) as store:
@@ -47,12 +57,26 @@ def test_p2p_measures_every_point_and_records_the_mpi(cli, family):
 
 def test_show_prints_latency_and_bandwidth_per_size_including_zero(cli):
     need(have_mpi("openmpi"), "openmpi is not installed")
-    cli("run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "0,8,4096", "--ops",
-        "pingpong,bw", check=True)
+    cli(
+        "run",
+        "p2p",
+        "--mpi",
+        "openmpi",
+        "--np",
+        "2",
+        "--sizes",
+        "0,8,4096",
+        "--ops",
+        "pingpong,bw",
+        check=True,
+    )
     out = cli("show", "latest", check=True).stdout
     assert "latency" in out and "MB/s" in out
-    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines()
-             if line.startswith("│")]
+    cells = [
+        [c.strip() for c in line.split("│")[1:-1]]
+        for line in out.splitlines()
+        if line.startswith("│")
+    ]
     by_size = {row[0]: row for row in cells if row and row[0].isdigit() and len(row) == 5}
     assert set(by_size) == {"0", "8", "4096"}, out
     assert float(by_size["0"][1]) > 0  # latency in us at 0 bytes
@@ -67,8 +91,21 @@ def test_show_prints_latency_and_bandwidth_per_size_including_zero(cli):
 @pytest.mark.parametrize("timer", ["gettimeofday", "mpi_wtime", "monotonic_raw", "tsc"])
 def test_each_timer_is_chosen_at_run_time_and_characterised(cli, timer):
     need(have_mpi("openmpi"), "openmpi is not installed")
-    out = cli("run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "8", "--ops", "pingpong",
-              "--timer", timer, "--json")
+    out = cli(
+        "run",
+        "p2p",
+        "--mpi",
+        "openmpi",
+        "--np",
+        "2",
+        "--sizes",
+        "8",
+        "--ops",
+        "pingpong",
+        "--timer",
+        timer,
+        "--json",
+    )
     if timer == "tsc" and "not invariant" in out.stderr:
         pytest.skip("SKIPPED, NOT TESTED: this CPU's TSC is not invariant (refusal checked)")
     assert out.returncode == 0, out.stderr
@@ -83,8 +120,9 @@ def test_each_timer_is_chosen_at_run_time_and_characterised(cli, timer):
 
 def test_a_level_the_allocation_lacks_is_refused_with_the_fix(cli):
     need(have_mpi("openmpi"), "openmpi is not installed")
-    out = cli("run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "8",
-              "--pairs", "inter-node")
+    out = cli(
+        "run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "8", "--pairs", "inter-node"
+    )
     assert out.returncode != 0
     assert "no inter-node pair" in out.stderr and "node" in out.stderr
     with Store.open(cli.store) as store:
@@ -94,8 +132,19 @@ def test_a_level_the_allocation_lacks_is_refused_with_the_fix(cli):
 
 def test_mca_parameters_reach_the_ranks_and_are_stored_with_the_run(cli):
     need(have_mpi("openmpi"), "openmpi is not installed")
-    base = ["run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "8", "--ops", "pingpong",
-            "--json"]
+    base = [
+        "run",
+        "p2p",
+        "--mpi",
+        "openmpi",
+        "--np",
+        "2",
+        "--sizes",
+        "8",
+        "--ops",
+        "pingpong",
+        "--json",
+    ]
     shm = json.loads(cli(*base, check=True).stdout)["run"]
     tcp = json.loads(cli(*base, "--mca", "btl=self,tcp", check=True).stdout)["run"]
     with Store.open(cli.store) as store:
@@ -103,7 +152,7 @@ def test_mca_parameters_reach_the_ranks_and_are_stored_with_the_run(cli):
         argv = store.segments(tcp)[0].argv
         assert store.get_run(tcp).request["mca"] == {"btl": "self,tcp"}
     i = argv.index("btl")
-    assert argv[i - 1:i + 2] == ("--mca", "btl", "self,tcp")
+    assert argv[i - 1 : i + 2] == ("--mca", "btl", "self,tcp")
     # Forced onto TCP loopback, the ranks no longer share memory: latency goes from about a
     # microsecond to tens of them, so the parameter reached the ranks and was not just stored.
     assert latency[tcp] > 3 * latency[shm], latency
@@ -122,12 +171,41 @@ def test_mca_parameters_for_mpich_are_refused_before_a_run_is_stored(cli):
 def test_receive_buffer_policies_are_recorded_and_stored_as_separate_series(cli):
     need(have_mpi("openmpi"), "openmpi is not installed")
     sizes = [65536, 1048576]
-    out = cli("run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "64K,1MiB", "--ops",
-              "bw", "--point-budget", "0.05", "--json", check=True)
+    out = cli(
+        "run",
+        "p2p",
+        "--mpi",
+        "openmpi",
+        "--np",
+        "2",
+        "--sizes",
+        "64K,1MiB",
+        "--ops",
+        "bw",
+        "--point-budget",
+        "0.05",
+        "--json",
+        check=True,
+    )
     plain = json.loads(out.stdout)["run"]
-    out = cli("run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "64K,1MiB", "--ops",
-              "bw,bibw", "--recv-buffers", "one,each", "--point-budget", "0.05", "--json",
-              check=True)
+    out = cli(
+        "run",
+        "p2p",
+        "--mpi",
+        "openmpi",
+        "--np",
+        "2",
+        "--sizes",
+        "64K,1MiB",
+        "--ops",
+        "bw,bibw",
+        "--recv-buffers",
+        "one,each",
+        "--point-budget",
+        "0.05",
+        "--json",
+        check=True,
+    )
     both = json.loads(out.stdout)["run"]
     with Store.open(cli.store) as store:
         default = store.get_run(plain)
@@ -140,7 +218,8 @@ def test_receive_buffer_policies_are_recorded_and_stored_as_separate_series(cli)
     assert run.header["options"]["recv_buffers"] == "one,each"
     assert run.status == "complete" and run.n_points == 4 * len(sizes)
     assert {(p.op, p.bytes) for p in points} == {
-        (op, s) for op in ("bw", "bw_each", "bibw", "bibw_each") for s in sizes}
+        (op, s) for op in ("bw", "bw_each", "bibw", "bibw_each") for s in sizes
+    }
     for p in points:
         assert p.raw["recv_buffers"] == ("each" if p.op.endswith("_each") else "one")
         messages = 64 * (2 if p.op.startswith("bibw") else 1)
@@ -168,8 +247,20 @@ def test_samples_where_a_rank_lost_its_core_are_listed_and_left_out(cli):
     hog = subprocess.Popen(["sh", "-c", "while :; do :; done"])
     try:
         os.sched_setaffinity(hog.pid, {cpus[1]})
-        out = cli("run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", "8,4MiB", "--ops",
-                  "pingpong", "--json", check=True)
+        out = cli(
+            "run",
+            "p2p",
+            "--mpi",
+            "openmpi",
+            "--np",
+            "2",
+            "--sizes",
+            "8,4MiB",
+            "--ops",
+            "pingpong",
+            "--json",
+            check=True,
+        )
     finally:
         hog.kill()
         hog.wait()
@@ -182,7 +273,8 @@ def test_samples_where_a_rank_lost_its_core_are_listed_and_left_out(cli):
         assert "switches" in p.raw
         assert all(0 <= i < p.n_samples and a + b > 0 for i, a, b in p.switches)
         assert set(p.interrupted) <= {i for i, _, _ in p.switches} | {
-            i + 1 for i, _, _ in p.switches}
+            i + 1 for i, _, _ in p.switches
+        }
     big = points[4 << 20]
     assert big.interrupted, "no sample of 4 MiB saw rank 1 switched out"
     assert len(big.kept_samples_s) == big.n_samples - len(big.interrupted) >= 2

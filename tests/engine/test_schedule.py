@@ -20,12 +20,20 @@ US = 1e-6
 def decisions(tmp_path_factory) -> dict[str, dict]:
     need(have_mpi("openmpi"), "openmpi is not installed")
     build = tmp_path_factory.mktemp("build")
-    for cmd in (["cmake", "-S", str(ENGINE), "-B", str(build), "-DMPI_C_COMPILER=mpicc.openmpi"],
-                ["cmake", "--build", str(build), "--target", "commscope-schedule-test"]):
+    for cmd in (
+        ["cmake", "-S", str(ENGINE), "-B", str(build), "-DMPI_C_COMPILER=mpicc.openmpi"],
+        ["cmake", "--build", str(build), "--target", "commscope-schedule-test"],
+    ):
         subprocess.run(cmd, check=True, capture_output=True)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    out = subprocess.run(["mpirun.openmpi", "-np", "1", str(build / "commscope-schedule-test")],
-                         check=True, capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run(
+        ["mpirun.openmpi", "-np", "1", str(build / "commscope-schedule-test")],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     return {d["scenario"]: d for d in map(json.loads, out.stdout.splitlines())}
 
 

@@ -41,7 +41,7 @@ def _ours(store: Path, since: int, pgids: set[int]) -> list[str]:
             environ = (entry / "environ").read_bytes()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         state, pgid, started = fields[0], int(fields[2]), int(fields[19])
         if state == "Z" or started < since:
             continue
@@ -70,11 +70,34 @@ def _stored(path: Path) -> tuple[int, dict | None]:
 def test_sigterm_kills_the_job_keeps_the_points_and_resume_closes_every_segment(cli, family):
     need(have_mpi(family), f"{family} is not installed")
     since = _ticks_since_boot()
-    args = ["run", "p2p", "--mpi", family, "--np", "2", "--sizes", SIZES, "--ops",
-            "pingpong,bw", "--min-samples", "200", "--target-rse", "0.0001",
-            "--point-budget", "0.3", "--timeout", "300", "--json"]
-    proc = subprocess.Popen(cli.argv("--store", str(cli.store), *args), env=cli.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = [
+        "run",
+        "p2p",
+        "--mpi",
+        family,
+        "--np",
+        "2",
+        "--sizes",
+        SIZES,
+        "--ops",
+        "pingpong,bw",
+        "--min-samples",
+        "200",
+        "--target-rse",
+        "0.0001",
+        "--point-budget",
+        "0.3",
+        "--timeout",
+        "300",
+        "--json",
+    ]
+    proc = subprocess.Popen(
+        cli.argv("--store", str(cli.store), *args),
+        env=cli.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 240  # the first run may build the engine
         n, header = 0, None
@@ -114,8 +137,7 @@ def test_sigterm_kills_the_job_keeps_the_points_and_resume_closes_every_segment(
         run = store.get_run(run_id)
         (segment,) = store.segments(run_id)
         kept = store.measured_keys(run_id)
-    assert run.status == "incomplete" and (run.message or "").startswith(
-        "interrupted by SIGTERM")
+    assert run.status == "incomplete" and (run.message or "").startswith("interrupted by SIGTERM")
     assert segment.status == "incomplete" and segment.ended_unix is not None
     assert len(kept) >= n  # every point committed before the signal is still there
 

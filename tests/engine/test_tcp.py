@@ -35,8 +35,20 @@ def local_server() -> Iterator[tcp_server.Server]:
 
 
 def test_loopback_pingpong_and_stream_are_stored_and_analysed(cli, tmp_path):
-    out = cli("run", "tcp", "--loopback", "--sizes", "1,8,1024,65536,1MiB", "--tcp-mode",
-              "both", "--duration", "1", "--json", *FAST, check=True)
+    out = cli(
+        "run",
+        "tcp",
+        "--loopback",
+        "--sizes",
+        "1,8,1024,65536,1MiB",
+        "--tcp-mode",
+        "both",
+        "--duration",
+        "1",
+        "--json",
+        *FAST,
+        check=True,
+    )
     (result,) = json.loads(out.stdout)["runs"]
     assert result["status"] == "complete" and result["pair"] == "intra-node"
     assert [e["interface"] for e in result["ends"]] == ["lo", "lo"]
@@ -50,7 +62,8 @@ def test_loopback_pingpong_and_stream_are_stored_and_analysed(cli, tmp_path):
     assert run.kind == "tcp" and run.label == "tcp sockbuf=default" and run.mpi is None
     assert run.header["transport"] == "tcp" and run.header["tcp"]["mode"] == "both"
     assert {(p.op, p.pair, p.bytes) for p in points} == {
-        ("pingpong", "intra-node", s) for s in (1, 8, 1024, 65536, 1 << 20)}
+        ("pingpong", "intra-node", s) for s in (1, 8, 1024, 65536, 1 << 20)
+    }
     assert points[-1].bandwidth_Bps > points[0].bandwidth_Bps
     # The MPI tools read TCP runs unchanged.
     show = json.loads(cli("show", str(run.id), "--json", check=True).stdout)
@@ -63,8 +76,20 @@ def test_loopback_pingpong_and_stream_are_stored_and_analysed(cli, tmp_path):
 
 
 def test_sockbuf_sweep_makes_one_run_per_size_with_the_granted_buffers(cli):
-    out = cli("run", "tcp", "--loopback", "--sizes", "1,65536", "--sockbuf",
-              "default,16K,64K", "--label", "lo", "--json", *FAST, check=True)
+    out = cli(
+        "run",
+        "tcp",
+        "--loopback",
+        "--sizes",
+        "1,65536",
+        "--sockbuf",
+        "default,16K,64K",
+        "--label",
+        "lo",
+        "--json",
+        *FAST,
+        check=True,
+    )
     runs = json.loads(out.stdout)["runs"]
     assert [r["sockbuf_requested"] for r in runs] == [0, 16384, 65536]
     with Store.open(cli.store) as store:
@@ -123,8 +148,15 @@ def test_a_server_that_is_not_ours_is_named(cli):
 
         thread = threading.Thread(target=answer, daemon=True)
         thread.start()
-        out = cli("run", "tcp", "--peer", f"127.0.0.1:{lsock.getsockname()[1]}", "--sizes", "1",
-                  timeout=60)
+        out = cli(
+            "run",
+            "tcp",
+            "--peer",
+            f"127.0.0.1:{lsock.getsockname()[1]}",
+            "--sizes",
+            "1",
+            timeout=60,
+        )
         thread.join(timeout=10)
     assert out.returncode == 1
     assert "is not a commscope tcp server (it said 'SSH-2.0" in one_line_error(out)
@@ -134,10 +166,19 @@ def test_a_peer_closing_mid_run_keeps_the_points_and_resume_measures_the_rest(tm
     server = tcp_server.start(prog.server_argv(prog.find(), "127.0.0.1", 0))
     port = server.port
     sizes = [1, 8, 64, 512, 4096]
-    request = {"benchmark": "tcp", "timeout_s": 120,
-               "where": {"kind": "peer", "host": "127.0.0.1", "port": port},
-               "tcp": {"mode": "pingpong", "sizes": sizes, "sockbuf": 0, "warmup": 2,
-                       "target_rse": 1e-9, "point_budget_s": 0.2}}  # each point takes 0.2 s
+    request = {
+        "benchmark": "tcp",
+        "timeout_s": 120,
+        "where": {"kind": "peer", "host": "127.0.0.1", "port": port},
+        "tcp": {
+            "mode": "pingpong",
+            "sizes": sizes,
+            "sockbuf": 0,
+            "warmup": 2,
+            "target_rse": 1e-9,
+            "point_budget_s": 0.2,
+        },
+    }  # each point takes 0.2 s
 
     def kill_after_two(done: int, total: int) -> None:
         if done == 2:

@@ -20,15 +20,42 @@ from tests.fuzz import harness
 from tests.fuzz.strategies import number_text
 
 FIXTURE = Path(__file__).parents[1] / "unit" / "fixtures" / "osu_latency.txt"
-MODEL = ("nodes: [n0, n1, n2, n3]\nsockets: 2\ncores: 4\n"
-         "channels: {nic: {bandwidth: 10Gbit/s, latency: 1us},"
-         " memory: {bandwidth: 10GB/s, latency: 0.2us}, socket: {bandwidth: 12GB/s}}\n")
-RUN_OPTIONS = ["--np", "--perturbation", "--target-rse", "--point-budget", "--min-samples",
-               "--max-samples", "--window", "--warmup", "--sync-d", "--min-valid",
-               "--max-launches", "--coll-budget", "--k", "--k0", "--g", "--gamma", "--root",
-               "--block", "--naive-iters", "--cf-max", "--nruns", "--reps", "--in-flight",
-               "--timeout", "--sizes", "--max-size", "--stop", "--test-distort",
-               "--confidence"]
+MODEL = (
+    "nodes: [n0, n1, n2, n3]\nsockets: 2\ncores: 4\n"
+    "channels: {nic: {bandwidth: 10Gbit/s, latency: 1us},"
+    " memory: {bandwidth: 10GB/s, latency: 0.2us}, socket: {bandwidth: 12GB/s}}\n"
+)
+RUN_OPTIONS = [
+    "--np",
+    "--perturbation",
+    "--target-rse",
+    "--point-budget",
+    "--min-samples",
+    "--max-samples",
+    "--window",
+    "--warmup",
+    "--sync-d",
+    "--min-valid",
+    "--max-launches",
+    "--coll-budget",
+    "--k",
+    "--k0",
+    "--g",
+    "--gamma",
+    "--root",
+    "--block",
+    "--naive-iters",
+    "--cf-max",
+    "--nruns",
+    "--reps",
+    "--in-flight",
+    "--timeout",
+    "--sizes",
+    "--max-size",
+    "--stop",
+    "--test-distort",
+    "--confidence",
+]
 PREDICT_OPTIONS = ["--procs", "--size", "--block", "--root", "--nodes", "--top"]
 
 
@@ -41,17 +68,41 @@ def _size_list() -> st.SearchStrategy[str]:
 
 
 # Values each option accepts, so that generated command lines are often accepted too.
-VALID = {"--np": ["1", "2", "4"], "--perturbation": ["0", "3"], "--target-rse": ["0.05"],
-         "--point-budget": ["0.1", "2"], "--min-samples": ["2", "10"], "--max-samples": ["100"],
-         "--window": ["1", "64"], "--warmup": ["0", "5"], "--sync-d": ["10"],
-         "--min-valid": ["5"], "--max-launches": ["100"], "--coll-budget": ["0.5"],
-         "--k": ["8"], "--k0": ["2"], "--g": ["0", "0.5", "1"], "--gamma": ["1", "1.5"],
-         "--root": ["0", "1"], "--block": ["0", "2"], "--naive-iters": ["3"],
-         "--cf-max": ["0", "2"], "--nruns": ["3"], "--reps": ["2"], "--in-flight": ["1", "4"],
-         "--timeout": ["60", "0.5"], "--sizes": ["8,1K", "0", "2147483647", "1MiB,8"],
-         "--max-size": ["64K", "1MiB"], "--stop": ["a", "b", "rse:0.1"],
-         "--test-distort": ["1:0.001:1e-4"], "--confidence": ["0.95"], "--procs": ["2", "4"],
-         "--size": ["8", "1MiB"], "--nodes": ["1", "2"], "--top": ["3"]}
+VALID = {
+    "--np": ["1", "2", "4"],
+    "--perturbation": ["0", "3"],
+    "--target-rse": ["0.05"],
+    "--point-budget": ["0.1", "2"],
+    "--min-samples": ["2", "10"],
+    "--max-samples": ["100"],
+    "--window": ["1", "64"],
+    "--warmup": ["0", "5"],
+    "--sync-d": ["10"],
+    "--min-valid": ["5"],
+    "--max-launches": ["100"],
+    "--coll-budget": ["0.5"],
+    "--k": ["8"],
+    "--k0": ["2"],
+    "--g": ["0", "0.5", "1"],
+    "--gamma": ["1", "1.5"],
+    "--root": ["0", "1"],
+    "--block": ["0", "2"],
+    "--naive-iters": ["3"],
+    "--cf-max": ["0", "2"],
+    "--nruns": ["3"],
+    "--reps": ["2"],
+    "--in-flight": ["1", "4"],
+    "--timeout": ["60", "0.5"],
+    "--sizes": ["8,1K", "0", "2147483647", "1MiB,8"],
+    "--max-size": ["64K", "1MiB"],
+    "--stop": ["a", "b", "rse:0.1"],
+    "--test-distort": ["1:0.001:1e-4"],
+    "--confidence": ["0.95"],
+    "--procs": ["2", "4"],
+    "--size": ["8", "1MiB"],
+    "--nodes": ["1", "2"],
+    "--top": ["3"],
+}
 
 
 def _value(option: str) -> st.SearchStrategy[str]:
@@ -72,9 +123,11 @@ def _options(names: list[str]) -> st.SearchStrategy[list[str]]:
         # "--flag=VALUE" lets a value that starts with '-' reach the option's own check.
         return _value(option).flatmap(lambda v: st.sampled_from([[option, v], [f"{option}={v}"]]))
 
-    return st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True).flatmap(
-        lambda chosen: st.tuples(*[pair(o) for o in chosen])).map(
-        lambda pairs: [word for p in pairs for word in p])
+    return (
+        st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True)
+        .flatmap(lambda chosen: st.tuples(*[pair(o) for o in chosen]))
+        .map(lambda pairs: [word for p in pairs for word in p])
+    )
 
 
 def _check_launch(request: dict) -> None:
@@ -100,9 +153,11 @@ def _run_until_launch(store: Path, name: str, argv: list[str]) -> harness.Outcom
     def launch(name_or_path):
         raise _Launch
 
-    with mock.patch("commscope.cli.run_cmd.build_request", keep), \
-            mock.patch("commscope.cli.run_cmd.mpi_mod.resolve", launch), \
-            mock.patch("commscope.measure.hosts.check_resolvable", lambda hosts, where: None):
+    with (
+        mock.patch("commscope.cli.run_cmd.build_request", keep),
+        mock.patch("commscope.cli.run_cmd.mpi_mod.resolve", launch),
+        mock.patch("commscope.measure.hosts.check_resolvable", lambda hosts, where: None),
+    ):
         try:
             return harness.call(name, store, "run", *argv)
         except _Launch:
@@ -112,19 +167,24 @@ def _run_until_launch(store: Path, name: str, argv: list[str]) -> harness.Outcom
 
 
 @harness.fuzz_settings(1000)
-@given(benchmark=st.sampled_from(["p2p", "coll", "contention", "loggp", "all"]),
-       options=_options(RUN_OPTIONS))
+@given(
+    benchmark=st.sampled_from(["p2p", "coll", "contention", "loggp", "all"]),
+    options=_options(RUN_OPTIONS),
+)
 def test_run_options_are_refused_in_one_line_or_launch_bounded(workdir, benchmark, options):
-    outcome = _run_until_launch(harness.fresh_store(workdir), "run options",
-                                [benchmark, "--quiet", *options])
+    outcome = _run_until_launch(
+        harness.fresh_store(workdir), "run options", [benchmark, "--quiet", *options]
+    )
     if outcome is not None:
         harness.assert_one_line_refusal(outcome)
         assert harness.run_ids(workdir / "store.sqlite") == []
 
 
 @harness.fuzz_settings(400)
-@given(op=st.sampled_from(["alltoall", "bcast", "allreduce", "gather"]),
-       options=_options(PREDICT_OPTIONS))
+@given(
+    op=st.sampled_from(["alltoall", "bcast", "allreduce", "gather"]),
+    options=_options(PREDICT_OPTIONS),
+)
 def test_predict_options_are_refused_in_one_line_or_priced(workdir, op, options):
     model = workdir / "cluster.yaml"
     model.write_text(MODEL)
@@ -135,8 +195,7 @@ def test_predict_options_are_refused_in_one_line_or_priced(workdir, op, options)
     if outcome.code == 0:
         harness.accepted("predict options")
         result = json.loads(outcome.out)
-        assert all(p["time_s"] is None or math.isfinite(p["time_s"])
-                   for p in result["predictions"])
+        assert all(p["time_s"] is None or math.isfinite(p["time_s"]) for p in result["predictions"])
     else:
         harness.assert_one_line_refusal(outcome)
 
@@ -149,14 +208,20 @@ def _strict_json(text: str) -> object:
 
 
 @harness.fuzz_settings(300)
-@given(command=st.sampled_from(["show", "export", "compare", "runs"]),
-       ref=st.one_of(number_text(), st.sampled_from(["latest", "1", "2", " 1", "01"])))
+@given(
+    command=st.sampled_from(["show", "export", "compare", "runs"]),
+    ref=st.one_of(number_text(), st.sampled_from(["latest", "1", "2", " 1", "01"])),
+)
 def test_run_ids_are_refused_in_one_line_or_shown(workdir, command, ref):
     store = workdir / "ids.sqlite"
     if not store.exists():
         harness.call(None, store, "import", "osu", str(FIXTURE), "--label", "one")
-    argv = {"show": ["show", ref, "--json"], "export": ["export", ref, "--format", "json"],
-            "compare": ["compare", "1", ref, "--json"], "runs": ["show", f"--trim={ref}"]}
+    argv = {
+        "show": ["show", ref, "--json"],
+        "export": ["export", ref, "--format", "json"],
+        "compare": ["compare", "1", ref, "--json"],
+        "runs": ["show", f"--trim={ref}"],
+    }
     outcome = harness.call("run ids", store, *argv[command])
     if outcome.code == 0:
         harness.accepted("run ids")
@@ -168,10 +233,25 @@ def test_run_ids_are_refused_in_one_line_or_shown(workdir, command, ref):
 
 
 @harness.fuzz_settings(250)
-@given(label=st.one_of(st.text(max_size=30),
-                       st.text(st.characters(codec="utf-8"), max_size=30),
-                       st.sampled_from(["[/]", "[link=x]y[/link]", "\x1b[2J", "a\nb", " ",
-                                        "\udcff", "x" * 201, ":smile:", "\u202e"])))
+@given(
+    label=st.one_of(
+        st.text(max_size=30),
+        st.text(st.characters(codec="utf-8"), max_size=30),
+        st.sampled_from(
+            [
+                "[/]",
+                "[link=x]y[/link]",
+                "\x1b[2J",
+                "a\nb",
+                " ",
+                "\udcff",
+                "x" * 201,
+                ":smile:",
+                "\u202e",
+            ]
+        ),
+    )
+)
 def test_labels_are_refused_in_one_line_or_stored_as_typed(workdir, label):
     store = harness.fresh_store(workdir)
     outcome = harness.call("labels", store, "import", "osu", str(FIXTURE), f"--label={label}")
@@ -187,20 +267,35 @@ def test_labels_are_refused_in_one_line_or_stored_as_typed(workdir, label):
 
 
 def _hostfile_line() -> st.SearchStrategy[str]:
-    name = st.one_of(st.sampled_from(["n0", "n1", "n2", "n3", "localhost", "-x", "a;b", ""]),
-                     st.sampled_from(["n0", "n1", "n2", "n3"]), st.text(max_size=8))
-    form = st.sampled_from(["{n}", "{n} slots={v}", "{n}:{v}", "{n} slots={v} max_slots={v}",
-                            "rank {v}={n} slot={v}", "{n} {v}", "# {n}"])
+    name = st.one_of(
+        st.sampled_from(["n0", "n1", "n2", "n3", "localhost", "-x", "a;b", ""]),
+        st.sampled_from(["n0", "n1", "n2", "n3"]),
+        st.text(max_size=8),
+    )
+    form = st.sampled_from(
+        [
+            "{n}",
+            "{n} slots={v}",
+            "{n}:{v}",
+            "{n} slots={v} max_slots={v}",
+            "rank {v}={n} slot={v}",
+            "{n} {v}",
+            "# {n}",
+        ]
+    )
     value = st.one_of(number_text(), st.integers(min_value=0, max_value=9).map(str))
-    valid = st.sampled_from(["n0 slots=1", "n1:1", "n2", "rank 0=n0 slot=0",
-                             "rank 1=n1 slot=1", "localhost slots=2"])
+    valid = st.sampled_from(
+        ["n0 slots=1", "n1:1", "n2", "rank 0=n0 slot=0", "rank 1=n1 slot=1", "localhost slots=2"]
+    )
     hostile = st.tuples(form, name, value).map(lambda t: t[0].format(n=t[1], v=t[2]))
     return st.one_of(hostile, valid, valid)
 
 
 @harness.fuzz_settings(350)
-@given(lines=st.lists(_hostfile_line(), min_size=0, max_size=5),
-       use=st.sampled_from(["run", "predict --hostfile", "predict --rankfile"]))
+@given(
+    lines=st.lists(_hostfile_line(), min_size=0, max_size=5),
+    use=st.sampled_from(["run", "predict --hostfile", "predict --rankfile"]),
+)
 def test_hostfiles_are_refused_in_one_line_or_used(workdir, lines, use):
     hostfile = workdir / "hosts"
     hostfile.write_text("\n".join(lines) + "\n", errors="surrogateescape")
@@ -213,8 +308,19 @@ def test_hostfiles_are_refused_in_one_line_or_used(workdir, lines, use):
     model = workdir / "cluster.yaml"
     model.write_text(MODEL)
     flag = use.split()[1]
-    outcome = harness.call("hostfiles", store, "predict", "alltoall", "--procs", "2",
-                           "--cluster", str(model), flag, str(hostfile), "--json")
+    outcome = harness.call(
+        "hostfiles",
+        store,
+        "predict",
+        "alltoall",
+        "--procs",
+        "2",
+        "--cluster",
+        str(model),
+        flag,
+        str(hostfile),
+        "--json",
+    )
     if outcome.code == 0:
         harness.accepted("hostfiles")
     else:

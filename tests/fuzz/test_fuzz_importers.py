@@ -12,8 +12,13 @@ from tests.fuzz.strategies import mutated_lines
 
 FIXTURES = Path(__file__).parents[1] / "unit" / "fixtures"
 SOURCES = {
-    "osu": ["osu_latency.txt", "osu_bw.txt", "osu_bibw.txt", "osu_allreduce.txt",
-            "osu_barrier.txt"],
+    "osu": [
+        "osu_latency.txt",
+        "osu_bw.txt",
+        "osu_bibw.txt",
+        "osu_allreduce.txt",
+        "osu_barrier.txt",
+    ],
     "imb": ["imb_mpi1.txt"],
     "netpipe": ["netpipe.out"],
 }
@@ -27,8 +32,9 @@ def _lines(name: str) -> list[str]:
 def _import_one(fmt: str, folder: Path, data: bytes) -> None:
     store, src = harness.fresh_store(folder), folder / f"input.{fmt}"
     src.write_bytes(data)
-    outcome = harness.call(f"import {fmt}", store, "import", fmt, str(src), "--label", "fuzz",
-                           "--nranks", "4")
+    outcome = harness.call(
+        f"import {fmt}", store, "import", fmt, str(src), "--label", "fuzz", "--nranks", "4"
+    )
     after = harness.run_ids(store)
     if outcome.code == 0:
         assert outcome.err == "" and after == [1], outcome

@@ -28,8 +28,18 @@ def _model_bytes(doc: dict, raw: str | None) -> bytes:
 
 
 def _models(simulation: bool) -> st.SearchStrategy[bytes]:
-    raw = st.one_of(st.none(), st.none(), st.none(), st.none(), st.none(), st.none(),
-                    st.none(), st.none(), st.none(), st.sampled_from(RAW_MODELS))
+    raw = st.one_of(
+        st.none(),
+        st.none(),
+        st.none(),
+        st.none(),
+        st.none(),
+        st.none(),
+        st.none(),
+        st.none(),
+        st.none(),
+        st.sampled_from(RAW_MODELS),
+    )
     return st.builds(_model_bytes, model_document(simulation), raw)
 
 
@@ -38,8 +48,17 @@ def _models(simulation: bool) -> st.SearchStrategy[bytes]:
 def test_predict_models_are_refused_in_one_line_or_priced_finite(workdir, data, procs):
     model = workdir / "cluster.yaml"
     model.write_bytes(data)
-    outcome = harness.call("predict --cluster", harness.fresh_store(workdir), "predict",
-                           "alltoall", "--procs", procs, "--cluster", str(model), "--json")
+    outcome = harness.call(
+        "predict --cluster",
+        harness.fresh_store(workdir),
+        "predict",
+        "alltoall",
+        "--procs",
+        procs,
+        "--cluster",
+        str(model),
+        "--json",
+    )
     if outcome.code != 0:
         harness.assert_one_line_refusal(outcome)
         return
@@ -70,11 +89,22 @@ def _stop_before_smpirun(args, store, request, label, quiet):
 def test_simulate_models_are_refused_in_one_line_or_give_a_finite_platform(workdir, data):
     model = workdir / "cluster.yaml"
     model.write_bytes(data)
-    with mock.patch("commscope.cli.simulate_cmd._simulate", _stop_before_smpirun), \
-            mock.patch("commscope.simulate.smpi.version", lambda: "3.32"):
+    with (
+        mock.patch("commscope.cli.simulate_cmd._simulate", _stop_before_smpirun),
+        mock.patch("commscope.simulate.smpi.version", lambda: "3.32"),
+    ):
         try:
-            outcome = harness.call("simulate model", harness.fresh_store(workdir), "simulate",
-                                   "run", "--cluster", str(model), "--quiet", "--", "p2p")
+            outcome = harness.call(
+                "simulate model",
+                harness.fresh_store(workdir),
+                "simulate",
+                "run",
+                "--cluster",
+                str(model),
+                "--quiet",
+                "--",
+                "p2p",
+            )
         except _Simulated as reached:
             harness.accepted("simulate model")
             _check_platform(reached.request)
@@ -98,11 +128,27 @@ def test_the_raw_models_are_all_refused(workdir):
     for text in [*RAW_MODELS, DEEP_MODEL]:
         model = workdir / "raw.yaml"
         model.write_text(text)
-        outcome = harness.call("predict --cluster", harness.fresh_store(workdir), "predict",
-                               "alltoall", "--procs", "2", "--cluster", str(model))
+        outcome = harness.call(
+            "predict --cluster",
+            harness.fresh_store(workdir),
+            "predict",
+            "alltoall",
+            "--procs",
+            "2",
+            "--cluster",
+            str(model),
+        )
         harness.assert_one_line_refusal(outcome)
     model = Path(workdir) / "binary.yaml"
     model.write_bytes(b"nodes: [\xff\xfe]\n")
-    outcome = harness.call("predict --cluster", harness.fresh_store(workdir), "predict",
-                           "alltoall", "--procs", "2", "--cluster", str(model))
+    outcome = harness.call(
+        "predict --cluster",
+        harness.fresh_store(workdir),
+        "predict",
+        "alltoall",
+        "--procs",
+        "2",
+        "--cluster",
+        str(model),
+    )
     harness.assert_one_line_refusal(outcome)

@@ -27,10 +27,21 @@ def chromium() -> str | None:
 
 
 def dump_dom(html: Path, profile: Path) -> str:
-    argv = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-            "--no-first-run", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", f"--user-data-dir={profile}", "--virtual-time-budget=2000",
-            "--dump-dom", html.as_uri()]
+    argv = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=2000",
+        "--dump-dom",
+        html.as_uri(),
+    ]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
@@ -75,10 +86,22 @@ SCREEN = (1280, 8000)
 
 
 def screenshot(html: Path, profile: Path, png: Path) -> None:
-    argv = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-            "--no-first-run", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", f"--user-data-dir={profile}", "--hide-scrollbars",
-            f"--window-size={SCREEN[0]},{SCREEN[1]}", f"--screenshot={png}", html.as_uri()]
+    argv = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--hide-scrollbars",
+        f"--window-size={SCREEN[0]},{SCREEN[1]}",
+        f"--screenshot={png}",
+        html.as_uri(),
+    ]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and png.exists(), out.stderr[-2000:]
 
@@ -102,7 +125,7 @@ def coloured_bands(png: Path) -> list[tuple[int, int, int]]:
             gap += 1
             if gap > 40:  # a caption or table between two figures
                 end = y - gap
-                bands.append((start, end, int(per_row[start:end + 1].sum())))
+                bands.append((start, end, int(per_row[start : end + 1].sum())))
                 start, gap = None, 0
     if start is not None:
         bands.append((start, len(per_row) - 1, int(per_row[start:].sum())))

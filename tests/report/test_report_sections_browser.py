@@ -21,15 +21,17 @@ def test_heatmap_and_loggp_plot_are_drawn_and_marked(tmp_path):
     need(chromium() is not None, "headless Chromium (Debian package chromium) is not installed")
     path = tmp_path / "s.sqlite"
     cont = synthetic_contention.store_run(
-        path, synthetic_contention.records("memory", t_of, SIZES, CFS), ALERT)
+        path, synthetic_contention.records("memory", t_of, SIZES, CFS), ALERT
+    )
     lg = synthetic_loggp.store_run(path, synthetic_loggp.records(synthetic_loggp.Model()))
     with Store.open(path) as store:
         report = html.write_report(store, [cont, lg], tmp_path / "report.html")
     dom = dump_dom(report, tmp_path / "profile-dom")
     assert "<title>commscope report</title>" in dom  # no script ran
     assert "<script" not in dom.replace("&lt;script", "")
-    heat = re.search(r'<figure class="plot heatmap" id="contention-1-memory">.*?</figure>', dom,
-                     re.S)
+    heat = re.search(
+        r'<figure class="plot heatmap" id="contention-1-memory">.*?</figure>', dom, re.S
+    )
     assert heat is not None
     # The browser kept the marks: 8 hatched cells above cf, 10 outlined above 1.1x.
     assert len(re.findall(r'<g id="cf-above-\d+-\d+">', heat.group(0))) == 8

@@ -71,8 +71,11 @@ PLATFORM = """<?xml version='1.0'?>
 """
 
 SMPI_CFG = [
-    "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1", "--cfg=network/crosstraffic:0",
-    "--cfg=smpi/alltoall:basic_linear", "--cfg=smpi/simulate-computation:no",
+    "--cfg=smpi/bw-factor:0:1",
+    "--cfg=smpi/lat-factor:0:1",
+    "--cfg=network/crosstraffic:0",
+    "--cfg=smpi/alltoall:basic_linear",
+    "--cfg=smpi/simulate-computation:no",
     # Shared buffers are mapped block by block; big blocks keep 192 ranks under the
     # kernel's map count limit.
     "--cfg=smpi/shared-malloc-blocksize:268435456",
@@ -81,12 +84,18 @@ SMPI_CFG = [
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    need(shutil.which("smpicc") is not None and shutil.which("smpirun") is not None,
-         "SimGrid's smpicc and smpirun (apt-get install libsimgrid-dev)")
+    need(
+        shutil.which("smpicc") is not None and shutil.which("smpirun") is not None,
+        "SimGrid's smpicc and smpirun (apt-get install libsimgrid-dev)",
+    )
     where = tmp_path_factory.mktemp("smpi")
     (where / "a2a.c").write_text(PROGRAM)
-    subprocess.run(["smpicc", "-O2", "-o", str(where / "a2a"), str(where / "a2a.c")],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        ["smpicc", "-O2", "-o", str(where / "a2a"), str(where / "a2a.c")],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return where / "a2a"
 
 
@@ -98,19 +107,35 @@ def smpi_time(program: Path, nodes: int, cores: int) -> float:
     # smpirun's -tmpdir option is broken in 3.32; TMPDIR works.
     env = dict(os.environ, TMPDIR=str(where))
     out = subprocess.run(
-        ["smpirun", "-np", str(nodes * cores), "-platform", str(where / "platform.xml"),
-         "-hostfile", str(where / "hosts"), *SMPI_CFG, str(program), str(M)],
-        capture_output=True, text=True, timeout=500, env=env, cwd=where)
+        [
+            "smpirun",
+            "-np",
+            str(nodes * cores),
+            "-platform",
+            str(where / "platform.xml"),
+            "-hostfile",
+            str(where / "hosts"),
+            *SMPI_CFG,
+            str(program),
+            str(M),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=500,
+        env=env,
+        cwd=where,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return float(out.stdout.strip().splitlines()[-1])
 
 
 def predicted(nodes: int, cores: int) -> float:
     model = ClusterModel("oracle", tuple(f"node{i}" for i in range(nodes)), 1, cores)
-    recs = (records("nic", as_measured(lambda m, cf: cf * m / B), TABLE_SIZES, TABLE_CFS)
-            # Inside a node: nothing costs (1e-9 of the NIC's time, never the slowest).
-            + records("memory", as_measured(lambda m, cf: cf * m / B * 1e-9), TABLE_SIZES,
-                      TABLE_CFS))
+    recs = (
+        records("nic", as_measured(lambda m, cf: cf * m / B), TABLE_SIZES, TABLE_CFS)
+        # Inside a node: nothing costs (1e-9 of the NIC's time, never the slowest).
+        + records("memory", as_measured(lambda m, cf: cf * m / B * 1e-9), TABLE_SIZES, TABLE_CFS)
+    )
     cost = TableCost.from_tables(tables(recs), "oracle")
     p = nodes * cores
     pattern = build("alltoall", p, M, "block", block=p)
@@ -122,6 +147,8 @@ def predicted(nodes: int, cores: int) -> float:
 def test_block_alltoall_matches_smpi(program: Path, nodes: int, cores: int) -> None:
     want = smpi_time(program, nodes, cores)
     got = predicted(nodes, cores)
-    print(f"{nodes}x{cores}: predicted {got:.9f} s, SMPI {want:.9f} s,"
-          f" {100 * (got - want) / want:+.4f} %")
+    print(
+        f"{nodes}x{cores}: predicted {got:.9f} s, SMPI {want:.9f} s,"
+        f" {100 * (got - want) / want:+.4f} %"
+    )
     assert got == pytest.approx(want, rel=0.01)

@@ -21,8 +21,10 @@ GIGE = 125e6
 
 @pytest.fixture(autouse=True)
 def simgrid() -> None:
-    need(shutil.which("smpicc") is not None and shutil.which("smpirun") is not None,
-         "SimGrid's smpicc and smpirun (apt-get install libsimgrid-dev)")
+    need(
+        shutil.which("smpicc") is not None and shutil.which("smpirun") is not None,
+        "SimGrid's smpicc and smpirun (apt-get install libsimgrid-dev)",
+    )
 
 
 def model(tmp_path: Path, text: str) -> Path:
@@ -33,8 +35,7 @@ def model(tmp_path: Path, text: str) -> Path:
 
 def one_way(cli: CLI, run: int) -> dict[tuple[str, int], float]:
     with Store.open(cli.store) as store:
-        return {(p.pair, p.bytes): p.median_s for p in store.points(run)
-                if p.op == "pingpong"}
+        return {(p.pair, p.bytes): p.median_s for p in store.points(run) if p.op == "pingpong"}
 
 
 def test_neutral_pingpong_is_latency_plus_size_over_bandwidth(cli: CLI, tmp_path: Path) -> None:
@@ -42,10 +43,25 @@ def test_neutral_pingpong_is_latency_plus_size_over_bandwidth(cli: CLI, tmp_path
     # exactly 80 us + m / B; above it the engine's control message between samples makes the
     # receiver post late, which SMPI (as a rendezvous) charges one more route latency per
     # sample of one message. SMPI's own per-call costs add ~0.2 us (hence 0.5 %).
-    path = model(tmp_path, "nodes: 2\nsockets: 1\ncores: 2\n"
-                 "channels: {nic: {bandwidth: 125MB/s, latency: 40us}}\n")
-    out = cli("simulate", "run", "--cluster", str(path), "--neutral", "--json", "--",
-              "p2p", "--ops", "pingpong", "--sizes", "0,1024,16384,262144", check=True)
+    path = model(
+        tmp_path,
+        "nodes: 2\nsockets: 1\ncores: 2\nchannels: {nic: {bandwidth: 125MB/s, latency: 40us}}\n",
+    )
+    out = cli(
+        "simulate",
+        "run",
+        "--cluster",
+        str(path),
+        "--neutral",
+        "--json",
+        "--",
+        "p2p",
+        "--ops",
+        "pingpong",
+        "--sizes",
+        "0,1024,16384,262144",
+        check=True,
+    )
     run = json.loads(out.stdout)["run"]
     times = one_way(cli, run)
     for size in (0, 1024, 16384):
@@ -55,7 +71,7 @@ def test_neutral_pingpong_is_latency_plus_size_over_bandwidth(cli: CLI, tmp_path
     assert runs[run]["mpi"].startswith("simgrid-")
     with Store.open(cli.store) as store:
         sim = store.get_run(run).request["simulate"]
-    assert "<route src=\"node0\" dst=\"node1\"" in sim["platform_xml"]
+    assert '<route src="node0" dst="node1"' in sim["platform_xml"]
     assert "smpi/bw-factor:0:1" in sim["config"] and sim["factors"] == "neutral (0:1)"
     assert sim["hostfile"].splitlines() == ["node0", "node1"]
 
@@ -63,11 +79,33 @@ def test_neutral_pingpong_is_latency_plus_size_over_bandwidth(cli: CLI, tmp_path
 def test_ranks_of_a_node_share_its_memory_link(cli: CLI, tmp_path: Path) -> None:
     # One node, four ranks: the contention benchmark's two simultaneous pairs each get half
     # of the node's 1 GB/s memory link (SHARED), so t(m, 2) = 2 t(m, 1).
-    path = model(tmp_path, "nodes: 1\nsockets: 1\ncores: 4\n"
-                 "channels: {memory: {bandwidth: 1GB/s, latency: 0us}}\n")
-    out = cli("simulate", "run", "--cluster", str(path), "--nodes", "1", "--ranks-per-node",
-              "4", "--neutral", "--json", "--", "contention", "--sizes", "1MiB",
-              "--levels", "memory", "--reps", "1", "--nruns", "2", check=True)
+    path = model(
+        tmp_path,
+        "nodes: 1\nsockets: 1\ncores: 4\nchannels: {memory: {bandwidth: 1GB/s, latency: 0us}}\n",
+    )
+    out = cli(
+        "simulate",
+        "run",
+        "--cluster",
+        str(path),
+        "--nodes",
+        "1",
+        "--ranks-per-node",
+        "4",
+        "--neutral",
+        "--json",
+        "--",
+        "contention",
+        "--sizes",
+        "1MiB",
+        "--levels",
+        "memory",
+        "--reps",
+        "1",
+        "--nruns",
+        "2",
+        check=True,
+    )
     run = json.loads(out.stdout)["run"]
     with Store.open(cli.store) as store:
         cells = {c.cf: c for c in store.contentions(run)}
@@ -80,24 +118,60 @@ def test_ranks_of_a_node_share_its_memory_link(cli: CLI, tmp_path: Path) -> None
 def measured_run(store_path: Path, time_of) -> int:
     """A stored 'measured' ping-pong run between two nodes whose times follow ``time_of``."""
     sizes = netpipe_schedule(1 << 22, 3)
-    ranks = [{"rank": r, "node": n, "node_index": i, "socket": -1, "cpu": r, "pid": 100 + r,
-              "affinity": [r]} for r, (n, i) in enumerate([("a", 0), ("a", 0), ("b", 1),
-                                                          ("b", 1)])]
-    header = {"type": "header", "schema_version": 1, "engine_version": "0.1.0",
-              "mpi": {"library_version": "Open MPI v4.1.4, package: Debian", "standard": "3.1"},
-              "nranks": 4, "ranks": ranks, "socket_source": "sysfs",
-              "timer": {"name": "monotonic_raw", "resolution_s": 1e-9, "overhead_s": 2e-8,
-                        "frequency_hz": None},
-              "pairs": [{"label": "intra-node", "ranks": [0, 1]},
-                        {"label": "inter-node", "ranks": [0, 2]}],
-              "options": {"ops": "pingpong"}, "started_unix": 1.0}
-    request = {"benchmark": "p2p", "mpi": "openmpi", "np": 4, "launcher": "auto",
-               "timeout_s": 600, "confidence": 0.95,
-               "engine": {"ops": "pingpong", "timer": "monotonic_raw", "sizes": sizes,
-                          "pairs": "auto", "window": 64, "warmup": 2, "min_samples": 3,
-                          "max_samples": 20, "target_rse": 0.01, "point_budget_s": 0.25},
-               "vcluster": {"nodes": 2, "ranks_per_node": 2, "rate": "1gbit",
-                            "subnet": "10.0.0.0/24"}}
+    ranks = [
+        {
+            "rank": r,
+            "node": n,
+            "node_index": i,
+            "socket": -1,
+            "cpu": r,
+            "pid": 100 + r,
+            "affinity": [r],
+        }
+        for r, (n, i) in enumerate([("a", 0), ("a", 0), ("b", 1), ("b", 1)])
+    ]
+    header = {
+        "type": "header",
+        "schema_version": 1,
+        "engine_version": "0.1.0",
+        "mpi": {"library_version": "Open MPI v4.1.4, package: Debian", "standard": "3.1"},
+        "nranks": 4,
+        "ranks": ranks,
+        "socket_source": "sysfs",
+        "timer": {
+            "name": "monotonic_raw",
+            "resolution_s": 1e-9,
+            "overhead_s": 2e-8,
+            "frequency_hz": None,
+        },
+        "pairs": [
+            {"label": "intra-node", "ranks": [0, 1]},
+            {"label": "inter-node", "ranks": [0, 2]},
+        ],
+        "options": {"ops": "pingpong"},
+        "started_unix": 1.0,
+    }
+    request = {
+        "benchmark": "p2p",
+        "mpi": "openmpi",
+        "np": 4,
+        "launcher": "auto",
+        "timeout_s": 600,
+        "confidence": 0.95,
+        "engine": {
+            "ops": "pingpong",
+            "timer": "monotonic_raw",
+            "sizes": sizes,
+            "pairs": "auto",
+            "window": 64,
+            "warmup": 2,
+            "min_samples": 3,
+            "max_samples": 20,
+            "target_rse": 0.01,
+            "point_budget_s": 0.25,
+        },
+        "vcluster": {"nodes": 2, "ranks_per_node": 2, "rate": "1gbit", "subnet": "10.0.0.0/24"},
+    }
     with Store.open(store_path) as store:
         run = store.create_run("p2p", "measured", "openmpi-4.1.4", "mpirun", 4, request)
         seg = store.start_segment(run, ["mpirun"])
@@ -105,9 +179,18 @@ def measured_run(store_path: Path, time_of) -> int:
         for pair, ab in (("intra-node", [0, 1]), ("inter-node", [0, 2])):
             for m in sizes:
                 t = time_of(pair, m)
-                rec = {"type": "point", "op": "pingpong", "pair": pair, "ranks": ab,
-                       "bytes": m, "bytes_per_sample": m, "iters_per_sample": 1, "warmup": 2,
-                       "samples_s": [t] * 5, "stop": "rse"}
+                rec = {
+                    "type": "point",
+                    "op": "pingpong",
+                    "pair": pair,
+                    "ranks": ab,
+                    "bytes": m,
+                    "bytes_per_sample": m,
+                    "iters_per_sample": 1,
+                    "warmup": 2,
+                    "samples_s": [t] * 5,
+                    "stop": "rse",
+                }
                 store.add_point(run, seg, parse_record(json.dumps(rec), "test"))
         store.finish_segment(seg, "complete", None)
         store.set_run_status(run, "complete")
@@ -130,8 +213,17 @@ def test_calibrated_model_reproduces_a_measured_curve(cli: CLI, tmp_path: Path) 
     assert params["calibrated_from"].startswith(f"run {run}")
     text = out_model.read_text()
     assert "simulation:" in text and "lat_factor:" in text
-    val = cli("simulate", "validate", str(run), "--cluster", str(out_model), "--min-size",
-              "1KiB", "--json", check=True)
+    val = cli(
+        "simulate",
+        "validate",
+        str(run),
+        "--cluster",
+        str(out_model),
+        "--min-size",
+        "1KiB",
+        "--json",
+        check=True,
+    )
     result = json.loads(val.stdout)
     inter = sorted(abs(p["error"]) for p in result["points"] if p["where"] == "inter-node")
     assert len(inter) > 20
@@ -141,11 +233,27 @@ def test_calibrated_model_reproduces_a_measured_curve(cli: CLI, tmp_path: Path) 
 
 
 def test_sweep_reports_what_a_parameter_moves(cli: CLI, tmp_path: Path) -> None:
-    path = model(tmp_path, "nodes: 2\nsockets: 1\ncores: 1\n"
-                 "channels: {nic: {bandwidth: 125MB/s, latency: 10us}}\n")
-    out = cli("simulate", "run", "--cluster", str(path), "--neutral", "--json",
-              "--sweep", "nic_latency=10us,100us", "--", "p2p", "--ops", "pingpong",
-              "--sizes", "8,4MiB", check=True)
+    path = model(
+        tmp_path,
+        "nodes: 2\nsockets: 1\ncores: 1\nchannels: {nic: {bandwidth: 125MB/s, latency: 10us}}\n",
+    )
+    out = cli(
+        "simulate",
+        "run",
+        "--cluster",
+        str(path),
+        "--neutral",
+        "--json",
+        "--sweep",
+        "nic_latency=10us,100us",
+        "--",
+        "p2p",
+        "--ops",
+        "pingpong",
+        "--sizes",
+        "8,4MiB",
+        check=True,
+    )
     data = json.loads(out.stdout)
     assert data["labels"] == ["nic_latency=10us", "nic_latency=100us"]
     change = {(p["key"][2], p["key"][3]): p["change"] for p in data["points"]}
@@ -171,12 +279,34 @@ def test_192_rank_alltoall_equals_the_contention_oracle(cli: CLI, tmp_path: Path
     # 16 nodes x 12 cores on GigE NICs, free memory links, neutral factors: each node sends
     # 12 x 180 MiB out through its NIC, so the linear all-to-all takes exactly that / B, the
     # count the prediction's oracle (tests/simgrid/test_predict_oracle.py) gives.
-    path = model(tmp_path, "nodes: 16\nsockets: 1\ncores: 12\nchannels: {nic: {bandwidth:"
-                 " 125MB/s, latency: 0us}, memory: {bandwidth: 1e15, latency: 0us}}\n")
-    out = cli("simulate", "run", "--cluster", str(path), "--nodes", "16", "--ranks-per-node",
-              "12", "--neutral", "--launches", "1", "--smpi-cfg", "smpi/alltoall:basic_linear",
-              "--", "coll", "--ops", "alltoall", "--sizes",
-              "1MiB", timeout=1200, check=True)
+    path = model(
+        tmp_path,
+        "nodes: 16\nsockets: 1\ncores: 12\nchannels: {nic: {bandwidth:"
+        " 125MB/s, latency: 0us}, memory: {bandwidth: 1e15, latency: 0us}}\n",
+    )
+    out = cli(
+        "simulate",
+        "run",
+        "--cluster",
+        str(path),
+        "--nodes",
+        "16",
+        "--ranks-per-node",
+        "12",
+        "--neutral",
+        "--launches",
+        "1",
+        "--smpi-cfg",
+        "smpi/alltoall:basic_linear",
+        "--",
+        "coll",
+        "--ops",
+        "alltoall",
+        "--sizes",
+        "1MiB",
+        timeout=1200,
+        check=True,
+    )
     print(out.stdout)
     with Store.open(cli.store) as store:
         [run] = store.list_runs()
@@ -185,8 +315,10 @@ def test_192_rank_alltoall_equals_the_contention_oracle(cli: CLI, tmp_path: Path
     want = 12 * 180 * (1 << 20) / GIGE
     assert coll.nranks == 192 and coll.times_s[0] == pytest.approx(want, rel=0.01)
     wall = seg.ended_unix - seg.started_unix
-    print(f"192-rank all-to-all at 1 MiB: simulated {coll.times_s[0]:.4f} s (oracle {want:.4f}"
-          f" s), wall {wall:.1f} s")
+    print(
+        f"192-rank all-to-all at 1 MiB: simulated {coll.times_s[0]:.4f} s (oracle {want:.4f}"
+        f" s), wall {wall:.1f} s"
+    )
     assert "wall" in out.stdout
 
 
@@ -194,15 +326,32 @@ def test_network_load_per_link_counts_what_crossed_it(cli: CLI, tmp_path: Path) 
     # 2 nodes x 2 ranks, one all-to-all of 1 MiB blocks per launch, 2 launches (stage 0 and
     # stage 1): each NIC direction carries 2 x (2 ranks x 2 remote ranks x 1 MiB), each node's
     # memory link 2 x (2 x 1 MiB); control messages add a few bytes.
-    path = model(tmp_path, "nodes: 2\nsockets: 1\ncores: 2\n"
-                 "channels: {nic: {bandwidth: 125MB/s, latency: 10us}}\n")
-    out = cli("simulate", "run", "--cluster", str(path), "--ranks-per-node", "2", "--netload",
-              "--launches", "1", "--json", "--", "coll", "--ops", "alltoall", "--sizes", "1MiB",
-              check=True)
+    path = model(
+        tmp_path,
+        "nodes: 2\nsockets: 1\ncores: 2\nchannels: {nic: {bandwidth: 125MB/s, latency: 10us}}\n",
+    )
+    out = cli(
+        "simulate",
+        "run",
+        "--cluster",
+        str(path),
+        "--ranks-per-node",
+        "2",
+        "--netload",
+        "--launches",
+        "1",
+        "--json",
+        "--",
+        "coll",
+        "--ops",
+        "alltoall",
+        "--sizes",
+        "1MiB",
+        check=True,
+    )
     load = json.loads(out.stdout)["netload"]
     links = {x["link"]: x for x in load["links"]}
-    assert set(links) == {f"node{n}-{k}" for n in (0, 1)
-                          for k in ("memory", "nic-up", "nic-down")}
+    assert set(links) == {f"node{n}-{k}" for n in (0, 1) for k in ("memory", "nic-up", "nic-down")}
     mib = 1 << 20
     for n in (0, 1):
         for way in ("up", "down"):
@@ -217,20 +366,40 @@ def test_latency_sweep_lands_in_the_report(cli: CLI, tmp_path: Path) -> None:
     # The sensitivity study of Rechistov et al. 2012 (cluster simulation) on a model: a
     # collective's time against the NIC latency, 80 to 400 us, one simulated run per value,
     # lined up in the HTML report.
-    path = model(tmp_path, "nodes: 4\nsockets: 1\ncores: 2\n"
-                 "channels: {nic: {bandwidth: 125MB/s, latency: 10us}}\n")
+    path = model(
+        tmp_path,
+        "nodes: 4\nsockets: 1\ncores: 2\nchannels: {nic: {bandwidth: 125MB/s, latency: 10us}}\n",
+    )
     values = ["80us", "160us", "240us", "320us", "400us"]
-    out = cli("simulate", "run", "--cluster", str(path), "--nodes", "4", "--ranks-per-node", "2",
-              "--json", "--sweep", "nic_latency=" + ",".join(values), "--", "coll", "--ops",
-              "alltoall", "--sizes", "8,4MiB", timeout=600, check=True)
+    out = cli(
+        "simulate",
+        "run",
+        "--cluster",
+        str(path),
+        "--nodes",
+        "4",
+        "--ranks-per-node",
+        "2",
+        "--json",
+        "--sweep",
+        "nic_latency=" + ",".join(values),
+        "--",
+        "coll",
+        "--ops",
+        "alltoall",
+        "--sizes",
+        "8,4MiB",
+        timeout=600,
+        check=True,
+    )
     runs = json.loads(out.stdout)["runs"]
     assert len(runs) == 5
     report = tmp_path / "sweep.html"
     cli("report", *map(str, runs), "-o", str(report), check=True)
     html = report.read_text()
     assert "Sweep of nic_latency" in html and html.count('class="sim-sweep"') == 1
-    table = html[html.index('class="sim-sweep"'):]
-    table = table[:table.index("</table>")]
+    table = html[html.index('class="sim-sweep"') :]
+    table = table[: table.index("</table>")]
     for v in values:
         assert f"nic_latency={v}</th>" in table
     rows = {}

@@ -22,11 +22,19 @@ def hockney(m, alpha, beta):
 
 def point(op, pair, nbytes, samples, window=None, ranks=(0, 1)):
     per_window = window or 1
-    data = {"type": "point", "op": op, "pair": pair, "ranks": list(ranks), "bytes": int(nbytes),
-            "bytes_per_sample": int(nbytes) * (1 if op == "pingpong" else per_window
-                                               * (2 if op == "bibw" else 1)),
-            "iters_per_sample": 10, "warmup": 1, "samples_s": [float(s) for s in samples],
-            "stop": "rse"}
+    data = {
+        "type": "point",
+        "op": op,
+        "pair": pair,
+        "ranks": list(ranks),
+        "bytes": int(nbytes),
+        "bytes_per_sample": int(nbytes)
+        * (1 if op == "pingpong" else per_window * (2 if op == "bibw" else 1)),
+        "iters_per_sample": 10,
+        "warmup": 1,
+        "samples_s": [float(s) for s in samples],
+        "stop": "rse",
+    }
     if window:
         data["window"] = window
     rec = record_from_dict(data, "test")
@@ -35,8 +43,10 @@ def point(op, pair, nbytes, samples, window=None, ranks=(0, 1)):
 
 
 def pingpong_points(pair, times, ranks=(0, 1)):
-    return [point("pingpong", pair, m, [t * 0.99, t, t * 1.01], ranks=ranks)
-            for m, t in zip(SIZES, times, strict=True)]
+    return [
+        point("pingpong", pair, m, [t * 0.99, t, t * 1.01], ranks=ranks)
+        for m, t in zip(SIZES, times, strict=True)
+    ]
 
 
 # Hockney fit
@@ -92,8 +102,10 @@ def test_threshold_between_perturbation_clusters_and_under_noise():
     t = np.where(SIZES <= 3075, hockney(SIZES, 0.3e-6, 8e9), hockney(SIZES, 2.3e-6, 11e9))
     for _ in range(20):
         noisy = t * np.exp(rng.normal(0, 0.02, t.size))
-        found = [(th.below_bytes, th.above_bytes, th.nominal_bytes)
-                 for th in regimes.find_thresholds(SIZES, noisy)]
+        found = [
+            (th.below_bytes, th.above_bytes, th.nominal_bytes)
+            for th in regimes.find_thresholds(SIZES, noisy)
+        ]
         assert found == [(3075, 4093, 4096)]
 
 
@@ -175,8 +187,9 @@ def test_pair_figures_and_findings_of_two_pairs():
     text = findings.findings(figs)
     assert any("jumps by" in s and "near 8 KiB" in s and "eager/rendezvous" in s for s in text)
     ratio = figs[1].curve("pingpong").asymptotic_bandwidth_Bps / pp.asymptotic_bandwidth_Bps
-    assert any(s.startswith(f"inter-node bandwidth is {ratio * 100:.0f} % of intra-socket")
-               for s in text), text
+    assert any(
+        s.startswith(f"inter-node bandwidth is {ratio * 100:.0f} % of intra-socket") for s in text
+    ), text
     assert any(s.startswith("inter-node latency is 20.0x intra-socket") for s in text), text
 
 

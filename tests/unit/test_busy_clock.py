@@ -90,19 +90,27 @@ def test_a_failed_measurement_keeps_the_nominal_clock_and_says_why(tmp_path):
 
 
 def test_parse_takes_each_cpus_best_repeat_and_the_fastest_cpu():
-    line = {"program": "commscope-clock", "method": "dependent adds", "adds": 1000, "repeats": 3,
-            "timer": "CLOCK_MONOTONIC_RAW",
-            "cpus": [{"cpu": 0, "ghz": [1.2, 2.7, 2.5]}, {"cpu": 3, "ghz": [2.8, 0.9, 2.6]}]}
+    line = {
+        "program": "commscope-clock",
+        "method": "dependent adds",
+        "adds": 1000,
+        "repeats": 3,
+        "timer": "CLOCK_MONOTONIC_RAW",
+        "cpus": [{"cpu": 0, "ghz": [1.2, 2.7, 2.5]}, {"cpu": 3, "ghz": [2.8, 0.9, 2.6]}],
+    }
     clock = busyclock.parse(line)
     assert clock.cpus == (0, 3) and clock.per_cpu_ghz == (2.7, 2.8) and clock.ghz == 2.8
     assert "best of 3 x 1000" in clock.method
 
 
-@pytest.mark.parametrize("line", [
-    {"program": "commscope-tcp", "cpus": []},
-    {"program": "commscope-clock", "cpus": []},
-    {"program": "commscope-clock", "cpus": [{"cpu": 0, "ghz": [0.0, None]}]},
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"program": "commscope-tcp", "cpus": []},
+        {"program": "commscope-clock", "cpus": []},
+        {"program": "commscope-clock", "cpus": [{"cpu": 0, "ghz": [0.0, None]}]},
+    ],
+)
 def test_parse_rejects_lines_without_a_clock(line):
     with pytest.raises(EngineError):
         busyclock.parse(line)
@@ -110,8 +118,17 @@ def test_parse_rejects_lines_without_a_clock(line):
 
 def test_the_argument_list_is_a_list_of_plain_arguments():
     argv = busyclock.argv("/x/commscope-clock", [0, 2], adds=64, repeats=3, warmup_s=0.5)
-    assert argv == ["/x/commscope-clock", "--cpus", "0,2", "--adds", "64", "--repeats", "3",
-                    "--warmup", "0.5"]
+    assert argv == [
+        "/x/commscope-clock",
+        "--cpus",
+        "0,2",
+        "--adds",
+        "64",
+        "--repeats",
+        "3",
+        "--warmup",
+        "0.5",
+    ]
 
 
 def test_the_request_measures_each_core_count_where_its_sweep_runs():
@@ -153,8 +170,15 @@ def test_hpl_requests_measure_the_cores_their_ranks_use(monkeypatch):
         return busy(2.9, tuple(cpus))
 
     monkeypatch.setattr(busyclock, "measure", meter)
-    args = Namespace(time_budget=0.0, hpl_grid="1x1", sizes="100", hpl_nb=64, timeout=60,
-                     peak_flops_per_cycle=None, peak_ghz=None)
+    args = Namespace(
+        time_budget=0.0,
+        hpl_grid="1x1",
+        sizes="100",
+        hpl_nb=64,
+        timeout=60,
+        peak_flops_per_cycle=None,
+        peak_ghz=None,
+    )
     request = run_node._request(args)
     assert seen == [list(pinning.choose_cpus(1, pinning.allowed_cpus()))]
     assert "busy clock 2.900 GHz" in request["peak_derivation"]["1"]

@@ -7,19 +7,22 @@ import os
 import pytest
 
 
-@pytest.mark.parametrize("args", [
-    ["run", "p2p", "--np", "0"],
-    ["run", "p2p", "--sizes", "12 parsecs"],
-    ["run", "p2p", "--max-size", "-1"],
-    ["run", "p2p", "--timer", "sundial"],
-    ["run", "nonsense"],
-    ["show", "latest", "--format"],
-    ["export", "latest", "--format", "xml"],
-    ["run", "p2p", "--min-samples", "5", "--max-samples", "3"],
-    ["run", "p2p", "--mca", "btl"],
-    ["run", "tcp", "--mca", "btl=tcp"],
-    ["run", "--resume", "latest", "--mca", "btl=tcp"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "p2p", "--np", "0"],
+        ["run", "p2p", "--sizes", "12 parsecs"],
+        ["run", "p2p", "--max-size", "-1"],
+        ["run", "p2p", "--timer", "sundial"],
+        ["run", "nonsense"],
+        ["show", "latest", "--format"],
+        ["export", "latest", "--format", "xml"],
+        ["run", "p2p", "--min-samples", "5", "--max-samples", "3"],
+        ["run", "p2p", "--mca", "btl"],
+        ["run", "tcp", "--mca", "btl=tcp"],
+        ["run", "--resume", "latest", "--mca", "btl=tcp"],
+    ],
+)
 def test_bad_arguments_give_one_line_and_exit_2(cli, args):
     out = cli(*args)
     assert out.returncode == 2, out.stderr

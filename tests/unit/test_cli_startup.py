@@ -25,8 +25,9 @@ def test_building_and_using_the_parser_imports_no_heavy_library():
     # A fresh interpreter: this one has imported numpy and the rest for other tests.
     src = str(Path(commscope.__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
-                         env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE], capture_output=True, text=True, env=env, check=True
+    )
     assert json.loads(out.stdout) == []
 
 

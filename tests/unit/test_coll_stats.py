@@ -11,10 +11,23 @@ from commscope.data.record_parse import record_from_dict
 
 
 def coll(times: list[float], flags: list[int], **extra: object) -> object:
-    return record_from_dict({"type": "coll", "op": "bcast", "group": "world", "nranks": 4,
-                             "bytes": 1024, "root": 0, "method": "window", "times_s": times,
-                             "flags": flags, "stage": [1] * len(times), "stop": "rule_b",
-                             **extra}, "test")
+    return record_from_dict(
+        {
+            "type": "coll",
+            "op": "bcast",
+            "group": "world",
+            "nranks": 4,
+            "bytes": 1024,
+            "root": 0,
+            "method": "window",
+            "times_s": times,
+            "flags": flags,
+            "stage": [1] * len(times),
+            "stop": "rule_b",
+            **extra,
+        },
+        "test",
+    )
 
 
 @pytest.mark.parametrize("level", [0.90, 0.95, 0.99])
@@ -53,8 +66,7 @@ def test_a_point_with_too_few_valid_launches_says_so():
 def test_enough_valid_launches_with_few_late_starts_raise_no_warning():
     s = summarize(coll([1e-3] * 12, [0] * 11 + [1]))
     assert s.warnings == () and warning_text(s) == ""
-    assert summarize(coll([1e-3] * 12, [0] * 11 + [1]), min_valid=12).warnings == (
-        "too_few_valid",)
+    assert summarize(coll([1e-3] * 12, [0] * 11 + [1]), min_valid=12).warnings == ("too_few_valid",)
 
 
 def test_the_valid_minimum_follows_the_run_s_stop_rule():
@@ -75,15 +87,21 @@ def test_the_table_marks_a_flagged_point_and_says_why():
     assert "bcast 1024 B: too few valid launches" in text and "67% started late" in text
 
 
-@pytest.mark.parametrize(("unexplained_s", "flagged"), [
-    (-1e-7, False),  # within what the two estimates' round trips explain
-    (4e-6, False),   # explained by nothing, but under 5 % of the 100 us median
-    (6e-6, True),    # over 5 %: every launch time may be off by that much
-])
+@pytest.mark.parametrize(
+    ("unexplained_s", "flagged"),
+    [
+        (-1e-7, False),  # within what the two estimates' round trips explain
+        (4e-6, False),  # explained by nothing, but under 5 % of the 100 us median
+        (6e-6, True),  # over 5 %: every launch time may be off by that much
+    ],
+)
 def test_a_clock_check_beyond_its_bounds_and_5_percent_voids_the_point(unexplained_s, flagged):
     times = [100e-6] * 20
-    point = coll(times, [0] * 20,
-                 clock_check={"error_s": abs(unexplained_s) + 1e-7, "unexplained_s": unexplained_s})
+    point = coll(
+        times,
+        [0] * 20,
+        clock_check={"error_s": abs(unexplained_s) + 1e-7, "unexplained_s": unexplained_s},
+    )
     s = summarize(point)
     assert ("clock_drift" in s.warnings) is flagged
     assert s.clock_unexplained_s == unexplained_s

@@ -14,9 +14,18 @@ from commscope.data.store import Store
 
 
 def pp(nbytes, samples, op="pingpong", window=None):
-    data = {"type": "point", "op": op, "pair": "inter-node", "ranks": [0, 1], "bytes": nbytes,
-            "bytes_per_sample": nbytes * (window or 1), "iters_per_sample": 1, "warmup": 0,
-            "samples_s": [float(s) for s in samples], "stop": "rse"}
+    data = {
+        "type": "point",
+        "op": op,
+        "pair": "inter-node",
+        "ranks": [0, 1],
+        "bytes": nbytes,
+        "bytes_per_sample": nbytes * (window or 1),
+        "iters_per_sample": 1,
+        "warmup": 0,
+        "samples_s": [float(s) for s in samples],
+        "stop": "rse",
+    }
     if window:
         data["window"] = window
     rec = record_from_dict(data, "test")
@@ -25,9 +34,20 @@ def pp(nbytes, samples, op="pingpong", window=None):
 
 
 def coll(nbytes, times, flags=None):
-    rec = record_from_dict({"type": "coll", "op": "allreduce", "group": "world", "nranks": 4,
-                            "bytes": nbytes, "method": "window", "times_s": list(times),
-                            "flags": flags or [0] * len(times), "stop": "rule_b"}, "test")
+    rec = record_from_dict(
+        {
+            "type": "coll",
+            "op": "allreduce",
+            "group": "world",
+            "nranks": 4,
+            "bytes": nbytes,
+            "method": "window",
+            "times_s": list(times),
+            "flags": flags or [0] * len(times),
+            "stop": "rule_b",
+        },
+        "test",
+    )
     assert isinstance(rec, Coll)
     return rec
 
@@ -83,8 +103,9 @@ def test_bandwidth_runs_with_other_windows_compare_per_message():
 
 
 def test_collectives_compare_their_valid_launches():
-    rows = compare_runs([(1, [coll(8, [1e-5] * 10 + [9.0], [0] * 10 + [2])]),
-                         (2, [coll(8, [2e-5] * 10)])])
+    rows = compare_runs(
+        [(1, [coll(8, [1e-5] * 10 + [9.0], [0] * 10 + [2])]), (2, [coll(8, [2e-5] * 10)])]
+    )
     (row,) = rows
     assert row.kind == "coll" and row.values[0].n_samples == 10
     assert row.differences[0].relative_difference == pytest.approx(1.0)
@@ -113,23 +134,23 @@ def test_cli_compare_json_table_and_html(cli, tmp_path):
     data = json.loads(cli("compare", "1", "2", "--json", check=True).stdout)
     assert data["alpha"] == 0.01 and [r["label"] for r in data["runs"]] == ["tcp", "ib"]
     row = next(r for r in data["rows"] if r["op"] == "pingpong" and r["bytes"] == 8)
-    assert set(row["runs"][0]) == {"run_id", "n_samples", "median_s", "latency_s",
-                                   "bandwidth_Bps"}
-    assert set(row["differences"][0]) == {"run_id", "relative_difference", "p_value",
-                                          "significant"}
+    assert set(row["runs"][0]) == {"run_id", "n_samples", "median_s", "latency_s", "bandwidth_Bps"}
+    assert set(row["differences"][0]) == {"run_id", "relative_difference", "p_value", "significant"}
     assert row["differences"][0]["significant"] is True
     assert row["differences"][0]["relative_difference"] == pytest.approx(0.3)
     bw = next(r for r in data["rows"] if r["op"] == "bw")
     assert bw["differences"][0]["significant"] is False
-    out = cli("compare", "1", "latest", "--labels", "a,b", "-o", str(tmp_path / "c.html"),
-              check=True)
+    out = cli(
+        "compare", "1", "latest", "--labels", "a,b", "-o", str(tmp_path / "c.html"), check=True
+    )
     assert "+30.0 %*" in out.stdout and "comparison:" in out.stdout
     page = (tmp_path / "c.html").read_text()
     assert page.count("<svg") == 3 and "allreduce (collective), world" in page
 
 
-@pytest.mark.parametrize("args", [["1"], ["1", "2", "--labels", "only-one"],
-                                  ["1", "2", "--labels", "a,"]])
+@pytest.mark.parametrize(
+    "args", [["1"], ["1", "2", "--labels", "only-one"], ["1", "2", "--labels", "a,"]]
+)
 def test_cli_compare_usage_errors(cli, args):
     store_two_runs(cli.store)
     out = cli("compare", *args)

@@ -17,9 +17,19 @@ def cell(level: str, cf: int, size: int, t_slowest: float, reps: int = 3) -> obj
     pairs = [[2 * i, 2 * i + 1] for i in range(cf)]
     # Every process a bit faster than the slowest, whose time is the cell's value.
     samples = [[t_slowest * 0.9] * (2 * cf - 1) + [t_slowest] for _ in range(reps)]
-    return record_from_dict({"type": "contention", "level": level, "cf": cf, "bytes": size,
-                             "pairs": pairs, "nruns": 10, "start": "window",
-                             "samples_s": samples}, "test")
+    return record_from_dict(
+        {
+            "type": "contention",
+            "level": level,
+            "cf": cf,
+            "bytes": size,
+            "pairs": pairs,
+            "nruns": 10,
+            "start": "window",
+            "samples_s": samples,
+        },
+        "test",
+    )
 
 
 def test_degradation_divides_by_cf1_and_marks_cells_above_cf():
@@ -51,9 +61,19 @@ def test_missing_cells_are_nan_and_never_highlighted():
 
 
 def test_the_cell_is_the_median_over_repetitions_of_the_slowest_process():
-    rec = record_from_dict({"type": "contention", "level": "nic", "cf": 1, "bytes": 8,
-                            "pairs": [[0, 1]], "nruns": 1, "start": "barrier",
-                            "samples_s": [[1.0, 3.0], [2.0, 9.0], [5.0, 4.0]]}, "test")
+    rec = record_from_dict(
+        {
+            "type": "contention",
+            "level": "nic",
+            "cf": 1,
+            "bytes": 8,
+            "pairs": [[0, 1]],
+            "nruns": 1,
+            "start": "barrier",
+            "samples_s": [[1.0, 3.0], [2.0, 9.0], [5.0, 4.0]],
+        },
+        "test",
+    )
     assert rec.median_s == 5.0  # slowest per repetition: 3, 9, 5
 
 
@@ -65,8 +85,10 @@ def test_shown_tables_say_when_more_than_one_message_was_in_flight() -> None:
 
     def title(in_flight: int) -> str:
         console = Console(record=True, width=200)
-        contention_tables(console, records("nic", lambda m, cf: cf * m / 1e9, [1 << 20], [1, 2],
-                                           in_flight=in_flight))
+        contention_tables(
+            console,
+            records("nic", lambda m, cf: cf * m / 1e9, [1 << 20], [1, 2], in_flight=in_flight),
+        )
         return console.export_text()
 
     assert "4 messages in flight" in title(4)

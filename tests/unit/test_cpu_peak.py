@@ -17,8 +17,10 @@ OLD_FLAGS = "fpu sse sse2"
 
 
 def cpuinfo(flags: str, mhz: str = "2249.998", cpus: int = 2) -> str:
-    return "\n".join(f"processor\t: {i}\nmodel name\t: Test CPU\ncpu MHz\t\t: {mhz}\n"
-                     f"flags\t\t: {flags}\n" for i in range(cpus))
+    return "\n".join(
+        f"processor\t: {i}\nmodel name\t: Test CPU\ncpu MHz\t\t: {mhz}\nflags\t\t: {flags}\n"
+        for i in range(cpus)
+    )
 
 
 def sysfs(tmp_path: Path, cores: list[tuple[int, int]], max_khz: int | None = None) -> Path:
@@ -35,12 +37,15 @@ def sysfs(tmp_path: Path, cores: list[tuple[int, int]], max_khz: int | None = No
     return tmp_path
 
 
-@pytest.mark.parametrize(("flags", "value", "isa"), [
-    (SKYLAKE_FLAGS, 32, "avx512f+fma"),
-    (ZEN_FLAGS, 16, "avx2+fma"),
-    (SANDY_FLAGS, 8, "avx"),
-    (OLD_FLAGS, 4, "sse2"),
-])
+@pytest.mark.parametrize(
+    ("flags", "value", "isa"),
+    [
+        (SKYLAKE_FLAGS, 32, "avx512f+fma"),
+        (ZEN_FLAGS, 16, "avx2+fma"),
+        (SANDY_FLAGS, 8, "avx"),
+        (OLD_FLAGS, 4, "sse2"),
+    ],
+)
 def test_flops_per_cycle_from_flags(flags, value, isa):
     fpc = cpu.flops_per_cycle(flags.split())
     assert fpc is not None and (fpc.value, fpc.isa) == (value, isa)
@@ -73,12 +78,14 @@ def test_peak_prefers_cpufreq_maximum(tmp_path):
 
 
 def test_overrides_replace_flags_and_clock(tmp_path):
-    model = cpu.peak_model([0], flops_override=8.0, ghz_override=2.66,
-                           cpuinfo_text=cpuinfo(ZEN_FLAGS), sysfs=tmp_path)
+    model = cpu.peak_model(
+        [0], flops_override=8.0, ghz_override=2.66, cpuinfo_text=cpuinfo(ZEN_FLAGS), sysfs=tmp_path
+    )
     # The Xeon 5150 of Rechistov et al. 2012 (cluster simulation): 4 cores x 2.66 GHz
     # x 4 flops/cycle = 42.56 GFLOPS.
     assert cpu.peak_model([0], 4.0, 2.66, cpuinfo_text="", sysfs=tmp_path).peak_gflops(
-        4) == pytest.approx(42.56)
+        4
+    ) == pytest.approx(42.56)
     assert model.peak_gflops(1) == pytest.approx(21.28)
     assert "--peak-ghz" in model.derivation(1) and "--peak-flops-per-cycle" in model.derivation(1)
     assert peak.PeakModel.from_json(model.to_json()) == model

@@ -15,25 +15,35 @@ MPICH = MPIInstall("mpich", "mpich", "4.0.2", "/usr/bin/mpicc", "/usr/bin/mpiexe
 def test_both_hostfile_forms_comments_and_bare_names(tmp_path):
     path = tmp_path / "hosts"
     path.write_text("# cluster\nn1 slots=4\nn2:2   # second rack\n\nn3\nn4 max_slots=8\n")
-    assert hosts.read_hostfile(path) == [hosts.Host("n1", 4), hosts.Host("n2", 2),
-                                         hosts.Host("n3", None), hosts.Host("n4", 8)]
-    assert hosts.parse_hosts("a:2,b, c:1") == [hosts.Host("a", 2), hosts.Host("b"),
-                                              hosts.Host("c", 1)]
+    assert hosts.read_hostfile(path) == [
+        hosts.Host("n1", 4),
+        hosts.Host("n2", 2),
+        hosts.Host("n3", None),
+        hosts.Host("n4", 8),
+    ]
+    assert hosts.parse_hosts("a:2,b, c:1") == [
+        hosts.Host("a", 2),
+        hosts.Host("b"),
+        hosts.Host("c", 1),
+    ]
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("n1\nn1 slots=2\n", "listed twice"),
-    ("N1\nn1\n", "listed twice"),
-    ("n1 slots=0\n", "slots '0'"),
-    ("n1:-1\n", "slots '-1'"),
-    ("n1 slots=²\n", "slots '²'"),
-    ("n1 slots=99999999999999999999\n", "slots '99999999999999999999'"),
-    ("a;rm -rf ~\n", "not a host name"),
-    ("$(reboot)\n", "not a host name"),
-    ("-oProxyCommand=x\n", "not a host name"),
-    ("n1 slots=2 extra\n", "expected 'NAME'"),
-    ("# nothing\n\n", "no hosts"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("n1\nn1 slots=2\n", "listed twice"),
+        ("N1\nn1\n", "listed twice"),
+        ("n1 slots=0\n", "slots '0'"),
+        ("n1:-1\n", "slots '-1'"),
+        ("n1 slots=²\n", "slots '²'"),
+        ("n1 slots=99999999999999999999\n", "slots '99999999999999999999'"),
+        ("a;rm -rf ~\n", "not a host name"),
+        ("$(reboot)\n", "not a host name"),
+        ("-oProxyCommand=x\n", "not a host name"),
+        ("n1 slots=2 extra\n", "expected 'NAME'"),
+        ("# nothing\n\n", "no hosts"),
+    ],
+)
 def test_bad_hostfiles_name_the_line_and_the_fix(tmp_path, text, fragment):
     path = tmp_path / "hosts"
     path.write_text(text)
@@ -53,8 +63,9 @@ def test_unreadable_hostfile_and_unknown_host(tmp_path):
     with pytest.raises(UsageError, match="cannot read"):
         hosts.read_hostfile(tmp_path / "missing")
     with pytest.raises(UsageError, match="unknown host 'no-such-host.invalid'"):
-        hosts.check_resolvable([hosts.Host("localhost"), hosts.Host("no-such-host.invalid")],
-                               "--hosts x")
+        hosts.check_resolvable(
+            [hosts.Host("localhost"), hosts.Host("no-such-host.invalid")], "--hosts x"
+        )
 
 
 def test_placement_takes_ranks_per_node_then_slots_then_cores():
@@ -73,11 +84,29 @@ def test_placement_takes_ranks_per_node_then_slots_then_cores():
 def test_launcher_arguments_bind_unless_a_host_is_oversubscribed():
     fits = launch.Placement((("a", 2), ("b", 2)), (2, 4))
     job = launch.build_job(OPENMPI, 99, ["engine"], placement=fits)
-    assert job.argv == ["/usr/bin/mpirun", "-np", "4", "-H", "a:2,b:2", "--bind-to", "core",
-                        "--map-by", "core", "engine"]
+    assert job.argv == [
+        "/usr/bin/mpirun",
+        "-np",
+        "4",
+        "-H",
+        "a:2,b:2",
+        "--bind-to",
+        "core",
+        "--map-by",
+        "core",
+        "engine",
+    ]
     job = launch.build_job(MPICH, 99, ["engine"], placement=fits)
-    assert job.argv == ["/usr/bin/mpiexec.mpich", "-n", "4", "-hosts", "a:2,b:2", "-bind-to",
-                        "core", "engine"]
+    assert job.argv == [
+        "/usr/bin/mpiexec.mpich",
+        "-n",
+        "4",
+        "-hosts",
+        "a:2,b:2",
+        "-bind-to",
+        "core",
+        "engine",
+    ]
     over = launch.Placement((("a", 3),), (2,))
     assert "--oversubscribe" in launch.build_job(OPENMPI, 3, ["e"], placement=over).argv
     assert "-bind-to" not in launch.build_job(MPICH, 3, ["e"], placement=over).argv
@@ -86,10 +115,21 @@ def test_launcher_arguments_bind_unless_a_host_is_oversubscribed():
 
 def test_srun_gets_the_mpi_plugin_and_nodes():
     fits = launch.Placement((("a", 1), ("b", 1)), (2, 2))
-    job = launch.build_job(OPENMPI, 2, ["engine"], launcher="srun", srun_mpi="pmix_v4",
-                           placement=fits)
-    assert job.argv == ["srun", "-n", "2", "--mpi=pmix_v4", "--nodes=2", "--nodelist", "a,b",
-                        "--ntasks-per-node=1", "--cpu-bind=cores", "engine"]
+    job = launch.build_job(
+        OPENMPI, 2, ["engine"], launcher="srun", srun_mpi="pmix_v4", placement=fits
+    )
+    assert job.argv == [
+        "srun",
+        "-n",
+        "2",
+        "--mpi=pmix_v4",
+        "--nodes=2",
+        "--nodelist",
+        "a,b",
+        "--ntasks-per-node=1",
+        "--cpu-bind=cores",
+        "engine",
+    ]
 
 
 def test_the_probe_runs_one_unbound_process_per_host_from_an_argument_list():
@@ -97,16 +137,24 @@ def test_the_probe_runs_one_unbound_process_per_host_from_an_argument_list():
     job = hosts.probe_job(OPENMPI, named)
     assert job.argv[:6] == ["/usr/bin/mpirun", "-np", "2", "-H", "a:1,b:1", "--bind-to"]
     assert job.argv[-3:] == ["sh", "-c", hosts.PROBE_SCRIPT]
-    assert hosts.probe_job(MPICH, named).argv[:5] == ["/usr/bin/mpiexec.mpich", "-n", "2",
-                                                      "-hosts", "a:1,b:1"]
+    assert hosts.probe_job(MPICH, named).argv[:5] == [
+        "/usr/bin/mpiexec.mpich",
+        "-n",
+        "2",
+        "-hosts",
+        "a:1,b:1",
+    ]
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("csnode-none.invalid\n", "unknown host 'csnode-none.invalid'"),
-    ("localhost\nlocalhost:2\n", "listed twice"),
-    ("localhost;reboot\n", "not a host name"),
-    ("localhost slots=0\n", "slots '0'"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("csnode-none.invalid\n", "unknown host 'csnode-none.invalid'"),
+        ("localhost\nlocalhost:2\n", "listed twice"),
+        ("localhost;reboot\n", "not a host name"),
+        ("localhost slots=0\n", "slots '0'"),
+    ],
+)
 def test_run_refuses_a_bad_hostfile_in_one_line_with_exit_2(cli, tmp_path, text, fragment):
     hostfile = tmp_path / "hosts"
     hostfile.write_text(text)

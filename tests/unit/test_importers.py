@@ -25,8 +25,11 @@ def by_key(imported):
 
 
 def data_rows(name):
-    return [ln.split() for ln in (FIXTURES / name).read_text().splitlines()
-            if ln.strip() and not ln.lstrip().startswith("#")]
+    return [
+        ln.split()
+        for ln in (FIXTURES / name).read_text().splitlines()
+        if ln.strip() and not ln.lstrip().startswith("#")
+    ]
 
 
 def test_osu_latency_is_one_way_time():
@@ -40,8 +43,9 @@ def test_osu_latency_is_one_way_time():
         assert p.bytes_per_sample == int(size) and p.stop == "imported"
 
 
-@pytest.mark.parametrize(("name", "op", "factor"), [("osu_bw.txt", "bw", 1),
-                                                     ("osu_bibw.txt", "bibw", 2)])
+@pytest.mark.parametrize(
+    ("name", "op", "factor"), [("osu_bw.txt", "bw", 1), ("osu_bibw.txt", "bibw", 2)]
+)
 def test_osu_bandwidth_becomes_a_window_time_with_the_reported_rate(name, op, factor):
     imp = load("osu", name)
     recs = by_key(imp)
@@ -54,8 +58,10 @@ def test_osu_bandwidth_becomes_a_window_time_with_the_reported_rate(name, op, fa
 
 def test_osu_window_size_comment_is_used(tmp_path):
     f = tmp_path / "mbw.txt"
-    f.write_text("# OSU MPI Bandwidth Test v5.8\n# [ window size: 16 ]\n# Size  Bandwidth (MB/s)\n"
-                 "1024                 1000.00\n")
+    f.write_text(
+        "# OSU MPI Bandwidth Test v5.8\n# [ window size: 16 ]\n# Size  Bandwidth (MB/s)\n"
+        "1024                 1000.00\n"
+    )
     (p,) = importers.load("osu", f).records
     assert p.window == 16 and p.bytes_per_sample == 16 * 1024
     assert p.bandwidth_Bps == pytest.approx(1e9)
@@ -67,8 +73,12 @@ def test_osu_collectives_with_full_statistics_and_barrier():
     assert imp.n_colls == len(rows) and imp.n_points == 0 and imp.nranks == 8
     first = imp.records[0]
     assert isinstance(first, Coll)
-    assert (first.op, first.group, first.nranks, first.method) == ("allreduce", "world", 8,
-                                                                    "imported")
+    assert (first.op, first.group, first.nranks, first.method) == (
+        "allreduce",
+        "world",
+        8,
+        "imported",
+    )
     assert first.times_s == (pytest.approx(float(rows[0][1]) / 1e6),) and first.flags == (0,)
     (barrier,) = load("osu", "osu_barrier.txt", nranks=8).records
     assert (barrier.op, barrier.bytes, barrier.times_s) == ("barrier", 0, (pytest.approx(3.41e-6),))
@@ -88,8 +98,14 @@ def test_imb_tables():
     assert pp.samples_s == (pytest.approx(float(row[2]) / 1e6),)
     assert pp.iters_per_sample == int(row[1])
     ops = {(k[1], k[2]) for k in recs if k[0] == "Coll"}
-    assert ops == {("pingping", "ranks 0-1"), ("sendrecv", "world"), ("allreduce", "world"),
-                   ("allreduce", "ranks 0-1"), ("barrier", "world"), ("barrier", "ranks 0-1")}
+    assert ops == {
+        ("pingping", "ranks 0-1"),
+        ("sendrecv", "world"),
+        ("allreduce", "world"),
+        ("allreduce", "ranks 0-1"),
+        ("barrier", "world"),
+        ("barrier", "ranks 0-1"),
+    }
     sendrecv = recs[("Coll", "sendrecv", "world", 0)]
     assert sendrecv.nranks == 4 and len(sendrecv.times_s) == 1
     assert recs[("Coll", "barrier", "world", 0)].nranks == 4
@@ -102,7 +118,7 @@ def test_imb_uniband_uses_the_message_rate_and_failed_rows_are_noted(tmp_path):
         "       #bytes #repetitions   Mbytes/sec      Msg/sec\n"
         "         4096         1000      8192.00      2000000\n"
         '      4194304 out-of-mem.; needed X=   0.125 GB; use flag "-mem X" or'
-        ' MAX_MEM_USAGE>=X (IMB_mem_info.h)\n'
+        " MAX_MEM_USAGE>=X (IMB_mem_info.h)\n"
     )
     imp = importers.load("imb", f)
     (p,) = imp.records
@@ -137,8 +153,12 @@ MALFORMED = [
     ("osu", "# OSU MPI Latency Test v5.8\n# Size  Latency (us)\n-8    0.21\n", 3),
     ("osu", "# OSU MPI Bandwidth Test v5.8\n# Size  Bandwidth (MB/s)\n8    0.00\n", 3),
     ("osu", "# OSU MPI Multiple Bandwidth / Message Rate Test v5.8\n", 1),
-    ("imb", "# Benchmarking PingPong\n# #processes = 2\n #bytes #repetitions t[usec] Mbytes/sec\n"
-            "0 1000 0.41\n", 4),
+    (
+        "imb",
+        "# Benchmarking PingPong\n# #processes = 2\n #bytes #repetitions t[usec] Mbytes/sec\n"
+        "0 1000 0.41\n",
+        4,
+    ),
     ("imb", "         0         1000         0.41         0.00\n", 1),
     ("netpipe", "       1 29.654399   0.00000026\n       2 58.735801\n", 2),
     ("netpipe", "       1 29.654399   0.00000026\n    1.5 58.735801   0.00000026\n", 2),
@@ -160,10 +180,14 @@ def test_malformed_line_names_file_and_line(tmp_path, fmt, text, lineno):
 
 OSU_LATENCY = "# OSU MPI Latency Test v7.1\n# Size          Latency (us)\n"
 OSU_BW = "# OSU MPI Bandwidth Test v7.1\n# Size      Bandwidth (MB/s)\n"
-IMB_PINGPONG = ("# Benchmarking PingPong\n# #processes = 2\n"
-                "       #bytes #repetitions      t[usec]   Mbytes/sec\n")
-IMB_UNIBAND = ("# Benchmarking Uniband\n# #processes = 2\n"
-               "       #bytes #repetitions   Mbytes/sec      Msg/sec\n")
+IMB_PINGPONG = (
+    "# Benchmarking PingPong\n# #processes = 2\n"
+    "       #bytes #repetitions      t[usec]   Mbytes/sec\n"
+)
+IMB_UNIBAND = (
+    "# Benchmarking Uniband\n# #processes = 2\n"
+    "       #bytes #repetitions   Mbytes/sec      Msg/sec\n"
+)
 IMB_ALLREDUCE = "       #bytes #repetitions  t_min[usec]  t_max[usec]  t_avg[usec]\n"
 # Numbers that are no measurement: each must be refused naming its line, never stored.
 NOT_MEASUREMENTS = [
@@ -179,29 +203,49 @@ NOT_MEASUREMENTS = [
     ("osu", OSU_LATENCY + "4294967296 0.21\n", 3, "beyond one message"),  # 4 GiB
     ("osu", OSU_LATENCY + "9" * 5000 + " 0.21\n", 3, "not a size"),
     ("osu", OSU_BW + "8 5e-324\n", 3, "rate of"),  # a window at that rate: infinite time
-    ("osu", "# OSU MPI Bandwidth Test v7.1\n# [ window size: 0 ]\n# Size  Bandwidth (MB/s)\n"
-            "8 10.0\n", 2, "window size"),
+    (
+        "osu",
+        "# OSU MPI Bandwidth Test v7.1\n# [ window size: 0 ]\n# Size  Bandwidth (MB/s)\n8 10.0\n",
+        2,
+        "window size",
+    ),
     ("imb", IMB_UNIBAND + "8 1000 0.00 5e-324\n", 4, "Msg/sec"),  # stored Infinity before
     ("imb", IMB_PINGPONG + "0 1000 0.00 0.00\n", 4, "time of 0 s"),
-    ("imb", "# Benchmarking Allreduce\n# #processes = 1e20\n" + IMB_ALLREDUCE
-     + "8 1000 1.00 2.00 1.50\n", 2, "#processes"),
-    ("imb", "# Benchmarking Allreduce\n# #processes = 2\u00b2\n" + IMB_ALLREDUCE
-     + "8 1000 1.00 2.00 1.50\n", 2, "#processes"),
+    (
+        "imb",
+        "# Benchmarking Allreduce\n# #processes = 1e20\n"
+        + IMB_ALLREDUCE
+        + "8 1000 1.00 2.00 1.50\n",
+        2,
+        "#processes",
+    ),
+    (
+        "imb",
+        "# Benchmarking Allreduce\n# #processes = 2\u00b2\n"
+        + IMB_ALLREDUCE
+        + "8 1000 1.00 2.00 1.50\n",
+        2,
+        "#processes",
+    ),
     ("imb", IMB_PINGPONG + "8 1e3 1.00 2.00\n", 4, "#repetitions"),
     ("imb", IMB_PINGPONG + "8 1000 1e300 2.00\n", 4, "at most 3600 s"),
     # One table's rows under two headers (a '# Benchmarking' line lost between them).
-    ("imb", IMB_PINGPONG + "8 1000 1.00 2.00\n" + IMB_ALLREDUCE + "8 1000 1.0 2.0 1.5\n", 5,
-     "a second column header in the table of PingPong"),
-    ("imb", IMB_PINGPONG + "8 1000 1.00 2.00\n# #processes = 4\n", 5,
-     "a second process count"),
+    (
+        "imb",
+        IMB_PINGPONG + "8 1000 1.00 2.00\n" + IMB_ALLREDUCE + "8 1000 1.0 2.0 1.5\n",
+        5,
+        "a second column header in the table of PingPong",
+    ),
+    ("imb", IMB_PINGPONG + "8 1000 1.00 2.00\n# #processes = 4\n", 5, "a second process count"),
     ("netpipe", "8 0.000000 0.00000000\n", 1, "time of 0 s"),
     ("netpipe", "8 1e-300 0.00000000\n", 1, "disagree"),
 ]
 
 
 @pytest.mark.parametrize(("fmt", "text", "lineno", "reason"), NOT_MEASUREMENTS)
-def test_numbers_that_are_no_measurement_are_refused_in_one_line(cli, tmp_path, fmt, text,
-                                                                  lineno, reason):
+def test_numbers_that_are_no_measurement_are_refused_in_one_line(
+    cli, tmp_path, fmt, text, lineno, reason
+):
     f = tmp_path / f"bad.{fmt}"
     f.write_text(text)
     with pytest.raises(InputError) as err:
@@ -243,17 +287,35 @@ def test_stored_import_is_a_complete_run_without_header(tmp_path):
     with Store.open(tmp_path / "s.sqlite") as store:
         run_id = importers.store_imported(store, imp, "ib-eager")
         info = store.get_run(run_id)
-        assert (info.kind, info.label, info.status, info.header) == ("import", "ib-eager",
-                                                                      "complete", None)
-        assert info.request == {"imported": {"format": "osu", "label": "ib-eager",
-                                             "file": str(FIXTURES / "osu_latency.txt")}}
+        assert (info.kind, info.label, info.status, info.header) == (
+            "import",
+            "ib-eager",
+            "complete",
+            None,
+        )
+        assert info.request == {
+            "imported": {
+                "format": "osu",
+                "label": "ib-eager",
+                "file": str(FIXTURES / "osu_latency.txt"),
+            }
+        }
         points = store.points(run_id)
     assert [p.key for p in points] == sorted(p.key for p in imp.records if isinstance(p, Point))
 
 
 def test_cli_import_then_show(cli):
-    out = cli("import", "imb", str(FIXTURES / "imb_mpi1.txt"), "--label", "shm",
-              "--pair", "intra-node", "--json", check=True)
+    out = cli(
+        "import",
+        "imb",
+        str(FIXTURES / "imb_mpi1.txt"),
+        "--label",
+        "shm",
+        "--pair",
+        "intra-node",
+        "--json",
+        check=True,
+    )
     summary = json.loads(out.stdout)
     assert summary["run"] == 1 and summary["points"] == 24 and summary["collectives"] > 0
     shown = json.loads(cli("show", "1", "--json", check=True).stdout)

@@ -20,22 +20,58 @@ from tests.fuzz.harness import assert_one_line_refusal, call
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-@pytest.mark.parametrize(("text", "lo", "hi", "value"), [
-    ("8", 1, 10, 8), (" 8 ", 1, 10, 8), ("+8", 1, 10, 8), ("0", 0, 0, 0),
-])
+@pytest.mark.parametrize(
+    ("text", "lo", "hi", "value"),
+    [
+        ("8", 1, 10, 8),
+        (" 8 ", 1, 10, 8),
+        ("+8", 1, 10, 8),
+        ("0", 0, 0, 0),
+    ],
+)
 def test_whole_numbers_in_ascii_digits_pass(text, lo, hi, value):
     assert strict.whole(text, lo, hi) == value
 
 
-@pytest.mark.parametrize("text", ["8\u00b2", "\u0661\u0662", "\uff18", "1_0", "0x10", "1e3",
-                                  "8.0", "", " ", "inf", "9" * 5000, "11", "-1"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "8\u00b2",
+        "\u0661\u0662",
+        "\uff18",
+        "1_0",
+        "0x10",
+        "1e3",
+        "8.0",
+        "",
+        " ",
+        "inf",
+        "9" * 5000,
+        "11",
+        "-1",
+    ],
+)
 def test_whole_numbers_refuse_anything_else_saying_the_bounds(text):
     with pytest.raises(strict.NumberError, match="give a whole number from 0 to 10"):
         strict.whole(text, 0, 10)
 
 
-@pytest.mark.parametrize("text", ["inf", "-inf", "nan", "Infinity", "1e999", "1_0.5",
-                                  "\u0661.5", "0x1p3", "5e-324x", "0", "1e-400"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "inf",
+        "-inf",
+        "nan",
+        "Infinity",
+        "1e999",
+        "1_0.5",
+        "\u0661.5",
+        "0x1p3",
+        "5e-324x",
+        "0",
+        "1e-400",
+    ],
+)
 def test_real_numbers_must_be_finite_ascii_and_above_the_bound(text):
     with pytest.raises(strict.NumberError):
         strict.real(text, 0, 100, above=True)
@@ -52,16 +88,20 @@ def test_checked_values_from_files_refuse_bools_huge_ints_and_nan():
 
 # The command lines that used to run, hang or store garbage; now each is one line, exit 2.
 REFUSED = [
-    (["run", "--np", "9223372036854775808"], "argument --np: 9223372036854775808 is out of"
-     " range; give a whole number from 1 to 1048576"),
+    (
+        ["run", "--np", "9223372036854775808"],
+        "argument --np: 9223372036854775808 is out of range; give a whole number from 1 to 1048576",
+    ),
     (["run", "--np", "8\u00b2"], "argument --np: '8\u00b2' is not a whole number in ASCII digits"),
     (["run", "--timeout", "inf"], "argument --timeout: 'inf' is not a number in ASCII digits"),
     (["run", "--timeout", "1e9"], "argument --timeout: '1e9' is out of range"),
     (["run", "coll", "--gamma", "inf"], "argument --gamma: 'inf' is not a number"),
     (["run", "coll", "--gamma", "0.5"], "give a number from 1 to 100"),
     (["run", "coll", "--block=-1"], "argument --block: -1 is out of range"),
-    (["run", "p2p", "--sizes", "16GiB"], "--sizes: size '16GiB' is 17179869184 bytes, above"
-     " the limit of 2147483647 bytes"),
+    (
+        ["run", "p2p", "--sizes", "16GiB"],
+        "--sizes: size '16GiB' is 17179869184 bytes, above the limit of 2147483647 bytes",
+    ),
     (["run", "p2p", "--sizes", "17179869185"], "above the limit of 2147483647 bytes"),
     (["run", "p2p", "--sizes", ""], "--sizes: size list '' is empty"),
     (["run", "coll", "--sizes", ""], "--sizes: size list '' is empty"),
@@ -70,14 +110,21 @@ REFUSED = [
     (["run", "--label", "a\x1b[2Jb"], "argument --label: holds the control character \\x1b"),
     (["run", "--label", ""], "argument --label: is empty"),
     (["run", "coll", "--test-distort", "1:inf:0"], "--test-distort '1:inf:0'"),
-    (["show", "99999999999999999999"], "run '99999999999999999999' is neither 'latest' nor a"
-     " run id"),
+    (
+        ["show", "99999999999999999999"],
+        "run '99999999999999999999' is neither 'latest' nor a run id",
+    ),
     (["export", "1\u00b2"], "is neither 'latest' nor a run id"),
-    (["predict", "alltoall", "--procs", "99999999999999999999"], "argument --procs:"
-     " 99999999999999999999 is out of range; give a whole number from 1 to 65536"),
+    (
+        ["predict", "alltoall", "--procs", "99999999999999999999"],
+        "argument --procs:"
+        " 99999999999999999999 is out of range; give a whole number from 1 to 65536",
+    ),
     (["predict", "alltoall", "--procs", "4", "--root", "4"], "--root 4: give a rank below"),
-    (["import", "osu", str(FIXTURES / "osu_latency.txt"), "--label", "x", "--nranks", "0"],
-     "argument --nranks: 0 is out of range"),
+    (
+        ["import", "osu", str(FIXTURES / "osu_latency.txt"), "--label", "x", "--nranks", "0"],
+        "argument --nranks: 0 is out of range",
+    ),
     (["vcluster", "up", "--nodes", "1e3"], "argument --nodes: '1e3' is not a whole number"),
     (["tcp", "serve", "--port", "65536"], "argument --port: 65536 is out of range"),
 ]
@@ -102,8 +149,9 @@ def test_a_simulated_model_of_1000_nodes_is_refused_before_its_platform(tmp_path
     model = tmp_path / "big.yaml"
     model.write_text("nodes: 1000\nsockets: 1\ncores: 2\n")
     start = time.monotonic()
-    outcome = call(None, tmp_path / "s.sqlite", "simulate", "run", "--cluster", str(model),
-                   "--", "p2p")
+    outcome = call(
+        None, tmp_path / "s.sqlite", "simulate", "run", "--cluster", str(model), "--", "p2p"
+    )
     assert_one_line_refusal(outcome)
     assert "1000 nodes; a simulated model has at most 256" in outcome.err
     assert time.monotonic() - start < 2
@@ -113,17 +161,34 @@ def test_predict_at_the_stated_limit_of_processes_is_refused_for_fit_not_hung(tm
     model = tmp_path / "small.yaml"
     model.write_text("nodes: 4\nsockets: 1\ncores: 2\nchannels: {nic: {bandwidth: 1e9}}\n")
     start = time.monotonic()
-    outcome = call(None, tmp_path / "s.sqlite", "predict", "alltoall", "--procs",
-                   str(limits.MAX_PREDICT_PROCS), "--cluster", str(model))
+    outcome = call(
+        None,
+        tmp_path / "s.sqlite",
+        "predict",
+        "alltoall",
+        "--procs",
+        str(limits.MAX_PREDICT_PROCS),
+        "--cluster",
+        str(model),
+    )
     assert_one_line_refusal(outcome)
     assert "fit no n x c placement" in outcome.err and time.monotonic() - start < 5
 
 
 def test_export_json_never_writes_infinity_a_store_may_hold(tmp_path):
     store = tmp_path / "s.sqlite"
-    raw = {"type": "point", "op": "bw", "pair": "unknown", "ranks": [0, 1], "bytes": 8,
-           "bytes_per_sample": 512, "iters_per_sample": 1, "warmup": 0,
-           "samples_s": [math.inf], "stop": "imported"}
+    raw = {
+        "type": "point",
+        "op": "bw",
+        "pair": "unknown",
+        "ranks": [0, 1],
+        "bytes": 8,
+        "bytes_per_sample": 512,
+        "iters_per_sample": 1,
+        "warmup": 0,
+        "samples_s": [math.inf],
+        "stop": "imported",
+    }
     with Store.open(store) as s:  # as an import before this rule stored IMB's 5e-324 Msg/sec
         run_id = s.create_run("import", "old", None, None, 2, {})
         segment = s.start_segment(run_id, ["commscope", "import"])
@@ -141,16 +206,34 @@ def _no_constant(name: str) -> None:
     raise AssertionError(name)
 
 
-@pytest.mark.parametrize("line", ["n0 slots=8\u00b2", "n0 slots=" + "9" * 5000, "n0:99999999999",
-                                  "rank 99999999999=n0 slot=0", "n0 slots=1e3"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "n0 slots=8\u00b2",
+        "n0 slots=" + "9" * 5000,
+        "n0:99999999999",
+        "rank 99999999999=n0 slot=0",
+        "n0 slots=1e3",
+    ],
+)
 def test_hostfile_and_rankfile_counts_are_refused_in_one_line(tmp_path, line):
     model = tmp_path / "m.yaml"
     model.write_text("nodes: [n0, n1]\nsockets: 1\ncores: 2\nchannels: {nic: {bandwidth: 1e9}}\n")
     hosts = tmp_path / "hosts"
     hosts.write_text(line + "\n")
     flag = "--rankfile" if line.startswith("rank") else "--hostfile"
-    outcome = call(None, tmp_path / "s.sqlite", "predict", "alltoall", "--procs", "2",
-                   "--cluster", str(model), flag, str(hosts))
+    outcome = call(
+        None,
+        tmp_path / "s.sqlite",
+        "predict",
+        "alltoall",
+        "--procs",
+        "2",
+        "--cluster",
+        str(model),
+        flag,
+        str(hosts),
+    )
     assert_one_line_refusal(outcome)
     assert f"{hosts} line 1" in outcome.err
 
@@ -163,10 +246,15 @@ def test_run_hostfile_slots_beyond_int_digits_are_refused(tmp_path):
     assert "slots" in outcome.err and "must be a whole number from 1 to 4096" in outcome.err
 
 
-@pytest.mark.parametrize(("parse", "text"), [
-    (program.parse_peer, "host:\u00b2"), (program.parse_peer, "host:" + "9" * 5000),
-    (hpcc.parse_grid, "2x\u00b2"), (hpcc.parse_grid, "2x" + "9" * 5000),
-])
+@pytest.mark.parametrize(
+    ("parse", "text"),
+    [
+        (program.parse_peer, "host:\u00b2"),
+        (program.parse_peer, "host:" + "9" * 5000),
+        (hpcc.parse_grid, "2x\u00b2"),
+        (hpcc.parse_grid, "2x" + "9" * 5000),
+    ],
+)
 def test_ports_and_grids_take_ascii_digits_only(parse, text):
     with pytest.raises(UsageError):
         parse(text)

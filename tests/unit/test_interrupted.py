@@ -17,11 +17,20 @@ from commscope.errors import RecordError
 FAST, SLOW = 0.3e-3, 4.3e-3  # a 4 MiB one-way time, and the same with a lost 4 ms time slice
 
 
-def point(samples: list[float], switches: list[list[int]] | None,
-          size: int = 4 << 20) -> Point:
-    data = {"type": "point", "op": "pingpong", "pair": "intra-socket", "ranks": [0, 1],
-            "bytes": size, "bytes_per_sample": size, "window": 1, "iters_per_sample": 1,
-            "warmup": 10, "samples_s": samples, "stop": "budget"}
+def point(samples: list[float], switches: list[list[int]] | None, size: int = 4 << 20) -> Point:
+    data = {
+        "type": "point",
+        "op": "pingpong",
+        "pair": "intra-socket",
+        "ranks": [0, 1],
+        "bytes": size,
+        "bytes_per_sample": size,
+        "window": 1,
+        "iters_per_sample": 1,
+        "warmup": 10,
+        "samples_s": samples,
+        "stop": "budget",
+    }
     if switches is not None:
         data["switches"] = switches
     rec = record_from_dict(data, "test point")
@@ -100,8 +109,9 @@ def test_export_marks_each_interrupted_sample(tmp_path, capsys):
     assert export_cmd.run(args) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [int(r["interrupted"]) for r in rows] == [0, 1, 1, 0, 1, 0, 1, 1, 0, 1]
-    args = build_parser().parse_args(["--store", str(path), "export", str(run_id),
-                                      "--format", "json"])
+    args = build_parser().parse_args(
+        ["--store", str(path), "export", str(run_id), "--format", "json"]
+    )
     export_cmd.run(args)
     lines = capsys.readouterr().out.splitlines()
     assert [s[0] for s in json.loads(lines[1])["switches"]] == [1, 2, 4, 6, 7, 9]

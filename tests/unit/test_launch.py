@@ -14,10 +14,19 @@ FLAGS = "send,inplace,need-ack,need-csum,hetero-rdma"
 
 
 def test_mca_options_are_parsed_and_the_last_one_of_a_name_wins():
-    mca = launch.parse_mca([f"btl_tcp_flags={FLAGS}", "btl=self,tcp", "btl=self,vader,tcp",
-                            "coll_tuned_use_dynamic_rules=1"])
-    assert mca == {"btl_tcp_flags": FLAGS, "btl": "self,vader,tcp",
-                   "coll_tuned_use_dynamic_rules": "1"}
+    mca = launch.parse_mca(
+        [
+            f"btl_tcp_flags={FLAGS}",
+            "btl=self,tcp",
+            "btl=self,vader,tcp",
+            "coll_tuned_use_dynamic_rules=1",
+        ]
+    )
+    assert mca == {
+        "btl_tcp_flags": FLAGS,
+        "btl": "self,vader,tcp",
+        "coll_tuned_use_dynamic_rules": "1",
+    }
 
 
 @pytest.mark.parametrize("item", ["btl", "btl=", "=tcp", "BTL=tcp", "btl tcp=1", "-btl=tcp"])
@@ -27,8 +36,13 @@ def test_malformed_mca_options_are_refused_with_an_example(item):
 
 
 def test_mpirun_gets_each_parameter_as_one_mca_option_before_the_program():
-    job = launch.build_job(OPENMPI, 2, ["engine", "--ops", "bw"], cores=2,
-                           mca={"btl_tcp_flags": FLAGS, "btl": "self,tcp"})
+    job = launch.build_job(
+        OPENMPI,
+        2,
+        ["engine", "--ops", "bw"],
+        cores=2,
+        mca={"btl_tcp_flags": FLAGS, "btl": "self,tcp"},
+    )
     argv = job.argv
     assert argv[:3] == ["/usr/bin/mpirun", "-np", "2"]
     assert argv[3:9] == ["--mca", "btl_tcp_flags", FLAGS, "--mca", "btl", "self,tcp"]

@@ -21,8 +21,16 @@ ALLOWED = {
     "simulate": {"data", "analysis", "predict", "measure"},
     "report": {"data", "analysis", "predict", "simulate"},
     "validate": {"data", "analysis", "predict", "measure"},
-    "cli": {"data", "importers", "measure", "analysis", "predict", "simulate", "report",
-            "validate"},
+    "cli": {
+        "data",
+        "importers",
+        "measure",
+        "analysis",
+        "predict",
+        "simulate",
+        "report",
+        "validate",
+    },
 }
 ROOT_MODULES = {"__init__", "__main__", "errors", "limits", "strict", "units", "safe_write"}
 
@@ -52,8 +60,10 @@ def test_every_part_imports_only_the_layers_below_it():
         allowed = ALLOWED.get(part, set()) | BASE | {part}
         if part == "__main__":
             allowed |= {"cli"}
-        wrong += [f"{path.relative_to(PACKAGE)} imports commscope.{p}"
-                  for p in sorted(imported_parts(path) - allowed)]
+        wrong += [
+            f"{path.relative_to(PACKAGE)} imports commscope.{p}"
+            for p in sorted(imported_parts(path) - allowed)
+        ]
     assert not wrong, "\n".join(wrong)
 
 
@@ -66,6 +76,7 @@ def test_the_package_root_holds_few_modules_and_the_parts_are_known():
 
 def test_the_layer_table_catches_a_wrong_import(tmp_path):
     leak = tmp_path / "leak.py"
-    leak.write_text("def f():\n    from commscope.measure import runner\n"
-                    "from commscope import cli, units\n")
+    leak.write_text(
+        "def f():\n    from commscope.measure import runner\nfrom commscope import cli, units\n"
+    )
     assert imported_parts(leak) == {"measure", "cli", "units"}

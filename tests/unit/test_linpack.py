@@ -103,7 +103,8 @@ def test_wrong_solution_is_an_error_not_a_point(tmp_path, monkeypatch):
         info = store.get_run(run_id)
         assert info.status == "incomplete"
         assert "lost: N=140 on 1 core and the larger N planned after it (up to 200)" in (
-            info.message or "")
+            info.message or ""
+        )
         assert [p.n for p in store.linpacks(run_id)] == [100]
         assert store.segments(run_id)[0].status == "incomplete"
 

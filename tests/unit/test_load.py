@@ -8,13 +8,21 @@ from commscope.analysis import load
 
 
 def end(**host: object) -> dict:
-    base = {"nodes": ["n0"], "ranks": 2, "cpus": 2, "host_cpus": 2, "elapsed_cpu_s": 4.0,
-            "tick_s": 0.01, "ranks_cpu_s": 3.9}
+    base = {
+        "nodes": ["n0"],
+        "ranks": 2,
+        "cpus": 2,
+        "host_cpus": 2,
+        "elapsed_cpu_s": 4.0,
+        "tick_s": 0.01,
+        "ranks_cpu_s": 3.9,
+    }
     return {"type": "end", "points": 1, "elapsed_s": 2.0, "load": [{**base, **host}]}
 
 
-@pytest.mark.parametrize(("share", "busy"), [(0.0, False), (0.10, False), (0.12, True),
-                                             (0.5, True)])
+@pytest.mark.parametrize(
+    ("share", "busy"), [(0.0, False), (0.10, False), (0.12, True), (0.5, True)]
+)
 def test_others_share_warns_above_ten_percent_beyond_the_counters_step(share, busy):
     # 2 CPUs x 0.01 s ticks over 4 CPU-seconds: the share is known to +-1 %.
     (host,) = load.hosts(end(others_share=share))
@@ -46,12 +54,14 @@ def test_a_warning_repeated_by_several_launches_is_given_once():
     assert len(load.warnings([same, same])) == 1
 
 
-@pytest.mark.parametrize(("wait", "warned"), [(None, False), (0.0, False), (0.05, False),
-                                             (0.2, True)])
+@pytest.mark.parametrize(
+    ("wait", "warned"), [(None, False), (0.0, False), (0.05, False), (0.2, True)]
+)
 def test_a_rank_waiting_for_a_cpu_is_named_even_in_a_short_run(wait, warned):
     # Too short for the host's counters, but schedstat counts nanoseconds.
     record = end(others_share=0.0, elapsed_cpu_s=0.05)
     if wait is not None:
         record["load"][0]["ranks_wait_share"] = wait
     assert load.warnings([record]) == (
-        ["a rank on n0 waited for a CPU 20% of the run"] if warned else [])
+        ["a rank on n0 waited for a CPU 20% of the run"] if warned else []
+    )

@@ -42,17 +42,38 @@ def test_exact_records_give_back_every_parameter():
     assert not any(line.dropped_bytes for line in f.lines.values())
 
 
-@pytest.mark.parametrize("model", [
-    TRUE,
-    syn.Model(L=1.5e-6, o_s=0.8e-6, o_r=0.6e-6, g=1.2e-6, G=8e-10, Os=1e-10, Or=2e-10,
-              switch_bytes=16384, switch_s=20e-6),  # a slow network: 1.25 GB/s
-    syn.Model(L=0.05e-6, o_s=0.03e-6, o_r=0.12e-6, g=0.09e-6, G=1e-10, switch_bytes=3072,
-              switch_s=3e-6, timer_s=40e-9),  # shared memory, as measured on this machine
-])
+@pytest.mark.parametrize(
+    "model",
+    [
+        TRUE,
+        syn.Model(
+            L=1.5e-6,
+            o_s=0.8e-6,
+            o_r=0.6e-6,
+            g=1.2e-6,
+            G=8e-10,
+            Os=1e-10,
+            Or=2e-10,
+            switch_bytes=16384,
+            switch_s=20e-6,
+        ),  # a slow network: 1.25 GB/s
+        syn.Model(
+            L=0.05e-6,
+            o_s=0.03e-6,
+            o_r=0.12e-6,
+            g=0.09e-6,
+            G=1e-10,
+            switch_bytes=3072,
+            switch_s=3e-6,
+            timer_s=40e-9,
+        ),  # shared memory, as measured on this machine
+    ],
+)
 def test_noisy_records_with_descheduled_sizes_come_back_within_one_percent(model):
     # 0.5 % noise on every sample, and three large sizes whose trains were stretched 2-4x.
-    recs = syn.records(model, noise=0.005, samples=21,
-                       stretched={1 << 20: 3.0, 3 << 20: 2.0, 4 << 20: 4.0})
+    recs = syn.records(
+        model, noise=0.005, samples=21, stretched={1 << 20: 3.0, 3 << 20: 2.0, 4 << 20: 4.0}
+    )
     (f,) = loggp.fits(recs)
     assert_close(params(f), expected(model), 0.01)
     assert set(f.lines["G"].dropped_bytes) == {1 << 20, 3 << 20, 4 << 20}
@@ -85,8 +106,9 @@ def test_findings_name_what_stands_out():
     # The sender's per-byte time (Os = 0.2 G) is no copy at G's rate: not claimed.
     assert "busy for the whole transfer" not in text
     copying = syn.Model(Os=0.9e-10)
-    assert "busy for the whole transfer" in " ".join(loggp.findings(loggp.fits(
-        syn.records(copying))))
+    assert "busy for the whole transfer" in " ".join(
+        loggp.findings(loggp.fits(syn.records(copying)))
+    )
 
 
 def test_a_single_size_gives_no_fit_and_json_is_plain():
@@ -124,6 +146,7 @@ def test_store_keeps_loggp_points_apart_from_the_others(tmp_path):
 
 def test_the_runner_counts_and_passes_loggp_sizes_and_skips():
     from commscope.measure import runner
+
     opts = {"ops": "pingpong,loggp", "sizes": [0, 8, 1024], "loggp_sizes": [0, 1, 2, 4]}
     assert runner.expected_points(opts, 2) == 2 * 3 + 2 * 4
     argv = runner.engine_argv("/x/commscope-engine", opts, {("loggp", "intra-socket", 4)})

@@ -14,17 +14,29 @@ from commscope.measure.compute.cpu import Clock, FlopsPerCycle, PeakModel
 
 def linpack(cores: int, n: int, rates: list[float]) -> Linpack:
     flops = 2 / 3 * n**3 + 2 * n**2
-    rec = record_from_dict({
-        "type": "linpack", "cores": cores, "threads": cores, "n": n, "routine": "dgetrf+dgetrs",
-        "times_s": [flops / (g * 1e9) for g in rates], "gflops": rates, "residual": 0.01,
-        "affinity": list(range(cores)),
-    }, "synthetic linpack")
+    rec = record_from_dict(
+        {
+            "type": "linpack",
+            "cores": cores,
+            "threads": cores,
+            "n": n,
+            "routine": "dgetrf+dgetrs",
+            "times_s": [flops / (g * 1e9) for g in rates],
+            "gflops": rates,
+            "residual": 0.01,
+            "affinity": list(range(cores)),
+        },
+        "synthetic linpack",
+    )
     assert isinstance(rec, Linpack)
     return rec
 
 
-PEAK = PeakModel("test CPU", FlopsPerCycle(16.0, "avx2+fma", "2 FMA units x 4 doubles x 2 flops",
-                                           "/proc/cpuinfo flags"), Clock(2.0, "--peak-ghz"))
+PEAK = PeakModel(
+    "test CPU",
+    FlopsPerCycle(16.0, "avx2+fma", "2 FMA units x 4 doubles x 2 flops", "/proc/cpuinfo flags"),
+    Clock(2.0, "--peak-ghz"),
+)
 
 
 def test_half_reached_exactly_at_a_measured_n():
@@ -107,13 +119,29 @@ def test_panel_balance_crossover_is_where_both_times_meet():
 def test_blas_kernels_narrower_than_the_cpu_set_a_ceiling():
     # An AVX-512 CPU (32 flops/cycle at 2 GHz: 64 GFLOPS a core) solved by OpenBLAS's Haswell
     # (AVX2) kernels: at most 16 flops/cycle, so 32 GFLOPS is the ceiling; 24 is 75 % of it.
-    wide = PeakModel("test CPU", FlopsPerCycle(32.0, "avx512f+fma", "2 FMA units x 8 doubles"
-                                               " x 2 flops", "/proc/cpuinfo flags"),
-                     Clock(2.0, "--peak-ghz"))
-    blas = [{"user_api": "blas", "internal_api": "openblas", "version": "0.3.30",
-             "architecture": "Haswell", "filepath": "/x/numpy.libs/libscipy_openblas64_.so"},
-            {"user_api": "blas", "internal_api": "openblas", "version": "0.3.30",
-             "architecture": "Haswell", "filepath": "/x/scipy.libs/libscipy_openblas.so"}]
+    wide = PeakModel(
+        "test CPU",
+        FlopsPerCycle(
+            32.0, "avx512f+fma", "2 FMA units x 8 doubles x 2 flops", "/proc/cpuinfo flags"
+        ),
+        Clock(2.0, "--peak-ghz"),
+    )
+    blas = [
+        {
+            "user_api": "blas",
+            "internal_api": "openblas",
+            "version": "0.3.30",
+            "architecture": "Haswell",
+            "filepath": "/x/numpy.libs/libscipy_openblas64_.so",
+        },
+        {
+            "user_api": "blas",
+            "internal_api": "openblas",
+            "version": "0.3.30",
+            "architecture": "Haswell",
+            "filepath": "/x/scipy.libs/libscipy_openblas.so",
+        },
+    ]
     points = [linpack(1, n, [g] * 3) for n, g in ((1000, 12.0), (4000, 24.0))]
     for p in points:
         p.raw["blas"] = blas

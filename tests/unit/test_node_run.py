@@ -24,8 +24,21 @@ def node_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[CLI, dict[str, A
     cli = CLI(tmp / "store.sqlite", home)
     cores = [1, 2] if cpu.physical_cores(pinning.allowed_cpus()) >= 2 else [1]
     report = tmp / "node.html"
-    out = cli("run", "node", "--cores", ",".join(map(str, cores)), "--sizes", SIZES,
-              "--time-budget", "0", "--json", "--report", str(report), check=True, timeout=300)
+    out = cli(
+        "run",
+        "node",
+        "--cores",
+        ",".join(map(str, cores)),
+        "--sizes",
+        SIZES,
+        "--time-budget",
+        "0",
+        "--json",
+        "--report",
+        str(report),
+        check=True,
+        timeout=300,
+    )
     return cli, json.loads(out.stdout), report
 
 
@@ -66,14 +79,21 @@ def test_half_performance_comes_before_the_maximum(node_run):
         share = f["others_cpu_share"]
         if share is not None and share > BUSY_WARNING:
             # Other processes on the same cores distort the curve's shape, not its checks.
-            pytest.skip(f"SKIPPED, NOT TESTED: other processes took {share:.0%} of the cores"
-                        f" during the {f['cores']}-core sweep")
+            pytest.skip(
+                f"SKIPPED, NOT TESTED: other processes took {share:.0%} of the cores"
+                f" during the {f['cores']}-core sweep"
+            )
         assert f["n_half"] < f["n_max"], f
 
 
 def test_run_node_rejects_bad_input_before_measuring(cli):
-    for args in (["--cores", "0"], ["--sizes", "10x"], ["--max-memory", "150%"],
-                 ["--time-budget", "-1"], ["--sizes", "100,99999999", "--max-memory", "1GiB"]):
+    for args in (
+        ["--cores", "0"],
+        ["--sizes", "10x"],
+        ["--max-memory", "150%"],
+        ["--time-budget", "-1"],
+        ["--sizes", "100,99999999", "--max-memory", "1GiB"],
+    ):
         out = cli("run", "node", *args)
         assert out.returncode == 2, (args, out.stderr)
         assert len(out.stderr.strip().splitlines()) == 1, out.stderr

@@ -18,8 +18,9 @@ def model(nodes: int = 2, sockets: int = 2, cores: int = 2, **kw: object) -> Clu
     return ClusterModel("m", tuple(f"n{i}" for i in range(nodes)), sockets, cores, **kw)  # type: ignore[arg-type]
 
 
-def usage(m: ClusterModel, pl: object, pairs: list[tuple[int, int]], **kw: object
-          ) -> tuple[list[int], list[float]]:
+def usage(
+    m: ClusterModel, pl: object, pairs: list[tuple[int, int]], **kw: object
+) -> tuple[list[int], list[float]]:
     src = np.array([a for a, _ in pairs], dtype=np.int64)
     dst = np.array([b for _, b in pairs], dtype=np.int64)
     u = count(m, pl, src, dst, **kw)  # type: ignore[arg-type]
@@ -57,19 +58,25 @@ def test_uplinks_bind_when_narrower() -> None:
     pl = regular(m, 6, 1)
     _, cf = usage(m, pl, [(0, 3), (1, 4), (2, 0)])
     assert cf == [2, 2, 1]  # two transfers leave switch a through one NIC-sized uplink
-    wide = dataclasses.replace(m, switches=(Switch("a", (0, 1, 2), Link(2e9)),
-                                            Switch("b", (3, 4, 5), Link(2e9))))
+    wide = dataclasses.replace(
+        m, switches=(Switch("a", (0, 1, 2), Link(2e9)), Switch("b", (3, 4, 5), Link(2e9)))
+    )
     assert usage(wide, pl, [(0, 3), (1, 4), (2, 0)])[1] == [1, 1, 1]
 
 
-@pytest.mark.parametrize(("op", "algo", "kw"), [
-    ("alltoall", "block", {"block": 1}), ("alltoall", "block", {"block": 5}),
-    ("alltoall", "block", {"block": 100}), ("alltoall", "pairwise", {}),
-    ("allgather", "ring", {}), ("allreduce", "ring", {}),
-])
+@pytest.mark.parametrize(
+    ("op", "algo", "kw"),
+    [
+        ("alltoall", "block", {"block": 1}),
+        ("alltoall", "block", {"block": 5}),
+        ("alltoall", "block", {"block": 100}),
+        ("alltoall", "pairwise", {}),
+        ("allgather", "ring", {}),
+        ("allreduce", "ring", {}),
+    ],
+)
 @pytest.mark.parametrize("p", [8, 12, 18, 24])
-def test_symmetric_path_equals_full_count(op: str, algo: str, kw: dict[str, int],
-                                          p: int) -> None:
+def test_symmetric_path_equals_full_count(op: str, algo: str, kw: dict[str, int], p: int) -> None:
     links = (Link(1e10, 1e-7), Link(5e9, 2e-7), Link(1e9, 1e-6))
     pattern = build(op, p, 1000, algo, **kw)
     for nodes, sockets, cores in ((6, 2, 3), (4, 3, 2)):

@@ -16,8 +16,9 @@ SIZES = np.array([1024, 4096, 16384], dtype=np.int64)
 CFS = np.array([1, 2, 4], dtype=np.int64)
 
 
-def table(fn: object, sizes: np.ndarray = SIZES, cfs: np.ndarray = CFS,
-          level: str = "nic") -> LevelTable:
+def table(
+    fn: object, sizes: np.ndarray = SIZES, cfs: np.ndarray = CFS, level: str = "nic"
+) -> LevelTable:
     t = np.array([[fn(m, c) for c in cfs] for m in sizes], dtype=float)  # type: ignore[operator]
     return LevelTable(level, sizes, cfs, t)
 
@@ -26,12 +27,19 @@ def linear(m: float, cf: float) -> float:
     return cf * m / B
 
 
-@pytest.mark.parametrize(("m", "cf"), [
-    (1024, 1), (2048, 3), (3000, 1.5),  # inside: exact for t linear in m and cf
-    (16384, 8), (4096, 6.5),            # beyond the largest cf: linear in cf
-    (1 << 20, 2), (1 << 20, 16),        # beyond the largest size: linear in m
-    (100, 2),                           # below the smallest size: exponent 1 here
-])
+@pytest.mark.parametrize(
+    ("m", "cf"),
+    [
+        (1024, 1),
+        (2048, 3),
+        (3000, 1.5),  # inside: exact for t linear in m and cf
+        (16384, 8),
+        (4096, 6.5),  # beyond the largest cf: linear in cf
+        (1 << 20, 2),
+        (1 << 20, 16),  # beyond the largest size: linear in m
+        (100, 2),  # below the smallest size: exponent 1 here
+    ],
+)
 def test_linear_tables_are_reproduced_exactly(m: float, cf: float) -> None:
     g = Grid.from_table(table(linear))
     assert g is not None
@@ -60,8 +68,9 @@ def test_cf_below_the_table_and_single_rows() -> None:
     assert g is not None and g.at([1024], [1])[0] == pytest.approx(linear(1024, 2))
     one = Grid.from_table(table(linear, sizes=np.array([4096]), cfs=np.array([1])))
     assert one is not None
-    assert one.at([8192, 1024], [3, 1]).tolist() == pytest.approx([linear(8192, 3),
-                                                                   linear(1024, 1)])
+    assert one.at([8192, 1024], [3, 1]).tolist() == pytest.approx(
+        [linear(8192, 3), linear(1024, 1)]
+    )
 
 
 def test_unmeasured_cells_are_filled_along_cf() -> None:
@@ -83,8 +92,7 @@ def test_memory_table_counts_two_transfers_per_cf() -> None:
     m = np.array([4096, 4096, 4096])
     got = cost.time_s("memory", m, np.array([4.0, 2.0, 1.0]))
     assert got.tolist() == pytest.approx([linear(4096, 2), linear(4096, 1), linear(4096, 1)])
-    nic = TableCost.from_tables(tables(records("nic", as_measured(linear), SIZES.tolist(),
-                                               [1, 2])))
+    nic = TableCost.from_tables(tables(records("nic", as_measured(linear), SIZES.tolist(), [1, 2])))
     assert nic.time_s("nic", m[:1], np.array([2.0]))[0] == pytest.approx(linear(4096, 2))
     assert "t(m, cf) table of run 1 (1 KiB..16 KiB, cf 1..4)" == cost.sources()["memory"]
 
@@ -108,8 +116,9 @@ def test_hockney_from_the_model() -> None:
 
 
 def test_hockney_from_p2p_uses_the_regime_of_each_size() -> None:
-    points = (synthetic_runs.points("intra-socket", (0, 1))
-              + synthetic_runs.points("inter-node", (0, 2), seed=5))
+    points = synthetic_runs.points("intra-socket", (0, 1)) + synthetic_runs.points(
+        "inter-node", (0, 2), seed=5
+    )
     cost = HockneyCost.from_p2p(points, "run 7")
     assert set(cost.sources()) == {"memory", "nic"}
     m = np.array([100, 100000])
@@ -121,18 +130,21 @@ def test_hockney_from_p2p_uses_the_regime_of_each_size() -> None:
     assert mem[0] == pytest.approx(0.3e-6 + 100 / 8e9, rel=0.1)
     assert mem[1] == pytest.approx(2.3e-6 + 100000 / 11e9, rel=0.1)
     assert cost.time_s("nic", m[1:], np.array([4.0]))[0] == pytest.approx(
-        nic[1] + 3 * 100000 * (1 / 1.1e9), rel=0.05)
+        nic[1] + 3 * 100000 * (1 / 1.1e9), rel=0.05
+    )
 
 
 def test_combine_takes_each_level_from_the_first_model_that_has_it() -> None:
     tab = TableCost.from_tables({"nic": table(as_measured(linear))}, "run 3")
-    nominal = HockneyCost.from_model(ClusterModel("m", ("a",), 1, 2, memory=Link(1e10),
-                                                  nic=Link(1.0)))
+    nominal = HockneyCost.from_model(
+        ClusterModel("m", ("a",), 1, 2, memory=Link(1e10), nic=Link(1.0))
+    )
     cost = combine(tab, nominal)
     assert cost.sources()["nic"].startswith("t(m, cf) table of run 3")
     assert cost.sources()["memory"] == "nominal rate of m"
     assert cost.time_s("nic", np.array([4096]), np.array([2.0]))[0] == pytest.approx(
-        linear(4096, 2))
+        linear(4096, 2)
+    )
 
 
 def test_a_channel_is_never_faster_than_its_nominal_rate() -> None:
@@ -141,8 +153,12 @@ def test_a_channel_is_never_faster_than_its_nominal_rate() -> None:
     # extrapolation would give 3 m / B for 4 transfers ... but k transfers through one NIC
     # side take at least k m / B.
     b = 25e6
-    recs = records("nic", as_measured(lambda m, cf: m / b * (1.0 if cf == 1 else 1.5)),
-                   [1 << 20, 1 << 22], [1, 2])
+    recs = records(
+        "nic",
+        as_measured(lambda m, cf: m / b * (1.0 if cf == 1 else 1.5)),
+        [1 << 20, 1 << 22],
+        [1, 2],
+    )
     model = ClusterModel("m", ("a", "b"), 1, 2, nic=Link(bandwidth_Bps=b))
     plain = TableCost.from_tables(tables(recs), "run 1")
     floored = TableCost.from_tables(tables(recs), "run 1", model)
@@ -159,12 +175,14 @@ def test_validation_names_levels_its_placements_use_but_cannot_price() -> None:
     from commscope.validate.predict import unpriced_levels
 
     model = ClusterModel("m", ("a", "b", "c", "d"), 1, 2, nic=Link(bandwidth_Bps=25e6))
-    nic_only = TableCost.from_tables(tables(records("nic", linear, SIZES.tolist(), [1, 2])),
-                                     "run 1", model)
+    nic_only = TableCost.from_tables(
+        tables(records("nic", linear, SIZES.tolist(), [1, 2])), "run 1", model
+    )
     assert unpriced_levels(model, nic_only, 4) == ["memory"]  # 2x2 puts two ranks on a node
     assert unpriced_levels(model, nic_only, 3) == []  # only 3x1 spans nodes with 3 ranks
-    both = records("nic", linear, SIZES.tolist(), [1, 2]) + records("memory", linear,
-                                                                     SIZES.tolist(), [1])
+    both = records("nic", linear, SIZES.tolist(), [1, 2]) + records(
+        "memory", linear, SIZES.tolist(), [1]
+    )
     assert unpriced_levels(model, TableCost.from_tables(tables(both), "run 1", model), 4) == []
 
 

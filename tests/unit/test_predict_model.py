@@ -54,10 +54,19 @@ def test_minimal_model_names_nodes(tmp_path: Path) -> None:
     assert m.nic.bandwidth_Bps is None and not m.switches
 
 
-@pytest.mark.parametrize(("text", "value"), [
-    ("12.5GB/s", 12.5e9), ("40Gbit/s", 5e9), ("1GBps", 1e9), ("8Gbps", 1e9),
-    ("100MiB/s", 100 * 2**20), ("1e9", 1e9), ("800 kB/s", 8e5), ("10 bit/s", 1.25),
-])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("12.5GB/s", 12.5e9),
+        ("40Gbit/s", 5e9),
+        ("1GBps", 1e9),
+        ("8Gbps", 1e9),
+        ("100MiB/s", 100 * 2**20),
+        ("1e9", 1e9),
+        ("800 kB/s", 8e5),
+        ("10 bit/s", 1.25),
+    ],
+)
 def test_bandwidth_units(text: str, value: float) -> None:
     assert parse_bandwidth(text) == pytest.approx(value)
 
@@ -80,50 +89,82 @@ BAD = [
     ("nodes: two\nsockets: 1\ncores: 4\n", "nodes: 'two' is not a whole number"),
     ("nodes: 2\nsockets: 1\ncores: 4\nchanels: {}\n", "chanels: unknown field"),
     ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {qpi: {}}\n", "channels.qpi: unknown field"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: fast}}\n",
-     "channels.nic.bandwidth: 'fast' is not a bandwidth"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {latency: soon}}\n",
-     "channels.nic.latency: 'soon' is not a latency"),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: fast}}\n",
+        "channels.nic.bandwidth: 'fast' is not a bandwidth",
+    ),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {latency: soon}}\n",
+        "channels.nic.latency: 'soon' is not a latency",
+    ),
     ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: 5}\n", "channels.nic: expected a mapping"),
     ("nodes: [a, a]\nsockets: 1\ncores: 4\n", "nodes: host names must be distinct"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
-     "switches: [{nodes: 0-2, uplink: {bandwidth: 1e9}}]\n",
-     "switches[0].nodes: '0-2': give indices A-B with A <= B <= 1"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
-     "switches: [{nodes: [0, 2], uplink: {bandwidth: 1e9}}]\n",
-     "switches[0].nodes: 2 is not a node of this model"),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
+        "switches: [{nodes: 0-2, uplink: {bandwidth: 1e9}}]\n",
+        "switches[0].nodes: '0-2': give indices A-B with A <= B <= 1",
+    ),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
+        "switches: [{nodes: [0, 2], uplink: {bandwidth: 1e9}}]\n",
+        "switches[0].nodes: 2 is not a node of this model",
+    ),
     # Numbers beyond the stated bounds, or no numbers at all, each refused before any work.
-    ("nodes: 99999999999999999999\nsockets: 1\ncores: 4\n", "nodes: 99999999999999999999 is"
-     " out of range; give a whole number from 1 to 65536"),
+    (
+        "nodes: 99999999999999999999\nsockets: 1\ncores: 4\n",
+        "nodes: 99999999999999999999 is out of range; give a whole number from 1 to 65536",
+    ),
     ("nodes: 2\nsockets: 65\ncores: 4\n", "sockets: 65 is out of range"),
     ("nodes: 2\nsockets: 1\ncores: 1.5\n", "cores: 1.5 is not a whole number"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: .inf}}\n",
-     "channels.nic.bandwidth: inf is not a bandwidth"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: .nan}}\n",
-     "channels.nic.bandwidth: nan is not a bandwidth"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e999GB/s}}\n",
-     "channels.nic.bandwidth: '1e999GB/s' is not a bandwidth"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e-300}}\n",
-     "from 1 to 1e+15 bytes/s"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {memory: {latency: .inf}}\n",
-     "channels.memory.latency: inf is not a latency"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {memory: {latency: 2s}}\n",
-     "from 0 to 1 s"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
-     "switches: [{nodes: 0-99999999999999999999, uplink: {bandwidth: 1e9}}]\n",
-     "give indices A-B"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nname: \"a\\x1bb\"\n", "name: 'a\\x1bb': give a name"),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: .inf}}\n",
+        "channels.nic.bandwidth: inf is not a bandwidth",
+    ),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: .nan}}\n",
+        "channels.nic.bandwidth: nan is not a bandwidth",
+    ),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e999GB/s}}\n",
+        "channels.nic.bandwidth: '1e999GB/s' is not a bandwidth",
+    ),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e-300}}\n",
+        "from 1 to 1e+15 bytes/s",
+    ),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nchannels: {memory: {latency: .inf}}\n",
+        "channels.memory.latency: inf is not a latency",
+    ),
+    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {memory: {latency: 2s}}\n", "from 0 to 1 s"),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
+        "switches: [{nodes: 0-99999999999999999999, uplink: {bandwidth: 1e9}}]\n",
+        "give indices A-B",
+    ),
+    ('nodes: 2\nsockets: 1\ncores: 4\nname: "a\\x1bb"\n', "name: 'a\\x1bb': give a name"),
     ("nodes: 2\nsockets: 1\ncores: 4\nname: 2001-13-45\n", "a value YAML cannot build"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
-     "switches: [{nodes: [0, 1], uplink: {bandwidth: 1e9}}, {nodes: [1], uplink: {bandwidth: 1}}]"
-     "\n", "switches[1].nodes: node node1 is behind switch switch0 already"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
-     "switches: [{nodes: [0], uplink: {bandwidth: 1e9}}]\n",
-     "switches: node node1 is behind no switch"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nswitches: [{nodes: 0-1, uplink: {bandwidth: 1e9}}]\n",
-     "channels.nic.bandwidth: missing"),
-    ("nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
-     "switches: [{nodes: 0-1, uplink: {latency: 1us}}]\n", "switches[0].uplink.bandwidth"),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
+        "switches: [{nodes: [0, 1], uplink: {bandwidth: 1e9}},"
+        " {nodes: [1], uplink: {bandwidth: 1}}]"
+        "\n",
+        "switches[1].nodes: node node1 is behind switch switch0 already",
+    ),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
+        "switches: [{nodes: [0], uplink: {bandwidth: 1e9}}]\n",
+        "switches: node node1 is behind no switch",
+    ),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nswitches: [{nodes: 0-1, uplink: {bandwidth: 1e9}}]\n",
+        "channels.nic.bandwidth: missing",
+    ),
+    (
+        "nodes: 2\nsockets: 1\ncores: 4\nchannels: {nic: {bandwidth: 1e9}}\n"
+        "switches: [{nodes: 0-1, uplink: {latency: 1us}}]\n",
+        "switches[0].uplink.bandwidth",
+    ),
     ("nodes: 2\nsockets: 1\ncores: 4\nswitches: {a: 1}\n", "switches: expected a list"),
     ("- 1\n- 2\n", "(top): expected a mapping"),
     ("nodes: [2\n", "line 2"),
@@ -131,8 +172,9 @@ BAD = [
 
 
 @pytest.mark.parametrize(("text", "message"), BAD)
-def test_yaml_errors_are_one_line_naming_file_and_field(tmp_path: Path, text: str,
-                                                        message: str) -> None:
+def test_yaml_errors_are_one_line_naming_file_and_field(
+    tmp_path: Path, text: str, message: str
+) -> None:
     path = write(tmp_path, text)
     with pytest.raises(PredictError) as err:
         load_model(path)
@@ -168,8 +210,10 @@ def test_hwloc_errors() -> None:
 
 
 def test_hwloc_on_this_machine() -> None:
-    need(shutil.which("hwloc-ls") is not None or shutil.which("lstopo") is not None,
-         "hwloc tools are not installed")
+    need(
+        shutil.which("hwloc-ls") is not None or shutil.which("lstopo") is not None,
+        "hwloc tools are not installed",
+    )
     m = model_sources.model_from_hwloc()
     assert m.nodes == 1 and m.cores_per_node >= 1
 

@@ -28,13 +28,16 @@ def flow(pattern: patterns.Pattern, start: list[set[int]]) -> list[set[int]]:
     return have
 
 
-@pytest.mark.parametrize(("p", "block", "sizes"), [
-    (8, 3, [2 * 8, 3 * 8, 2 * 8]),  # offsets {1,2}, {3,4,5}, {6,7}: self left out of the first
-    (8, 8, [7 * 8]),
-    (8, 100, [7 * 8]),
-    (5, 1, [0, 5, 5, 5, 5]),  # block 1: the first step is the rank's copy to itself
-    (1, 4, [0]),
-])
+@pytest.mark.parametrize(
+    ("p", "block", "sizes"),
+    [
+        (8, 3, [2 * 8, 3 * 8, 2 * 8]),  # offsets {1,2}, {3,4,5}, {6,7}: self left out of the first
+        (8, 8, [7 * 8]),
+        (8, 100, [7 * 8]),
+        (5, 1, [0, 5, 5, 5, 5]),  # block 1: the first step is the rank's copy to itself
+        (1, 4, [0]),
+    ],
+)
 def test_block_alltoall_transfer_counts(p: int, block: int, sizes: list[int]) -> None:
     pat = build("alltoall", p, 1000, block=block)
     assert len(pat.steps) == math.ceil(p / block) == len(sizes)
@@ -116,12 +119,15 @@ def test_shift_step_restricted_to_sources() -> None:
     assert nb.tolist() == [8] * 4
 
 
-@pytest.mark.parametrize(("kwargs", "text"), [
-    ({"op": "scatter"}, "operation 'scatter'"),
-    ({"op": "alltoall", "algorithm": "bruck"}, "alltoall algorithm 'bruck'"),
-    ({"op": "bcast", "root": 9}, "root 9"),
-    ({"op": "alltoall", "block": 0}, "block 0"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "text"),
+    [
+        ({"op": "scatter"}, "operation 'scatter'"),
+        ({"op": "alltoall", "algorithm": "bruck"}, "alltoall algorithm 'bruck'"),
+        ({"op": "bcast", "root": 9}, "root 9"),
+        ({"op": "alltoall", "block": 0}, "block 0"),
+    ],
+)
 def test_build_errors(kwargs: dict[str, object], text: str) -> None:
     args = {"p": 4, "size": 10, **kwargs}
     with pytest.raises(PredictError, match=text):

@@ -20,8 +20,17 @@ def model(nodes: int = 4, sockets: int = 2, cores: int = 4, **kw: object) -> Clu
 
 def test_enumeration_covers_every_fitting_n_x_c() -> None:
     labels = [pl.label for pl in enumerate_placements(model(), 8)]
-    assert labels == ["1x8", "2x4/1s", "2x4/1s cyclic", "2x4/2s", "2x4/2s cyclic", "4x2/1s",
-                      "4x2/1s cyclic", "4x2/2s", "4x2/2s cyclic"]
+    assert labels == [
+        "1x8",
+        "2x4/1s",
+        "2x4/1s cyclic",
+        "2x4/2s",
+        "2x4/2s cyclic",
+        "4x2/1s",
+        "4x2/1s cyclic",
+        "4x2/2s",
+        "4x2/2s cyclic",
+    ]
     assert [pl.label for pl in enumerate_placements(model(nodes=8), 8)][-1] == "8x1"
     for pl in enumerate_placements(model(nodes=8, sockets=1, cores=8), 8):
         assert pl.nodes * pl.per_node == 8 and pl.p == 8
@@ -34,7 +43,9 @@ def test_enumeration_respects_the_model() -> None:
     with pytest.raises(PredictError, match="fit no n x c placement"):
         enumerate_placements(model(nodes=2, cores=2), 12)
     assert [pl.order for pl in enumerate_placements(model(), 8, ("cyclic",))][:2] == [
-        "cyclic", "cyclic"]
+        "cyclic",
+        "cyclic",
+    ]
 
 
 def test_block_and_cyclic_rank_orders() -> None:
@@ -75,12 +86,15 @@ def test_hostfile_block_and_cyclic(tmp_path: Path) -> None:
     assert (pl.nodes, pl.per_node, pl.sockets_used) == (2, 3, 2)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("nx slots=2\n", "line 1: host 'nx' is not a node"),
-    ("n0 slots=two\n", "line 1: 'n0 slots=two' is not"),
-    ("n0 slots=9\n", "line 1: 9 slots on n0, which has 8 cores"),
-    ("n0 slots=2\n", "2 slots for 5 processes"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("nx slots=2\n", "line 1: host 'nx' is not a node"),
+        ("n0 slots=two\n", "line 1: 'n0 slots=two' is not"),
+        ("n0 slots=9\n", "line 1: 9 slots on n0, which has 8 cores"),
+        ("n0 slots=2\n", "2 slots for 5 processes"),
+    ],
+)
 def test_hostfile_errors(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "hosts"
     path.write_text(text)
@@ -96,14 +110,17 @@ def test_rankfile(tmp_path: Path) -> None:
     assert pl.core.tolist() == [3, 1] and pl.order == "explicit"
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("rank 0=n0 slot=0:0\n", "no line for rank 1"),
-    ("rank 0=n0 slot=0:0\nrank 0=n1 slot=0:0\n", "rank 0 is placed twice"),
-    ("rank 0=n0 slot=0:0\nrank 1=n0 slot=0\n", "rank 1 shares a core"),
-    ("rank 0=n0 slot=2:0\nrank 1=n0 slot=0:1\n", "line 1: slot 2:0 is not a core of n0"),
-    ("rank 0 n0\n", "line 1: 'rank 0 n0' is not"),
-    ("rank 0=n0 slot=0:0-2\n", "one core per rank"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("rank 0=n0 slot=0:0\n", "no line for rank 1"),
+        ("rank 0=n0 slot=0:0\nrank 0=n1 slot=0:0\n", "rank 0 is placed twice"),
+        ("rank 0=n0 slot=0:0\nrank 1=n0 slot=0\n", "rank 1 shares a core"),
+        ("rank 0=n0 slot=2:0\nrank 1=n0 slot=0:1\n", "line 1: slot 2:0 is not a core of n0"),
+        ("rank 0 n0\n", "line 1: 'rank 0 n0' is not"),
+        ("rank 0=n0 slot=0:0-2\n", "one core per rank"),
+    ],
+)
 def test_rankfile_errors(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "rf"
     path.write_text(text)
@@ -127,10 +144,20 @@ def test_handoff_round_trips(tmp_path: Path) -> None:
 def test_slurm_args() -> None:
     m = model()
     assert handoff.slurm_args(m, regular(m, 4, 2, "block", 2)) == [
-        "-N", "4", "--ntasks-per-node", "2", "--ntasks-per-socket", "1",
-        "--distribution=block:block", "--cpu-bind=cores"]
+        "-N",
+        "4",
+        "--ntasks-per-node",
+        "2",
+        "--ntasks-per-socket",
+        "1",
+        "--distribution=block:block",
+        "--cpu-bind=cores",
+    ]
     sw = (Switch("a", (0, 1), Link(1e9)), Switch("b", (2, 3), Link(1e9)))
     ms = model(nic=Link(1e9), switches=sw)
     assert handoff.slurm_args(ms, regular(ms, 2, 4, "cyclic", 1))[-3:] == [
-        "--distribution=cyclic:block", "--cpu-bind=cores", "--switches=1"]
+        "--distribution=cyclic:block",
+        "--cpu-bind=cores",
+        "--switches=1",
+    ]
     assert "--switches=1" not in handoff.slurm_args(ms, regular(ms, 4, 2))

@@ -74,9 +74,11 @@ cores: 4
 
 @pytest.fixture
 def tables_run(cli) -> tuple[int, Path]:
-    recs = (records("memory", lambda m, c: 0.2 * c * m / B, SIZES, [1, 2, 4])
-            + records("socket", lambda m, c: 0.5 * c * m / B, SIZES, [1, 2, 4])
-            + records("nic", nic_only, SIZES, [1, 2, 4, 8]))
+    recs = (
+        records("memory", lambda m, c: 0.2 * c * m / B, SIZES, [1, 2, 4])
+        + records("socket", lambda m, c: 0.5 * c * m / B, SIZES, [1, 2, 4])
+        + records("nic", nic_only, SIZES, [1, 2, 4, 8])
+    )
     run_id = store_run(cli.store, recs)
     path = cli.store.parent / "cluster.yaml"
     path.write_text(CLUSTER)
@@ -86,9 +88,26 @@ def tables_run(cli) -> tuple[int, Path]:
 def test_cli_json_and_handoff(cli, tables_run) -> None:
     run_id, cluster = tables_run
     rankfile, hostfile = cli.store.parent / "rf", cli.store.parent / "hosts"
-    out = cli("predict", "alltoall", "--procs", "8", "--size", "1MiB", "--tables", str(run_id),
-              "--cluster", str(cluster), "--block", "8", "--json", "--write-rankfile",
-              str(rankfile), "--write-hostfile", str(hostfile), check=True)
+    out = cli(
+        "predict",
+        "alltoall",
+        "--procs",
+        "8",
+        "--size",
+        "1MiB",
+        "--tables",
+        str(run_id),
+        "--cluster",
+        str(cluster),
+        "--block",
+        "8",
+        "--json",
+        "--write-rankfile",
+        str(rankfile),
+        "--write-hostfile",
+        str(hostfile),
+        check=True,
+    )
     data = json.loads(out.stdout)
     times = [p["time_s"] for p in data["predictions"]]
     assert times == sorted(times) and len(times) == len(data["predictions"]) >= 7
@@ -103,10 +122,24 @@ def test_cli_handoff_files_refuse_a_fifo_and_a_missing_folder(cli, tables_run) -
     run_id, cluster = tables_run
     fifo = cli.store.parent / "fifo"
     os.mkfifo(fifo)
-    for flag, path in (("--write-hostfile", fifo),
-                       ("--write-rankfile", cli.store.parent / "nowhere" / "rf")):
-        out = cli("predict", "bcast", "--procs", "8", "--size", "1MiB", "--tables", str(run_id),
-                  "--cluster", str(cluster), flag, str(path))
+    for flag, path in (
+        ("--write-hostfile", fifo),
+        ("--write-rankfile", cli.store.parent / "nowhere" / "rf"),
+    ):
+        out = cli(
+            "predict",
+            "bcast",
+            "--procs",
+            "8",
+            "--size",
+            "1MiB",
+            "--tables",
+            str(run_id),
+            "--cluster",
+            str(cluster),
+            flag,
+            str(path),
+        )
         assert out.returncode == 2, out.stderr
         assert len(out.stderr.splitlines()) == 1 and f"{flag} {path}" in out.stderr
     assert stat.S_ISFIFO(fifo.stat().st_mode)
@@ -115,8 +148,21 @@ def test_cli_handoff_files_refuse_a_fifo_and_a_missing_folder(cli, tables_run) -
 
 def test_cli_text_names_the_cost_model(cli, tables_run) -> None:
     run_id, cluster = tables_run
-    out = cli("predict", "bcast", "--procs", "16", "--size", "4MiB", "--tables", str(run_id),
-              "--cluster", str(cluster), "--choose", "4x4/2s", check=True)
+    out = cli(
+        "predict",
+        "bcast",
+        "--procs",
+        "16",
+        "--size",
+        "4MiB",
+        "--tables",
+        str(run_id),
+        "--cluster",
+        str(cluster),
+        "--choose",
+        "4x4/2s",
+        check=True,
+    )
     assert f"cost of nic: t(m, cf) table of run {run_id}" in out.stdout
     assert "placements, fastest first" in out.stdout
     assert "hand-off for 4x4/2s" in out.stdout and "slurm: -N 4 --ntasks-per-node 4" in out.stdout
@@ -126,23 +172,44 @@ def test_cli_hockney_from_p2p(cli, tmp_path) -> None:
     run_id = synthetic_runs.store_run(cli.store, "p2p", with_colls=False)
     cluster = tmp_path / "c.yaml"
     cluster.write_text(CLUSTER.replace("sockets: 2", "sockets: 1"))
-    out = cli("predict", "allreduce", "--procs", "8", "--p2p", str(run_id), "--cluster",
-              str(cluster), "--json", check=True)
+    out = cli(
+        "predict",
+        "allreduce",
+        "--procs",
+        "8",
+        "--p2p",
+        str(run_id),
+        "--cluster",
+        str(cluster),
+        "--json",
+        check=True,
+    )
     data = json.loads(out.stdout)
     assert data["cost"]["nic"].startswith("Hockney fit of inter-node ping-pong")
     assert all(p["time_s"] is not None for p in data["predictions"])
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (["--choose", "3x3"], "--choose 3x3: no such placement"),
-    (["--procs", "1000"], "fit no n x c placement"),
-    (["--block", "0"], "--block"),
-    (["--cluster", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--choose", "3x3"], "--choose 3x3: no such placement"),
+        (["--procs", "1000"], "fit no n x c placement"),
+        (["--block", "0"], "--block"),
+        (["--cluster", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read"),
+    ],
+)
 def test_cli_errors_are_one_line(cli, tables_run, extra, message) -> None:
     run_id, cluster = tables_run
-    args = ["predict", "alltoall", "--procs", "8", "--tables", str(run_id), "--cluster",
-            str(cluster)]
+    args = [
+        "predict",
+        "alltoall",
+        "--procs",
+        "8",
+        "--tables",
+        str(run_id),
+        "--cluster",
+        str(cluster),
+    ]
     for flag, value in zip(extra[::2], extra[1::2], strict=True):
         if flag in args:
             args[args.index(flag) + 1] = value
@@ -158,6 +225,7 @@ def test_cli_without_contention_tables(cli, tmp_path) -> None:
     run_id = synthetic_runs.store_run(cli.store, "p2p", with_colls=False)
     cluster = tmp_path / "c.yaml"
     cluster.write_text(CLUSTER)
-    out = cli("predict", "alltoall", "--procs", "8", "--tables", str(run_id), "--cluster",
-              str(cluster))
+    out = cli(
+        "predict", "alltoall", "--procs", "8", "--tables", str(run_id), "--cluster", str(cluster)
+    )
     assert out.returncode == 2 and "has no contention measurements" in out.stderr

@@ -26,14 +26,32 @@ def header(recv_buffers: str | None) -> Header:
     options = {"ops": "bw,bibw", "sizes": SIZES, "window": WINDOW}
     if recv_buffers is not None:
         options["recv_buffers"] = recv_buffers
-    rec = record_from_dict({
-        "type": "header", "schema_version": 1, "engine_version": "0.1.0",
-        "mpi": {"library_version": "Open MPI v4.1.4", "standard": "3.1"}, "nranks": 2,
-        "ranks": [{"rank": i, "node": "n0", "node_index": 0, "socket": 0, "cpu": i,
-                   "pid": 100 + i, "affinity": [i]} for i in range(2)],
-        "timer": {"name": "monotonic_raw", "resolution_s": 1e-9, "overhead_s": 2.5e-8},
-        "pairs": [{"label": "intra-socket", "ranks": [0, 1]}], "options": options,
-        "started_unix": 1.0}, "test header")
+    rec = record_from_dict(
+        {
+            "type": "header",
+            "schema_version": 1,
+            "engine_version": "0.1.0",
+            "mpi": {"library_version": "Open MPI v4.1.4", "standard": "3.1"},
+            "nranks": 2,
+            "ranks": [
+                {
+                    "rank": i,
+                    "node": "n0",
+                    "node_index": 0,
+                    "socket": 0,
+                    "cpu": i,
+                    "pid": 100 + i,
+                    "affinity": [i],
+                }
+                for i in range(2)
+            ],
+            "timer": {"name": "monotonic_raw", "resolution_s": 1e-9, "overhead_s": 2.5e-8},
+            "pairs": [{"label": "intra-socket", "ranks": [0, 1]}],
+            "options": options,
+            "started_unix": 1.0,
+        },
+        "test header",
+    )
     assert isinstance(rec, Header)
     return rec
 
@@ -42,10 +60,20 @@ def point(op: str, size: int, rate_Bps: float, seed: int = 0) -> Point:
     """A windowed point whose samples are one window at ``rate_Bps`` with 1 % noise."""
     msgs = WINDOW * (2 if op.startswith("bibw") else 1)
     noise = np.exp(np.random.default_rng(seed).normal(0, 0.01, 20))
-    data = {"type": "point", "op": op, "pair": "intra-socket", "ranks": [0, 1], "bytes": size,
-            "bytes_per_sample": size * msgs, "window": WINDOW, "iters_per_sample": 1,
-            "warmup": 10, "samples_s": [float(size * msgs / rate_Bps * x) for x in noise],
-            "stop": "rse", "recv_buffers": "each" if op.endswith("_each") else "one"}
+    data = {
+        "type": "point",
+        "op": op,
+        "pair": "intra-socket",
+        "ranks": [0, 1],
+        "bytes": size,
+        "bytes_per_sample": size * msgs,
+        "window": WINDOW,
+        "iters_per_sample": 1,
+        "warmup": 10,
+        "samples_s": [float(size * msgs / rate_Bps * x) for x in noise],
+        "stop": "rse",
+        "recv_buffers": "each" if op.endswith("_each") else "one",
+    }
     rec = record_from_dict(data, f"test {op} {size}")
     assert isinstance(rec, Point)
     return rec
@@ -75,8 +103,9 @@ def test_a_p2p_request_defaults_to_one_buffer_and_takes_both_in_order():
 
 
 def test_the_engine_gets_the_flag_and_both_series_are_counted():
-    opts = request("--sizes", "8,1K", "--ops", "pingpong,bw,bibw",
-                   "--recv-buffers", "one,each")["engine"]
+    opts = request("--sizes", "8,1K", "--ops", "pingpong,bw,bibw", "--recv-buffers", "one,each")[
+        "engine"
+    ]
     argv = runner.engine_argv("/x/commscope-engine", opts, set())
     assert argv[argv.index("--recv-buffers") + 1] == "one,each"
     assert runner.expected_points(opts, 1) == 2 + 2 * 2 + 2 * 2
@@ -173,8 +202,9 @@ def test_compare_warns_when_bw_rows_stand_for_different_buffers(tmp_path):
     new = store(path, bw_only, "one", "new")
     old = store(path, bw_only, None, "old")
     with Store.open(path) as s:
-        runs = [(label, s.get_run(i).header, s.points(i)) for label, i in
-                (("new", new), ("old", old))]
+        runs = [
+            (label, s.get_run(i).header, s.points(i)) for label, i in (("new", new), ("old", old))
+        ]
     note = rbuf.mixed_note(runs)
     assert "new: one receive buffer reused" in note and "old: one receive buffer per" in note
     assert rbuf.mixed_note(runs[:1] * 2) == ""

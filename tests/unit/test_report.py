@@ -25,8 +25,17 @@ def test_report_has_every_section_figure_and_no_fetch(tmp_path):
     with Store.open(path) as store:
         out = html.write_report(store, [run_id], tmp_path / "r.html")
     page = out.read_text()
-    for heading in ("Key figures", "Protocol regimes", "Findings", "Throughput", "Signature",
-                    "Saturation", "Short messages", "Long messages", "Collectives"):
+    for heading in (
+        "Key figures",
+        "Protocol regimes",
+        "Findings",
+        "Throughput",
+        "Signature",
+        "Saturation",
+        "Short messages",
+        "Long messages",
+        "Collectives",
+    ):
         assert heading in page, heading
     assert svgs(page) == 7  # six point-to-point views and the collectives
     assert "<script" not in page.replace("&lt;script", "")
@@ -79,11 +88,20 @@ def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
         store.set_header(run_id, seg, synthetic_runs.header())
         for rec in synthetic_runs.colls():
             store.add_point(run_id, seg, rec)
-        host = {"nodes": ["n0", HOSTILE], "ranks": 4, "cpus": 2, "host_cpus": 2,
-                "elapsed_cpu_s": 4.0, "tick_s": 0.01, "ranks_cpu_s": 2.0,
-                "others_share": 0.3, "ranks_wait_share": 0.4}
-        store.finish_segment(seg, "complete", end={"type": "end", "points": 14,
-                                                    "elapsed_s": 2.0, "load": [host]})
+        host = {
+            "nodes": ["n0", HOSTILE],
+            "ranks": 4,
+            "cpus": 2,
+            "host_cpus": 2,
+            "elapsed_cpu_s": 4.0,
+            "tick_s": 0.01,
+            "ranks_cpu_s": 2.0,
+            "others_share": 0.3,
+            "ranks_wait_share": 0.4,
+        }
+        store.finish_segment(
+            seg, "complete", end={"type": "end", "points": 14, "elapsed_s": 2.0, "load": [host]}
+        )
         store.set_run_status(run_id, "complete")
         page = html.write_report(store, [run_id], tmp_path / "r.html").read_text()
     [row] = re.findall(r'<tr class="load-warning">.*?</tr>', page)

@@ -31,10 +31,18 @@ def test_heatmap_marks_the_cells_each_rule_names(tmp_path):
     svg = contention_section.heatmap(table)
     assert svg.startswith("<svg")
     deg = table.degradation
-    above = {(int(m), int(c)) for i, m in enumerate(table.sizes) for j, c in enumerate(table.cfs)
-             if deg[i, j] > c}
-    onset = {(int(m), int(c)) for i, m in enumerate(table.sizes) for j, c in enumerate(table.cfs)
-             if deg[i, j] > contention_section.ONSET}
+    above = {
+        (int(m), int(c))
+        for i, m in enumerate(table.sizes)
+        for j, c in enumerate(table.cfs)
+        if deg[i, j] > c
+    }
+    onset = {
+        (int(m), int(c))
+        for i, m in enumerate(table.sizes)
+        for j, c in enumerate(table.cfs)
+        if deg[i, j] > contention_section.ONSET
+    }
     assert marked(svg, "above") == above
     assert above == {(m, cf) for m in SIZES[1:] for cf in range(2, 6)}
     assert marked(svg, "onset") == onset
@@ -44,17 +52,24 @@ def test_heatmap_marks_the_cells_each_rule_names(tmp_path):
 
 
 def test_report_has_a_heatmap_per_level_and_the_verdict_table(tmp_path):
-    recs = (synthetic_contention.records("memory", t_of, SIZES, CFS)
-            + synthetic_contention.records("nic", t_of, SIZES, range(1, 3)))
+    recs = synthetic_contention.records("memory", t_of, SIZES, CFS) + synthetic_contention.records(
+        "nic", t_of, SIZES, range(1, 3)
+    )
     path = tmp_path / "s.sqlite"
     run_id = synthetic_contention.store_run(path, recs, HOSTILE)
     with Store.open(path) as store:
         page = html.render(store, [run_id])
-    figures = re.findall(r'<figure class="plot heatmap" id="contention-1-(\w+)">'
-                         r"<figcaption>Contention heat map: ([^<]+) <span>.*?</span>"
-                         r"</figcaption>(<svg.*?</svg>)\s*</figure>", page, re.S)
+    figures = re.findall(
+        r'<figure class="plot heatmap" id="contention-1-(\w+)">'
+        r"<figcaption>Contention heat map: ([^<]+) <span>.*?</span>"
+        r"</figcaption>(<svg.*?</svg>)\s*</figure>",
+        page,
+        re.S,
+    )
     assert [(level, name) for level, name, _ in figures] == [
-        ("memory", "memory controller"), ("nic", "NIC")]
+        ("memory", "memory controller"),
+        ("nic", "NIC"),
+    ]
     assert len(marked(figures[0][2], "above")) == 8 and len(marked(figures[1][2], "above")) == 2
     assert "8 cells above cf" in page and "2 cells above cf" in page
     # 256 KiB: contention shows from cf 4, never beyond cf; 1 MiB: beyond cf from cf 2.
@@ -71,12 +86,18 @@ def test_report_shows_loggp_parameters_findings_and_plot(tmp_path):
         page = html.render(store, [run_id])
     assert "<h3>LogGP parameters</h3>" in page
     # L, o_s, o_r, g in us; G in ns/byte; 1/G in MB/s; 1/g messages per second.
-    row = ("<td>0.300</td><td>0.200</td><td>0.250</td><td>0.400</td><td>0.1000</td>"
-           "<td>10000.0</td><td>2.5e+06</td>")
+    row = (
+        "<td>0.300</td><td>0.200</td><td>0.250</td><td>0.400</td><td>0.1000</td>"
+        "<td>10000.0</td><td>2.5e+06</td>"
+    )
     assert row in page
     assert "make up 60 % of the small-message one-way time" in page
-    plot = re.search(r"<figcaption>LogGP overheads and gap: intra-socket <span>.*?</figcaption>"
-                     r"(<svg.*?</svg>)", page, re.S)
+    plot = re.search(
+        r"<figcaption>LogGP overheads and gap: intra-socket <span>.*?</figcaption>"
+        r"(<svg.*?</svg>)",
+        page,
+        re.S,
+    )
     assert plot is not None and "slope G = 0.1 ns/B" in plot.group(1)
     assert "run 1 &lt;script&gt;alert(1)&lt;/script&gt;" in page
 
@@ -93,18 +114,25 @@ def test_runs_without_these_measurements_have_no_such_sections(tmp_path):
 
 def _sweep(changes: dict[int, float]) -> simulation_section.Sweep:
     values = ["80us", "240us", "400us"]
-    rows = [(("coll", "alltoall", "8 ranks", size), [1e-3, 1e-3 * (1 + c / 2), 1e-3 * (1 + c)], c)
-            for size, c in changes.items()]
-    return simulation_section.Sweep("nic_latency", "coll on 8 ranks of rack", [1, 2, 3], values,
-                                    [80e-6, 240e-6, 400e-6], rows)
+    rows = [
+        (("coll", "alltoall", "8 ranks", size), [1e-3, 1e-3 * (1 + c / 2), 1e-3 * (1 + c)], c)
+        for size, c in changes.items()
+    ]
+    return simulation_section.Sweep(
+        "nic_latency", "coll on 8 ranks of rack", [1, 2, 3], values, [80e-6, 240e-6, 400e-6], rows
+    )
 
 
 def test_sweep_findings_name_the_most_sensitive_point_or_say_insensitive():
     moving = simulation_section.sweep_findings(_sweep({8: 3.2, 1 << 20: 0.01, 4 << 20: 0.002}))
-    assert moving == ["coll on 8 ranks of rack: nic_latency from 80us to 400us moves alltoall"
-                      " 8 B (8 ranks) by +320.0%; 2 of 3 points move less than 5 %."]
+    assert moving == [
+        "coll on 8 ranks of rack: nic_latency from 80us to 400us moves alltoall"
+        " 8 B (8 ranks) by +320.0%; 2 of 3 points move less than 5 %."
+    ]
     calm = simulation_section.sweep_findings(_sweep({1 << 20: 0.03, 4 << 20: -0.01}))
-    assert calm == ["coll on 8 ranks of rack: insensitive to nic_latency from 80us to 400us; no"
-                    " point moves 5 % or more (largest: alltoall 1 MiB (8 ranks), +3.0%)."]
+    assert calm == [
+        "coll on 8 ranks of rack: insensitive to nic_latency from 80us to 400us; no"
+        " point moves 5 % or more (largest: alltoall 1 MiB (8 ranks), +3.0%)."
+    ]
     svg = simulation_section.sweep_plot(_sweep({8: 3.2, 1 << 20: 0.01}))
     assert svg.startswith("<svg") and "alltoall 8 B (8 ranks)" in svg

@@ -35,10 +35,12 @@ def test_interrupted_names_the_signal_and_its_exit_status():
     assert interrupt_cause(KeyboardInterrupt()) == "interrupted"
 
 
-@pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129),
-                                             (signal.SIGINT, 130)])
+@pytest.mark.parametrize(
+    ("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)]
+)
 def test_a_signal_ends_the_command_with_one_line_and_128_plus_signum(
-        monkeypatch, capsys, tmp_path, sig, status):
+    monkeypatch, capsys, tmp_path, sig, status
+):
     before = {s: signal.getsignal(s) for s in cli.TERMINATING}
     cleaned = []
 
@@ -92,8 +94,9 @@ def _fake_engine(monkeypatch: pytest.MonkeyPatch, interrupt_after: int | None) -
     header = synthetic_runs.header()
     points = synthetic_runs.points("intra-socket", (0, 1))[:5]
     lines = [json.dumps(header.raw)] + [json.dumps(p.raw) for p in points]
-    monkeypatch.setattr(runner.engine, "find",
-                        lambda mpi: types.SimpleNamespace(path=Path("/x/commscope-engine")))
+    monkeypatch.setattr(
+        runner.engine, "find", lambda mpi: types.SimpleNamespace(path=Path("/x/commscope-engine"))
+    )
 
     def streaming(job, on_line, timeout_s, **kwargs):
         for k, line in enumerate(lines):
@@ -109,8 +112,13 @@ def _fake_engine(monkeypatch: pytest.MonkeyPatch, interrupt_after: int | None) -
 
 def _request() -> dict:
     sizes = sorted({p.bytes for p in synthetic_runs.points("intra-socket", (0, 1))[:5]})
-    return {"benchmark": "p2p", "np": 4, "launcher": "auto", "timeout_s": 60,
-            "engine": {"ops": "pingpong", "sizes": sizes, "pairs": "auto"}}
+    return {
+        "benchmark": "p2p",
+        "np": 4,
+        "launcher": "auto",
+        "timeout_s": 60,
+        "engine": {"ops": "pingpong", "sizes": sizes, "pairs": "auto"},
+    }
 
 
 def test_sigterm_marks_the_segment_and_run_incomplete_and_keeps_points(tmp_path, monkeypatch):

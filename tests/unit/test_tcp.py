@@ -27,21 +27,37 @@ def parsed() -> list:
     return [parse_record(line, f"{FIXTURE.name} line {i}") for i, line in enumerate(lines(), 1)]
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("node2", ("node2", prog.DEFAULT_PORT)),
-    ("node2:6000", ("node2", 6000)),
-    ("10.0.0.2:1", ("10.0.0.2", 1)),
-    ("[fe80::1%eth0]:7000", ("fe80::1%eth0", 7000)),
-    ("[::1]", ("::1", prog.DEFAULT_PORT)),
-    ("::1", ("::1", prog.DEFAULT_PORT)),
-    (" host-a.example ", ("host-a.example", prog.DEFAULT_PORT)),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("node2", ("node2", prog.DEFAULT_PORT)),
+        ("node2:6000", ("node2", 6000)),
+        ("10.0.0.2:1", ("10.0.0.2", 1)),
+        ("[fe80::1%eth0]:7000", ("fe80::1%eth0", 7000)),
+        ("[::1]", ("::1", prog.DEFAULT_PORT)),
+        ("::1", ("::1", prog.DEFAULT_PORT)),
+        (" host-a.example ", ("host-a.example", prog.DEFAULT_PORT)),
+    ],
+)
 def test_peers_parse(text, expected):
     assert prog.parse_peer(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", ":80", "host:", "host:0", "host:65536", "host:http",
-                                  "[::1", "[::1]x", "a b", "host;rm -rf"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        ":80",
+        "host:",
+        "host:0",
+        "host:65536",
+        "host:http",
+        "[::1",
+        "[::1]x",
+        "a b",
+        "host;rm -rf",
+    ],
+)
 def test_bad_peers_are_one_line_usage_errors(text):
     with pytest.raises(UsageError, match="--peer") as err:
         prog.parse_peer(text)
@@ -50,7 +66,13 @@ def test_bad_peers_are_one_line_usage_errors(text):
 
 def test_sockbuf_lists_parse_with_default_as_zero():
     assert prog.parse_sockbufs("default,16K,64K,128K,256K,512K") == [
-        0, 16384, 65536, 131072, 262144, 524288]
+        0,
+        16384,
+        65536,
+        131072,
+        262144,
+        524288,
+    ]
     assert prog.parse_sockbufs("64K, 64KiB,default,0") == [65536, 0]
     assert units.sockbuf_text(0) == "default" and units.sockbuf_text(262144) == "256 KiB"
 
@@ -62,8 +84,16 @@ def test_bad_sockbuf_lists_are_refused(text):
 
 
 def test_client_argv_carries_options_and_skips_what_is_stored():
-    options = {"mode": "both", "sizes": [1, 8, 1024], "sockbuf": 65536, "warmup": 5,
-               "duration_s": 2.0, "mean_bytes": 2000, "max_bytes": 16000, "unknown": "x"}
+    options = {
+        "mode": "both",
+        "sizes": [1, 8, 1024],
+        "sockbuf": 65536,
+        "warmup": 5,
+        "duration_s": 2.0,
+        "mean_bytes": 2000,
+        "max_bytes": 16000,
+        "unknown": "x",
+    }
     skip = {("pingpong", "inter-node", 8), ("stream", "inter-node", 2000)}
     argv = prog.client_argv(Path("/bin/t"), options, "10.0.0.3", 5220, skip, node="csnode1")
     assert argv[:6] == ["/bin/t", "client", "--peer", "10.0.0.3", "--port", "5220"]
@@ -76,7 +106,16 @@ def test_client_argv_carries_options_and_skips_what_is_stored():
 
 def test_server_argv():
     assert prog.server_argv(Path("/bin/t"), "10.0.0.3", 0, "csnode2", once=True) == [
-        "/bin/t", "serve", "--port", "0", "--bind", "10.0.0.3", "--node", "csnode2", "--once"]
+        "/bin/t",
+        "serve",
+        "--port",
+        "0",
+        "--bind",
+        "10.0.0.3",
+        "--node",
+        "csnode2",
+        "--once",
+    ]
     assert prog.server_argv(Path("/bin/t"), None, 5220) == ["/bin/t", "serve", "--port", "5220"]
 
 
@@ -106,14 +145,12 @@ def test_tcp_fixture_parses_into_header_points_stream_end():
         assert d.received_bytes == d.sent_bytes == sum(d.bins_bytes)
         assert d.rate_Bps == pytest.approx(d.received_bytes / d.last_s)
         assert d.loss == (d.retrans / d.segs_out if d.segs_out else None)
-    assert stream.median_s == pytest.approx(
-        2000 / min(d.rate_Bps for d in stream.directions))
+    assert stream.median_s == pytest.approx(2000 / min(d.rate_Bps for d in stream.directions))
     assert records[-1].raw["tcp"]["server"]["snd_mss"] > 0
 
 
 def test_mpi_headers_still_need_their_mpi():
-    engine_header = json.loads(
-        (FIXTURE.parent / "p2p_openmpi.jsonl").read_text().splitlines()[0])
+    engine_header = json.loads((FIXTURE.parent / "p2p_openmpi.jsonl").read_text().splitlines()[0])
     del engine_header["mpi"]
     with pytest.raises(RecordError, match="mpi"):
         record_from_dict(engine_header, "test")
@@ -123,12 +160,15 @@ def test_mpi_headers_still_need_their_mpi():
         record_from_dict(tcp_header, "test")
 
 
-@pytest.mark.parametrize(("change", "fragment"), [
-    ({"directions": []}, "directions"),
-    ({"mean_bytes": 0}, "mean_bytes"),
-    ({"pair": "next-door"}, "pair"),
-    ({"duration_s": 0}, "duration_s"),
-])
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"directions": []}, "directions"),
+        ({"mean_bytes": 0}, "mean_bytes"),
+        ({"pair": "next-door"}, "pair"),
+        ({"duration_s": 0}, "duration_s"),
+    ],
+)
 def test_malformed_streams_are_refused(change, fragment):
     data = json.loads(lines()[4])
     data.update(change)
@@ -152,18 +192,21 @@ def test_streams_go_through_the_store(tmp_path):
         assert ("stream", "intra-node", 2000) in store.measured_keys(run)
 
 
-@pytest.mark.parametrize("args", [
-    ["run", "tcp"],
-    ["run", "tcp", "--peer", "a", "--loopback"],
-    ["run", "tcp", "--peer", "a:99999"],
-    ["run", "tcp", "--loopback", "--sockbuf", "lots"],
-    ["run", "tcp", "--loopback", "--sizes", "0"],
-    ["run", "tcp", "--loopback", "--mean-size", "20000"],
-    ["run", "tcp", "--loopback", "--tcp-mode", "sideways"],
-    ["run", "tcp", "--loopback", "--duration", "0"],
-    ["tcp", "serve", "--port", "70000"],
-    ["tcp"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "tcp"],
+        ["run", "tcp", "--peer", "a", "--loopback"],
+        ["run", "tcp", "--peer", "a:99999"],
+        ["run", "tcp", "--loopback", "--sockbuf", "lots"],
+        ["run", "tcp", "--loopback", "--sizes", "0"],
+        ["run", "tcp", "--loopback", "--mean-size", "20000"],
+        ["run", "tcp", "--loopback", "--tcp-mode", "sideways"],
+        ["run", "tcp", "--loopback", "--duration", "0"],
+        ["tcp", "serve", "--port", "70000"],
+        ["tcp"],
+    ],
+)
 def test_bad_tcp_arguments_give_one_line_and_exit_2(cli, args):
     out = cli(*args)
     assert out.returncode == 2, out.stderr

@@ -23,8 +23,7 @@ def store_path(tmp_path):
     path = tmp_path / "s.sqlite"
     synthetic_tcp.store_tcp_run(path, "tcp sockbuf=default", 0, LINK_MBPS, STREAM_BPS)
     synthetic_tcp.store_tcp_run(path, HOSTILE, 65536, LINK_MBPS, STREAM_BPS, retrans=7, cap=CAP)
-    synthetic_tcp.store_tcp_run(path, "tcp sockbuf=1 MiB", 1 << 20, LINK_MBPS, STREAM_BPS,
-                                cap=CAP)
+    synthetic_tcp.store_tcp_run(path, "tcp sockbuf=1 MiB", 1 << 20, LINK_MBPS, STREAM_BPS, cap=CAP)
     return path
 
 
@@ -44,12 +43,17 @@ def test_streams_are_set_against_the_link(store_path):
     assert {r.direction for r in tcp["streams"]} == {"client -> server", "server -> client"}
     share = round(STREAM_BPS / LINK_BPS * 100)
     text = " ".join(tcp["findings"])
-    assert f"client -> server {share} %, server -> client {share} % of the 125 MB/s link" \
+    assert (
+        f"client -> server {share} %, server -> client {share} % of the 125 MB/s link"
         " (eth0 at 1000 Mb/s)" in text
+    )
     # Retransmissions are named for the run and direction that had them, only there.
     lost = [f for f in tcp["findings"] if "retransmitted" in f]
-    assert len(lost) == 1 and lost[0].startswith(f"run 2 {HOSTILE}") and "client -> server 7" \
-        in lost[0]
+    assert (
+        len(lost) == 1
+        and lost[0].startswith(f"run 2 {HOSTILE}")
+        and "client -> server 7" in lost[0]
+    )
 
 
 def test_the_sweep_shows_requested_granted_and_capped_buffers(store_path):
@@ -102,20 +106,34 @@ def test_hostile_labels_are_escaped_in_tables_and_figures(store_path):
 
 def test_without_a_link_speed_the_virtual_clusters_rate_is_the_link(tmp_path):
     path = tmp_path / "v.sqlite"
-    synthetic_tcp.store_tcp_run(path, "vc", speed_mbps=None, stream_Bps=50e6,
-                                where={"kind": "vcluster", "nodes": 2, "rate": "800mbit"})
+    synthetic_tcp.store_tcp_run(
+        path,
+        "vc",
+        speed_mbps=None,
+        stream_Bps=50e6,
+        where={"kind": "vcluster", "nodes": 2, "rate": "800mbit"},
+    )
     synthetic_tcp.store_tcp_run(path, "lo", speed_mbps=None, stream_Bps=50e6)
     tcp = section(path, [1, 2])
     vc, lo = [r for r in tcp["streams"] if r.direction == "client -> server"]
-    assert vc.link_Bps == pytest.approx(800e6 / 8) and vc.link_share == pytest.approx(0.5,
-                                                                                      rel=0.01)
+    assert vc.link_Bps == pytest.approx(800e6 / 8) and vc.link_share == pytest.approx(0.5, rel=0.01)
     assert lo.link_Bps is None and lo.link_share is None
     assert any("link's nominal rate is unknown" in f for f in tcp["findings"])
 
 
 def test_caps_are_found_only_where_the_grant_fell_short():
-    end = tcp_analysis.EndFacts("client", "n0", "10.0.0.1", "eth0", 1500, 1000,
-                                sndbuf=2 * CAP, rcvbuf=2 * 65536, wmem_max=CAP, rmem_max=CAP)
+    end = tcp_analysis.EndFacts(
+        "client",
+        "n0",
+        "10.0.0.1",
+        "eth0",
+        1500,
+        1000,
+        sndbuf=2 * CAP,
+        rcvbuf=2 * 65536,
+        wmem_max=CAP,
+        rmem_max=CAP,
+    )
     assert end.caps_hit(1 << 20) == (f"net.core.wmem_max = {CAP}",)
     assert end.caps_hit(65536) == ()  # granted twice the request: nothing cut
     assert end.caps_hit(0) == ()  # the default asks for nothing

@@ -42,8 +42,12 @@ def test_runs_show_and_compare_print_hostile_labels_literally(cli, colour):
         cli.env.update(FORCE_COLOR="1", COLUMNS="400")
     synthetic_runs.store_run(cli.store, MARKUP, with_colls=False)
     synthetic_runs.store_run(cli.store, ESCAPE, with_colls=False)
-    outputs = [cli("runs", check=True), cli("show", "1", check=True),
-               cli("show", "2", check=True), cli("compare", "1", "2", check=True)]
+    outputs = [
+        cli("runs", check=True),
+        cli("show", "1", check=True),
+        cli("show", "2", check=True),
+        cli("compare", "1", "2", check=True),
+    ]
     for out in outputs:
         assert "\x1b[31m" not in out.stdout and "\x07" not in out.stdout
         assert "\x9b" not in out.stdout and out.stderr == ""

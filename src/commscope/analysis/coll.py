@@ -67,9 +67,16 @@ class CollSummary:
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names; NaN becomes None, tuples lists."""
-        return {k: (None if isinstance(v, float) and math.isnan(v) else
-                    list(v) if isinstance(v, tuple) else v)
-                for k, v in asdict(self).items()}
+        return {
+            k: (
+                None
+                if isinstance(v, float) and math.isnan(v)
+                else list(v)
+                if isinstance(v, tuple)
+                else v
+            )
+            for k, v in asdict(self).items()
+        }
 
 
 def min_valid_of(options: dict[str, Any] | None) -> int:
@@ -87,8 +94,9 @@ def clock_unexplained_s(point: Coll) -> float | None:
     return float(value) if value is not None else None
 
 
-def warnings_of(point: Coll, nc: int, late: int, min_valid: int = MIN_VALID,
-                median_s: float = float("nan")) -> tuple[str, ...]:
+def warnings_of(
+    point: Coll, nc: int, late: int, min_valid: int = MIN_VALID, median_s: float = float("nan")
+) -> tuple[str, ...]:
     """What makes a window-method point untrustworthy as it stands (keys of WARNINGS)."""
     if point.method != "window":
         return ()
@@ -103,8 +111,9 @@ def warnings_of(point: Coll, nc: int, late: int, min_valid: int = MIN_VALID,
     return tuple(found)
 
 
-def summarize(point: Coll, level: float = 0.95, trim: float = DEFAULT_TRIM,
-              min_valid: int = MIN_VALID) -> CollSummary:
+def summarize(
+    point: Coll, level: float = 0.95, trim: float = DEFAULT_TRIM, min_valid: int = MIN_VALID
+) -> CollSummary:
     """Statistics of one collective point from its valid launches.
 
     Args:
@@ -128,19 +137,41 @@ def summarize(point: Coll, level: float = 0.95, trim: float = DEFAULT_TRIM,
     else:
         figures = (0, nan, nan, nan, nan, nan, nan, nan, nan)
     ns, mean, med, se, lo, hi, err, ci_lo, ci_hi = figures
-    return CollSummary(point.op, point.bytes, point.nranks, point.root, point.method,
-                       point.n_samples, len(valid), ns, late, overrun, mean, med, se, lo, hi,
-                       err, ci_lo, ci_hi, level, point.stop, overlap,
-                       late / point.n_samples if point.n_samples else 0.0,
-                       warnings_of(point, len(valid), late, min_valid, med),
-                       clock_unexplained_s(point))
+    return CollSummary(
+        point.op,
+        point.bytes,
+        point.nranks,
+        point.root,
+        point.method,
+        point.n_samples,
+        len(valid),
+        ns,
+        late,
+        overrun,
+        mean,
+        med,
+        se,
+        lo,
+        hi,
+        err,
+        ci_lo,
+        ci_hi,
+        level,
+        point.stop,
+        overlap,
+        late / point.n_samples if point.n_samples else 0.0,
+        warnings_of(point, len(valid), late, min_valid, med),
+        clock_unexplained_s(point),
+    )
 
 
-def summaries(points: list[Coll], level: float = 0.95, trim: float = DEFAULT_TRIM,
-              min_valid: int = MIN_VALID) -> list[CollSummary]:
+def summaries(
+    points: list[Coll], level: float = 0.95, trim: float = DEFAULT_TRIM, min_valid: int = MIN_VALID
+) -> list[CollSummary]:
     """Summaries ordered by operation and size."""
-    return [summarize(p, level, trim, min_valid)
-            for p in sorted(points, key=lambda p: (p.op, p.bytes))]
+    return [
+        summarize(p, level, trim, min_valid) for p in sorted(points, key=lambda p: (p.op, p.bytes))
+    ]
 
 
 def warning_text(s: CollSummary) -> str:
@@ -150,5 +181,8 @@ def warning_text(s: CollSummary) -> str:
     parts = [WARNINGS[w] for w in s.warnings]
     if s.clock_unexplained_s is not None and "clock_drift" in s.warnings:
         parts.append(f"{s.clock_unexplained_s * 1e6:.2f} us unexplained")
-    return (f"{s.op} {s.bytes} B: " + "; ".join(parts) +
-            f" ({s.nc} valid of {s.nt}, {s.late_share:.0%} started late)")
+    return (
+        f"{s.op} {s.bytes} B: "
+        + "; ".join(parts)
+        + f" ({s.nc} valid of {s.nt}, {s.late_share:.0%} started late)"
+    )

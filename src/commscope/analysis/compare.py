@@ -63,7 +63,10 @@ class CompareRow:
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
         return {
-            "kind": self.kind, "op": self.op, "pair": self.pair, "bytes": self.bytes,
+            "kind": self.kind,
+            "op": self.op,
+            "pair": self.pair,
+            "bytes": self.bytes,
             "runs": [None if v is None else asdict(v) for v in self.values],
             "differences": [None if d is None else asdict(d) for d in self.differences],
         }
@@ -82,8 +85,13 @@ def _value(run_id: int, record: Point | Coll) -> RunValue | None:
     med = float(np.median(samples))
     is_time = isinstance(record, Coll) or record.op == "pingpong"
     bw = record.bytes / med if record.bytes > 0 and med > 0 else None
-    return RunValue(run_id, int(samples.size), med, med if is_time else None,
-                    bw if isinstance(record, Point) else None)
+    return RunValue(
+        run_id,
+        int(samples.size),
+        med,
+        med if is_time else None,
+        bw if isinstance(record, Point) else None,
+    )
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
@@ -96,8 +104,14 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
     return None if math.isnan(p) else p
 
 
-def _difference(run_id: int, base: Point | Coll, other: Point | Coll, first: RunValue,
-                value: RunValue, alpha: float) -> Difference:
+def _difference(
+    run_id: int,
+    base: Point | Coll,
+    other: Point | Coll,
+    first: RunValue,
+    value: RunValue,
+    alpha: float,
+) -> Difference:
     rel = (value.median_s - first.median_s) / first.median_s if first.median_s > 0 else math.nan
     p = mann_whitney_p(list(_samples(base)), list(_samples(other)))
     return Difference(run_id, rel, p, p is not None and p < alpha)
@@ -133,8 +147,10 @@ def compare_runs(
     rows = []
     for key in keys:
         found = [t.get(key) for t in tables]
-        values = tuple(None if r is None else _value(run_id, r)
-                       for (run_id, _), r in zip(runs, found, strict=True))
+        values = tuple(
+            None if r is None else _value(run_id, r)
+            for (run_id, _), r in zip(runs, found, strict=True)
+        )
         diffs: list[Difference | None] = []
         for (run_id, _), other, v in list(zip(runs, found, values, strict=True))[1:]:
             base, first = found[0], values[0]
@@ -154,5 +170,6 @@ def shows_rate(kind: str, op: str) -> bool:
 
 def grouped(rows: Sequence[CompareRow]) -> list[tuple[tuple[str, str, str], list[CompareRow]]]:
     """Rows grouped by (kind, op, pair), in their order."""
-    return [(key, list(members)) for key, members in
-            groupby(rows, key=lambda r: (r.kind, r.op, r.pair))]
+    return [
+        (key, list(members)) for key, members in groupby(rows, key=lambda r: (r.kind, r.op, r.pair))
+    ]

@@ -48,21 +48,32 @@ class LevelTable:
         """Per size: the largest cf whose degradation stays at or below cf (0 if none)."""
         out = {}
         for i, m in enumerate(self.sizes):
-            ok = [int(c) for j, c in enumerate(self.cfs)
-                  if not math.isnan(self.degradation[i, j]) and not self.above_cf[i, j]]
+            ok = [
+                int(c)
+                for j, c in enumerate(self.cfs)
+                if not math.isnan(self.degradation[i, j]) and not self.above_cf[i, j]
+            ]
             out[int(m)] = max(ok, default=0)
         return out
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict: sizes in bytes, times in seconds, NaN as None."""
-        def clean(a: NDArray[Any]) -> list[list[Any]]:
-            return [[None if isinstance(v, float) and math.isnan(v) else v for v in row]
-                    for row in a.tolist()]
 
-        return {"level": self.level, "bytes": self.sizes.tolist(), "cf": self.cfs.tolist(),
-                "t_s": clean(self.t_s), "degradation": clean(self.degradation),
-                "above_cf": self.above_cf.tolist(),
-                "max_processes": {str(k): v for k, v in self.max_processes().items()}}
+        def clean(a: NDArray[Any]) -> list[list[Any]]:
+            return [
+                [None if isinstance(v, float) and math.isnan(v) else v for v in row]
+                for row in a.tolist()
+            ]
+
+        return {
+            "level": self.level,
+            "bytes": self.sizes.tolist(),
+            "cf": self.cfs.tolist(),
+            "t_s": clean(self.t_s),
+            "degradation": clean(self.degradation),
+            "above_cf": self.above_cf.tolist(),
+            "max_processes": {str(k): v for k, v in self.max_processes().items()},
+        }
 
 
 def tables(points: list[Contention]) -> dict[str, LevelTable]:

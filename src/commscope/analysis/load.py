@@ -39,8 +39,7 @@ class HostLoad:
     @property
     def busy(self) -> bool:
         """Others took more than BUSY_SHARE, beyond the counters' rounding."""
-        return (self.others_share is not None
-                and self.others_share - self.resolution > BUSY_SHARE)
+        return self.others_share is not None and self.others_share - self.resolution > BUSY_SHARE
 
     @property
     def waited(self) -> bool:
@@ -52,13 +51,14 @@ class HostLoad:
         where = ", ".join(self.nodes) or "a host"
         parts = []
         if self.busy:
-            parts.append(f"other processes took {self.others_share:.0%} of the "
-                         f"{self.host_cpus} CPUs of {where} during the run")
+            parts.append(
+                f"other processes took {self.others_share:.0%} of the "
+                f"{self.host_cpus} CPUs of {where} during the run"
+            )
         if self.waited:
             parts.append(f"a rank on {where} waited for a CPU {self.wait_share:.0%} of the run")
         if self.oversubscribed:
-            parts.append(f"{self.ranks} ranks shared {self.cpus} CPUs on {where} "
-                         "(oversubscribed)")
+            parts.append(f"{self.ranks} ranks shared {self.cpus} CPUs on {where} (oversubscribed)")
         return "; ".join(parts)
 
 
@@ -70,8 +70,17 @@ def hosts(end: dict[str, Any] | None) -> list[HostLoad]:
         share = h.get("others_share") if elapsed > 0 else None
         # Busy and idle time of every CPU are each rounded to one tick.
         resolution = 2 * h.get("tick_s", 0.01) * h["host_cpus"] / elapsed if elapsed else 1.0
-        out.append(HostLoad(tuple(h.get("nodes", ())), int(h["ranks"]), int(h["cpus"]),
-                            int(h["host_cpus"]), share, resolution, h.get("ranks_wait_share")))
+        out.append(
+            HostLoad(
+                tuple(h.get("nodes", ())),
+                int(h["ranks"]),
+                int(h["cpus"]),
+                int(h["host_cpus"]),
+                share,
+                resolution,
+                h.get("ranks_wait_share"),
+            )
+        )
     return out
 
 

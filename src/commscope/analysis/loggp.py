@@ -72,10 +72,15 @@ class LineFit:
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict: seconds, seconds per byte, bytes."""
-        return {"intercept_s": self.intercept, "slope_s_per_byte": self.slope,
-                "first_bytes": self.first_bytes, "last_bytes": self.last_bytes,
-                "n_sizes": self.n_sizes, "dropped_bytes": list(self.dropped_bytes),
-                "rms_relative_error": self.rms_relative_error}
+        return {
+            "intercept_s": self.intercept,
+            "slope_s_per_byte": self.slope,
+            "first_bytes": self.first_bytes,
+            "last_bytes": self.last_bytes,
+            "n_sizes": self.n_sizes,
+            "dropped_bytes": list(self.dropped_bytes),
+            "rms_relative_error": self.rms_relative_error,
+        }
 
 
 @dataclass(frozen=True)
@@ -123,24 +128,38 @@ class LogGPFit:
     def delay_below_gap_bytes(self) -> tuple[int, ...]:
         """Sizes whose delay d did not exceed g(s): Netgauge's o_s check is void there."""
         c = self.curves
-        return tuple(int(m) for m, d, g in zip(c.bytes, c.delay_s, c.g_s, strict=True)
-                     if d <= g)
+        return tuple(int(m) for m, d, g in zip(c.bytes, c.delay_s, c.g_s, strict=True) if d <= g)
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict: seconds, seconds per byte, bytes per second."""
         c = self.curves
         return {
-            "pair": self.pair, "ranks": list(self.ranks), "L_s": self.L_s,
-            "o_s_s": self.o_s_s, "o_r_s": self.o_r_s, "g_s": self.g_s,
-            "G_s_per_byte": self.G_s_per_byte, "bandwidth_Bps": self.bandwidth_Bps,
+            "pair": self.pair,
+            "ranks": list(self.ranks),
+            "L_s": self.L_s,
+            "o_s_s": self.o_s_s,
+            "o_r_s": self.o_r_s,
+            "g_s": self.g_s,
+            "G_s_per_byte": self.G_s_per_byte,
+            "bandwidth_Bps": self.bandwidth_Bps,
             "message_rate_per_s": self.message_rate_per_s,
-            "small_bytes": list(self.small_bytes), "large_bytes": list(self.large_bytes),
+            "small_bytes": list(self.small_bytes),
+            "large_bytes": list(self.large_bytes),
             "lines": {k: v.to_json() for k, v in self.lines.items()},
-            "sizes": [{"bytes": int(c.bytes[i]), "one_way_s": float(c.one_way_s[i]),
-                       "o_s_s": float(c.o_s_s[i]), "o_r_s": float(c.o_r_s[i]),
-                       "g_s": float(c.g_s[i]), "L_s": float(c.L_s[i]),
-                       "o_s_prtt_s": float(c.o_s_prtt_s[i]), "delay_s": float(c.delay_s[i]),
-                       "samples": int(c.samples[i])} for i in range(c.bytes.size)],
+            "sizes": [
+                {
+                    "bytes": int(c.bytes[i]),
+                    "one_way_s": float(c.one_way_s[i]),
+                    "o_s_s": float(c.o_s_s[i]),
+                    "o_r_s": float(c.o_r_s[i]),
+                    "g_s": float(c.g_s[i]),
+                    "L_s": float(c.L_s[i]),
+                    "o_s_prtt_s": float(c.o_s_prtt_s[i]),
+                    "delay_s": float(c.delay_s[i]),
+                    "samples": int(c.samples[i]),
+                }
+                for i in range(c.bytes.size)
+            ],
         }
 
 
@@ -167,13 +186,20 @@ def size_curves(points: Sequence[LogGP]) -> SizeCurves:
     o_r = np.array([med(p.recv_s) for p in ps]) - timer_overhead_s
     return SizeCurves(
         bytes=np.array([p.bytes for p in ps], dtype=np.int64),
-        one_way_s=prtt1 / 2.0, o_s_s=o_s, o_r_s=o_r, g_s=(prttn - prtt1) / (n - 1.0),
-        L_s=prtt1 / 2.0 - o_s - o_r, o_s_prtt_s=(prttd - prtt1) / (n - 1.0) - delay,
-        delay_s=delay, samples=np.array([p.n_samples for p in ps], dtype=np.int64))
+        one_way_s=prtt1 / 2.0,
+        o_s_s=o_s,
+        o_r_s=o_r,
+        g_s=(prttn - prtt1) / (n - 1.0),
+        L_s=prtt1 / 2.0 - o_s - o_r,
+        o_s_prtt_s=(prttd - prtt1) / (n - 1.0) - delay,
+        delay_s=delay,
+        samples=np.array([p.n_samples for p in ps], dtype=np.int64),
+    )
 
 
-def line_fit(sizes: NDArray[np.float64], values: NDArray[np.float64],
-             scale: NDArray[np.float64]) -> LineFit | None:
+def line_fit(
+    sizes: NDArray[np.float64], values: NDArray[np.float64], scale: NDArray[np.float64]
+) -> LineFit | None:
     """Robust least-squares line through ``values``, residuals relative to ``scale``.
 
     Tukey's biweight by iteratively reweighted least squares (see the module docstring).
@@ -190,8 +216,7 @@ def line_fit(sizes: NDArray[np.float64], values: NDArray[np.float64],
     for _ in range(_ITERATIONS):
         resid = (y - a - b * m) / w
         kept = resid[weight > 0]
-        spread = max(_MIN_SPREAD,
-                     _MAD_TO_SIGMA * float(np.median(np.abs(kept - np.median(kept)))))
+        spread = max(_MIN_SPREAD, _MAD_TO_SIGMA * float(np.median(np.abs(kept - np.median(kept)))))
         u = resid / (_BIWEIGHT_C * spread)
         new = np.where(np.abs(u) < 1.0, (1.0 - u**2) ** 2, 0.0)
         if np.count_nonzero(new) < min(2, m.size):
@@ -199,19 +224,31 @@ def line_fit(sizes: NDArray[np.float64], values: NDArray[np.float64],
         weight = new
         a_new, b_new = _solve(m, y, w, weight)
         done = abs(a_new - a) <= 1e-12 * max(abs(a), 1e-30) and abs(b_new - b) <= 1e-12 * max(
-            abs(b), 1e-30)
+            abs(b), 1e-30
+        )
         a, b = a_new, b_new
         if done:
             break
     used = weight > 0
     resid = (y - a - b * m) / w
     rms = float(np.sqrt(np.mean(resid[used] ** 2)))
-    return LineFit(a, b, int(m[used].min()), int(m[used].max()), int(used.sum()),
-                   tuple(int(x) for x in m[~used]), rms)
+    return LineFit(
+        a,
+        b,
+        int(m[used].min()),
+        int(m[used].max()),
+        int(used.sum()),
+        tuple(int(x) for x in m[~used]),
+        rms,
+    )
 
 
-def _solve(m: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64],
-           weight: NDArray[np.float64]) -> tuple[float, float]:
+def _solve(
+    m: NDArray[np.float64],
+    y: NDArray[np.float64],
+    w: NDArray[np.float64],
+    weight: NDArray[np.float64],
+) -> tuple[float, float]:
     """Weighted least squares of (y - a - b m) / w with weights ``weight``."""
     use = weight > 0
     if np.unique(m[use]).size < 2:
@@ -251,9 +288,13 @@ def fit_pair(points: Sequence[LogGP]) -> LogGPFit | None:
             large = inside
             break
     lines: dict[str, LineFit] = {}
-    for name, values, where in (("L", c.L_s, small), ("o_s", c.o_s_s, small),
-                                ("o_r", c.o_r_s, small), ("g", c.g_s, small),
-                                ("G", c.g_s, large)):
+    for name, values, where in (
+        ("L", c.L_s, small),
+        ("o_s", c.o_s_s, small),
+        ("o_r", c.o_r_s, small),
+        ("g", c.g_s, small),
+        ("G", c.g_s, large),
+    ):
         line = line_fit(m[where], values[where], c.one_way_s[where])
         if line is None:
             return None
@@ -263,16 +304,28 @@ def fit_pair(points: Sequence[LogGP]) -> LogGPFit | None:
     def span(where: NDArray[np.bool_]) -> tuple[int, int]:
         return int(c.bytes[where].min()), int(c.bytes[where].max())
 
-    return LogGPFit(first.pair, first.ranks, lines["L"].intercept, lines["o_s"].intercept,
-                    lines["o_r"].intercept, lines["g"].intercept, lines["G"].slope,
-                    span(small), span(large), lines, c)
+    return LogGPFit(
+        first.pair,
+        first.ranks,
+        lines["L"].intercept,
+        lines["o_s"].intercept,
+        lines["o_r"].intercept,
+        lines["g"].intercept,
+        lines["G"].slope,
+        span(small),
+        span(large),
+        lines,
+        c,
+    )
 
 
 def fits(points: Sequence[LogGP]) -> list[LogGPFit]:
     """One LogGP fit per pair, nearest pair first (pairs with too few sizes are left out)."""
     out = []
-    for pair in sorted({p.pair for p in points},
-                       key=lambda x: PAIR_ORDER.index(x) if x in PAIR_ORDER else len(PAIR_ORDER)):
+    for pair in sorted(
+        {p.pair for p in points},
+        key=lambda x: PAIR_ORDER.index(x) if x in PAIR_ORDER else len(PAIR_ORDER),
+    ):
         f = fit_pair([p for p in points if p.pair == pair])
         if f is not None:
             out.append(f)
@@ -293,36 +346,44 @@ def findings(fitted: Sequence[LogGPFit]) -> list[str]:
                     f" {time_text(f.o_r_s)}) make up {percent_text(share)} of the"
                     f" small-message one-way time ({time_text(one_way)}): the CPUs are busy for"
                     " most of the latency, so overlapping communication with computation"
-                    " hides little of it.")
+                    " hides little of it."
+                )
             else:
                 out.append(
                     f"{f.pair}: L ({time_text(f.L_s)}) is {percent_text(f.L_s / one_way)} of"
                     f" the small-message one-way time ({time_text(one_way)}); the CPU overheads"
-                    " are the rest, so nonblocking communication can hide most of the latency.")
+                    " are the rest, so nonblocking communication can hide most of the latency."
+                )
         if f.g_s > 0 and f.o_s_s > 0 and f.g_s > 1.5 * f.o_s_s:
             out.append(
                 f"{f.pair}: back to back, a small message leaves every g = {time_text(f.g_s)},"
                 f" {f.g_s / f.o_s_s:.1f}x the send call's overhead: the transport, not the"
                 f" sending CPU, limits the message rate (at most about {1 / f.g_s:.3g}"
-                " messages per second).")
+                " messages per second)."
+            )
         large = f.lines["G"]
         if f.bandwidth_Bps:
-            text = (f"{f.pair}: the gap grows by G = {f.G_s_per_byte * 1e9:.3g} ns per byte from"
-                    f" {size_text(large.first_bytes)} to {size_text(large.last_bytes)}, a LogGP"
-                    f" bandwidth of {rate_text(f.bandwidth_Bps)}")
+            text = (
+                f"{f.pair}: the gap grows by G = {f.G_s_per_byte * 1e9:.3g} ns per byte from"
+                f" {size_text(large.first_bytes)} to {size_text(large.last_bytes)}, a LogGP"
+                f" bandwidth of {rate_text(f.bandwidth_Bps)}"
+            )
             c = f.curves
             big = (c.bytes >= large.first_bytes) & (c.bytes <= large.last_bytes)
             o_big = line_fit(c.bytes[big].astype(np.float64), c.o_s_s[big], c.one_way_s[big])
             if o_big is not None and o_big.n_sizes >= 2 and o_big.slope >= 0.5 * f.G_s_per_byte:
-                text += ("; the send call's time grows at"
-                         f" {percent_text(o_big.slope / f.G_s_per_byte)} of that rate, so the"
-                         " sender is busy for the whole transfer (it copies the data itself or"
-                         " waits in the call for it to finish)")
+                text += (
+                    "; the send call's time grows at"
+                    f" {percent_text(o_big.slope / f.G_s_per_byte)} of that rate, so the"
+                    " sender is busy for the whole transfer (it copies the data itself or"
+                    " waits in the call for it to finish)"
+                )
             out.append(text + ".")
         short = f.delay_below_gap_bytes
         if short:
             out.append(
                 f"{f.pair}: at {len(short)} size(s) (first {size_text(short[0])}) the delay d"
                 " of PRTT(n,d,s) did not exceed g(s); Netgauge's o_s check is void there"
-                " (the direct send-call times are unaffected).")
+                " (the direct send-call times are unaffected)."
+            )
     return out

@@ -86,12 +86,14 @@ class NodeFigures:
         if not kernel or not cpu_fpc or kernel >= cpu_fpc or not self.p_peak_gflops:
             return None
         ceiling = self.p_peak_gflops * kernel / cpu_fpc
-        return (f"the BLAS, {self.blas}, issues at most {kernel:g} flops per cycle where this"
-                f" CPU allows"
-                f" {cpu_fpc:g}: Linpack cannot pass {kernel / cpu_fpc:.0%} of P_peak with this"
-                f" library; P_max is {self.p_max_gflops / ceiling:.0%} of that"
-                f" {ceiling:.1f} GFLOPS ceiling (a BLAS with kernels for the CPU's widest"
-                " vectors would raise it)")
+        return (
+            f"the BLAS, {self.blas}, issues at most {kernel:g} flops per cycle where this"
+            f" CPU allows"
+            f" {cpu_fpc:g}: Linpack cannot pass {kernel / cpu_fpc:.0%} of P_peak with this"
+            f" library; P_max is {self.p_max_gflops / ceiling:.0%} of that"
+            f" {ceiling:.1f} GFLOPS ceiling (a BLAS with kernels for the CPU's widest"
+            " vectors would raise it)"
+        )
 
     @property
     def warning(self) -> str | None:
@@ -99,9 +101,11 @@ class NodeFigures:
         share = self.others_cpu_share
         if share is None or share <= BUSY_WARNING:
             return None
-        return (f"other processes took up to {share:.0%} of the {self.cores} pinned"
-                f" core{'s' if self.cores != 1 else ''} while measuring: these figures"
-                " understate the node; measure again on an idle machine")
+        return (
+            f"other processes took up to {share:.0%} of the {self.cores} pinned"
+            f" core{'s' if self.cores != 1 else ''} while measuring: these figures"
+            " understate the node; measure again on an idle machine"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
@@ -144,9 +148,20 @@ def rows(points: Sequence[Linpack]) -> list[NodeRow]:
         if len(cpu_s) == p.n_samples:
             k = min(range(p.n_samples), key=lambda j: abs(p.times_s[j] - p.median_s))
             busy = cpu_s[k] / p.times_s[k]
-        out.append(NodeRow(p.cores, p.n, p.n_samples, p.median_s, p.median_gflops,
-                           min(p.gflops), max(p.gflops), p.residual, busy,
-                           p.raw.get("others_cpu_share")))
+        out.append(
+            NodeRow(
+                p.cores,
+                p.n,
+                p.n_samples,
+                p.median_s,
+                p.median_gflops,
+                min(p.gflops),
+                max(p.gflops),
+                p.residual,
+                busy,
+                p.raw.get("others_cpu_share"),
+            )
+        )
     return out
 
 
@@ -162,10 +177,17 @@ def solver(point: Linpack) -> str:
 # Double-precision flops per cycle of OpenBLAS's kernels by the core name it reports
 # (threadpoolctl's "architecture"), with two FMA pipes of the kernel's vector width.
 OPENBLAS_KERNEL_FLOPS = {
-    "skylakex": 32, "cooperlake": 32, "sapphirerapids": 32,  # AVX-512
-    "haswell": 16, "zen": 16,  # AVX2 + FMA
+    "skylakex": 32,
+    "cooperlake": 32,
+    "sapphirerapids": 32,  # AVX-512
+    "haswell": 16,
+    "zen": 16,  # AVX2 + FMA
     "sandybridge": 8,  # AVX, no FMA
-    "nehalem": 4, "core2": 4, "penryn": 4, "dunnington": 4, "prescott": 4,  # SSE2
+    "nehalem": 4,
+    "core2": 4,
+    "penryn": 4,
+    "dunnington": 4,
+    "prescott": 4,  # SSE2
 }
 
 
@@ -180,7 +202,8 @@ def blas_kernels(point: Linpack) -> tuple[str | None, float | None]:
         return None, None
     lib = next((b for b in libs if "scipy.libs" in str(b.get("filepath", ""))), libs[0])
     name = {"openblas": "OpenBLAS", "mkl": "MKL", "blis": "BLIS"}.get(
-        str(lib.get("internal_api")), str(lib.get("internal_api") or "BLAS"))
+        str(lib.get("internal_api")), str(lib.get("internal_api") or "BLAS")
+    )
     arch = lib.get("architecture")
     text = f"{name} {lib.get('version') or ''}".strip() + (f" ({arch} kernels)" if arch else "")
     fpc = OPENBLAS_KERNEL_FLOPS.get(str(arch).lower()) if name == "OpenBLAS" and arch else None
@@ -202,22 +225,34 @@ def figures(points: Sequence[Linpack], peak: PeakModel | None = None) -> list[No
         nominal = peak.clock if peak else None
         busy = peak.busy.get(cores) if peak else None
         blas, kernel_fpc = blas_kernels(mine[-1])
-        out.append(NodeFigures(
-            cores=cores, threads=mine[-1].threads, affinity=mine[-1].affinity,
-            solver=solver(mine[-1]),
-            n_points=len(mine), largest_n=ns[-1], p_max_gflops=best, n_max=n_best,
-            n_half=half, n_half_at_smallest=at_smallest, p_peak_gflops=p_peak,
-            efficiency=best / p_peak if p_peak else None,
-            peak_derivation=peak.derivation(cores) if peak else None,
-            others_cpu_share=max(shares) if shares else None,
-            clock_ghz=used.ghz if used else None, clock_source=used.source if used else None,
-            nominal_ghz=nominal.ghz if nominal else None,
-            nominal_source=nominal.source if nominal else None,
-            busy_ghz=busy.ghz if busy else None,
-            blas=blas, kernel_flops_per_cycle=kernel_fpc,
-            cpu_flops_per_cycle=(peak.flops_per_cycle.value
-                                 if peak and peak.flops_per_cycle else None),
-        ))
+        out.append(
+            NodeFigures(
+                cores=cores,
+                threads=mine[-1].threads,
+                affinity=mine[-1].affinity,
+                solver=solver(mine[-1]),
+                n_points=len(mine),
+                largest_n=ns[-1],
+                p_max_gflops=best,
+                n_max=n_best,
+                n_half=half,
+                n_half_at_smallest=at_smallest,
+                p_peak_gflops=p_peak,
+                efficiency=best / p_peak if p_peak else None,
+                peak_derivation=peak.derivation(cores) if peak else None,
+                others_cpu_share=max(shares) if shares else None,
+                clock_ghz=used.ghz if used else None,
+                clock_source=used.source if used else None,
+                nominal_ghz=nominal.ghz if nominal else None,
+                nominal_source=nominal.source if nominal else None,
+                busy_ghz=busy.ghz if busy else None,
+                blas=blas,
+                kernel_flops_per_cycle=kernel_fpc,
+                cpu_flops_per_cycle=(
+                    peak.flops_per_cycle.value if peak and peak.flops_per_cycle else None
+                ),
+            )
+        )
     return out
 
 
@@ -237,15 +272,19 @@ class NodeSummary:
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict: GFLOPS, seconds, matrix orders."""
-        return {"cpu_model": self.cpu_model, "figures": [f.to_json() for f in self.figures],
-                "points": [r.to_json() for r in self.rows]}
+        return {
+            "cpu_model": self.cpu_model,
+            "figures": [f.to_json() for f in self.figures],
+            "points": [r.to_json() for r in self.rows],
+        }
 
 
 def summarize(request: Mapping[str, Any], points: Sequence[Linpack]) -> NodeSummary:
     """The node figures of a run from its request (for P_peak) and its Linpack points."""
     peak = peak_of(request)
-    return NodeSummary(tuple(figures(points, peak)), tuple(rows(points)),
-                       peak.model if peak else None)
+    return NodeSummary(
+        tuple(figures(points, peak)), tuple(rows(points)), peak.model if peak else None
+    )
 
 
 PANEL_NB = 256  # HPL block width (panel columns); the balance below does not depend on it
@@ -274,8 +313,9 @@ class PanelBalance:
         return asdict(self)
 
 
-def panel_balance(n: int, p_max_gflops: float, bandwidth_Bps: float, latency_s: float = 0.0,
-                  nb: int = PANEL_NB) -> PanelBalance | None:
+def panel_balance(
+    n: int, p_max_gflops: float, bandwidth_Bps: float, latency_s: float = 0.0, nb: int = PANEL_NB
+) -> PanelBalance | None:
     """Time to send one n x nb panel against the time of the update it feeds.
 
     Returns:
@@ -289,5 +329,6 @@ def panel_balance(n: int, p_max_gflops: float, bandwidth_Bps: float, latency_s: 
     # Equal times: (2 nb / P) m^2 - (8 nb / B) m - (8 nb^2 / B + latency) = 0 with m = n - nb.
     a, b, c = 2.0 * nb / rate, 8.0 * nb / bandwidth_Bps, 8.0 * nb * nb / bandwidth_Bps + latency_s
     crossover = nb + (b + math.sqrt(b * b + 4 * a * c)) / (2 * a)
-    return PanelBalance(n, nb, panel, latency_s + panel / bandwidth_Bps, flops, flops / rate,
-                        crossover)
+    return PanelBalance(
+        n, nb, panel, latency_s + panel / bandwidth_Bps, flops, flops / rate, crossover
+    )

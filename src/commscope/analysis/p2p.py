@@ -86,8 +86,10 @@ def size_rows(points: list[Point]) -> list[SizeRow]:
         for size in sorted(b for (pr, b) in by if pr == pair):
             ops = by[(pair, size)]
             pp = ops.get("pingpong")
-            rate = [_rate(ops.get(op), size)
-                    for op in ("pingpong", "bw", "bibw", "bw_each", "bibw_each")]
+            rate = [
+                _rate(ops.get(op), size)
+                for op in ("pingpong", "bw", "bibw", "bw_each", "bibw_each")
+            ]
             rows.append(SizeRow(pair, size, pp.latency_s if pp else None, *rate))
     return rows
 
@@ -99,8 +101,9 @@ def key_figures(points: list[Point]) -> list[KeyFigures]:
         mine = [p for p in points if p.pair == pair]
         pp = sorted((p for p in mine if p.op == "pingpong"), key=lambda p: p.bytes)
         ops = {p.op for p in mine}
-        policy = "one" if ops & {"bw", "bibw"} else "each" if ops & {"bw_each", "bibw_each"} \
-            else None
+        policy = (
+            "one" if ops & {"bw", "bibw"} else "each" if ops & {"bw_each", "bibw_each"} else None
+        )
         uni, bi = ("bw", "bibw") if policy != "each" else ("bw_each", "bibw_each")
         bw = [p for p in mine if p.op == uni and p.bytes > 0]
         bibw = [p for p in mine if p.op == bi and p.bytes > 0]
@@ -143,8 +146,11 @@ class CurveFigures:
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
-        d = {k: v for k, v in self.__dict__.items()
-             if k not in ("thresholds", "regimes", "cache_dip")}
+        d = {
+            k: v
+            for k, v in self.__dict__.items()
+            if k not in ("thresholds", "regimes", "cache_dip")
+        }
         d["thresholds"] = [t.to_json() for t in self.thresholds]
         d["regimes"] = [r.to_json() for r in self.regimes]
         d["cache_dip"] = self.cache_dip.to_json() if self.cache_dip else None
@@ -167,9 +173,13 @@ class PairFigures:
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
-        return {"pair": self.pair, "ranks": list(self.ranks), "latency_s": self.latency_s,
-                "latency_bytes": self.latency_bytes,
-                "curves": [c.to_json() for c in self.curves]}
+        return {
+            "pair": self.pair,
+            "ranks": list(self.ranks),
+            "latency_s": self.latency_s,
+            "latency_bytes": self.latency_bytes,
+            "curves": [c.to_json() for c in self.curves],
+        }
 
 
 def beyond_saturation(th: reg.Threshold, saturation_bytes: int | None) -> bool:
@@ -217,13 +227,15 @@ def pair_figures(points: list[Point]) -> list[PairFigures]:
         found = [curves.curve_of(mine, op, pair) for op in OP_ORDER]
         figs = tuple(curve_figures(c) for c in found if c is not None)
         pp = next((c for c in found if c is not None and c.op == "pingpong"), None)
-        out.append(PairFigures(
-            pair=pair,
-            ranks=(mine[0].ranks[0], mine[0].ranks[1]),
-            latency_s=float(pp.time_s[0]) if pp is not None else None,
-            latency_bytes=int(pp.bytes[0]) if pp is not None else None,
-            curves=figs,
-        ))
+        out.append(
+            PairFigures(
+                pair=pair,
+                ranks=(mine[0].ranks[0], mine[0].ranks[1]),
+                latency_s=float(pp.time_s[0]) if pp is not None else None,
+                latency_bytes=int(pp.bytes[0]) if pp is not None else None,
+                curves=figs,
+            )
+        )
     return out
 
 
@@ -243,8 +255,10 @@ class Interrupted:
 
     def text(self) -> str:
         """One line naming the point and what its medians rest on."""
-        head = (f"{self.pair} {self.op} {size_text(self.bytes)}: {self.n_interrupted} of"
-                f" {self.n_samples} samples had a rank lose its core to another process")
+        head = (
+            f"{self.pair} {self.op} {size_text(self.bytes)}: {self.n_interrupted} of"
+            f" {self.n_samples} samples had a rank lose its core to another process"
+        )
         if self.n_kept == self.n_samples:
             return head + "; too few others, so its figures use every sample"
         return head + f"; its figures use the other {self.n_kept}"
@@ -256,12 +270,20 @@ class Interrupted:
 
 def interrupted(points: list[Point], share: float = INTERRUPTED_NOTE) -> list[Interrupted]:
     """Points at least ``share`` of whose samples were interrupted, in table order."""
-    out = [Interrupted(p.pair, p.op, p.bytes, p.n_samples, len(p.interrupted),
-                       len(p.kept_samples_s))
-           for p in points if p.interrupted and p.interrupted_share >= share]
+    out = [
+        Interrupted(p.pair, p.op, p.bytes, p.n_samples, len(p.interrupted), len(p.kept_samples_s))
+        for p in points
+        if p.interrupted and p.interrupted_share >= share
+    ]
     order = {op: i for i, op in enumerate(OP_ORDER)}
-    return sorted(out, key=lambda x: (PAIR_ORDER.index(x.pair) if x.pair in PAIR_ORDER else 9,
-                                      order.get(x.op, 9), x.bytes))
+    return sorted(
+        out,
+        key=lambda x: (
+            PAIR_ORDER.index(x.pair) if x.pair in PAIR_ORDER else 9,
+            order.get(x.op, 9),
+            x.bytes,
+        ),
+    )
 
 
 def interrupted_summary(points: list[Point]) -> str:
@@ -271,5 +293,7 @@ def interrupted_summary(points: list[Point]) -> str:
         return ""
     n = sum(len(p.interrupted) for p in hit)
     total = sum(p.n_samples for p in points)
-    return (f"{n} of {total} samples in {len(hit)} of {len(points)} points had a rank lose its"
-            " core to another process (the machine was busy); medians leave them out")
+    return (
+        f"{n} of {total} samples in {len(hit)} of {len(points)} points had a rank lose its"
+        " core to another process (the machine was busy); medians leave them out"
+    )

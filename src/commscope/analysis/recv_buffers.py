@@ -86,11 +86,15 @@ def describe(policies: Sequence[str], recorded: bool = True) -> str:
     if not policies:
         return ""
     if not recorded:
-        return (f"{_DESCRIPTIONS['each']}; recorded before --recv-buffers existed, when bw and"
-                " bibw always did so")
+        return (
+            f"{_DESCRIPTIONS['each']}; recorded before --recv-buffers existed, when bw and"
+            " bibw always did so"
+        )
     if len(policies) > 1:
-        return (f"measured both ways: {_DESCRIPTIONS['one']} as bw and bibw, and"
-                f" {_DESCRIPTIONS['each']} as bw_each and bibw_each")
+        return (
+            f"measured both ways: {_DESCRIPTIONS['one']} as bw and bibw, and"
+            f" {_DESCRIPTIONS['each']} as bw_each and bibw_each"
+        )
     if policies[0] == "each":
         return f"{_DESCRIPTIONS['each']}, stored as bw_each and bibw_each"
     return _DESCRIPTIONS["one"]
@@ -123,21 +127,24 @@ class Contrast:
     def reason(self) -> str:
         """One line: the two rates and the cache footprint behind the difference."""
         if not self.material:
-            return (f"{self.pair} {self.op}: one receive buffer per message and one reused read"
-                    f" the same within {percent_text(MATERIAL)} or noise at all {self.sizes}"
-                    f" sizes (largest difference {percent_text(abs(self.relative))} at"
-                    f" {size_text(self.bytes)})")
-        return (f"{self.pair} {self.op} at {size_text(self.bytes)}: {rate_text(self.each_Bps)}"
-                f" with one receive buffer per message against {rate_text(self.one_Bps)} with"
-                f" one reused ({self.relative * 100:+.0f} %); cache footprint:"
-                f" {self.window} messages x {size_text(self.bytes)} ="
-                f" {size_text(self.footprint_bytes)} of receive buffers against"
-                f" {size_text(self.bytes)}")
+            return (
+                f"{self.pair} {self.op}: one receive buffer per message and one reused read"
+                f" the same within {percent_text(MATERIAL)} or noise at all {self.sizes}"
+                f" sizes (largest difference {percent_text(abs(self.relative))} at"
+                f" {size_text(self.bytes)})"
+            )
+        return (
+            f"{self.pair} {self.op} at {size_text(self.bytes)}: {rate_text(self.each_Bps)}"
+            f" with one receive buffer per message against {rate_text(self.one_Bps)} with"
+            f" one reused ({self.relative * 100:+.0f} %); cache footprint:"
+            f" {self.window} messages x {size_text(self.bytes)} ="
+            f" {size_text(self.footprint_bytes)} of receive buffers against"
+            f" {size_text(self.bytes)}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names, the reason included."""
-        return {**asdict(self), "footprint_bytes": self.footprint_bytes,
-                "reason": self.reason()}
+        return {**asdict(self), "footprint_bytes": self.footprint_bytes, "reason": self.reason()}
 
 
 def contrasts(points: Sequence[Point]) -> list[Contrast]:
@@ -171,8 +178,20 @@ def contrasts(points: Sequence[Point]) -> list[Contrast]:
                 rel = t_one / t_each - 1.0  # bandwidth ratio each / one, minus 1
                 p = mann_whitney_p(list(a), list(b))
                 material = abs(rel) >= MATERIAL and p is not None and p < ALPHA
-                found.append(Contrast(pair, op, size, size / t_one, size / t_each,
-                                      each.window or 1, rel, p, material, 0))
+                found.append(
+                    Contrast(
+                        pair,
+                        op,
+                        size,
+                        size / t_one,
+                        size / t_each,
+                        each.window or 1,
+                        rel,
+                        p,
+                        material,
+                        0,
+                    )
+                )
             if not found:
                 continue
             best = max(found, key=lambda c: (c.material, abs(c.relative)))
@@ -201,5 +220,8 @@ def mixed_note(runs: Sequence[tuple[str, Mapping[str, Any] | None, Sequence[Poin
     if len({policy for _, policy in known}) < 2:
         return ""
     parts = [f"{label}: {_DESCRIPTIONS[policy]}" for label, policy in known]
-    return ("bw and bibw rows compare different receive buffers (" + "; ".join(parts) +
-            "); a difference there may be the receiver's cache footprint, not the network")
+    return (
+        "bw and bibw rows compare different receive buffers ("
+        + "; ".join(parts)
+        + "); a difference there may be the receiver's cache footprint, not the network"
+    )

@@ -99,8 +99,9 @@ def _sorted_positive(
     return m[keep][order], t[keep][order]
 
 
-def _step(x: NDArray[np.float64], y: NDArray[np.float64], gap: int, half: float,
-          breaks: Sequence[int]) -> float:
+def _step(
+    x: NDArray[np.float64], y: NDArray[np.float64], gap: int, half: float, breaks: Sequence[int]
+) -> float:
     """Step in log time across ``gap`` (between index gap and gap + 1); NaN if not testable."""
     n = x.size
     lo_bound = max((b + 1 for b in breaks if b < gap), default=0)

@@ -48,23 +48,33 @@ class EndFacts:
     @classmethod
     def from_header(cls, end: Mapping[str, Any]) -> EndFacts:
         """From one member of the header's ``tcp.ends``."""
+
         def opt(key: str) -> int | None:
             value = end.get(key)
             return int(value) if isinstance(value, (int, float)) else None
 
-        return cls(str(end.get("role", "")), str(end.get("node", "")),
-                   str(end.get("address", "")),
-                   None if end.get("interface") is None else str(end["interface"]),
-                   opt("mtu"), opt("speed_mbps"), int(end.get("sndbuf", -1)),
-                   int(end.get("rcvbuf", -1)), opt("wmem_max"), opt("rmem_max"))
+        return cls(
+            str(end.get("role", "")),
+            str(end.get("node", "")),
+            str(end.get("address", "")),
+            None if end.get("interface") is None else str(end["interface"]),
+            opt("mtu"),
+            opt("speed_mbps"),
+            int(end.get("sndbuf", -1)),
+            int(end.get("rcvbuf", -1)),
+            opt("wmem_max"),
+            opt("rmem_max"),
+        )
 
     def caps_hit(self, requested: int) -> tuple[str, ...]:
         """The sysctl caps that cut a request of ``requested`` bytes short at this end."""
         if requested <= 0:
             return ()
         out = []
-        for granted, cap, name in ((self.sndbuf, self.wmem_max, "net.core.wmem_max"),
-                                   (self.rcvbuf, self.rmem_max, "net.core.rmem_max")):
+        for granted, cap, name in (
+            (self.sndbuf, self.wmem_max, "net.core.wmem_max"),
+            (self.rcvbuf, self.rmem_max, "net.core.rmem_max"),
+        ):
             if cap is not None and granted < 2 * requested and granted >= 2 * cap:
                 out.append(f"{name} = {cap}")
         return tuple(out)
@@ -156,14 +166,27 @@ def stream_rows(run: TcpRun) -> list[StreamRow]:
     for s in run.streams:
         for d in s.directions:
             share = d.rate_Bps / link[0] if link else None
-            out.append(StreamRow(run.name, run.sockbuf, _direction(d.src, d.dst), d.rate_Bps,
-                                 link[0] if link else None, share, d.retrans, d.segs_out,
-                                 d.loss, d.messages, d.last_s, s.mean_bytes, s.max_bytes))
+            out.append(
+                StreamRow(
+                    run.name,
+                    run.sockbuf,
+                    _direction(d.src, d.dst),
+                    d.rate_Bps,
+                    link[0] if link else None,
+                    share,
+                    d.retrans,
+                    d.segs_out,
+                    d.loss,
+                    d.messages,
+                    d.last_s,
+                    s.mean_bytes,
+                    s.max_bytes,
+                )
+            )
     return out
 
 
-def _pingpong(points: Sequence[Point]) -> tuple[p2p.PairFigures | None,
-                                                 p2p.CurveFigures | None]:
+def _pingpong(points: Sequence[Point]) -> tuple[p2p.PairFigures | None, p2p.CurveFigures | None]:
     figs = p2p.pair_figures(list(points))
     pair = figs[0] if figs else None
     return pair, pair.curve("pingpong") if pair else None
@@ -175,11 +198,19 @@ def sweep_rows(runs: Sequence[TcpRun]) -> list[SweepRow]:
     for run in sorted(runs, key=lambda r: (r.sockbuf, r.name)):
         pair, curve = _pingpong(run.points)
         caps = tuple(sorted({c for e in run.ends for c in e.caps_hit(run.sockbuf)}))
-        out.append(SweepRow(
-            run.name, run.sockbuf, tuple((e.role, e.sndbuf, e.rcvbuf) for e in run.ends), caps,
-            pair.latency_s if pair else None, curve.peak_bandwidth_Bps if curve else None,
-            curve.peak_bytes if curve else None, curve.saturation_bytes if curve else None,
-            tuple(d.rate_Bps for s in run.streams[:1] for d in s.directions)))
+        out.append(
+            SweepRow(
+                run.name,
+                run.sockbuf,
+                tuple((e.role, e.sndbuf, e.rcvbuf) for e in run.ends),
+                caps,
+                pair.latency_s if pair else None,
+                curve.peak_bandwidth_Bps if curve else None,
+                curve.peak_bytes if curve else None,
+                curve.saturation_bytes if curve else None,
+                tuple(d.rate_Bps for s in run.streams[:1] for d in s.directions),
+            )
+        )
     return out
 
 
@@ -194,35 +225,55 @@ def findings(runs: Sequence[TcpRun]) -> list[str]:
         rows = stream_rows(run)
         link = run.link
         if rows and link:
-            shares = ", ".join(f"{r.direction} {percent_text(r.link_share)}" for r in rows
-                               if r.link_share is not None)
+            shares = ", ".join(
+                f"{r.direction} {percent_text(r.link_share)}"
+                for r in rows
+                if r.link_share is not None
+            )
             low = [r for r in rows if r.link_share is not None and r.link_share < LOW_SHARE]
-            out.append(f"{run.name}: the stream each way reaches {shares} of the"
-                       f" {rate_text(link[0])} link ({link[1]})"
-                       + ("; below half of the link: look for a slower hop, small socket"
-                          " buffers or a busy host." if low else "."))
+            out.append(
+                f"{run.name}: the stream each way reaches {shares} of the"
+                f" {rate_text(link[0])} link ({link[1]})"
+                + (
+                    "; below half of the link: look for a slower hop, small socket"
+                    " buffers or a busy host."
+                    if low
+                    else "."
+                )
+            )
         elif rows:
             rates = ", ".join(f"{r.direction} {rate_text(r.rate_Bps)}" for r in rows)
-            out.append(f"{run.name}: the stream reaches {rates}; the link's nominal rate is"
-                       " unknown (loopback or a virtual link), so no share of it is given.")
-        lost = [f"{r.direction} {r.retrans}"
-                + (f" of {r.segs_out}, {r.loss * 100:.2g} %" if r.loss is not None else "")
-                for r in rows if r.retrans]
+            out.append(
+                f"{run.name}: the stream reaches {rates}; the link's nominal rate is"
+                " unknown (loopback or a virtual link), so no share of it is given."
+            )
+        lost = [
+            f"{r.direction} {r.retrans}"
+            + (f" of {r.segs_out}, {r.loss * 100:.2g} %" if r.loss is not None else "")
+            for r in rows
+            if r.retrans
+        ]
         if lost:
-            out.append(f"{run.name}: the stream retransmitted segments ({', '.join(lost)}):"
-                       " packets were lost or reordered on the way.")
+            out.append(
+                f"{run.name}: the stream retransmitted segments ({', '.join(lost)}):"
+                " packets were lost or reordered on the way."
+            )
         caps = sorted({c for e in run.ends for c in e.caps_hit(run.sockbuf)})
         if caps:
-            out.append(f"{run.name}: the request for {size_text(run.sockbuf)} socket buffers was"
-                       f" capped by {', '.join(caps)} (the kernel grants twice the request, up"
-                       " to twice the cap).")
+            out.append(
+                f"{run.name}: the request for {size_text(run.sockbuf)} socket buffers was"
+                f" capped by {', '.join(caps)} (the kernel grants twice the request, up"
+                " to twice the cap)."
+            )
     sweep = [r for r in sweep_rows(runs) if r.peak_Bps]
     if len(sweep) > 1:
         best = max(sweep, key=lambda r: r.peak_Bps or 0.0)
         worst = min(sweep, key=lambda r: r.peak_Bps or 0.0)
         if best.peak_Bps and worst.peak_Bps and best is not worst:
-            out.append(f"Socket-buffer sweep: {_buffer(best.sockbuf)} ({best.run}) reach the"
-                       f" highest ping-pong peak, {rate_text(best.peak_Bps)},"
-                       f" {percent_text(best.peak_Bps / worst.peak_Bps - 1)} above the lowest,"
-                       f" {rate_text(worst.peak_Bps)} with {_buffer(worst.sockbuf)}.")
+            out.append(
+                f"Socket-buffer sweep: {_buffer(best.sockbuf)} ({best.run}) reach the"
+                f" highest ping-pong peak, {rate_text(best.peak_Bps)},"
+                f" {percent_text(best.peak_Bps / worst.peak_Bps - 1)} above the lowest,"
+                f" {rate_text(worst.peak_Bps)} with {_buffer(worst.sockbuf)}."
+            )
     return out

@@ -26,8 +26,21 @@ from commscope import __version__
 from commscope.cli.common import terminal_text
 from commscope.errors import CommscopeError, Interrupted
 
-SUBCOMMANDS = ("run", "runs", "show", "export", "report", "compare", "import", "validate", "engine",
-               "vcluster", "tcp", "predict", "simulate")
+SUBCOMMANDS = (
+    "run",
+    "runs",
+    "show",
+    "export",
+    "report",
+    "compare",
+    "import",
+    "validate",
+    "engine",
+    "vcluster",
+    "tcp",
+    "predict",
+    "simulate",
+)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -138,8 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with signals_interrupt():
             return int(args._module.run(args))
     except CommscopeError as err:
-        print(terminal_text(f"commscope {args.command}: error: {err.one_line()}"),
-              file=sys.stderr)
+        print(terminal_text(f"commscope {args.command}: error: {err.one_line()}"), file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt as err:
         # The runner may have put the run's state into the message; keep it on one line.

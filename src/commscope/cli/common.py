@@ -54,8 +54,11 @@ def resumable_request(store: Store, ref: str) -> tuple[int, dict[str, Any]]:
     info = store.get_run(run_id)
     if info.status == "complete":
         raise UsageError(f"--resume {ref}: run {run_id} is complete; nothing to do")
-    store.close_running_segments(run_id, "interrupted: its process ended without closing this"
-                                 " segment (closed when the run was resumed)")
+    store.close_running_segments(
+        run_id,
+        "interrupted: its process ended without closing this"
+        " segment (closed when the run was resumed)",
+    )
     return run_id, info.request
 
 
@@ -105,8 +108,13 @@ def console(stderr: bool = False) -> Console:
     cls = _console_class()  # rich is imported on first output, not at start
     probe = cls(stderr=stderr)
     # Piped output gets a width that keeps tables readable instead of rich's 80 columns.
-    return cls(highlight=False, markup=False, emoji=False, stderr=stderr,
-               width=None if probe.is_terminal else 140)
+    return cls(
+        highlight=False,
+        markup=False,
+        emoji=False,
+        stderr=stderr,
+        width=None if probe.is_terminal else 140,
+    )
 
 
 def whole(lo: int, hi: int) -> Callable[[str], int]:
@@ -146,8 +154,10 @@ def check_label(text: str, flag: str = "--label") -> str:
     Raises:
         InputError: empty, too long, a control character, or not encodable as UTF-8.
     """
-    fix = (f"give 1 to {limits.MAX_LABEL_CHARS} printable characters (letters, digits,"
-           " spaces, punctuation)")
+    fix = (
+        f"give 1 to {limits.MAX_LABEL_CHARS} printable characters (letters, digits,"
+        " spaces, punctuation)"
+    )
     if not text.strip():
         raise InputError(f"{flag} is empty; {fix}")
     if len(text) > limits.MAX_LABEL_CHARS:

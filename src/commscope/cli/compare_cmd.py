@@ -24,22 +24,31 @@ EXAMPLES = """examples:
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope compare`."""
-    p.add_argument("runs", nargs="+", metavar="RUN", help="run ids or 'latest'; the first is"
-                   " the reference")
-    p.add_argument("--labels", help="comma-separated names for the runs, in order"
-                   " [default: each run's label, else 'run N']")
+    p.add_argument(
+        "runs", nargs="+", metavar="RUN", help="run ids or 'latest'; the first is the reference"
+    )
+    p.add_argument(
+        "--labels",
+        help="comma-separated names for the runs, in order"
+        " [default: each run's label, else 'run N']",
+    )
     p.add_argument("-o", "--output", help="also write an HTML page with overlay figures")
-    p.add_argument("--json", action="store_true",
-                   help="machine-readable: bytes, median_s, latency_s, bandwidth_Bps, p_value")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="machine-readable: bytes, median_s, latency_s, bandwidth_Bps, p_value",
+    )
 
 
 def _labels(args: argparse.Namespace, infos: list[RunInfo]) -> list[str]:
     if args.labels is None:
         return [i.label or f"run {i.id}" for i in infos]
     labels = [x.strip() for x in args.labels.split(",")]
-    common.require(len(labels) == len(infos) and all(labels),
-                   f"--labels has {len(labels)} names for {len(infos)} runs; give one"
-                   " non-empty name per run, comma-separated")
+    common.require(
+        len(labels) == len(infos) and all(labels),
+        f"--labels has {len(labels)} names for {len(infos)} runs; give one"
+        " non-empty name per run, comma-separated",
+    )
     return labels
 
 
@@ -49,30 +58,40 @@ def run(args: argparse.Namespace) -> int:
     from commscope.analysis import recv_buffers
     from commscope.analysis.compare import ALPHA, compare_runs
 
-    common.require(len(args.runs) >= 2, "compare needs at least two runs, e.g."
-                   " 'commscope compare 3 4'")
+    common.require(
+        len(args.runs) >= 2, "compare needs at least two runs, e.g. 'commscope compare 3 4'"
+    )
     if args.output:
         from commscope import safe_write
+
         safe_write.check_target(args.output, "-o")  # before the comparison is computed
     with common.open_store(args) as store:
         ids = [store.resolve_run(r) for r in args.runs]
         infos = [store.get_run(i) for i in ids]
         labels = _labels(args, infos)
         rows = compare_runs([(i, [*store.points(i), *store.colls(i)]) for i in ids])
-        note = recv_buffers.mixed_note([(label, info.header, store.points(info.id))
-                                        for info, label in zip(infos, labels, strict=True)])
+        note = recv_buffers.mixed_note(
+            [
+                (label, info.header, store.points(info.id))
+                for info, label in zip(infos, labels, strict=True)
+            ]
+        )
         written = None
         if args.output:
             from commscope.report import compare_html  # matplotlib: only when asked
 
             written = compare_html.write_compare(store, ids, labels, args.output, "-o")
     if args.json:
-        common.print_json({
-            "alpha": ALPHA,
-            "runs": [{"id": i.id, "label": label} for i, label in zip(infos, labels, strict=True)],
-            "rows": [r.to_json() for r in rows],
-            "recv_buffers_note": note or None,
-        })
+        common.print_json(
+            {
+                "alpha": ALPHA,
+                "runs": [
+                    {"id": i.id, "label": label} for i, label in zip(infos, labels, strict=True)
+                ],
+                "rows": [r.to_json() for r in rows],
+                "recv_buffers_note": note or None,
+            }
+        )
     else:
         _print_tables(rows, labels, ALPHA)
         if note:
@@ -107,9 +126,14 @@ def _print_tables(rows: list[CompareRow], labels: list[str], alpha: float) -> No
         rate = shows_rate(kind, op)
         unit = "MB/s" if rate else "us"
         # Text, not markup: labels come from users and may hold square brackets or ESC.
-        table = Table(title=Text(common.terminal_text(
-            f"{op} {pair} ({unit}; delta = change of the median time vs {labels[0]}, positive"
-            f" = slower; * = p < {alpha}, Mann-Whitney U)")))
+        table = Table(
+            title=Text(
+                common.terminal_text(
+                    f"{op} {pair} ({unit}; delta = change of the median time vs {labels[0]},"
+                    f" positive = slower; * = p < {alpha}, Mann-Whitney U)"
+                )
+            )
+        )
         table.add_column("bytes", justify="right")
         for k, label in enumerate(labels):
             table.add_column(Text(common.terminal_text(label)), justify="right")

@@ -21,8 +21,12 @@ EXAMPLES = """examples:
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope engine`."""
     p.add_argument("action", choices=("info", "build"), help="info or build")
-    common.option(p, "--mpi", env="COMMSCOPE_MPI",
-                  help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)")
+    common.option(
+        p,
+        "--mpi",
+        env="COMMSCOPE_MPI",
+        help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)",
+    )
     p.add_argument("--mpicc", help="compiler wrapper to build with (default: the MPI's own)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -33,9 +37,14 @@ def run(args: argparse.Namespace) -> int:
     if args.mpicc:
         mpi = dataclasses.replace(mpi, mpicc=args.mpicc)
     info = engine.build(mpi) if args.action == "build" else engine.find(mpi, build_missing=False)
-    data = {"path": str(Path(info.path)), "engine_version": info.engine_version,
-            "mpi_family": info.family, "mpi_version": info.mpi_version,
-            "launcher": mpi.launcher, "mpicc": mpi.mpicc}
+    data = {
+        "path": str(Path(info.path)),
+        "engine_version": info.engine_version,
+        "mpi_family": info.family,
+        "mpi_version": info.mpi_version,
+        "launcher": mpi.launcher,
+        "mpicc": mpi.mpicc,
+    }
     if args.json:
         common.print_json(data)
     else:

@@ -34,8 +34,10 @@ def _json_line(data: Any, what: str) -> str:
     try:
         return json.dumps(data, allow_nan=False) + "\n"
     except ValueError:
-        raise StoreError(f"{what} holds a number that is not finite (NaN or Infinity), which"
-                         " JSON cannot carry; import or measure that run again") from None
+        raise StoreError(
+            f"{what} holds a number that is not finite (NaN or Infinity), which"
+            " JSON cannot carry; import or measure that run again"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,16 +48,43 @@ def run(args: argparse.Namespace) -> int:
         points = store.points(run_id)
     if args.format == "json":
         lines = [_json_line(info.header, f"run {run_id}'s header")] if info.header else []
-        lines += [_json_line(p.raw, f"run {run_id}'s point {' '.join(map(str, p.key))} B")
-                  for p in points]
+        lines += [
+            _json_line(p.raw, f"run {run_id}'s point {' '.join(map(str, p.key))} B") for p in points
+        ]
         sys.stdout.write("".join(lines))  # all checked first: no half-written output
         return 0
     w = csv.writer(sys.stdout)
-    w.writerow(["run", "op", "pair", "rank_a", "rank_b", "bytes", "bytes_per_sample",
-                "iters_per_sample", "sample", "time_s", "interrupted"])
+    w.writerow(
+        [
+            "run",
+            "op",
+            "pair",
+            "rank_a",
+            "rank_b",
+            "bytes",
+            "bytes_per_sample",
+            "iters_per_sample",
+            "sample",
+            "time_s",
+            "interrupted",
+        ]
+    )
     for p in points:
         out = set(p.interrupted)
         for i, t in enumerate(p.samples_s):
-            w.writerow([run_id, p.op, p.pair, p.ranks[0], p.ranks[1], p.bytes,
-                        p.bytes_per_sample, p.iters_per_sample, i, repr(t), int(i in out)])
+            w.writerow(
+                [
+                    run_id,
+                    p.op,
+                    p.pair,
+                    p.ranks[0],
+                    p.ranks[1],
+                    p.bytes,
+                    p.bytes_per_sample,
+                    p.iters_per_sample,
+                    i,
+                    repr(t),
+                    int(i in out),
+                ]
+            )
     return 0

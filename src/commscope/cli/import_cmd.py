@@ -22,12 +22,22 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope import`."""
     p.add_argument("format", choices=importers.FORMATS, help="whose output FILE is")
     p.add_argument("file", help="the benchmark's text output")
-    p.add_argument("--label", required=True, type=common.label,
-                   help="name of the run, e.g. the configuration")
-    common.option(p, "--pair", default="unknown", choices=importers.PAIR_LABELS,
-                  help="where the two ranks of point-to-point tests ran")
-    p.add_argument("--nranks", type=common.ranks, default=None,
-                   help="processes the OSU collectives ran on (their output does not say)")
+    p.add_argument(
+        "--label", required=True, type=common.label, help="name of the run, e.g. the configuration"
+    )
+    common.option(
+        p,
+        "--pair",
+        default="unknown",
+        choices=importers.PAIR_LABELS,
+        help="where the two ranks of point-to-point tests ran",
+    )
+    p.add_argument(
+        "--nranks",
+        type=common.ranks,
+        default=None,
+        help="processes the OSU collectives ran on (their output does not say)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable summary")
 
 
@@ -38,13 +48,24 @@ def run(args: argparse.Namespace) -> int:
         run_id = importers.store_imported(store, imported, args.label)
     path = os.path.abspath(args.file)
     if args.json:
-        common.print_json({"run": run_id, "format": args.format, "file": path,
-                           "label": args.label, "points": imported.n_points,
-                           "collectives": imported.n_colls, "notes": list(imported.notes)})
+        common.print_json(
+            {
+                "run": run_id,
+                "format": args.format,
+                "file": path,
+                "label": args.label,
+                "points": imported.n_points,
+                "collectives": imported.n_colls,
+                "notes": list(imported.notes),
+            }
+        )
         return 0
-    print(common.terminal_text(
-        f"imported {path} ({args.format}) as run {run_id} '{args.label}':"
-        f" {imported.n_points} point-to-point sizes, {imported.n_colls} collective sizes"))
+    print(
+        common.terminal_text(
+            f"imported {path} ({args.format}) as run {run_id} '{args.label}':"
+            f" {imported.n_points} point-to-point sizes, {imported.n_colls} collective sizes"
+        )
+    )
     for note in imported.notes:
         print(common.terminal_text(f"note: {note}"))
     return 0

@@ -46,44 +46,83 @@ DEFAULT_BLOCK = 32
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope predict`."""
     p.add_argument("op", choices=OPERATIONS, help="collective operation")
-    p.add_argument("--procs", type=common.whole(1, limits.MAX_PREDICT_PROCS), required=True,
-                   help="number of processes p")
-    p.add_argument("--size", default="1MiB", help="bytes per pair (alltoall), of the buffer"
-                   " (bcast, reduce, allreduce) or per rank (allgather, gather)"
-                   " [default: %(default)s]")
+    p.add_argument(
+        "--procs",
+        type=common.whole(1, limits.MAX_PREDICT_PROCS),
+        required=True,
+        help="number of processes p",
+    )
+    p.add_argument(
+        "--size",
+        default="1MiB",
+        help="bytes per pair (alltoall), of the buffer"
+        " (bcast, reduce, allreduce) or per rank (allgather, gather)"
+        " [default: %(default)s]",
+    )
     p.add_argument("--tables", metavar="RUN", help="run with contention measurements")
     p.add_argument("--p2p", metavar="RUN", help="run with point-to-point ping-pong results")
     where = p.add_mutually_exclusive_group()
-    common.option(where, "--cluster", env="COMMSCOPE_CLUSTER", metavar="FILE",
-                  help="cluster model YAML file (see docs/predict.md), or 'slurm': Slurm's nodes, "
-                  "sockets and cores (scontrol show nodes) and switches (show topology)")
+    common.option(
+        where,
+        "--cluster",
+        env="COMMSCOPE_CLUSTER",
+        metavar="FILE",
+        help="cluster model YAML file (see docs/predict.md), or 'slurm': Slurm's nodes, "
+        "sockets and cores (scontrol show nodes) and switches (show topology)",
+    )
     where.add_argument("--vcluster", action="store_true", help="model the virtual cluster")
-    where.add_argument("--hwloc", nargs="?", const="", metavar="XML",
-                       help="model nodes like this one (or like a saved hwloc XML file);"
-                       " the default without --cluster")
-    p.add_argument("--nodes", type=common.whole(1, limits.MAX_MODEL_NODES), default=1,
-                   help="with --hwloc: number of such nodes [default: 1]")
-    p.add_argument("--nic-rate", metavar="RATE",
-                   help="with --cluster slurm: each node's NIC rate (e.g. 100gbit); needed to"
-                   " model Slurm's switches")
-    p.add_argument("--uplink-rate", metavar="RATE",
-                   help="with --cluster slurm: each switch's uplink rate [default: --nic-rate]")
-    p.add_argument("--algorithm", help="algorithm of the operation (alltoall: block, pairwise;"
-                   " allreduce: recursive-doubling, ring) [default: the first]")
-    p.add_argument("--block", type=common.whole(1, limits.MAX_PREDICT_PROCS),
-                   help=f"block All-to-all batch size [default: {DEFAULT_BLOCK}]")
-    p.add_argument("--root", type=common.whole(0, limits.MAX_PREDICT_PROCS - 1), default=0,
-                   help="root of bcast, reduce, gather")
-    p.add_argument("--order", choices=ORDERS,
-                   help="rank order across nodes [default: both]")
+    where.add_argument(
+        "--hwloc",
+        nargs="?",
+        const="",
+        metavar="XML",
+        help="model nodes like this one (or like a saved hwloc XML file);"
+        " the default without --cluster",
+    )
+    p.add_argument(
+        "--nodes",
+        type=common.whole(1, limits.MAX_MODEL_NODES),
+        default=1,
+        help="with --hwloc: number of such nodes [default: 1]",
+    )
+    p.add_argument(
+        "--nic-rate",
+        metavar="RATE",
+        help="with --cluster slurm: each node's NIC rate (e.g. 100gbit); needed to"
+        " model Slurm's switches",
+    )
+    p.add_argument(
+        "--uplink-rate",
+        metavar="RATE",
+        help="with --cluster slurm: each switch's uplink rate [default: --nic-rate]",
+    )
+    p.add_argument(
+        "--algorithm",
+        help="algorithm of the operation (alltoall: block, pairwise;"
+        " allreduce: recursive-doubling, ring) [default: the first]",
+    )
+    p.add_argument(
+        "--block",
+        type=common.whole(1, limits.MAX_PREDICT_PROCS),
+        help=f"block All-to-all batch size [default: {DEFAULT_BLOCK}]",
+    )
+    p.add_argument(
+        "--root",
+        type=common.whole(0, limits.MAX_PREDICT_PROCS - 1),
+        default=0,
+        help="root of bcast, reduce, gather",
+    )
+    p.add_argument("--order", choices=ORDERS, help="rank order across nodes [default: both]")
     p.add_argument("--hostfile", metavar="FILE", help="also predict this hostfile's placement")
     p.add_argument("--rankfile", metavar="FILE", help="also predict this rankfile's placement")
     p.add_argument("--choose", metavar="LABEL", help="hand off this placement, not the best")
     p.add_argument("--write-rankfile", metavar="FILE", help="write an Open MPI rankfile")
     p.add_argument("--write-hostfile", metavar="FILE", help="write a hostfile")
-    p.add_argument("--submit", metavar="JOBSCRIPT",
-                   help="submit JOBSCRIPT with sbatch asking for the chosen placement; print"
-                   " the job id")
+    p.add_argument(
+        "--submit",
+        metavar="JOBSCRIPT",
+        help="submit JOBSCRIPT with sbatch asking for the chosen placement; print the job id",
+    )
     p.add_argument("--top", type=common.whole(1, 10**6), help="show only the fastest N")
     p.add_argument("--json", action="store_true", help="machine-readable output (seconds)")
 
@@ -101,20 +140,30 @@ def _slurm_model(args: argparse.Namespace) -> tuple[ClusterModel, str | None]:
     from commscope.measure import slurm
     from commscope.predict.model_slurm import model_from_scontrol
 
-    return model_from_scontrol(slurm.show_nodes(), slurm.show_topology(), slurm.hostnames,
-                               _rate("--nic-rate", args.nic_rate),
-                               _rate("--uplink-rate", args.uplink_rate))
+    return model_from_scontrol(
+        slurm.show_nodes(),
+        slurm.show_topology(),
+        slurm.hostnames,
+        _rate("--nic-rate", args.nic_rate),
+        _rate("--uplink-rate", args.uplink_rate),
+    )
 
 
 def _model(args: argparse.Namespace) -> ClusterModel:
     if (args.nic_rate or args.uplink_rate) and args.cluster != "slurm":
-        raise UsageError("--nic-rate/--uplink-rate: only with --cluster slurm (a YAML model "
-                         "gives its rates itself)")
+        raise UsageError(
+            "--nic-rate/--uplink-rate: only with --cluster slurm (a YAML model "
+            "gives its rates itself)"
+        )
     from commscope import predict
+
     if args.vcluster:
         state = vcluster.status()
-        common.require(state is not None, "--vcluster: there is no virtual cluster; build one"
-                       " with 'commscope vcluster up --nodes N'")
+        common.require(
+            state is not None,
+            "--vcluster: there is no virtual cluster; build one"
+            " with 'commscope vcluster up --nodes N'",
+        )
         assert state is not None
         return predict.model_from_vcluster([n.name for n in state.nodes], state.rate)
     if args.cluster == "slurm" and args.hwloc is None:
@@ -139,32 +188,38 @@ def _cost(args: argparse.Namespace, model: ClusterModel) -> CostModel:
         if args.tables:
             run_id = store.resolve_run(args.tables)
             found = store.contentions(run_id)
-            common.require(bool(found), f"--tables {args.tables}: run {run_id} has no contention"
-                           " measurements; measure t(m, cf) first, or give --p2p RUN")
-            models.append(TableCost.from_tables(contention.tables(found), f"run {run_id}",
-                                                model))
+            common.require(
+                bool(found),
+                f"--tables {args.tables}: run {run_id} has no contention"
+                " measurements; measure t(m, cf) first, or give --p2p RUN",
+            )
+            models.append(TableCost.from_tables(contention.tables(found), f"run {run_id}", model))
             if points := store.points(run_id):
                 models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
         if args.p2p:
             run_id = store.resolve_run(args.p2p)
             points = [pt for pt in store.points(run_id) if pt.op == "pingpong"]
-            common.require(bool(points), f"--p2p {args.p2p}: run {run_id} has no ping-pong"
-                           " points")
+            common.require(bool(points), f"--p2p {args.p2p}: run {run_id} has no ping-pong points")
             models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
     nominal = HockneyCost.from_model(model)
     if nominal.levels:
         models.append(nominal)
-    common.require(bool(models), "no cost model: give --tables RUN (t(m, cf) tables), --p2p"
-                   " RUN (ping-pong), or channel bandwidths in the cluster model")
+    common.require(
+        bool(models),
+        "no cost model: give --tables RUN (t(m, cf) tables), --p2p"
+        " RUN (ping-pong), or channel bandwidths in the cluster model",
+    )
     return predict.combine(*models)
 
 
 def _placements(args: argparse.Namespace, model: ClusterModel) -> list[predict.Placement]:
     from commscope import predict
+
     explicit = []
     if args.hostfile:
-        explicit.append(predict.from_hostfile(model, args.hostfile, args.procs,
-                                              args.order or "block"))
+        explicit.append(
+            predict.from_hostfile(model, args.hostfile, args.procs, args.order or "block")
+        )
     if args.rankfile:
         explicit.append(predict.from_rankfile(model, args.rankfile, args.procs))
     orders = (args.order,) if args.order else predict.placement.ORDERS
@@ -189,6 +244,7 @@ def _chosen(args: argparse.Namespace, ranked: list[Prediction]) -> Prediction:
 def _write(path: str | None, text: str, flag: str) -> None:
     if path:
         from commscope import safe_write
+
         safe_write.write_text(path, text, flag)
 
 
@@ -197,13 +253,16 @@ def run(args: argparse.Namespace) -> int:
     from commscope import predict, safe_write
     from commscope.predict import handoff
 
-    for flag, path in (("--write-rankfile", args.write_rankfile),
-                       ("--write-hostfile", args.write_hostfile)):
+    for flag, path in (
+        ("--write-rankfile", args.write_rankfile),
+        ("--write-hostfile", args.write_hostfile),
+    ):
         if path:
             safe_write.check_target(path, flag)  # before the model is read
     size = parse_size(args.size, "--size")
-    common.require(args.root < args.procs, f"--root {args.root}: give a rank below --procs"
-                   f" {args.procs}")
+    common.require(
+        args.root < args.procs, f"--root {args.root}: give a rank below --procs {args.procs}"
+    )
     model = _model(args)
     # Placements first: they check that --procs fits the model before any pattern is built.
     placements = _placements(args, model)
@@ -216,8 +275,7 @@ def run(args: argparse.Namespace) -> int:
     _write(args.write_hostfile, handoff.hostfile(model, chosen.placement), "--write-hostfile")
     job = _submit(args, model, chosen, slurm) if args.submit else None
     if args.json:
-        common.print_json({**_json(model, pattern, cost, ranked, chosen, slurm),
-                           "submitted": job})
+        common.print_json({**_json(model, pattern, cost, ranked, chosen, slurm), "submitted": job})
         return 0
     _print(args, model, pattern, cost, ranked, chosen, slurm)
     if job:
@@ -225,36 +283,55 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _submit(args: argparse.Namespace, model: ClusterModel, chosen: Prediction,
-            slurm_args: list[str]) -> str:
+def _submit(
+    args: argparse.Namespace, model: ClusterModel, chosen: Prediction, slurm_args: list[str]
+) -> str:
     """Sbatch the job script with the chosen placement's options; the job id."""
     from commscope.measure import slurm
+
     options = list(slurm_args)
     names = [model.node_names[n] for n in chosen.placement.node_ids()]
-    if not any(opt.startswith("--nodelist") for opt in options) and \
-            set(names) <= set(slurm.node_names()):
+    if not any(opt.startswith("--nodelist") for opt in options) and set(names) <= set(
+        slurm.node_names()
+    ):
         options.append("--nodelist=" + ",".join(names))  # the model names Slurm's nodes
     return slurm.submit(options, args.submit)
 
 
-def _json(model: ClusterModel, pattern: predict.Pattern, cost: CostModel,
-          ranked: list[Prediction], chosen: Prediction, slurm: list[str]) -> dict[str, Any]:
+def _json(
+    model: ClusterModel,
+    pattern: predict.Pattern,
+    cost: CostModel,
+    ranked: list[Prediction],
+    chosen: Prediction,
+    slurm: list[str],
+) -> dict[str, Any]:
     from commscope.predict import handoff
 
     return {
-        "pattern": pattern.to_json(), "cluster": model.to_json(), "cost": cost.sources(),
+        "pattern": pattern.to_json(),
+        "cluster": model.to_json(),
+        "cost": cost.sources(),
         "predictions": [pr.to_json() for pr in ranked],
         "chosen": chosen.placement.label,
-        "handoff": {"slurm": slurm,
-                    "nodes": [model.node_names[n] for n in chosen.placement.node_ids()],
-                    "rankfile": handoff.rankfile(model, chosen.placement),
-                    "hostfile": handoff.hostfile(model, chosen.placement)},
+        "handoff": {
+            "slurm": slurm,
+            "nodes": [model.node_names[n] for n in chosen.placement.node_ids()],
+            "rankfile": handoff.rankfile(model, chosen.placement),
+            "hostfile": handoff.hostfile(model, chosen.placement),
+        },
     }
 
 
-def _print(args: argparse.Namespace, model: ClusterModel, pattern: predict.Pattern,
-           cost: CostModel, ranked: list[Prediction], chosen: Prediction,
-           slurm: list[str]) -> None:
+def _print(
+    args: argparse.Namespace,
+    model: ClusterModel,
+    pattern: predict.Pattern,
+    cost: CostModel,
+    ranked: list[Prediction],
+    chosen: Prediction,
+    slurm: list[str],
+) -> None:
     from rich.table import Table
 
     from commscope.predict import handoff
@@ -268,8 +345,17 @@ def _print(args: argparse.Namespace, model: ClusterModel, pattern: predict.Patte
         out.print(f"cost of {level}: {sources.get(level, 'none (placements using it: n/a)')}")
     best = ranked[0].time_s
     table = Table(title="placements, fastest first")
-    for col in ("#", "placement", "nodes", "ranks/node", "sockets/node", "order", "predicted",
-                "vs best", "max cf (memory/socket/nic)"):
+    for col in (
+        "#",
+        "placement",
+        "nodes",
+        "ranks/node",
+        "sockets/node",
+        "order",
+        "predicted",
+        "vs best",
+        "max cf (memory/socket/nic)",
+    ):
         table.add_column(col, justify="left" if col in ("placement", "order") else "right")
     shown = ranked[: args.top] if args.top else ranked
     for i, pr in enumerate(shown, 1):
@@ -279,8 +365,17 @@ def _print(args: argparse.Namespace, model: ClusterModel, pattern: predict.Patte
             when, ratio = time_text(pr.time_s), f"{pr.time_s / best:.2f}x" if best else ""
         else:
             when, ratio = f"n/a (no cost for {', '.join(pr.missing)})", ""
-        table.add_row(str(i), pl.label, str(pl.nodes), str(pl.per_node), str(pl.sockets_used),
-                      pl.order, when, ratio, cfs)
+        table.add_row(
+            str(i),
+            pl.label,
+            str(pl.nodes),
+            str(pl.per_node),
+            str(pl.sockets_used),
+            pl.order,
+            when,
+            ratio,
+            cfs,
+        )
     out.print(table)
     pl = chosen.placement
     out.print(f"hand-off for {pl.label}" + (" (fastest)" if chosen is ranked[0] else ""))

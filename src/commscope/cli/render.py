@@ -61,13 +61,24 @@ def where_text(request: dict[str, Any]) -> str:
 def key_figures(console: Console, points: list[Point]) -> None:
     """Latency and peak bandwidth per pair."""
     table = Table(title="key figures (MB/s = 10^6 bytes/s)")
-    for col in ("pair", "ranks", "latency (us)", "at bytes", "peak bw (MB/s)", "at bytes",
-                "peak bibw (MB/s)"):
+    for col in (
+        "pair",
+        "ranks",
+        "latency (us)",
+        "at bytes",
+        "peak bw (MB/s)",
+        "at bytes",
+        "peak bibw (MB/s)",
+    ):
         table.add_column(col, justify="left" if col in ("pair", "ranks") else "right")
     for k in p2p.key_figures(points):
         table.add_row(
-            k.pair, f"{k.ranks[0]}-{k.ranks[1]}", _us(k.latency_s), str(k.latency_bytes or 0),
-            _mbs(k.peak_bandwidth_Bps), str(k.peak_bandwidth_bytes or ""),
+            k.pair,
+            f"{k.ranks[0]}-{k.ranks[1]}",
+            _us(k.latency_s),
+            str(k.latency_bytes or 0),
+            _mbs(k.peak_bandwidth_Bps),
+            str(k.peak_bandwidth_bytes or ""),
             _mbs(k.peak_bidirectional_Bps),
         )
     console.print(table)
@@ -79,9 +90,14 @@ def size_table(console: Console, points: list[Point]) -> None:
     The bw and bibw columns with one receive buffer per message appear when measured.
     """
     rows = p2p.size_rows(points)
-    each = [name for name, field in (("bw each", "bandwidth_each_Bps"),
-                                     ("bibw each", "bidirectional_each_Bps"))
-            if any(getattr(r, field) is not None for r in rows)]
+    each = [
+        name
+        for name, field in (
+            ("bw each", "bandwidth_each_Bps"),
+            ("bibw each", "bidirectional_each_Bps"),
+        )
+        if any(getattr(r, field) is not None for r in rows)
+    ]
     for pair in p2p.pairs_in(points):
         table = Table(title=f"{pair} (latency in us; bandwidth in MB/s = 10^6 bytes/s)")
         for col in ("bytes", "latency", "pingpong bw", "bw", "bibw", *each):
@@ -90,8 +106,11 @@ def size_table(console: Console, points: list[Point]) -> None:
             if r.pair == pair:
                 extra = {"bw each": r.bandwidth_each_Bps, "bibw each": r.bidirectional_each_Bps}
                 table.add_row(
-                    str(r.bytes), _us(r.latency_s), _mbs(r.pingpong_bandwidth_Bps),
-                    _mbs(r.bandwidth_Bps), _mbs(r.bidirectional_bandwidth_Bps),
+                    str(r.bytes),
+                    _us(r.latency_s),
+                    _mbs(r.pingpong_bandwidth_Bps),
+                    _mbs(r.bandwidth_Bps),
+                    _mbs(r.bidirectional_bandwidth_Bps),
                     *(_mbs(extra[name]) for name in each),
                 )
         console.print(table)
@@ -116,8 +135,9 @@ def interrupted(console: Console, points: list[Point], most: int = 12) -> None:
         console.print(Text(f"! and {len(named) - most} more points", style="yellow"))
 
 
-def recv_buffers(console: Console, header: dict[str, Any] | None, points: list[Point],
-                 contrasts: bool = True) -> None:
+def recv_buffers(
+    console: Console, header: dict[str, Any] | None, points: list[Point], contrasts: bool = True
+) -> None:
     """Which receive buffers bw and bibw used; with both, where they differ and why."""
     policies = rbuf.run_policies(header, points)
     if not policies:
@@ -129,25 +149,52 @@ def recv_buffers(console: Console, header: dict[str, Any] | None, points: list[P
             console.print(Text(c.reason(), style="yellow" if c.material else ""))
 
 
-def coll_table(console: Console, points: list[Coll], level: float,
-               min_valid: int = coll_analysis.MIN_VALID,
-               trim: float = coll_analysis.DEFAULT_TRIM) -> None:
+def coll_table(
+    console: Console,
+    points: list[Coll],
+    level: float,
+    min_valid: int = coll_analysis.MIN_VALID,
+    trim: float = coll_analysis.DEFAULT_TRIM,
+) -> None:
     """The MPIPerf report: nt, nc, ns, T, SE, min, max, E and the interval, times in us.
 
     Points the analysis flags get a ``!`` after T and a line below the table saying why.
     """
-    table = Table(title=f"collectives (times in us; {level:.0%} confidence; "
-                  f"{trim:.0%} trimmed at each end)")
-    for col in ("op", "bytes", "nt", "nc", "ns", "T", "SE", "min", "max", "E", "CI", "stop",
-                "overlap %"):
+    table = Table(
+        title=f"collectives (times in us; {level:.0%} confidence; {trim:.0%} trimmed at each end)"
+    )
+    for col in (
+        "op",
+        "bytes",
+        "nt",
+        "nc",
+        "ns",
+        "T",
+        "SE",
+        "min",
+        "max",
+        "E",
+        "CI",
+        "stop",
+        "overlap %",
+    ):
         table.add_column(col, justify="left" if col in ("op", "stop") else "right")
     rows = coll_analysis.summaries(points, level, trim, min_valid)
     for s in rows:
         ci = "" if s.nc == 0 else f"{_us(s.ci_low_s)}-{_us(s.ci_high_s)}"
         table.add_row(
-            s.op, str(s.bytes), str(s.nt), str(s.nc), str(s.ns),
-            _us(s.time_s) + (" !" if s.warnings else ""), _us(s.se_s),
-            _us(s.min_s), _us(s.max_s), _us(s.error_s), ci, s.stop,
+            s.op,
+            str(s.bytes),
+            str(s.nt),
+            str(s.nc),
+            str(s.ns),
+            _us(s.time_s) + (" !" if s.warnings else ""),
+            _us(s.se_s),
+            _us(s.min_s),
+            _us(s.max_s),
+            _us(s.error_s),
+            ci,
+            s.stop,
             "" if s.overlap_pct is None else f"{s.overlap_pct:.0f}",
         )
     console.print(table)
@@ -166,8 +213,9 @@ def contention_tables(console: Console, points: list[Contention]) -> None:
     posted = "" if flights == [1] else f"; {'/'.join(map(str, flights))} messages in flight"
     for level, t in contention_analysis.tables(points).items():
         name = contention_analysis.LEVEL_NAMES[level]
-        table = Table(title=f"{name}: degradation t(m,cf)/t(m,1) (red: above cf; "
-                      f"t(m,1) in us{posted})")
+        table = Table(
+            title=f"{name}: degradation t(m,cf)/t(m,1) (red: above cf; t(m,1) in us{posted})"
+        )
         table.add_column("bytes", justify="right")
         table.add_column("t(m,1) us", justify="right")
         for cf in t.cfs:
@@ -181,8 +229,7 @@ def contention_tables(console: Console, points: list[Contention]) -> None:
                 text = "" if v != v else f"{v:.2f}"
                 cells.append(Text(text, style="bold red") if above[i, j] else text)
             base = t.t_s[i, 0] if t.cfs[0] == 1 else float("nan")
-            table.add_row(str(int(m)), _us(base) if base == base else "", *cells,
-                          str(best[int(m)]))
+            table.add_row(str(int(m)), _us(base) if base == base else "", *cells, str(best[int(m)]))
         console.print(table)
 
 
@@ -198,10 +245,17 @@ def loggp_table(console: Console, points: list[LogGP]) -> None:
         table.add_column(col, justify="left" if col == "pair" else "right")
     for f in fitted:
         g_line = f.lines["G"]
-        table.add_row(f.pair, _us3(f.L_s), _us3(f.o_s_s), _us3(f.o_r_s), _us3(f.g_s),
-                      f"{f.G_s_per_byte * 1e9:.4f}", _mbs(f.bandwidth_Bps),
-                      f"{f.small_bytes[0]}-{f.small_bytes[1]}",
-                      f"{g_line.first_bytes}-{g_line.last_bytes}")
+        table.add_row(
+            f.pair,
+            _us3(f.L_s),
+            _us3(f.o_s_s),
+            _us3(f.o_r_s),
+            _us3(f.g_s),
+            f"{f.G_s_per_byte * 1e9:.4f}",
+            _mbs(f.bandwidth_Bps),
+            f"{f.small_bytes[0]}-{f.small_bytes[1]}",
+            f"{g_line.first_bytes}-{g_line.last_bytes}",
+        )
     console.print(table)
     for text in loggp_analysis.findings(fitted):
         console.print(text)
@@ -222,15 +276,38 @@ def node_figures(console: Console, summary: node_analysis.NodeSummary) -> None:
     """
     on = f" on {summary.cpu_model}" if summary.cpu_model else ""
     table = Table(title=f"node compute: Linpack (GFLOPS){on}")
-    for col in ("cores", "threads", "cpus", "P_max", "N_max", "N_1/2", "P_peak", "efficiency",
-                "nominal GHz", "busy GHz", "largest N", "solver"):
+    for col in (
+        "cores",
+        "threads",
+        "cpus",
+        "P_max",
+        "N_max",
+        "N_1/2",
+        "P_peak",
+        "efficiency",
+        "nominal GHz",
+        "busy GHz",
+        "largest N",
+        "solver",
+    ):
         table.add_column(col, justify="left" if col == "solver" else "right")
     for f in summary.figures:
         half = f"{'<= ' if f.n_half_at_smallest else ''}{f.n_half:.0f}"
         eff = "" if f.efficiency is None else f"{f.efficiency:.1%}"
-        table.add_row(str(f.cores), str(f.threads), ",".join(map(str, f.affinity)),
-                      _gf(f.p_max_gflops), str(f.n_max), half, _gf(f.p_peak_gflops), eff,
-                      _ghz(f.nominal_ghz), _ghz(f.busy_ghz), str(f.largest_n), f.solver)
+        table.add_row(
+            str(f.cores),
+            str(f.threads),
+            ",".join(map(str, f.affinity)),
+            _gf(f.p_max_gflops),
+            str(f.n_max),
+            half,
+            _gf(f.p_peak_gflops),
+            eff,
+            _ghz(f.nominal_ghz),
+            _ghz(f.busy_ghz),
+            str(f.largest_n),
+            f.solver,
+        )
     console.print(table)
     for f in summary.figures:
         if f.peak_derivation:
@@ -245,13 +322,32 @@ def node_figures(console: Console, summary: node_analysis.NodeSummary) -> None:
 def node_rows(console: Console, summary: node_analysis.NodeSummary) -> None:
     """Every N: solves, median time, GFLOPS spread, residual, threads at work."""
     table = Table(title="Linpack per N (GFLOPS; residual: HPL scaled residual, must be < 16)")
-    for col in ("cores", "N", "solves", "median s", "median", "min", "max", "residual",
-                "threads busy", "others %"):
+    for col in (
+        "cores",
+        "N",
+        "solves",
+        "median s",
+        "median",
+        "min",
+        "max",
+        "residual",
+        "threads busy",
+        "others %",
+    ):
         table.add_column(col, justify="right")
     for r in summary.rows:
         busy = "" if r.threads_at_work is None else f"{r.threads_at_work:.2f}"
         others = "" if r.others_cpu_share is None else f"{r.others_cpu_share:.0%}"
-        table.add_row(str(r.cores), str(r.n), str(r.solves), f"{r.median_s:.4g}",
-                      _gf(r.median_gflops), _gf(r.min_gflops), _gf(r.max_gflops),
-                      f"{r.residual:.3g}", busy, others)
+        table.add_row(
+            str(r.cores),
+            str(r.n),
+            str(r.solves),
+            f"{r.median_s:.4g}",
+            _gf(r.median_gflops),
+            _gf(r.min_gflops),
+            _gf(r.max_gflops),
+            f"{r.residual:.3g}",
+            busy,
+            others,
+        )
     console.print(table)

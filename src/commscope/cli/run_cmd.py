@@ -42,110 +42,312 @@ REDUCTIONS = ("reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope run`."""
-    p.add_argument("benchmark", nargs="?", default="all", choices=BENCHMARKS,
-                   help="what to measure; 'all' (p2p, loggp, coll) also writes an HTML report"
-                   " [default: all]")
-    common.option(p, "--mpi", env="COMMSCOPE_MPI",
-                  help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)")
-    common.option(p, "--launcher", default="auto", choices=("auto", "mpirun", "mpiexec", "srun"),
-                  help="how to start ranks")
-    common.option(p, "--np", type=common.ranks,
-                  help="number of ranks [default: one per core here; with hosts or Slurm: "
-                  "nodes x ranks per node]")
-    p.add_argument("--vcluster", action="store_true",
-                   help="run across the virtual cluster ('commscope vcluster up' first)")
-    common.option(p, "--ops", help=f"operations (p2p: {P2P_OPS}; coll: {COLL_OPS}; also "
-                  "gatherv, scatterv, allgatherv, alltoallv, reduce_scatter(_block), scan, "
-                  "exscan, their i- forms, alltoall_block, waitpattern_null, waitpattern_up)")
-    common.option(p, "--sizes", help="explicit sizes, e.g. 0,8,1K,1MiB (overrides --max-size; "
-                  f"coll default {COLL_SIZES})")
-    common.option(p, "--max-size", default="4MiB",
-                  help="p2p: largest size of the NetPIPE schedule (regular steps, +-perturbation)")
-    common.option(p, "--perturbation", type=common.whole(0, 1 << 20), default=3,
-                  help="p2p: bytes added and removed around each schedule size (0: none)")
-    common.option(p, "--pairs", default="auto",
-                  help="p2p: auto, or a list of intra-socket,inter-socket,intra-node,inter-node")
-    common.option(p, "--timer", env="COMMSCOPE_TIMER", default="monotonic_raw",
-                  choices=("gettimeofday", "mpi_wtime", "monotonic_raw", "tsc"), help="clock")
-    common.option(p, "--target-rse", type=common.number(0, 1, above=True), default=0.01,
-                  help="p2p: stop a point when its relative standard error reaches this")
-    common.option(p, "--point-budget", type=common.number(1e-6, 3600), default=0.25,
-                  help="p2p: seconds one point may take at most")
-    common.option(p, "--min-samples", type=common.whole(2, 10**6), default=10,
-                  help="p2p: samples before the RSE rule")
-    common.option(p, "--max-samples", type=common.whole(2, 10**7), default=1000,
-                  help="p2p: samples per point at most")
-    common.option(p, "--window", type=common.whole(1, 4096), default=64,
-                  help="p2p: messages in flight for bw and bibw")
-    common.option(p, "--recv-buffers", default="one",
-                  help="p2p: bw/bibw receive buffers: one (reused by the whole window, as "
-                  "osu_bw and IMB), each (one per message, as osu_bw -b multiple; stored as "
-                  "bw_each, bibw_each) or one,each for both series")
-    common.option(p, "--warmup", type=common.whole(0, 10**6), default=10,
-                  help="p2p: untimed iterations per point")
+    p.add_argument(
+        "benchmark",
+        nargs="?",
+        default="all",
+        choices=BENCHMARKS,
+        help="what to measure; 'all' (p2p, loggp, coll) also writes an HTML report [default: all]",
+    )
+    common.option(
+        p,
+        "--mpi",
+        env="COMMSCOPE_MPI",
+        help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)",
+    )
+    common.option(
+        p,
+        "--launcher",
+        default="auto",
+        choices=("auto", "mpirun", "mpiexec", "srun"),
+        help="how to start ranks",
+    )
+    common.option(
+        p,
+        "--np",
+        type=common.ranks,
+        help="number of ranks [default: one per core here; with hosts or Slurm: "
+        "nodes x ranks per node]",
+    )
+    p.add_argument(
+        "--vcluster",
+        action="store_true",
+        help="run across the virtual cluster ('commscope vcluster up' first)",
+    )
+    common.option(
+        p,
+        "--ops",
+        help=f"operations (p2p: {P2P_OPS}; coll: {COLL_OPS}; also "
+        "gatherv, scatterv, allgatherv, alltoallv, reduce_scatter(_block), scan, "
+        "exscan, their i- forms, alltoall_block, waitpattern_null, waitpattern_up)",
+    )
+    common.option(
+        p,
+        "--sizes",
+        help=f"explicit sizes, e.g. 0,8,1K,1MiB (overrides --max-size; coll default {COLL_SIZES})",
+    )
+    common.option(
+        p,
+        "--max-size",
+        default="4MiB",
+        help="p2p: largest size of the NetPIPE schedule (regular steps, +-perturbation)",
+    )
+    common.option(
+        p,
+        "--perturbation",
+        type=common.whole(0, 1 << 20),
+        default=3,
+        help="p2p: bytes added and removed around each schedule size (0: none)",
+    )
+    common.option(
+        p,
+        "--pairs",
+        default="auto",
+        help="p2p: auto, or a list of intra-socket,inter-socket,intra-node,inter-node",
+    )
+    common.option(
+        p,
+        "--timer",
+        env="COMMSCOPE_TIMER",
+        default="monotonic_raw",
+        choices=("gettimeofday", "mpi_wtime", "monotonic_raw", "tsc"),
+        help="clock",
+    )
+    common.option(
+        p,
+        "--target-rse",
+        type=common.number(0, 1, above=True),
+        default=0.01,
+        help="p2p: stop a point when its relative standard error reaches this",
+    )
+    common.option(
+        p,
+        "--point-budget",
+        type=common.number(1e-6, 3600),
+        default=0.25,
+        help="p2p: seconds one point may take at most",
+    )
+    common.option(
+        p,
+        "--min-samples",
+        type=common.whole(2, 10**6),
+        default=10,
+        help="p2p: samples before the RSE rule",
+    )
+    common.option(
+        p,
+        "--max-samples",
+        type=common.whole(2, 10**7),
+        default=1000,
+        help="p2p: samples per point at most",
+    )
+    common.option(
+        p,
+        "--window",
+        type=common.whole(1, 4096),
+        default=64,
+        help="p2p: messages in flight for bw and bibw",
+    )
+    common.option(
+        p,
+        "--recv-buffers",
+        default="one",
+        help="p2p: bw/bibw receive buffers: one (reused by the whole window, as "
+        "osu_bw and IMB), each (one per message, as osu_bw -b multiple; stored as "
+        "bw_each, bibw_each) or one,each for both series",
+    )
+    common.option(
+        p,
+        "--warmup",
+        type=common.whole(0, 10**6),
+        default=10,
+        help="p2p: untimed iterations per point",
+    )
     coll = p.add_argument_group("collectives (the MPIPerf method, Kurnosov 2012)")
-    common.option(coll, "--sync", default="linear",
-                  choices=("linear", "ring", "hierarchical", "drift", "barrier"),
-                  help="clock synchronisation; 'barrier' times back-to-back loops as IMB/OSU do")
-    common.option(coll, "--resync", default="point", choices=("point", "run"),
-                  help="point: synchronise the clocks again before every point (as mpiperf does "
-                  "per test); run: once per run. Either way each point is checked for drift")
-    common.option(coll, "--sync-d", type=common.whole(1, 10**6), default=100,
-                  help="stop a min-RTT search after this many exchanges without a new minimum")
-    common.option(coll, "--stop", default="rse:0.01",
-                  help="a: >100 launches or >30 valid; b: relative SE <= 0.05 with >= 10 valid; "
-                  "rse:X: relative SE <= X with >= --min-valid valid")
-    common.option(coll, "--min-valid", type=common.whole(1, 10**6), default=100,
-                  help="valid launches before the rse:X rule")
-    common.option(coll, "--max-launches", type=common.whole(1, 10**7), default=1000,
-                  help="launches per point at most")
-    common.option(coll, "--coll-budget", type=common.number(1e-3, 36000), default=1.0,
-                  help="seconds one collective point may take at most")
+    common.option(
+        coll,
+        "--sync",
+        default="linear",
+        choices=("linear", "ring", "hierarchical", "drift", "barrier"),
+        help="clock synchronisation; 'barrier' times back-to-back loops as IMB/OSU do",
+    )
+    common.option(
+        coll,
+        "--resync",
+        default="point",
+        choices=("point", "run"),
+        help="point: synchronise the clocks again before every point (as mpiperf does "
+        "per test); run: once per run. Either way each point is checked for drift",
+    )
+    common.option(
+        coll,
+        "--sync-d",
+        type=common.whole(1, 10**6),
+        default=100,
+        help="stop a min-RTT search after this many exchanges without a new minimum",
+    )
+    common.option(
+        coll,
+        "--stop",
+        default="rse:0.01",
+        help="a: >100 launches or >30 valid; b: relative SE <= 0.05 with >= 10 valid; "
+        "rse:X: relative SE <= X with >= --min-valid valid",
+    )
+    common.option(
+        coll,
+        "--min-valid",
+        type=common.whole(1, 10**6),
+        default=100,
+        help="valid launches before the rse:X rule",
+    )
+    common.option(
+        coll,
+        "--max-launches",
+        type=common.whole(1, 10**7),
+        default=1000,
+        help="launches per point at most",
+    )
+    common.option(
+        coll,
+        "--coll-budget",
+        type=common.number(1e-3, 36000),
+        default=1.0,
+        help="seconds one collective point may take at most",
+    )
     common.option(coll, "--k", type=common.whole(1, 10**4), default=8, help="launches per stage")
-    common.option(coll, "--k0", type=common.whole(1, 10**4), default=4,
-                  help="launches of stage 0 (initialisation, not counted)")
-    common.option(coll, "--g", type=common.number(0, 1), default=0.25,
-                  help="invalid share of a stage that widens the window")
-    common.option(coll, "--gamma", type=common.number(1, 100), default=1.1,
-                  help="window margin: gamma x upper quartile of recent on-time launches")
-    common.option(coll, "--confidence", type=float, default=0.95, choices=(0.90, 0.95, 0.99),
-                  help="confidence level of the intervals shown")
-    common.option(coll, "--buffers", default="hot", choices=("hot", "cold"),
-                  help="cold: rotate buffers larger than the last-level cache")
-    common.option(coll, "--root", type=common.whole(0, limits.MAX_RANKS - 1), default=0,
-                  help="root of rooted operations")
-    common.option(coll, "--block", type=common.whole(0, limits.MAX_RANKS), default=0,
-                  help="alltoall_block: operations per batch (0: all ranks at once)")
-    coll.add_argument("--check", action="store_true",
-                      help="verify each operation's results once per point")
-    common.option(coll, "--naive-iters", type=common.whole(1, 10**6), default=10,
-                  help="--sync barrier: back-to-back calls per sample")
-    coll.add_argument("--test-distort", metavar="RANK:OFFSET:DRIFT",
-                      help="testing: offset one rank's clock by OFFSET s and drift by DRIFT")
-    cont = p.add_argument_group("contention (t(m, cf) of Peryshkova and Kurnosov 2018,"
-                                " contention-aware placement)")
-    common.option(cont, "--levels", default="auto",
-                  help="auto (every level the allocation has) or a list of memory,socket,nic")
-    common.option(cont, "--cf-max", type=common.whole(0, 10**4), default=0,
-                  help="most pairs sharing a channel (0: as many as the allocation allows)")
-    common.option(cont, "--nruns", type=common.whole(1, 10**6), default=10,
-                  help="exchanges timed per repetition")
-    common.option(cont, "--reps", type=common.whole(1, 10**4), default=5,
-                  help="repetitions per cell (their median is t(m, cf))")
-    common.option(cont, "--in-flight", type=common.whole(1, 1024), default=1,
-                  help="messages each way posted per exchange (1: the paper's loop; more keep"
-                  " the channel busy through each message's handshake)")
-    p.add_argument("--mca", action="append", default=[], metavar="NAME=VALUE",
-                   help="Open MPI parameter for the job, repeatable (e.g. btl_tcp_flags=send,"
-                   "inplace,need-ack,need-csum,hetero-rdma); stored with the run")
-    common.option(p, "--timeout", type=common.seconds, default=3600.0,
-                  help="seconds before the whole job is killed")
-    common.option(p, "--label", type=common.label,
-                  help="a name for this run, shown in reports and comparisons")
-    common.option(p, "--resume", metavar="RUN",
-                  help="re-launch a stored incomplete run and measure only its missing points")
-    common.option(p, "--report",
-                  help=f"write an HTML report here ('all' default: {DEFAULT_REPORT})")
+    common.option(
+        coll,
+        "--k0",
+        type=common.whole(1, 10**4),
+        default=4,
+        help="launches of stage 0 (initialisation, not counted)",
+    )
+    common.option(
+        coll,
+        "--g",
+        type=common.number(0, 1),
+        default=0.25,
+        help="invalid share of a stage that widens the window",
+    )
+    common.option(
+        coll,
+        "--gamma",
+        type=common.number(1, 100),
+        default=1.1,
+        help="window margin: gamma x upper quartile of recent on-time launches",
+    )
+    common.option(
+        coll,
+        "--confidence",
+        type=float,
+        default=0.95,
+        choices=(0.90, 0.95, 0.99),
+        help="confidence level of the intervals shown",
+    )
+    common.option(
+        coll,
+        "--buffers",
+        default="hot",
+        choices=("hot", "cold"),
+        help="cold: rotate buffers larger than the last-level cache",
+    )
+    common.option(
+        coll,
+        "--root",
+        type=common.whole(0, limits.MAX_RANKS - 1),
+        default=0,
+        help="root of rooted operations",
+    )
+    common.option(
+        coll,
+        "--block",
+        type=common.whole(0, limits.MAX_RANKS),
+        default=0,
+        help="alltoall_block: operations per batch (0: all ranks at once)",
+    )
+    coll.add_argument(
+        "--check", action="store_true", help="verify each operation's results once per point"
+    )
+    common.option(
+        coll,
+        "--naive-iters",
+        type=common.whole(1, 10**6),
+        default=10,
+        help="--sync barrier: back-to-back calls per sample",
+    )
+    coll.add_argument(
+        "--test-distort",
+        metavar="RANK:OFFSET:DRIFT",
+        help="testing: offset one rank's clock by OFFSET s and drift by DRIFT",
+    )
+    cont = p.add_argument_group(
+        "contention (t(m, cf) of Peryshkova and Kurnosov 2018, contention-aware placement)"
+    )
+    common.option(
+        cont,
+        "--levels",
+        default="auto",
+        help="auto (every level the allocation has) or a list of memory,socket,nic",
+    )
+    common.option(
+        cont,
+        "--cf-max",
+        type=common.whole(0, 10**4),
+        default=0,
+        help="most pairs sharing a channel (0: as many as the allocation allows)",
+    )
+    common.option(
+        cont,
+        "--nruns",
+        type=common.whole(1, 10**6),
+        default=10,
+        help="exchanges timed per repetition",
+    )
+    common.option(
+        cont,
+        "--reps",
+        type=common.whole(1, 10**4),
+        default=5,
+        help="repetitions per cell (their median is t(m, cf))",
+    )
+    common.option(
+        cont,
+        "--in-flight",
+        type=common.whole(1, 1024),
+        default=1,
+        help="messages each way posted per exchange (1: the paper's loop; more keep"
+        " the channel busy through each message's handshake)",
+    )
+    p.add_argument(
+        "--mca",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="Open MPI parameter for the job, repeatable (e.g. btl_tcp_flags=send,"
+        "inplace,need-ack,need-csum,hetero-rdma); stored with the run",
+    )
+    common.option(
+        p,
+        "--timeout",
+        type=common.seconds,
+        default=3600.0,
+        help="seconds before the whole job is killed",
+    )
+    common.option(
+        p,
+        "--label",
+        type=common.label,
+        help="a name for this run, shown in reports and comparisons",
+    )
+    common.option(
+        p,
+        "--resume",
+        metavar="RUN",
+        help="re-launch a stored incomplete run and measure only its missing points",
+    )
+    common.option(
+        p, "--report", help=f"write an HTML report here ('all' default: {DEFAULT_REPORT})"
+    )
     run_where.add_options(p)
     run_tcp.add_options(p)
     run_node.add_options(p)
@@ -180,8 +382,10 @@ def _coll_sizes(args: argparse.Namespace, ops: list[str]) -> list[int]:
     sizes = parse_size_list(args.sizes if given else COLL_SIZES, "--sizes")
     odd = [s for s in sizes if s % 8]
     if odd and any(op.removeprefix("i") in REDUCTIONS for op in ops):
-        raise UsageError(f"--sizes {args.sizes}: reductions sum doubles, so sizes must be "
-                         f"multiples of 8 ({odd[0]} is not)")
+        raise UsageError(
+            f"--sizes {args.sizes}: reductions sum doubles, so sizes must be "
+            f"multiples of 8 ({odd[0]} is not)"
+        )
     return sizes
 
 
@@ -190,11 +394,14 @@ def _levels(args: argparse.Namespace) -> str:
     requested: str = args.levels
     if requested != "auto":
         for level in requested.split(","):
-            common.require(level in ("memory", "socket", "nic"),
-                           f"--levels {level}: choose from memory, socket, nic")
+            common.require(
+                level in ("memory", "socket", "nic"),
+                f"--levels {level}: choose from memory, socket, nic",
+            )
         return requested
-    several_nodes = (args.vcluster or args.hostfile or args.hosts or args.slurm
-                     or os.environ.get("SLURM_JOB_ID"))
+    several_nodes = (
+        args.vcluster or args.hostfile or args.hosts or args.slurm or os.environ.get("SLURM_JOB_ID")
+    )
     return "memory,nic" if several_nodes else "memory"
 
 
@@ -220,8 +427,10 @@ def _check_distort(text: str | None) -> None:
         strict.real(parts[1], -1, 1)
         strict.real(parts[2], -0.01, 0.01)
     except (strict.NumberError, UsageError):
-        raise UsageError(f"--test-distort {strict.shown(text)}: give RANK:OFFSET_S:DRIFT, e.g."
-                         " 1:0.001:1e-4 (|offset| <= 1 s, |drift| <= 0.01)") from None
+        raise UsageError(
+            f"--test-distort {strict.shown(text)}: give RANK:OFFSET_S:DRIFT, e.g."
+            " 1:0.001:1e-4 (|offset| <= 1 s, |drift| <= 0.01)"
+        ) from None
 
 
 def build_request(args: argparse.Namespace) -> dict[str, Any]:
@@ -236,64 +445,115 @@ def build_request(args: argparse.Namespace) -> dict[str, Any]:
     if args.benchmark in ("all", "p2p"):
         p2p_ops = (args.ops if args.benchmark == "p2p" and args.ops else P2P_OPS).split(",")
         ops += p2p_ops
-        engine.update({"sizes": _p2p_sizes(args), "pairs": args.pairs, "window": args.window,
-                       "recv_buffers": _recv_buffers(args),
-                       "warmup": args.warmup, "min_samples": args.min_samples,
-                       "max_samples": args.max_samples, "target_rse": args.target_rse,
-                       "point_budget_s": args.point_budget})
+        engine.update(
+            {
+                "sizes": _p2p_sizes(args),
+                "pairs": args.pairs,
+                "window": args.window,
+                "recv_buffers": _recv_buffers(args),
+                "warmup": args.warmup,
+                "min_samples": args.min_samples,
+                "max_samples": args.max_samples,
+                "target_rse": args.target_rse,
+                "point_budget_s": args.point_budget,
+            }
+        )
     if args.benchmark in ("all", "loggp"):
         # Netgauge's PRTT(n, d, s) and overheads; a few seconds, so part of 'all'.
         ops.append("loggp")
         engine["loggp_sizes"] = _loggp_sizes(args)
-        engine.update({"pairs": args.pairs, "warmup": args.warmup,
-                       "min_samples": args.min_samples, "max_samples": args.max_samples,
-                       "target_rse": args.target_rse, "point_budget_s": args.point_budget})
+        engine.update(
+            {
+                "pairs": args.pairs,
+                "warmup": args.warmup,
+                "min_samples": args.min_samples,
+                "max_samples": args.max_samples,
+                "target_rse": args.target_rse,
+                "point_budget_s": args.point_budget,
+            }
+        )
     if args.benchmark in ("all", "coll"):
         coll_ops = (args.ops if args.benchmark == "coll" and args.ops else COLL_OPS).split(",")
         ops += coll_ops
         engine["coll_sizes"] = _coll_sizes(args, coll_ops)
         engine.setdefault("sizes", engine["coll_sizes"])
-        engine.update({"sync": args.sync, "resync": args.resync, "sync_d": args.sync_d,
-                       "stop": args.stop,
-                       "min_valid": args.min_valid, "max_launches": args.max_launches,
-                       "coll_budget_s": args.coll_budget, "k": args.k, "k0": args.k0,
-                       "g": args.g, "gamma": args.gamma, "buffers": args.buffers,
-                       "root": args.root, "check": int(args.check), "block": args.block,
-                       "naive_iters": args.naive_iters, "test_distort": args.test_distort})
+        engine.update(
+            {
+                "sync": args.sync,
+                "resync": args.resync,
+                "sync_d": args.sync_d,
+                "stop": args.stop,
+                "min_valid": args.min_valid,
+                "max_launches": args.max_launches,
+                "coll_budget_s": args.coll_budget,
+                "k": args.k,
+                "k0": args.k0,
+                "g": args.g,
+                "gamma": args.gamma,
+                "buffers": args.buffers,
+                "root": args.root,
+                "check": int(args.check),
+                "block": args.block,
+                "naive_iters": args.naive_iters,
+                "test_distort": args.test_distort,
+            }
+        )
     if args.benchmark == "contention":
         ops.append("contention")
-        sizes = parse_size_list(CONTENTION_SIZES if args.sizes is None else args.sizes,
-                                "--sizes")
-        engine.update({"sizes": sizes, "coll_sizes": sizes, "levels": _levels(args),
-                       "cf_max": args.cf_max, "nruns": args.nruns, "reps": args.reps,
-                       "in_flight": args.in_flight, "pin": 1,
-                       "sync": args.sync, "sync_d": args.sync_d})
+        sizes = parse_size_list(CONTENTION_SIZES if args.sizes is None else args.sizes, "--sizes")
+        engine.update(
+            {
+                "sizes": sizes,
+                "coll_sizes": sizes,
+                "levels": _levels(args),
+                "cf_max": args.cf_max,
+                "nruns": args.nruns,
+                "reps": args.reps,
+                "in_flight": args.in_flight,
+                "pin": 1,
+                "sync": args.sync,
+                "sync_d": args.sync_d,
+            }
+        )
     engine["ops"] = ",".join(ops)
-    request = {"benchmark": args.benchmark, "mpi": args.mpi,
-               "np": args.np or runner.default_ranks(),
-               "launcher": args.launcher, "timeout_s": args.timeout,
-               "confidence": args.confidence, "engine": engine}
+    request = {
+        "benchmark": args.benchmark,
+        "mpi": args.mpi,
+        "np": args.np or runner.default_ranks(),
+        "launcher": args.launcher,
+        "timeout_s": args.timeout,
+        "confidence": args.confidence,
+        "engine": engine,
+    }
     if args.mca:
         request["mca"] = launch.parse_mca(args.mca)
     if args.vcluster:
         from commscope.measure import vcluster
+
         state = vcluster.status()
         if state is None or not state.healthy:
-            raise UsageError("--vcluster: no virtual cluster is up; run 'commscope vcluster up "
-                             "--nodes 2' as root first")
+            raise UsageError(
+                "--vcluster: no virtual cluster is up; run 'commscope vcluster up "
+                "--nodes 2' as root first"
+            )
         ranks_per_node = args.ranks_per_node or 2
         request["np"] = len(state.nodes) * ranks_per_node
         # The nodes share this machine's cores: pin each rank to its own core within its node
         # (rotated by node index), or two measuring ranks may share one core.
         engine["pin"] = 1
-        request["vcluster"] = {"nodes": len(state.nodes), "ranks_per_node": ranks_per_node,
-                               "rate": state.rate, "subnet": state.subnet}
+        request["vcluster"] = {
+            "nodes": len(state.nodes),
+            "ranks_per_node": ranks_per_node,
+            "rate": state.rate,
+            "subnet": state.subnet,
+        }
     common.require(args.root < request["np"], f"--root {args.root}: not a rank")
     return request
 
 
-def measure(store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPIInstall,
-            quiet: bool) -> runner.Outcome:
+def measure(
+    store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPIInstall, quiet: bool
+) -> runner.Outcome:
     """Run the engine for a stored request, with a progress bar unless ``quiet``."""
     simulation = None
     if request.get("simulate"):
@@ -310,8 +570,14 @@ def measure(store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPIIn
         TimeRemainingColumn,
     )
 
-    columns = (TextColumn("measuring"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    columns = (
+        TextColumn("measuring"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=common.console(stderr=True), transient=True) as bar:
         task = bar.add_task("points", total=None)
 
@@ -324,14 +590,19 @@ def measure(store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPIIn
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark(s), print the key figures, write the report when asked."""
     if args.mca and args.resume:
-        raise UsageError(f"--mca {args.mca[0]}: a resumed run keeps the parameters stored with"
-                         " it; drop --mca")
+        raise UsageError(
+            f"--mca {args.mca[0]}: a resumed run keeps the parameters stored with it; drop --mca"
+        )
     if args.mca and (run_tcp.wanted(args) or run_node.wanted(args)):
-        raise UsageError(f"--mca {args.mca[0]}: only MPI communication runs (p2p, coll, "
-                         "contention, loggp, all) take Open MPI parameters")
+        raise UsageError(
+            f"--mca {args.mca[0]}: only MPI communication runs (p2p, coll, "
+            "contention, loggp, all) take Open MPI parameters"
+        )
     if run_where.chosen(args) and (run_tcp.wanted(args) or run_node.wanted(args)):
-        raise UsageError(f"{run_where.chosen(args)[0]}: only MPI runs (p2p, coll, contention, "
-                         "loggp, all) start ranks on hosts; TCP runs take --peer or --vcluster")
+        raise UsageError(
+            f"{run_where.chosen(args)[0]}: only MPI runs (p2p, coll, contention, "
+            "loggp, all) start ranks on hosts; TCP runs take --peer or --vcluster"
+        )
     if args.report:  # a bad report path fails now, not after the measurement
         safe_write.check_target(args.report, "--report")
     if run_tcp.wanted(args):  # TCP runs have no MPI: their own requests and runner
@@ -371,8 +642,14 @@ def _resume(args: argparse.Namespace) -> int:
         return show_outcome(args, store, run_id, request, outcome, report)
 
 
-def show_outcome(args: argparse.Namespace, store: Any, run_id: int, request: dict[str, Any],
-                 outcome: runner.Outcome, report: str | None) -> int:
+def show_outcome(
+    args: argparse.Namespace,
+    store: Any,
+    run_id: int,
+    request: dict[str, Any],
+    outcome: runner.Outcome,
+    report: str | None,
+) -> int:
     """Write the report when asked, then print the run's key figures (or JSON)."""
     info = store.get_run(run_id)
     points, colls = store.points(run_id), store.colls(run_id)
@@ -380,9 +657,16 @@ def show_outcome(args: argparse.Namespace, store: Any, run_id: int, request: dic
     loggps = store.loggps(run_id)
     written = write_report(store, run_id, report)
     if args.json:
-        common.print_json({"run": run_id, "status": info.status, "new_points": outcome.new_points,
-                           "points": outcome.total_points, "store": os.path.abspath(args.store),
-                           "report": os.fspath(written) if written else None})
+        common.print_json(
+            {
+                "run": run_id,
+                "status": info.status,
+                "new_points": outcome.new_points,
+                "points": outcome.total_points,
+                "store": os.path.abspath(args.store),
+                "report": os.fspath(written) if written else None,
+            }
+        )
         return 0
     from commscope.cli import render  # numpy and SciPy: only when figures are printed
 
@@ -395,8 +679,12 @@ def show_outcome(args: argparse.Namespace, store: Any, run_id: int, request: dic
     if colls:
         from commscope.analysis.coll import min_valid_of
 
-        render.coll_table(out, colls, request.get("confidence", 0.95),
-                          min_valid_of((info.header or {}).get("options")))
+        render.coll_table(
+            out,
+            colls,
+            request.get("confidence", 0.95),
+            min_valid_of((info.header or {}).get("options")),
+        )
     if contentions:
         render.contention_tables(out, contentions)
     if loggps:
@@ -421,5 +709,7 @@ def write_report(store: Any, run_id: int, report: str | None) -> Path | None:
     try:
         return html.write_report(store, [run_id], report, "--report")
     except UsageError as err:
-        raise UsageError(f"{err.one_line()}; run {run_id} is stored, write its report with"
-                         f" 'commscope report {run_id} -o FILE'") from None
+        raise UsageError(
+            f"{err.one_line()}; run {run_id} is stored, write its report with"
+            f" 'commscope report {run_id} -o FILE'"
+        ) from None

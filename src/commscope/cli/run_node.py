@@ -25,29 +25,63 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
     It also reads --sizes (as matrix orders), --label, --resume, --report, --json and --quiet.
     """
-    g = p.add_argument_group("node (run node: Linpack on this node, as in Rechistov et al. 2012;"
-                             " --sizes are N)")
-    common.option(g, "--cores", default=node.DEFAULT_CORES,
-                  help="core counts to sweep, e.g. 1,2,all (all: every physical core usable)")
-    common.option(g, "--max-memory", default=node.DEFAULT_MEMORY,
-                  help="memory the largest N may use: a share of MemAvailable or a size (8GiB)")
-    common.option(g, "--time-budget", type=common.number(0, limits.MAX_COMMAND_S),
-                  default=node.DEFAULT_TIME_BUDGET_S,
-                  help="seconds for the whole sweep, shared by the core counts; it stops before"
-                  " an N predicted to overrun it (0: no limit)")
-    common.option(g, "--solves", type=common.whole(1, 10**6), default=node.DEFAULT_REPEATS,
-                  help="timed solves per N at least (small N repeat until they last "
-                  f"{node.MIN_POINT_S} s)")
-    common.option(g, "--peak-flops-per-cycle", type=common.number(0, 1e4, above=True),
-                  help="DP flops per cycle per core for P_peak, instead of the CPU flags' value")
-    common.option(g, "--peak-ghz", type=common.number(0, 1e3, above=True),
-                  help="clock for P_peak in GHz, instead of the higher of the nominal clock"
-                  " (cpufreq or /proc/cpuinfo) and the busy clock measured on the cores used")
-    common.option(g, "--hpl-grid", metavar="PxQ",
-                  help="run HPL with Debian's hpcc on P x Q Open MPI ranks instead (--sizes: N,"
-                  f" default {','.join(map(str, hpcc.DEFAULT_SIZES))})")
-    common.option(g, "--hpl-nb", type=common.whole(1, 1 << 16), default=hpcc.DEFAULT_NB,
-                  help="with --hpl-grid: HPL block size NB")
+    g = p.add_argument_group(
+        "node (run node: Linpack on this node, as in Rechistov et al. 2012; --sizes are N)"
+    )
+    common.option(
+        g,
+        "--cores",
+        default=node.DEFAULT_CORES,
+        help="core counts to sweep, e.g. 1,2,all (all: every physical core usable)",
+    )
+    common.option(
+        g,
+        "--max-memory",
+        default=node.DEFAULT_MEMORY,
+        help="memory the largest N may use: a share of MemAvailable or a size (8GiB)",
+    )
+    common.option(
+        g,
+        "--time-budget",
+        type=common.number(0, limits.MAX_COMMAND_S),
+        default=node.DEFAULT_TIME_BUDGET_S,
+        help="seconds for the whole sweep, shared by the core counts; it stops before"
+        " an N predicted to overrun it (0: no limit)",
+    )
+    common.option(
+        g,
+        "--solves",
+        type=common.whole(1, 10**6),
+        default=node.DEFAULT_REPEATS,
+        help=f"timed solves per N at least (small N repeat until they last {node.MIN_POINT_S} s)",
+    )
+    common.option(
+        g,
+        "--peak-flops-per-cycle",
+        type=common.number(0, 1e4, above=True),
+        help="DP flops per cycle per core for P_peak, instead of the CPU flags' value",
+    )
+    common.option(
+        g,
+        "--peak-ghz",
+        type=common.number(0, 1e3, above=True),
+        help="clock for P_peak in GHz, instead of the higher of the nominal clock"
+        " (cpufreq or /proc/cpuinfo) and the busy clock measured on the cores used",
+    )
+    common.option(
+        g,
+        "--hpl-grid",
+        metavar="PxQ",
+        help="run HPL with Debian's hpcc on P x Q Open MPI ranks instead (--sizes: N,"
+        f" default {','.join(map(str, hpcc.DEFAULT_SIZES))})",
+    )
+    common.option(
+        g,
+        "--hpl-nb",
+        type=common.whole(1, 1 << 16),
+        default=hpcc.DEFAULT_NB,
+        help="with --hpl-grid: HPL block size NB",
+    )
 
 
 def wanted(args: argparse.Namespace) -> bool:
@@ -69,8 +103,10 @@ def _sizes(text: str | None) -> list[int] | None:
     try:
         return [strict.whole(item, 1, MAX_ORDER) for item in text.split(",")]
     except strict.NumberError as err:
-        raise UsageError(f"--sizes {strict.shown(text)}: for node, give matrix orders N, e.g."
-                         f" 100,1000,4000 ({err})") from None
+        raise UsageError(
+            f"--sizes {strict.shown(text)}: for node, give matrix orders N, e.g."
+            f" 100,1000,4000 ({err})"
+        ) from None
 
 
 def _request(args: argparse.Namespace) -> dict[str, Any]:
@@ -82,12 +118,23 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
         if args.peak_ghz is None:  # the clock of the cores HPL's ranks keep busy
             used = min(p * q, cpu.physical_cores(allowed))
             peak = peak.with_busy(*node.busy_clocks({p * q: pinning.choose_cpus(used, allowed)}))
-        return hpcc.build_request(args.hpl_grid, _sizes(args.sizes), args.hpl_nb,
-                                  peak.to_json(), peak.derivation(p * q), args.timeout)
+        return hpcc.build_request(
+            args.hpl_grid,
+            _sizes(args.sizes),
+            args.hpl_nb,
+            peak.to_json(),
+            peak.derivation(p * q),
+            args.timeout,
+        )
     return node.build_request(
-        cores=args.cores, sizes=_sizes(args.sizes), max_memory=args.max_memory,
-        time_budget_s=args.time_budget, repeats=args.solves,
-        peak_flops_per_cycle=args.peak_flops_per_cycle, peak_ghz=args.peak_ghz)
+        cores=args.cores,
+        sizes=_sizes(args.sizes),
+        max_memory=args.max_memory,
+        time_budget_s=args.time_budget,
+        repeats=args.solves,
+        peak_flops_per_cycle=args.peak_flops_per_cycle,
+        peak_ghz=args.peak_ghz,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,10 +164,18 @@ def run(args: argparse.Namespace) -> int:
     summary = node_analysis.summarize(request, points)
     report = os.fspath(written) if written else None
     if args.json:
-        common.print_json({"run": run_id, "status": info.status, "new_points": outcome.new_points,
-                           "points": outcome.total_points, "store": os.path.abspath(args.store),
-                           "report": report, "stops": {str(c): s for c, s in outcome.stops.items()},
-                           "node": summary.to_json()})
+        common.print_json(
+            {
+                "run": run_id,
+                "status": info.status,
+                "new_points": outcome.new_points,
+                "points": outcome.total_points,
+                "store": os.path.abspath(args.store),
+                "report": report,
+                "stops": {str(c): s for c, s in outcome.stops.items()},
+                "node": summary.to_json(),
+            }
+        )
         return 0
     out = common.console()
     out.print(render.run_title(info))

@@ -35,25 +35,56 @@ def add_options(p: argparse.ArgumentParser) -> None:
     It also reads --sizes, --max-size, --perturbation, --warmup, --min/max-samples,
     --target-rse, --point-budget, --vcluster, --timeout, --label, --json and --quiet.
     """
-    tcp = p.add_argument_group("tcp (run tcp: the network below MPI, as in León Carri et al. 2005"
-                               " and Rechistov et al. 2012)")
-    common.option(tcp, "--peer", env="COMMSCOPE_TCP_PEER",
-                  help=f"HOST[:PORT] running 'commscope tcp serve' (port {prog.DEFAULT_PORT})")
-    tcp.add_argument("--loopback", action="store_true",
-                     help="start a server on 127.0.0.1 and measure the loopback path")
-    common.option(tcp, "--tcp-mode", default="pingpong", choices=MODES,
-                  help="ping-pong over the size schedule, the bidirectional stream, or both")
-    common.option(tcp, "--sockbuf", default="default",
-                  help="socket buffer sizes to sweep, one run each, e.g. default,16K,64K,256K")
-    common.option(tcp, "--duration", type=common.number(0, limits.MAX_COMMAND_S, above=True),
-                  default=10.0,
-                  help="stream: seconds both directions send")
-    common.option(tcp, "--mean-size", default="2000",
-                  help="stream: mean of the exponential message size distribution")
-    common.option(tcp, "--max-message", default="16000",
-                  help="stream: largest message (larger draws are drawn again)")
-    common.option(tcp, "--seed", type=common.whole(0, 2**32 - 1), default=1,
-                  help="stream: random seed")
+    tcp = p.add_argument_group(
+        "tcp (run tcp: the network below MPI, as in León Carri et al. 2005"
+        " and Rechistov et al. 2012)"
+    )
+    common.option(
+        tcp,
+        "--peer",
+        env="COMMSCOPE_TCP_PEER",
+        help=f"HOST[:PORT] running 'commscope tcp serve' (port {prog.DEFAULT_PORT})",
+    )
+    tcp.add_argument(
+        "--loopback",
+        action="store_true",
+        help="start a server on 127.0.0.1 and measure the loopback path",
+    )
+    common.option(
+        tcp,
+        "--tcp-mode",
+        default="pingpong",
+        choices=MODES,
+        help="ping-pong over the size schedule, the bidirectional stream, or both",
+    )
+    common.option(
+        tcp,
+        "--sockbuf",
+        default="default",
+        help="socket buffer sizes to sweep, one run each, e.g. default,16K,64K,256K",
+    )
+    common.option(
+        tcp,
+        "--duration",
+        type=common.number(0, limits.MAX_COMMAND_S, above=True),
+        default=10.0,
+        help="stream: seconds both directions send",
+    )
+    common.option(
+        tcp,
+        "--mean-size",
+        default="2000",
+        help="stream: mean of the exponential message size distribution",
+    )
+    common.option(
+        tcp,
+        "--max-message",
+        default="16000",
+        help="stream: largest message (larger draws are drawn again)",
+    )
+    common.option(
+        tcp, "--seed", type=common.whole(0, 2**32 - 1), default=1, help="stream: random seed"
+    )
 
 
 def wanted(args: argparse.Namespace) -> bool:
@@ -78,22 +109,39 @@ def _sizes(args: argparse.Namespace) -> list[int]:
 
 
 def _where(args: argparse.Namespace) -> dict[str, Any]:
-    given = [flag for flag, on in (("--peer", args.peer), ("--loopback", args.loopback),
-                                   ("--vcluster", args.vcluster)) if on]
-    common.require(len(given) == 1, "run tcp: give exactly one of --peer HOST[:PORT], "
-                   f"--loopback or --vcluster (got {', '.join(given) or 'none'})")
+    given = [
+        flag
+        for flag, on in (
+            ("--peer", args.peer),
+            ("--loopback", args.loopback),
+            ("--vcluster", args.vcluster),
+        )
+        if on
+    ]
+    common.require(
+        len(given) == 1,
+        "run tcp: give exactly one of --peer HOST[:PORT], "
+        f"--loopback or --vcluster (got {', '.join(given) or 'none'})",
+    )
     if args.peer:
         host, port = prog.parse_peer(args.peer)
         return {"kind": "peer", "host": host, "port": port}
     if args.loopback:
         return {"kind": "loopback"}
     from commscope.measure import vcluster
+
     state = vcluster.status()
     if state is None or not state.healthy or len(state.nodes) < 2:
-        raise UsageError("--vcluster: no healthy virtual cluster of 2 or more nodes; run "
-                         "'commscope vcluster up --nodes 2' as root first")
-    return {"kind": "vcluster", "nodes": len(state.nodes), "rate": state.rate,
-            "subnet": state.subnet}
+        raise UsageError(
+            "--vcluster: no healthy virtual cluster of 2 or more nodes; run "
+            "'commscope vcluster up --nodes 2' as root first"
+        )
+    return {
+        "kind": "vcluster",
+        "nodes": len(state.nodes),
+        "rate": state.rate,
+        "subnet": state.subnet,
+    }
 
 
 def requests(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
@@ -101,14 +149,22 @@ def requests(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     common.require(args.max_samples >= args.min_samples, "--max-samples must be >= --min-samples")
     mean = parse_size(args.mean_size, "--mean-size")
     top = parse_size(args.max_message, "--max-message")
-    common.require(1 <= mean <= top <= 1 << 30,
-                   f"--mean-size {args.mean_size} --max-message {args.max_message}: need "
-                   "1 <= mean <= max <= 1 GiB")
+    common.require(
+        1 <= mean <= top <= 1 << 30,
+        f"--mean-size {args.mean_size} --max-message {args.max_message}: need "
+        "1 <= mean <= max <= 1 GiB",
+    )
     options: dict[str, Any] = {
-        "mode": args.tcp_mode, "warmup": args.warmup, "min_samples": args.min_samples,
-        "max_samples": args.max_samples, "target_rse": args.target_rse,
-        "point_budget_s": args.point_budget, "duration_s": args.duration,
-        "mean_bytes": mean, "max_bytes": top, "seed": args.seed,
+        "mode": args.tcp_mode,
+        "warmup": args.warmup,
+        "min_samples": args.min_samples,
+        "max_samples": args.max_samples,
+        "target_rse": args.target_rse,
+        "point_budget_s": args.point_budget,
+        "duration_s": args.duration,
+        "mean_bytes": mean,
+        "max_bytes": top,
+        "seed": args.seed,
     }
     if args.tcp_mode != "stream":
         options["sizes"] = _sizes(args)
@@ -116,8 +172,12 @@ def requests(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for sockbuf in prog.parse_sockbufs(args.sockbuf):
         label = f"{args.label or 'tcp'} sockbuf={sockbuf_text(sockbuf)}"
-        request = {"benchmark": "tcp", "timeout_s": args.timeout, "where": where,
-                   "tcp": dict(options, sockbuf=sockbuf)}
+        request = {
+            "benchmark": "tcp",
+            "timeout_s": args.timeout,
+            "where": where,
+            "tcp": dict(options, sockbuf=sockbuf),
+        }
         out.append((label, request))
     return out
 
@@ -127,12 +187,20 @@ def _measure(store: Store, run_id: int, request: dict[str, Any], quiet: bool) ->
         return session.run(store, run_id, request)
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    columns = (TextColumn(f"run {run_id}"), BarColumn(),
-               TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
+    columns = (
+        TextColumn(f"run {run_id}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=common.console(stderr=True), transient=True) as bar:
         task = bar.add_task("points", total=None)
-        return session.run(store, run_id, request, progress=lambda done, total: bar.update(
-            task, completed=done, total=total))
+        return session.run(
+            store,
+            run_id,
+            request,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
 
 
 def _load(store: Store, run_id: int) -> tcp_render.TcpRun:
@@ -160,8 +228,9 @@ def run(args: argparse.Namespace) -> int:
             _measure(store, run_id, request, quiet)
             done.append(_load(store, run_id))
     if args.json:
-        common.print_json({"runs": [tcp_render.run_json(r) for r in done],
-                           "store": os.path.abspath(args.store)})
+        common.print_json(
+            {"runs": [tcp_render.run_json(r) for r in done], "store": os.path.abspath(args.store)}
+        )
         return 0
     out = common.console()
     for role in ("client", "server"):
@@ -169,7 +238,9 @@ def run(args: argparse.Namespace) -> int:
             out.print(f"{role} {tcp_render.end_text(done[0].ends[role])}")
     tcp_render.summary_table(out, done)
     ids = " ".join(str(r.info.id) for r in done)
-    out.print(f"stored in {args.store} as run {ids}; compare them with 'commscope compare {ids}'"
-              if len(done) > 1 else f"stored in {args.store} as run {ids}; details: "
-              f"commscope show {ids}")
+    out.print(
+        f"stored in {args.store} as run {ids}; compare them with 'commscope compare {ids}'"
+        if len(done) > 1
+        else f"stored in {args.store} as run {ids}; details: commscope show {ids}"
+    )
     return 0

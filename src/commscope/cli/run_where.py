@@ -18,22 +18,39 @@ from commscope.measure.mpi import MPIInstall
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """Declare the options that choose the hosts of a run."""
-    g = p.add_argument_group("where ranks run (default: this machine; inside a Slurm "
-                             "allocation: srun over it)")
-    common.option(g, "--hostfile", metavar="FILE",
-                  help="hosts to run on, one per line: NAME, 'NAME slots=N' or 'NAME:N'; "
-                  "started by ssh, one rank per core (or per slot), bound")
+    g = p.add_argument_group(
+        "where ranks run (default: this machine; inside a Slurm allocation: srun over it)"
+    )
+    common.option(
+        g,
+        "--hostfile",
+        metavar="FILE",
+        help="hosts to run on, one per line: NAME, 'NAME slots=N' or 'NAME:N'; "
+        "started by ssh, one rank per core (or per slot), bound",
+    )
     common.option(g, "--hosts", metavar="NAME[:SLOTS],...", help="hosts to run on, as a list")
-    g.add_argument("--slurm", action="store_true",
-                   help="get a Slurm allocation (--nodes x --ranks-per-node) for this run and "
-                   "release it afterwards")
-    g.add_argument("--nodes", "-N", type=common.whole(1, limits.MAX_MODEL_NODES),
-                   help="with --slurm: nodes to allocate [default: 2]")
+    g.add_argument(
+        "--slurm",
+        action="store_true",
+        help="get a Slurm allocation (--nodes x --ranks-per-node) for this run and "
+        "release it afterwards",
+    )
+    g.add_argument(
+        "--nodes",
+        "-N",
+        type=common.whole(1, limits.MAX_MODEL_NODES),
+        help="with --slurm: nodes to allocate [default: 2]",
+    )
     common.option(g, "--partition", help="with --slurm: Slurm partition")
-    g.add_argument("--ranks-per-node", "--ntasks-per-node", dest="ranks_per_node",
-                   type=common.whole(1, hosts_mod.MAX_SLOTS), default=None,
-                   help="ranks on each node or host [default: its slots, else its cores; "
-                   "--vcluster: 2; --slurm: 1]")
+    g.add_argument(
+        "--ranks-per-node",
+        "--ntasks-per-node",
+        dest="ranks_per_node",
+        type=common.whole(1, hosts_mod.MAX_SLOTS),
+        default=None,
+        help="ranks on each node or host [default: its slots, else its cores; "
+        "--vcluster: 2; --slurm: 1]",
+    )
 
 
 def chosen(args: argparse.Namespace) -> list[str]:
@@ -42,8 +59,12 @@ def chosen(args: argparse.Namespace) -> list[str]:
 
 
 def _given(args: argparse.Namespace) -> list[str]:
-    flags = [("--hostfile", args.hostfile), ("--hosts", args.hosts), ("--slurm", args.slurm),
-             ("--vcluster", args.vcluster)]
+    flags = [
+        ("--hostfile", args.hostfile),
+        ("--hosts", args.hosts),
+        ("--slurm", args.slurm),
+        ("--vcluster", args.vcluster),
+    ]
     return [flag for flag, value in flags if value]
 
 
@@ -53,8 +74,10 @@ def check(args: argparse.Namespace) -> None:
     if len(given) > 1:
         raise UsageError(f"{given[0]} and {given[1]}: choose one place to run")
     if args.nodes and not args.slurm:
-        raise UsageError(f"--nodes {args.nodes}: only with --slurm (a hostfile run takes its "
-                         "hosts' count; --vcluster its nodes)")
+        raise UsageError(
+            f"--nodes {args.nodes}: only with --slurm (a hostfile run takes its "
+            "hosts' count; --vcluster its nodes)"
+        )
     if args.partition and not args.slurm:
         raise UsageError(f"--partition {args.partition}: only with --slurm")
     if args.slurm:
@@ -62,28 +85,37 @@ def check(args: argparse.Namespace) -> None:
     if args.hostfile or args.hosts:  # bad hosts fail before any MPI is looked for
         hosts_mod.named_hosts(args.hostfile, args.hosts)
     if (args.hostfile or args.hosts) and args.launcher == "srun":
-        raise UsageError("--launcher srun: srun takes its hosts from Slurm; drop --hostfile/"
-                         "--hosts or use --launcher mpirun")
+        raise UsageError(
+            "--launcher srun: srun takes its hosts from Slurm; drop --hostfile/"
+            "--hosts or use --launcher mpirun"
+        )
 
 
 def uses_slurm(args: argparse.Namespace, request: dict[str, Any]) -> bool:
     """True when the run's ranks start with srun."""
     if args.slurm or request.get("launcher") == "srun":
         return True
-    return (request.get("launcher") == "auto" and bool(os.environ.get("SLURM_JOB_ID"))
-            and not (args.hostfile or args.hosts or args.vcluster))
+    return (
+        request.get("launcher") == "auto"
+        and bool(os.environ.get("SLURM_JOB_ID"))
+        and not (args.hostfile or args.hosts or args.vcluster)
+    )
 
 
 @contextmanager
-def placed(args: argparse.Namespace, mpi: MPIInstall, request: dict[str, Any],
-           ) -> Iterator[dict[str, Any]]:
+def placed(
+    args: argparse.Namespace,
+    mpi: MPIInstall,
+    request: dict[str, Any],
+) -> Iterator[dict[str, Any]]:
     """Fill in where ``request`` runs (hosts, allocation, rank count) and hold it meanwhile.
 
     Yields the request ready to store; an allocation made for it is released on exit.
     """
     if args.hostfile or args.hosts:
-        placement = hosts_mod.placement_for(mpi, args.hostfile, args.hosts, args.ranks_per_node,
-                                            args.np)
+        placement = hosts_mod.placement_for(
+            mpi, args.hostfile, args.hosts, args.ranks_per_node, args.np
+        )
         request["placement"] = placement.to_json()
         request["np"] = placement.nranks
         _check_root(args, request)
@@ -129,8 +161,10 @@ def resumed(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         nodes = max(1, len(stored["nodes"]))
         allocation = slurm.allocate(nodes, max(1, stored["ntasks"] // nodes))
     else:
-        raise UsageError("--resume: this run ran inside a Slurm allocation; resume it inside "
-                         "one (salloc ... commscope run --resume ...)")
+        raise UsageError(
+            "--resume: this run ran inside a Slurm allocation; resume it inside "
+            "one (salloc ... commscope run --resume ...)"
+        )
     try:
         yield {**request, "slurm": {**stored, **allocation.to_json()}}
     finally:

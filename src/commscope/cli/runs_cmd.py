@@ -24,12 +24,22 @@ def run(args: argparse.Namespace) -> int:
     with common.open_store(args) as store:
         runs = store.list_runs()
     if args.json:
-        common.print_json([
-            {"id": r.id, "created_unix": r.created_unix, "kind": r.kind, "label": r.label,
-             "status": r.status, "mpi": r.mpi, "nranks": r.nranks, "points": r.n_points,
-             "message": r.message}
-            for r in runs
-        ])
+        common.print_json(
+            [
+                {
+                    "id": r.id,
+                    "created_unix": r.created_unix,
+                    "kind": r.kind,
+                    "label": r.label,
+                    "status": r.status,
+                    "mpi": r.mpi,
+                    "nranks": r.nranks,
+                    "points": r.n_points,
+                    "message": r.message,
+                }
+                for r in runs
+            ]
+        )
         return 0
     from rich.table import Table
 
@@ -38,7 +48,15 @@ def run(args: argparse.Namespace) -> int:
         table.add_column(col)
     for r in runs:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_unix))
-        table.add_row(str(r.id), created, r.kind, r.label or "", r.status, r.mpi or "",
-                      str(r.nranks), str(r.n_points))
+        table.add_row(
+            str(r.id),
+            created,
+            r.kind,
+            r.label or "",
+            r.status,
+            r.mpi or "",
+            str(r.nranks),
+            str(r.n_points),
+        )
     common.console().print(table)
     return 0

@@ -37,56 +37,110 @@ NAME = "simulate"
 # The parameters --help names, written out: commscope.simulate.params imports the cluster model
 # (numpy, PyYAML), which would slow every command's start. tests/unit/test_cli_startup.py checks
 # them against SWEEPABLE.
-SWEEPABLE_NAMES = ("nic_latency", "nic_bandwidth", "memory_latency", "memory_bandwidth",
-                   "switch_latency")
+SWEEPABLE_NAMES = (
+    "nic_latency",
+    "nic_bandwidth",
+    "memory_latency",
+    "memory_bandwidth",
+    "switch_latency",
+)
 
 
 def _model_options(p: argparse.ArgumentParser) -> None:
-    common.option(p, "--cluster", env="COMMSCOPE_CLUSTER", metavar="FILE",
-                  help="cluster model YAML file (its 'simulation' section holds calibrations)")
+    common.option(
+        p,
+        "--cluster",
+        env="COMMSCOPE_CLUSTER",
+        metavar="FILE",
+        help="cluster model YAML file (its 'simulation' section holds calibrations)",
+    )
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
     """Declare `simulate run`, `simulate calibrate` and `simulate validate`."""
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    run = actions.add_parser("run", help="run a benchmark on the model",
-                             description="Run a commscope benchmark under smpirun on a platform"
-                             " written from the cluster model. Benchmark options follow '--'.")
+    run = actions.add_parser(
+        "run",
+        help="run a benchmark on the model",
+        description="Run a commscope benchmark under smpirun on a platform"
+        " written from the cluster model. Benchmark options follow '--'.",
+    )
     _model_options(run)
-    common.option(run, "--nodes", type=common.whole(1, limits.MAX_SIMULATED_NODES),
-                  help="nodes used [default: 2, or all of the model's if fewer]")
-    common.option(run, "--ranks-per-node", type=common.whole(1,
-                  limits.MAX_SOCKETS * limits.MAX_CORES_PER_SOCKET),
-                  default=1,
-                  help="ranks on each node")
-    common.option(run, "--order", default="block", choices=("block", "cyclic"),
-                  help="rank order across nodes")
-    run.add_argument("--sweep", action="append", default=[], metavar="NAME=V1,V2,...",
-                     help=f"one run per value of a parameter ({', '.join(SWEEPABLE_NAMES)});"
-                     " repeat for several parameters, each swept from the model's values")
-    run.add_argument("--smpi-cfg", action="append", default=[], metavar="NAME:VALUE",
-                     help="extra SimGrid option, e.g. smpi/bcast:binomial_tree (repeatable)")
-    run.add_argument("--neutral", action="store_true",
-                     help="no SMPI factors: time = latency + size / bandwidth exactly")
-    common.option(run, "--launches", type=common.whole(0, 10**4), default=2,
-                  help="collectives: launches per point after one warm-up launch (simulated"
-                  " time has no noise); 0 keeps the benchmark's own stop rule")
-    run.add_argument("--netload", action="store_true",
-                     help="trace the run and keep bytes, messages and Mbit/s per link")
-    common.option(run, "--label", type=common.label,
-                  help="a name for the run (sweeps add NAME=VALUE)")
+    common.option(
+        run,
+        "--nodes",
+        type=common.whole(1, limits.MAX_SIMULATED_NODES),
+        help="nodes used [default: 2, or all of the model's if fewer]",
+    )
+    common.option(
+        run,
+        "--ranks-per-node",
+        type=common.whole(1, limits.MAX_SOCKETS * limits.MAX_CORES_PER_SOCKET),
+        default=1,
+        help="ranks on each node",
+    )
+    common.option(
+        run, "--order", default="block", choices=("block", "cyclic"), help="rank order across nodes"
+    )
+    run.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2,...",
+        help=f"one run per value of a parameter ({', '.join(SWEEPABLE_NAMES)});"
+        " repeat for several parameters, each swept from the model's values",
+    )
+    run.add_argument(
+        "--smpi-cfg",
+        action="append",
+        default=[],
+        metavar="NAME:VALUE",
+        help="extra SimGrid option, e.g. smpi/bcast:binomial_tree (repeatable)",
+    )
+    run.add_argument(
+        "--neutral",
+        action="store_true",
+        help="no SMPI factors: time = latency + size / bandwidth exactly",
+    )
+    common.option(
+        run,
+        "--launches",
+        type=common.whole(0, 10**4),
+        default=2,
+        help="collectives: launches per point after one warm-up launch (simulated"
+        " time has no noise); 0 keeps the benchmark's own stop rule",
+    )
+    run.add_argument(
+        "--netload",
+        action="store_true",
+        help="trace the run and keep bytes, messages and Mbit/s per link",
+    )
+    common.option(
+        run, "--label", type=common.label, help="a name for the run (sweeps add NAME=VALUE)"
+    )
     run.add_argument("--json", action="store_true", help="print the outcome as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
-    run.add_argument("bench", nargs=argparse.REMAINDER,
-                     help="-- then a benchmark and its options, as for 'commscope run'")
+    run.add_argument(
+        "bench",
+        nargs=argparse.REMAINDER,
+        help="-- then a benchmark and its options, as for 'commscope run'",
+    )
 
     cal = actions.add_parser("calibrate", help="fit SMPI factors and links to a measured run")
     cal.add_argument("run", metavar="RUN", help="a stored p2p run with inter-node ping-pong")
     _model_options(cal)
-    cal.add_argument("-o", "--output", help="model file to write [default: the --cluster file,"
-                  " else commscope-cluster.yaml]")
-    common.option(cal, "--rounds", type=common.whole(0, 100), default=2,
-                  help="simulations of the run's ping-pong that correct the factors")
+    cal.add_argument(
+        "-o",
+        "--output",
+        help="model file to write [default: the --cluster file, else commscope-cluster.yaml]",
+    )
+    common.option(
+        cal,
+        "--rounds",
+        type=common.whole(0, 100),
+        default=2,
+        help="simulations of the run's ping-pong that correct the factors",
+    )
     cal.add_argument("--json", action="store_true", help="print the calibration as JSON")
 
     val = actions.add_parser("validate", help="re-run a measured run on the model, compare")
@@ -94,8 +148,13 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     _model_options(val)
     common.option(val, "--min-size", default="0", help="smallest size compared")
     common.option(val, "--max-size", help="largest size compared")
-    val.add_argument("--smpi-cfg", action="append", default=[], metavar="NAME:VALUE",
-                     help="extra SimGrid option (repeatable)")
+    val.add_argument(
+        "--smpi-cfg",
+        action="append",
+        default=[],
+        metavar="NAME:VALUE",
+        help="extra SimGrid option (repeatable)",
+    )
     common.option(val, "--label", type=common.label, help="a name for the simulated run")
     val.add_argument("--json", action="store_true", help="print the comparison as JSON")
     val.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -110,8 +169,10 @@ class _BenchParser(argparse.ArgumentParser):
     """Parses the benchmark options after '--'; an error is a UsageError, printed once."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"benchmark options after '--': {message}; they must be valid for"
-                         " 'commscope run' (see 'commscope run --help')")
+        raise UsageError(
+            f"benchmark options after '--': {message}; they must be valid for"
+            " 'commscope run' (see 'commscope run --help')"
+        )
 
 
 def _bench_args(words: list[str]) -> argparse.Namespace:
@@ -121,8 +182,9 @@ def _bench_args(words: list[str]) -> argparse.Namespace:
     return parser.parse_args(words)
 
 
-def _sweeps(specs: list[str], params: SimParams) -> list[tuple[str, SimParams,
-                                                               dict[str, Any] | None]]:
+def _sweeps(
+    specs: list[str], params: SimParams
+) -> list[tuple[str, SimParams, dict[str, Any] | None]]:
     """(label, parameters, sweep record) of every run: one per value of each swept parameter.
 
     The sweep record (parameter, value as given, value in seconds or bytes/s) goes into the
@@ -139,19 +201,24 @@ def _sweeps(specs: list[str], params: SimParams) -> list[tuple[str, SimParams,
             raise UsageError(f"--sweep {spec}: give NAME=V1,V2,... (e.g. nic_latency=80us,400us)")
         for value in values.split(","):
             swept = params.with_value(name, value)
-            record = {"parameter": name, "value": value,
-                      "si_value": getattr(swept, SWEEPABLE[name][0])}
+            record = {
+                "parameter": name,
+                "value": value,
+                "si_value": getattr(swept, SWEEPABLE[name][0]),
+            }
             out.append((f"{name}={value}", swept, record))
     return out
 
 
-def _simulate(args: argparse.Namespace, store: Any, request: dict[str, Any], label: str | None,
-              quiet: bool) -> int:
+def _simulate(
+    args: argparse.Namespace, store: Any, request: dict[str, Any], label: str | None, quiet: bool
+) -> int:
     from commscope.simulate import smpi
 
     mpi = smpi.install()
-    run_id: int = store.create_run(request["benchmark"], label, mpi.tag, mpi.launcher,
-                                   request["np"], request)
+    run_id: int = store.create_run(
+        request["benchmark"], label, mpi.tag, mpi.launcher, request["np"], request
+    )
     run_cmd.measure(store, run_id, request, mpi, quiet)
     return run_id
 
@@ -165,8 +232,10 @@ def _run(args: argparse.Namespace) -> int:
 
     common.require(bool(args.cluster), "--cluster FILE: simulate needs a cluster model")
     bench = _bench_args(args.bench)
-    common.require(not bench.vcluster and not bench.resume,
-                   "--vcluster/--resume: not for simulated runs; the model is the cluster")
+    common.require(
+        not bench.vcluster and not bench.resume,
+        "--vcluster/--resume: not for simulated runs; the model is the cluster",
+    )
     model, params = setup.load(args.cluster)
     nodes = args.nodes or min(2, model.nodes)
     common.require(nodes <= model.nodes, f"--nodes {nodes}: {args.cluster} has {model.nodes}")
@@ -182,20 +251,24 @@ def _run(args: argparse.Namespace) -> int:
     with common.open_store(args) as store:
         sweeps = _sweeps(args.sweep, params)
         for tag, p, sweep in sweeps:
-            request = setup.simulated_request(base, model, p, placement, args.smpi_cfg,
-                                              args.neutral, args.netload)
+            request = setup.simulated_request(
+                base, model, p, placement, args.smpi_cfg, args.neutral, args.netload
+            )
             request["simulate"]["sweep"] = sweep
             label = " ".join(x for x in (args.label, tag) if x) or None
             if not (args.json or args.quiet):
                 common.console(stderr=True).print(
                     f"simulating {placement.label} of {model.describe()}"
-                    f"{' with ' + tag if tag else ''}; {request['simulate']['factors']}")
+                    f"{' with ' + tag if tag else ''}; {request['simulate']['factors']}"
+                )
             runs.append(_simulate(args, store, request, label, args.quiet or args.json))
         if len(runs) == 1:
             from commscope.measure import runner
+
             rid = runs[0]
-            outcome = runner.Outcome(rid, len(store.measured_keys(rid)),
-                                     len(store.measured_keys(rid)))
+            outcome = runner.Outcome(
+                rid, len(store.measured_keys(rid)), len(store.measured_keys(rid))
+            )
             load = store.run_data(rid, "netload")
             if args.json and load is not None:
                 common.print_json({"run": rid, "netload": load})
@@ -206,16 +279,24 @@ def _run(args: argparse.Namespace) -> int:
             if not args.json:
                 seg = store.segments(rid)[-1]
                 wall = (seg.ended_unix or seg.started_unix) - seg.started_unix
-                common.console().print(f"simulated {request['np']} ranks in {wall:.1f} s of wall"
-                                       " time")
+                common.console().print(
+                    f"simulated {request['np']} ranks in {wall:.1f} s of wall time"
+                )
             return status
-        times = [agreement.point_times(store.points(r), store.colls(r), store.contentions(r))
-                 for r in runs]
+        times = [
+            agreement.point_times(store.points(r), store.colls(r), store.contentions(r))
+            for r in runs
+        ]
     labels = [tag for tag, _, _ in sweeps]
     rows = agreement.sensitivity(times)
     if args.json:
-        common.print_json({"runs": runs, "labels": labels, "points": [
-            {"key": list(k), "times_s": v, "change": c} for k, v, c in rows]})
+        common.print_json(
+            {
+                "runs": runs,
+                "labels": labels,
+                "points": [{"key": list(k), "times_s": v, "change": c} for k, v, c in rows],
+            }
+        )
         return 0
     table = Table(title="sensitivity: time per point for each swept value")
     table.add_column("point")
@@ -223,12 +304,17 @@ def _run(args: argparse.Namespace) -> int:
         table.add_column(lab, justify="right")
     table.add_column("change first->last", justify="right")
     for key, values, change in rows:
-        table.add_row(_key_text(key), *[_time(v) for v in values],
-                      "" if math.isnan(change) else f"{100 * change:+.1f} %")
+        table.add_row(
+            _key_text(key),
+            *[_time(v) for v in values],
+            "" if math.isnan(change) else f"{100 * change:+.1f} %",
+        )
     out = common.console()
     out.print(table)
-    out.print(f"runs {', '.join(map(str, runs))}; overlay them with 'commscope compare "
-              f"{' '.join(map(str, runs))}'")
+    out.print(
+        f"runs {', '.join(map(str, runs))}; overlay them with 'commscope compare "
+        f"{' '.join(map(str, runs))}'"
+    )
     return 0
 
 
@@ -240,9 +326,13 @@ def _netload_table(load: dict[str, Any]) -> None:
         table.add_column(col, justify="right")
     for x in load["links"]:
         mean = x["mean_message_bytes"]
-        table.add_row(x["link"], f"{x['bytes'] / 1e6:.3f}", str(x["messages"]),
-                      "" if mean is None else f"{mean:.0f}",
-                      "" if x["mbit_per_s"] is None else f"{x['mbit_per_s']:.1f}")
+        table.add_row(
+            x["link"],
+            f"{x['bytes'] / 1e6:.3f}",
+            str(x["messages"]),
+            "" if mean is None else f"{mean:.0f}",
+            "" if x["mbit_per_s"] is None else f"{x['mbit_per_s']:.1f}",
+        )
     common.console().print(table)
 
 
@@ -268,8 +358,10 @@ def _calibrate(args: argparse.Namespace) -> int:
         run_id = store.resolve_run(args.run)
         info = store.get_run(run_id)
         points = store.points(run_id)
-    common.require(not info.request.get("simulate"),
-                   f"run {run_id} is simulated; calibrate from a measured run")
+    common.require(
+        not info.request.get("simulate"),
+        f"run {run_id} is simulated; calibrate from a measured run",
+    )
     if args.cluster:
         model, params = setup.load(args.cluster)
     else:
@@ -291,15 +383,22 @@ def _calibrate(args: argparse.Namespace) -> int:
     cal = dataclasses.replace(cal, params=tuned)
     setup.write_model(out_path, model, cal.params, out_flag)
     if args.json:
-        common.print_json({"model": out_path, "params": cal.params.to_json(),
-                           "segments": [s.__dict__ for s in cal.inter]})
+        common.print_json(
+            {
+                "model": out_path,
+                "params": cal.params.to_json(),
+                "segments": [s.__dict__ for s in cal.inter],
+            }
+        )
         return 0
     out = common.console()
     p = cal.params
     out.print(f"calibrated from {label}; written to {out_path}")
-    out.print(f"NIC: {p.nic_bw_Bps / 1e6:.2f} MB/s, {p.nic_lat_s * 1e6:.2f} us each (route"
-              f" {2 * p.nic_lat_s * 1e6:.2f} us); memory link: {p.memory_bw_Bps / 1e9:.3f} GB/s,"
-              f" {p.memory_lat_s * 1e6:.3f} us")
+    out.print(
+        f"NIC: {p.nic_bw_Bps / 1e6:.2f} MB/s, {p.nic_lat_s * 1e6:.2f} us each (route"
+        f" {2 * p.nic_lat_s * 1e6:.2f} us); memory link: {p.memory_bw_Bps / 1e9:.3f} GB/s,"
+        f" {p.memory_lat_s * 1e6:.3f} us"
+    )
     table = Table(title="SMPI factors per size segment (inter-node fit)")
     for col in ("from", "to", "sizes", "lat-factor", "bw-factor"):
         table.add_column(col, justify="right")
@@ -319,8 +418,10 @@ def _validate(args: argparse.Namespace) -> int:
     with common.open_store(args) as store:
         run_id = store.resolve_run(args.run)
         info = store.get_run(run_id)
-        common.require(not info.request.get("simulate"),
-                       f"run {run_id} is simulated; validate against a measured run")
+        common.require(
+            not info.request.get("simulate"),
+            f"run {run_id} is simulated; validate against a measured run",
+        )
         model: ClusterModel
         if args.cluster:
             model, params = setup.load(args.cluster)
@@ -331,23 +432,37 @@ def _validate(args: argparse.Namespace) -> int:
         request = setup.simulated_request(info.request, model, params, placement, args.smpi_cfg)
         label = args.label or f"model of run {run_id}"
         sim_id = _simulate(args, store, request, label, args.quiet or args.json)
-        measured = agreement.point_times(store.points(run_id), store.colls(run_id),
-                                         store.contentions(run_id))
-        simulated = agreement.point_times(store.points(sim_id), store.colls(sim_id),
-                                          store.contentions(sim_id))
+        measured = agreement.point_times(
+            store.points(run_id), store.colls(run_id), store.contentions(run_id)
+        )
+        simulated = agreement.point_times(
+            store.points(sim_id), store.colls(sim_id), store.contentions(sim_id)
+        )
     result = agreement.agreement(measured, simulated, min_b, max_b)
     if args.json:
-        common.print_json({"measured_run": run_id, "simulated_run": sim_id,
-                           "factors": request["simulate"]["factors"], **result.to_json()})
+        common.print_json(
+            {
+                "measured_run": run_id,
+                "simulated_run": sim_id,
+                "factors": request["simulate"]["factors"],
+                **result.to_json(),
+            }
+        )
         return 0
     out = common.console()
     table = Table(title=f"run {run_id} measured vs simulated run {sim_id}")
     for col in ("point", "measured", "simulated", "error"):
         table.add_column(col, justify="right")
     for row in result.rows:
-        table.add_row(_key_text(row.key), _time(row.measured_s), _time(row.simulated_s),
-                      f"{100 * row.error:+.1f} %")
+        table.add_row(
+            _key_text(row.key),
+            _time(row.measured_s),
+            _time(row.simulated_s),
+            f"{100 * row.error:+.1f} %",
+        )
     out.print(table)
-    out.print(f"{len(result.rows)} points; |relative error| median {100 * result.median_abs:.1f}"
-              f" %, 90th percentile {100 * result.p90_abs:.1f} %; {request['simulate']['factors']}")
+    out.print(
+        f"{len(result.rows)} points; |relative error| median {100 * result.median_abs:.1f}"
+        f" %, 90th percentile {100 * result.p90_abs:.1f} %; {request['simulate']['factors']}"
+    )
     return 0

@@ -24,8 +24,13 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     serve = actions.add_parser("serve", help="answer clients one session at a time until Ctrl-C")
     common.option(serve, "--bind", help="address to listen on (default: all)")
-    common.option(serve, "--port", type=common.whole(0, 65535), default=prog.DEFAULT_PORT,
-                  help="TCP port (0: any free port, printed)")
+    common.option(
+        serve,
+        "--port",
+        type=common.whole(0, 65535),
+        default=prog.DEFAULT_PORT,
+        help="TCP port (0: any free port, printed)",
+    )
     common.option(serve, "--node", help="name this end reports for itself (default: hostname)")
 
 
@@ -38,8 +43,7 @@ def run(args: argparse.Namespace) -> int:
         words = line.split()
         if words[:1] == ["listening"] and len(words) == 3:
             where = "all addresses" if words[1] == "*" else words[1]
-            print(f"commscope tcp: listening on {where} port {words[2]} (Ctrl-C stops)",
-                  flush=True)
+            print(f"commscope tcp: listening on {where} port {words[2]} (Ctrl-C stops)", flush=True)
         else:
             print(common.terminal_text(f"commscope tcp: {line.strip()}"), flush=True)
 
@@ -47,9 +51,13 @@ def run(args: argparse.Namespace) -> int:
     result = launch.run_streaming(launch.Job(argv), on_line, _FOREVER_S)
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     if result.returncode != 0:
-        why = (lines[-1].removeprefix("commscope-tcp: ") if lines
-               else f"killed by signal {-result.returncode}" if result.returncode < 0
-               else f"exit status {result.returncode}")
+        why = (
+            lines[-1].removeprefix("commscope-tcp: ")
+            if lines
+            else f"killed by signal {-result.returncode}"
+            if result.returncode < 0
+            else f"exit status {result.returncode}"
+        )
         raise UsageError(f"the tcp server stopped: {why}")
     for line in lines:  # sessions that ended early are worth knowing, not fatal
         print(common.terminal_text(line), file=sys.stderr)

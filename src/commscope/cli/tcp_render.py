@@ -39,10 +39,12 @@ class TcpRun:
 
 
 def end_text(end: dict[str, Any]) -> str:
-    """"csnode1 10.77.0.2 on eth0 (MTU 1500, 10000 Mb/s)"."""
+    """One end's facts, e.g. "csnode1 10.77.0.2 on eth0 (MTU 1500, 10000 Mb/s)"."""
     speed = end.get("speed_mbps")
-    facts = [f"MTU {end['mtu']}" if end.get("mtu") is not None else "MTU unknown",
-             f"{speed} Mb/s" if speed is not None else "speed unknown"]
+    facts = [
+        f"MTU {end['mtu']}" if end.get("mtu") is not None else "MTU unknown",
+        f"{speed} Mb/s" if speed is not None else "speed unknown",
+    ]
     iface = end.get("interface") or "no interface found"
     return f"{end.get('node')} {end.get('address')} on {iface} ({', '.join(facts)})"
 
@@ -75,13 +77,24 @@ def _pingpong(points: list[Point]) -> tuple[p2p.PairFigures | None, p2p.CurveFig
 
 def summary_table(console: Console, runs: list[TcpRun]) -> None:
     """One row per run: buffers asked and granted, latency, peak, saturation, stream rates."""
-    table = Table(title="TCP: buffers granted (send/receive), ping-pong and stream"
-                  " (MB/s = 10^6 bytes/s)")
-    cols = ("run", "sockbuf", "client", "server", "latency (us)", "peak (MB/s)", "at",
-            "saturation", "stream c->s", "stream s->c", "retransmitted")
+    table = Table(
+        title="TCP: buffers granted (send/receive), ping-pong and stream (MB/s = 10^6 bytes/s)"
+    )
+    cols = (
+        "run",
+        "sockbuf",
+        "client",
+        "server",
+        "latency (us)",
+        "peak (MB/s)",
+        "at",
+        "saturation",
+        "stream c->s",
+        "stream s->c",
+        "retransmitted",
+    )
     for col in cols:
-        table.add_column(col, justify="left" if col in ("sockbuf", "client", "server")
-                         else "right")
+        table.add_column(col, justify="left" if col in ("sockbuf", "client", "server") else "right")
     notes = []
     for run in runs:
         pair, curve = _pingpong(run.points)
@@ -93,19 +106,28 @@ def summary_table(console: Console, runs: list[TcpRun]) -> None:
             rates = [f"{d.rate_Bps / 1e6:.1f}" for d in dirs] + [""] * (2 - len(dirs))
             retrans = " / ".join("?" if d.retrans is None else str(d.retrans) for d in dirs)
         table.add_row(
-            str(run.info.id), sockbuf_text(run.sockbuf), granted_text(run, "client"),
-            granted_text(run, "server"), "" if lat is None else f"{lat * 1e6:.2f}",
-            "" if curve is None or curve.peak_bandwidth_Bps is None
+            str(run.info.id),
+            sockbuf_text(run.sockbuf),
+            granted_text(run, "client"),
+            granted_text(run, "server"),
+            "" if lat is None else f"{lat * 1e6:.2f}",
+            ""
+            if curve is None or curve.peak_bandwidth_Bps is None
             else f"{curve.peak_bandwidth_Bps / 1e6:.1f}",
             "" if curve is None or curve.peak_bytes is None else size_text(curve.peak_bytes),
-            "" if curve is None or curve.saturation_bytes is None
+            ""
+            if curve is None or curve.saturation_bytes is None
             else size_text(curve.saturation_bytes),
-            rates[0], rates[1], retrans,
+            rates[0],
+            rates[1],
+            retrans,
         )
         if cap_notes(run):
-            notes.append(f"run {run.info.id}: {prog_text(run.sockbuf)} was capped by "
-                         f"{', '.join(cap_notes(run))} (the kernel grants twice the request"
-                         " up to twice the cap)")
+            notes.append(
+                f"run {run.info.id}: {prog_text(run.sockbuf)} was capped by "
+                f"{', '.join(cap_notes(run))} (the kernel grants twice the request"
+                " up to twice the cap)"
+            )
         if run.info.status != "complete":
             notes.append(f"run {run.info.id} is {run.info.status}: {run.info.message}")
     console.print(table)
@@ -114,7 +136,7 @@ def summary_table(console: Console, runs: list[TcpRun]) -> None:
 
 
 def prog_text(sockbuf: int) -> str:
-    """"--sockbuf 512 KiB"."""
+    """The option a run was made with, e.g. "--sockbuf 512 KiB"."""
     return f"--sockbuf {sockbuf_text(sockbuf)}"
 
 
@@ -122,8 +144,11 @@ def run_json(run: TcpRun) -> dict[str, Any]:
     """A run's TCP figures with full key names: bytes, seconds, bytes/s."""
     pair, curve = _pingpong(run.points)
     return {
-        "run": run.info.id, "status": run.info.status, "label": run.info.label,
-        "message": run.info.message, "sockbuf_requested": run.sockbuf,
+        "run": run.info.id,
+        "status": run.info.status,
+        "label": run.info.label,
+        "message": run.info.message,
+        "sockbuf_requested": run.sockbuf,
         "pair": pair.pair if pair else (run.streams[0].pair if run.streams else None),
         "ends": list(run.ends.values()),
         "points": len(run.points),
@@ -133,11 +158,21 @@ def run_json(run: TcpRun) -> dict[str, Any]:
         "peak_bytes": curve.peak_bytes if curve else None,
         "saturation_bytes": curve.saturation_bytes if curve else None,
         "stream": [
-            {"from": d.src, "to": d.dst, "rate_Bps": d.rate_Bps, "received_bytes": d.received_bytes,
-             "seconds": d.last_s, "messages": d.messages, "retrans": d.retrans,
-             "segs_out": d.segs_out, "snd_mss": d.snd_mss, "mean_bytes": s.mean_bytes,
-             "max_bytes": s.max_bytes}
-            for s in run.streams for d in s.directions
+            {
+                "from": d.src,
+                "to": d.dst,
+                "rate_Bps": d.rate_Bps,
+                "received_bytes": d.received_bytes,
+                "seconds": d.last_s,
+                "messages": d.messages,
+                "retrans": d.retrans,
+                "segs_out": d.segs_out,
+                "snd_mss": d.snd_mss,
+                "mean_bytes": s.mean_bytes,
+                "max_bytes": s.max_bytes,
+            }
+            for s in run.streams
+            for d in s.directions
         ],
     }
 

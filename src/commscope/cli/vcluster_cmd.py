@@ -25,8 +25,10 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     up = actions.add_parser("up", help="build the cluster (safe to repeat with the same options)")
     up.add_argument(
-        "--nodes", type=common.whole(1, vcluster.MAX_NODES), required=True,
-                                     help=f"number of nodes, 1 .. {vcluster.MAX_NODES}"
+        "--nodes",
+        type=common.whole(1, vcluster.MAX_NODES),
+        required=True,
+        help=f"number of nodes, 1 .. {vcluster.MAX_NODES}",
     )
     common.option(
         up,
@@ -40,12 +42,21 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         default=vcluster.DEFAULT_SUBNET,
         help="IPv4 network of /24 or larger for the bridge and the nodes",
     )
-    up.add_argument("--ssh", action="store_true",
-                    help="run an OpenSSH server in every node (keys made now, gone at 'down')")
-    up.add_argument("--slurm", action="store_true",
-                    help="run Slurm: slurmctld and munged here, one slurmd in every node")
-    actions.add_parser("down", help="stop its daemons; remove every namespace, link, key, "
-                       "configuration, hosts entry and state file")
+    up.add_argument(
+        "--ssh",
+        action="store_true",
+        help="run an OpenSSH server in every node (keys made now, gone at 'down')",
+    )
+    up.add_argument(
+        "--slurm",
+        action="store_true",
+        help="run Slurm: slurmctld and munged here, one slurmd in every node",
+    )
+    actions.add_parser(
+        "down",
+        help="stop its daemons; remove every namespace, link, key, "
+        "configuration, hosts entry and state file",
+    )
     status = actions.add_parser("status", help="show the nodes and check their health")
     status.add_argument("--json", action="store_true", help="print the state as JSON")
 

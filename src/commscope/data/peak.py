@@ -44,15 +44,23 @@ class BusyClock:
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict, as stored in a node run's request."""
-        return {"ghz": self.ghz, "cpus": list(self.cpus), "per_cpu_ghz": list(self.per_cpu_ghz),
-                "method": self.method, "source": BUSY_SOURCE}
+        return {
+            "ghz": self.ghz,
+            "cpus": list(self.cpus),
+            "per_cpu_ghz": list(self.per_cpu_ghz),
+            "method": self.method,
+            "source": BUSY_SOURCE,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BusyClock:
         """Rebuild a clock stored by ``to_json``."""
-        return cls(float(data["ghz"]), tuple(int(c) for c in data.get("cpus", ())),
-                   tuple(float(g) for g in data.get("per_cpu_ghz", ())),
-                   str(data.get("method", "")))
+        return cls(
+            float(data["ghz"]),
+            tuple(int(c) for c in data.get("cpus", ())),
+            tuple(float(g) for g in data.get("per_cpu_ghz", ())),
+            str(data.get("method", "")),
+        )
 
 
 def _cpus_text(cpus: Iterable[int]) -> str:
@@ -125,14 +133,18 @@ class PeakModel:
         """P_peak spelled out, with where the clock and the flops per cycle came from."""
         fpc, clk = self.flops_per_cycle, self.clock_for(cores)
         if fpc is None or clk is None:
-            missing = [name for name, part in (("--peak-flops-per-cycle", fpc),
-                                               (OVERRIDE_SOURCE, clk)) if part is None]
+            missing = [
+                name
+                for name, part in (("--peak-flops-per-cycle", fpc), (OVERRIDE_SOURCE, clk))
+                if part is None
+            ]
             return f"P_peak unknown for {self.model}: give {' and '.join(missing)}"
-        how = (f"{fpc.isa} in {fpc.source}, {fpc.why}" if fpc.source == FLAGS_SOURCE
-               else fpc.source)
-        return (f"P_peak = {cores} core{'s' if cores != 1 else ''} x {clk.ghz:.3f} GHz x"
-                f" {fpc.value:g} flops/cycle = {self.peak_gflops(cores):.1f} GFLOPS"
-                f" (clock: {self.clock_text(cores)}; flops/cycle: {how})")
+        how = f"{fpc.isa} in {fpc.source}, {fpc.why}" if fpc.source == FLAGS_SOURCE else fpc.source
+        return (
+            f"P_peak = {cores} core{'s' if cores != 1 else ''} x {clk.ghz:.3f} GHz x"
+            f" {fpc.value:g} flops/cycle = {self.peak_gflops(cores):.1f} GFLOPS"
+            f" (clock: {self.clock_text(cores)}; flops/cycle: {how})"
+        )
 
     def with_busy(self, busy: Mapping[int, BusyClock], error: str | None = None) -> PeakModel:
         """This model with busy clocks per core count (and why some are missing)."""
@@ -140,19 +152,24 @@ class PeakModel:
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict, as stored in a node run's request."""
-        return {"model": self.model,
-                "flops_per_cycle": asdict(self.flops_per_cycle) if self.flops_per_cycle else None,
-                "clock": asdict(self.clock) if self.clock else None,
-                "per_core_gflops": self.per_core_gflops,
-                "busy_clock": {str(c): b.to_json() for c, b in sorted(self.busy.items())},
-                "busy_clock_error": self.busy_error}
+        return {
+            "model": self.model,
+            "flops_per_cycle": asdict(self.flops_per_cycle) if self.flops_per_cycle else None,
+            "clock": asdict(self.clock) if self.clock else None,
+            "per_core_gflops": self.per_core_gflops,
+            "busy_clock": {str(c): b.to_json() for c, b in sorted(self.busy.items())},
+            "busy_clock_error": self.busy_error,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PeakModel:
         """Rebuild a model stored by ``to_json`` (runs stored before busy clocks have none)."""
         fpc, clock = data.get("flops_per_cycle"), data.get("clock")
         busy = data.get("busy_clock") or {}
-        return cls(str(data.get("model", "")),
-                   FlopsPerCycle(**fpc) if fpc else None, Clock(**clock) if clock else None,
-                   {int(c): BusyClock.from_json(b) for c, b in busy.items()},
-                   data.get("busy_clock_error"))
+        return cls(
+            str(data.get("model", "")),
+            FlopsPerCycle(**fpc) if fpc else None,
+            Clock(**clock) if clock else None,
+            {int(c): BusyClock.from_json(b) for c, b in busy.items()},
+            data.get("busy_clock_error"),
+        )

@@ -118,8 +118,11 @@ def record_from_dict(data: Any, where: str, validate: bool = True) -> Record:
     """
     kind = data.get("type") if isinstance(data, dict) else None
     if kind not in RECORD_TYPES:
-        raise _fail(where, "expected a JSON object whose 'type' is "
-                    f"{', '.join(RECORD_TYPES[:-1])} or {RECORD_TYPES[-1]}")
+        raise _fail(
+            where,
+            "expected a JSON object whose 'type' is "
+            f"{', '.join(RECORD_TYPES[:-1])} or {RECORD_TYPES[-1]}",
+        )
     if kind == "header" and data.get("schema_version") != SCHEMA_VERSION:
         raise _fail(
             where,
@@ -237,9 +240,17 @@ def _contention(d: dict[str, Any], where: str) -> Contention:
     samples = tuple(tuple(float(t) for t in rep) for rep in d["samples_s"])
     if any(len(rep) != 2 * len(pairs) for rep in samples):
         raise _fail(where, "contention samples_s must hold one time per process of the pairs")
-    return Contention(d["level"], int(d["cf"]), int(d["bytes"]), pairs, int(d["nruns"]),
-                      d["start"], samples, raw=d,
-                      in_flight=int(d.get("in_flight", 1)))
+    return Contention(
+        d["level"],
+        int(d["cf"]),
+        int(d["bytes"]),
+        pairs,
+        int(d["nruns"]),
+        d["start"],
+        samples,
+        raw=d,
+        in_flight=int(d.get("in_flight", 1)),
+    )
 
 
 def _stream(d: dict[str, Any], where: str) -> Stream:
@@ -247,46 +258,92 @@ def _stream(d: dict[str, Any], where: str) -> Stream:
         return None if value is None else int(value)
 
     directions = tuple(
-        StreamDirection(int(x["from"]), int(x["to"]), int(x["sent_bytes"]), int(x["messages"]),
-                        float(x["send_s"]), int(x["received_bytes"]), float(x["first_s"]),
-                        float(x["last_s"]), tuple(int(b) for b in x["bins_bytes"]),
-                        known(x.get("retrans")), known(x.get("segs_out")),
-                        known(x.get("snd_mss")))
+        StreamDirection(
+            int(x["from"]),
+            int(x["to"]),
+            int(x["sent_bytes"]),
+            int(x["messages"]),
+            float(x["send_s"]),
+            int(x["received_bytes"]),
+            float(x["first_s"]),
+            float(x["last_s"]),
+            tuple(int(b) for b in x["bins_bytes"]),
+            known(x.get("retrans")),
+            known(x.get("segs_out")),
+            known(x.get("snd_mss")),
+        )
         for x in d["directions"]
     )
     if not directions:  # only reachable without validation
         raise _fail(where, "stream has no directions")
     a, b = (int(r) for r in d["ranks"])
-    return Stream(d["pair"], (a, b), int(d["mean_bytes"]), int(d["max_bytes"]),
-                  float(d["duration_s"]), float(d["interval_s"]), directions, raw=d)
+    return Stream(
+        d["pair"],
+        (a, b),
+        int(d["mean_bytes"]),
+        int(d["max_bytes"]),
+        float(d["duration_s"]),
+        float(d["interval_s"]),
+        directions,
+        raw=d,
+    )
 
 
 def _linpack(d: dict[str, Any], where: str) -> Linpack:
     if len(d["gflops"]) != len(d["times_s"]):
         raise _fail(where, "linpack times_s and gflops must have one entry per solve")
-    return Linpack(int(d["cores"]), int(d["threads"]), int(d["n"]),
-                   tuple(float(t) for t in d["times_s"]), tuple(float(g) for g in d["gflops"]),
-                   float(d["residual"]), tuple(int(c) for c in d["affinity"]), raw=d)
+    return Linpack(
+        int(d["cores"]),
+        int(d["threads"]),
+        int(d["n"]),
+        tuple(float(t) for t in d["times_s"]),
+        tuple(float(g) for g in d["gflops"]),
+        float(d["residual"]),
+        tuple(int(c) for c in d["affinity"]),
+        raw=d,
+    )
 
 
 def _loggp(d: dict[str, Any], where: str) -> LogGP:
     a, b = (int(r) for r in d["ranks"])
     if a == b:
         raise _fail(where, f"loggp ranks are both {a}; a pair needs two ranks")
-    times = {k: tuple(float(t) for t in d[k])
-             for k in ("prtt_1_0_s", "prtt_n_0_s", "prtt_n_d_s", "send_s", "recv_s", "timer_s")}
+    times = {
+        k: tuple(float(t) for t in d[k])
+        for k in ("prtt_1_0_s", "prtt_n_0_s", "prtt_n_d_s", "send_s", "recv_s", "timer_s")
+    }
     samples, n = len(times["prtt_1_0_s"]), int(d["n"])
     if any(len(times[k]) != samples for k in ("prtt_n_0_s", "prtt_n_d_s", "recv_s")):
-        raise _fail(where, "loggp prtt_1_0_s, prtt_n_0_s, prtt_n_d_s and recv_s must have one"
-                    " entry per sample")
+        raise _fail(
+            where,
+            "loggp prtt_1_0_s, prtt_n_0_s, prtt_n_d_s and recv_s must have one entry per sample",
+        )
     if len(times["send_s"]) != n * samples:
         raise _fail(where, f"loggp send_s must hold n = {n} send times per sample")
-    return LogGP(d["pair"], (a, b), int(d["bytes"]), n, float(d["delay_s"]),
-                 float(d["wait_s"]), times["prtt_1_0_s"], times["prtt_n_0_s"],
-                 times["prtt_n_d_s"], times["send_s"], times["recv_s"], times["timer_s"],
-                 d["stop"], raw=d)
+    return LogGP(
+        d["pair"],
+        (a, b),
+        int(d["bytes"]),
+        n,
+        float(d["delay_s"]),
+        float(d["wait_s"]),
+        times["prtt_1_0_s"],
+        times["prtt_n_0_s"],
+        times["prtt_n_d_s"],
+        times["send_s"],
+        times["recv_s"],
+        times["timer_s"],
+        d["stop"],
+        raw=d,
+    )
 
 
 _BUILDERS: dict[str, Callable[[dict[str, Any], str], Record]] = {
-    "header": _header, "point": _point, "coll": _coll, "contention": _contention,
-    "stream": _stream, "linpack": _linpack, "loggp": _loggp}
+    "header": _header,
+    "point": _point,
+    "coll": _coll,
+    "contention": _contention,
+    "stream": _stream,
+    "linpack": _linpack,
+    "loggp": _loggp,
+}

@@ -149,8 +149,7 @@ class Point:
             if a:
                 out.add(i)
             if b:
-                out.add(i + 1 if i + 1 < n and self.samples_s[i + 1] > self.samples_s[i]
-                        else i)
+                out.add(i + 1 if i + 1 < n and self.samples_s[i + 1] > self.samples_s[i] else i)
         return tuple(sorted(out))
 
     @cached_property

@@ -101,10 +101,16 @@ class SegmentInfo:
         return _header_record(self.header, f"segment {self.id} header")
 
 
-
-def _insert_run(c: sqlite3.Connection, kind: str, label: str | None, mpi: str | None,
-                launcher: str | None, nranks: int | None, request: dict[str, Any],
-                status: str) -> int:
+def _insert_run(
+    c: sqlite3.Connection,
+    kind: str,
+    label: str | None,
+    mpi: str | None,
+    launcher: str | None,
+    nranks: int | None,
+    request: dict[str, Any],
+    status: str,
+) -> int:
     cur = c.execute(
         "INSERT INTO runs (created_unix, kind, label, status, mpi, launcher, nranks,"
         " request_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -188,8 +194,13 @@ class Store:
             return _insert_segment(c, run_id, argv, "running")
 
     def add_complete_run(
-        self, kind: str, label: str | None, nranks: int | None, request: dict[str, Any],
-        argv: list[str], points: list[Point | Coll],
+        self,
+        kind: str,
+        label: str | None,
+        nranks: int | None,
+        request: dict[str, Any],
+        argv: list[str],
+        points: list[Point | Coll],
     ) -> int:
         """Store a whole run (one segment, every point) in one transaction; its id.
 
@@ -219,7 +230,9 @@ class Store:
             c.execute("UPDATE segments SET header_json = ? WHERE id = ?", (text, segment_id))
 
     def add_point(
-        self, run_id: int, segment_id: int,
+        self,
+        run_id: int,
+        segment_id: int,
         point: Point | Coll | Contention | Stream | Linpack | LogGP,
     ) -> None:
         """Store one measured point, committed before returning.
@@ -236,7 +249,10 @@ class Store:
             self._insert_point(c, run_id, segment_id, point)
 
     def _insert_point(
-        self, c: sqlite3.Connection, run_id: int, segment_id: int,
+        self,
+        c: sqlite3.Connection,
+        run_id: int,
+        segment_id: int,
         point: Point | Coll | Contention | Stream | Linpack | LogGP,
     ) -> None:
         record = json.dumps(point.raw)
@@ -254,7 +270,10 @@ class Store:
             ) from None
 
     def finish_segment(
-        self, segment_id: int, status: str, message: str | None = None,
+        self,
+        segment_id: int,
+        status: str,
+        message: str | None = None,
         end: dict[str, Any] | None = None,
     ) -> None:
         """Mark an engine launch as ended with ``status``, a one-line message and its end record."""
@@ -298,13 +317,16 @@ class Store:
         """Keep derived data of ``kind`` with a run (replacing what was there)."""
         self._require_run(run_id)
         with self._write(f"store the run's {kind}") as c:
-            c.execute("INSERT OR REPLACE INTO run_data (run_id, kind, data_json) VALUES (?, ?, ?)",
-                      (run_id, kind, json.dumps(data)))
+            c.execute(
+                "INSERT OR REPLACE INTO run_data (run_id, kind, data_json) VALUES (?, ?, ?)",
+                (run_id, kind, json.dumps(data)),
+            )
 
     def run_data(self, run_id: int, kind: str) -> Any:
         """The run's derived data of ``kind``; None when there is none."""
-        row = self._conn.execute("SELECT data_json FROM run_data WHERE run_id = ? AND kind = ?",
-                                 (run_id, kind)).fetchone()
+        row = self._conn.execute(
+            "SELECT data_json FROM run_data WHERE run_id = ? AND kind = ?", (run_id, kind)
+        ).fetchone()
         return None if row is None else json.loads(row[0])
 
     def resolve_run(self, ref: str) -> int:
@@ -321,8 +343,10 @@ class Store:
                 raise StoreError(f"no run latest in {self.path}: no runs yet; run 'commscope run'")
             return int(row[0])
         if not re.fullmatch(r"[0-9]{1,19}", text) or int(text) > MAX_RUN_ID:
-            raise UsageError(f"run {shown(ref)} is neither 'latest' nor a run id (a whole number"
-                             f" up to {MAX_RUN_ID}); see 'commscope runs'")
+            raise UsageError(
+                f"run {shown(ref)} is neither 'latest' nor a run id (a whole number"
+                f" up to {MAX_RUN_ID}); see 'commscope runs'"
+            )
         self._require_run(int(text))
         return int(text)
 

@@ -17,8 +17,9 @@ FORMATS = ("osu", "imb", "netpipe")
 __all__ = ["FORMATS", "PAIR_LABELS", "Imported", "load", "store_imported"]
 
 
-def load(fmt: str, path: str | os.PathLike[str], pair: str = "unknown",
-         nranks: int | None = None) -> Imported:
+def load(
+    fmt: str, path: str | os.PathLike[str], pair: str = "unknown", nranks: int | None = None
+) -> Imported:
     """Read one output file of ``fmt`` (one of FORMATS) into records, storing nothing.
 
     Args:
@@ -55,5 +56,6 @@ def store_imported(store: Store, imported: Imported, label: str) -> int:
     path = os.path.abspath(imported.file)
     request = {"imported": {"format": imported.format, "file": path, "label": label}}
     argv = ["commscope", "import", imported.format, path]
-    return store.add_complete_run("import", label, imported.nranks, request, argv,
-                                  list(imported.records))
+    return store.add_complete_run(
+        "import", label, imported.nranks, request, argv, list(imported.records)
+    )

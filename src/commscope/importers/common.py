@@ -112,16 +112,31 @@ class Collector:
 
     def _check(self, lineno: int, nbytes: int, seconds: float, what: str) -> None:
         if not 0 <= nbytes <= limits.MAX_MESSAGE_BYTES:
-            raise self.fail(lineno, f"size {nbytes} is beyond one message (0 to"
-                            f" {limits.MAX_MESSAGE_BYTES} bytes)")
+            raise self.fail(
+                lineno,
+                f"size {nbytes} is beyond one message (0 to {limits.MAX_MESSAGE_BYTES} bytes)",
+            )
         if not (math.isfinite(seconds) and limits.MIN_TIME_S <= seconds <= limits.MAX_TIME_S):
-            raise self.fail(lineno, f"{what} gives a time of {seconds:g} s, not a measurement"
-                            f" (a time is above {limits.MIN_TIME_S:g} s and at most"
-                            f" {limits.MAX_TIME_S:g} s)")
+            raise self.fail(
+                lineno,
+                f"{what} gives a time of {seconds:g} s, not a measurement"
+                f" (a time is above {limits.MIN_TIME_S:g} s and at most"
+                f" {limits.MAX_TIME_S:g} s)",
+            )
 
-    def point(self, lineno: int, *, op: str, pair: str, nbytes: int, bytes_per_sample: int,
-              sample_s: float, window: int | None = None, iters: int = 1,
-              what: str = "the row") -> None:
+    def point(
+        self,
+        lineno: int,
+        *,
+        op: str,
+        pair: str,
+        nbytes: int,
+        bytes_per_sample: int,
+        sample_s: float,
+        window: int | None = None,
+        iters: int = 1,
+        what: str = "the row",
+    ) -> None:
         """Add one sample of a point-to-point measurement read at ``lineno``.
 
         ``what`` names the value the time came from, for errors ("a rate of 0 Msg/sec").
@@ -132,9 +147,18 @@ class Collector:
         key = (op, pair, nbytes)
         record = self._points.get(key)
         if record is None:
-            record = {"type": "point", "op": op, "pair": pair, "ranks": [0, 1], "bytes": nbytes,
-                      "bytes_per_sample": bytes_per_sample, "iters_per_sample": iters,
-                      "warmup": 0, "samples_s": [], "stop": "imported"}
+            record = {
+                "type": "point",
+                "op": op,
+                "pair": pair,
+                "ranks": [0, 1],
+                "bytes": nbytes,
+                "bytes_per_sample": bytes_per_sample,
+                "iters_per_sample": iters,
+                "warmup": 0,
+                "samples_s": [],
+                "stop": "imported",
+            }
             if window is not None:
                 record["window"] = window
             self._points[key] = record
@@ -145,19 +169,37 @@ class Collector:
             self._check(lineno, nbytes, sample_s, what)
         record["samples_s"].append(sample_s)
 
-    def coll(self, lineno: int, *, op: str, group: str, nranks: int, nbytes: int,
-             time_s: float, what: str = "the row") -> None:
+    def coll(
+        self,
+        lineno: int,
+        *,
+        op: str,
+        group: str,
+        nranks: int,
+        nbytes: int,
+        time_s: float,
+        what: str = "the row",
+    ) -> None:
         """Add one reported time of a collective read at ``lineno``."""
         self._check(lineno, nbytes, time_s, what)
         if not 1 <= nranks <= limits.MAX_RANKS:
-            raise self.fail(lineno, f"{nranks} processes is not a count from 1 to"
-                            f" {limits.MAX_RANKS}")
+            raise self.fail(
+                lineno, f"{nranks} processes is not a count from 1 to {limits.MAX_RANKS}"
+            )
         key = (op, group, nbytes)
         record = self._colls.get(key)
         if record is None:
-            record = {"type": "coll", "op": op, "group": group, "nranks": nranks,
-                      "bytes": nbytes, "method": "imported", "times_s": [], "flags": [],
-                      "stop": "imported"}
+            record = {
+                "type": "coll",
+                "op": op,
+                "group": group,
+                "nranks": nranks,
+                "bytes": nbytes,
+                "method": "imported",
+                "times_s": [],
+                "flags": [],
+                "stop": "imported",
+            }
             self._colls[key] = record
             self._where[("c", op, group, nbytes)] = lineno
         record["times_s"].append(time_s)

@@ -27,8 +27,10 @@ WINDOW = 64  # IMB's message window for Uniband and Biband
 _BENCH = re.compile(r"^#\s*Benchmarking\s+(?P<name>\S+)")
 _PROCS = re.compile(r"^#\s*#processes\s*=\s*(?P<n>.*)$")
 _FAILED = ("out-of-mem", "int-overflow", "time-out")
-_EXPECTED = ("IMB output: '# Benchmarking NAME', '# #processes = N', a '#bytes #repetitions"
-             " ...' header, then rows of numbers")
+_EXPECTED = (
+    "IMB output: '# Benchmarking NAME', '# #processes = N', a '#bytes #repetitions"
+    " ...' header, then rows of numbers"
+)
 
 
 class _Table:
@@ -64,11 +66,21 @@ def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
         table = tables[-1] if tables else None
         if text.startswith(("#bytes", "#repetitions")):
             if table is None:
-                raise malformed(path, lineno, line, "a column header before any"
-                                " '# Benchmarking' line", _EXPECTED)
+                raise malformed(
+                    path,
+                    lineno,
+                    line,
+                    "a column header before any '# Benchmarking' line",
+                    _EXPECTED,
+                )
             if table.rows:  # the rows read so far were laid out by the first header
-                raise malformed(path, lineno, line, f"a second column header in the table of"
-                                f" {table.name} (line {table.lineno})", _EXPECTED)
+                raise malformed(
+                    path,
+                    lineno,
+                    line,
+                    f"a second column header in the table of {table.name} (line {table.lineno})",
+                    _EXPECTED,
+                )
             table.columns = text.split()
             continue
         if text.startswith("#"):
@@ -76,26 +88,39 @@ def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
                 tables.append(_Table(bench["name"], lineno))
             elif table is not None and (procs := _PROCS.match(text)):
                 if table.rows:
-                    raise malformed(path, lineno, line, f"a second process count in the table"
-                                    f" of {table.name} (line {table.lineno})", _EXPECTED)
+                    raise malformed(
+                        path,
+                        lineno,
+                        line,
+                        f"a second process count in the table"
+                        f" of {table.name} (line {table.lineno})",
+                        _EXPECTED,
+                    )
                 try:
                     table.nprocs = strict.whole(procs["n"], 1, MAX_RANKS)
                 except strict.NumberError as err:
                     raise malformed(path, lineno, line, f"#processes {err}", _EXPECTED) from None
             continue
         if table is None or not table.columns:
-            raise malformed(path, lineno, line, "data before a benchmark's column header",
-                            _EXPECTED)
+            raise malformed(
+                path, lineno, line, "data before a benchmark's column header", _EXPECTED
+            )
         tokens = text.split()
         failed = next((f for f in _FAILED if f in text), None)
         if failed:
-            notes.append(f"line {lineno}: {table.name} {tokens[0]} bytes failed in IMB"
-                         f" ({failed}), skipped")
+            notes.append(
+                f"line {lineno}: {table.name} {tokens[0]} bytes failed in IMB ({failed}), skipped"
+            )
             continue
         values = [number(t) for t in tokens]
         if len(tokens) != len(table.columns) or any(v is None or v < 0 for v in values):
-            raise malformed(path, lineno, line, f"not {len(table.columns)} non-negative numbers"
-                            f" under {' '.join(table.columns)!r}", _EXPECTED)
+            raise malformed(
+                path,
+                lineno,
+                line,
+                f"not {len(table.columns)} non-negative numbers under {' '.join(table.columns)!r}",
+                _EXPECTED,
+            )
         table.rows.append((lineno, line, [float(v or 0.0) for v in values]))
     out = Collector(path, lines, _EXPECTED)
     most = max((t.nprocs or 2 for t in tables), default=2)
@@ -105,8 +130,9 @@ def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
             notes.append(f"line {table.lineno}: {table.name} skipped ({reason})")
     records = out.records()
     if not records:
-        raise malformed(path, len(lines), lines[-1] if lines else "", "no IMB table with"
-                        " times", _EXPECTED)
+        raise malformed(
+            path, len(lines), lines[-1] if lines else "", "no IMB table with times", _EXPECTED
+        )
     return Imported("imb", path, records, most, tuple(notes))
 
 
@@ -137,19 +163,41 @@ def _store(out: Collector, table: _Table, path: str, pair: str, most: int) -> st
             if rate <= 0:
                 raise malformed(path, lineno, line, "Msg/sec must be above 0", _EXPECTED)
             messages = WINDOW * (2 if name == "Biband" else 1)
-            out.point(lineno, op="bw" if name == "Uniband" else "bibw", pair=pair,
-                      nbytes=size, bytes_per_sample=messages * size, sample_s=messages / rate,
-                      window=WINDOW, iters=max(reps, 1), what=f"{rate:g} Msg/sec")
+            out.point(
+                lineno,
+                op="bw" if name == "Uniband" else "bibw",
+                pair=pair,
+                nbytes=size,
+                bytes_per_sample=messages * size,
+                sample_s=messages / rate,
+                window=WINDOW,
+                iters=max(reps, 1),
+                what=f"{rate:g} Msg/sec",
+            )
         elif time_col is None:  # unreachable: checked above
             return "no time column"
         elif name == "PingPong":
-            out.point(lineno, op="pingpong", pair=pair, nbytes=size, bytes_per_sample=size,
-                      sample_s=values[time_col] / 1e6, iters=max(reps, 1),
-                      what=f"{cols[time_col]} {values[time_col]:g}")
+            out.point(
+                lineno,
+                op="pingpong",
+                pair=pair,
+                nbytes=size,
+                bytes_per_sample=size,
+                sample_s=values[time_col] / 1e6,
+                iters=max(reps, 1),
+                what=f"{cols[time_col]} {values[time_col]:g}",
+            )
         else:
             nprocs = table.nprocs or 2
             group = "world" if nprocs == most else f"ranks 0-{nprocs - 1}"
             op = re.sub(r"[^a-z0-9_]", "_", name.lower())
-            out.coll(lineno, op=op, group=group, nranks=nprocs, nbytes=size,
-                     time_s=values[time_col] / 1e6, what=f"{cols[time_col]} {values[time_col]:g}")
+            out.coll(
+                lineno,
+                op=op,
+                group=group,
+                nranks=nprocs,
+                nbytes=size,
+                time_s=values[time_col] / 1e6,
+                what=f"{cols[time_col]} {values[time_col]:g}",
+            )
     return None

@@ -15,8 +15,10 @@ from commscope.importers.common import Collector, Imported, integer, malformed, 
 MBPS = float(1 << 20)  # bits per second in NetPIPE's Mbps
 _ROUNDING_S = 5e-9  # half the last printed digit of the time column
 _AGREEMENT = 0.01  # relative slack on top of the rounding
-_EXPECTED = ("NetPIPE output: rows of 'bytes Mbps seconds', Mbps being 2^20 bit/s and seconds"
-             " the one-way time")
+_EXPECTED = (
+    "NetPIPE output: rows of 'bytes Mbps seconds', Mbps being 2^20 bit/s and seconds"
+    " the one-way time"
+)
 
 
 def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
@@ -40,19 +42,35 @@ def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
         size = integer(tokens[0])
         values = [number(t) for t in tokens[1:]]
         if size is None or len(values) < 2 or any(v is None or v < 0 for v in values):
-            raise malformed(path, lineno, line, "not a size followed by two or more"
-                            " non-negative numbers", _EXPECTED)
+            raise malformed(
+                path,
+                lineno,
+                line,
+                "not a size followed by two or more non-negative numbers",
+                _EXPECTED,
+            )
         mbps, seconds = float(values[0] or 0.0), float(values[1] or 0.0)
         sample = seconds
         if size > 0 and mbps > 0:
             sample = size * 8 / (mbps * MBPS)
             if abs(sample - seconds) > _ROUNDING_S + _AGREEMENT * seconds:
-                raise malformed(path, lineno, line, f"{mbps:g} Mbps and {seconds:g} s disagree"
-                                f" for {size} bytes", _EXPECTED)
-        out.point(lineno, op="pingpong", pair=pair, nbytes=size, bytes_per_sample=size,
-                  sample_s=sample, what=f"{mbps:g} Mbps and {seconds:g} s")
+                raise malformed(
+                    path,
+                    lineno,
+                    line,
+                    f"{mbps:g} Mbps and {seconds:g} s disagree for {size} bytes",
+                    _EXPECTED,
+                )
+        out.point(
+            lineno,
+            op="pingpong",
+            pair=pair,
+            nbytes=size,
+            bytes_per_sample=size,
+            sample_s=sample,
+            what=f"{mbps:g} Mbps and {seconds:g} s",
+        )
     records = out.records()
     if not records:
-        raise malformed(path, len(lines), lines[-1] if lines else "", "no data rows",
-                        _EXPECTED)
+        raise malformed(path, len(lines), lines[-1] if lines else "", "no data rows", _EXPECTED)
     return Imported("netpipe", path, records, 2)

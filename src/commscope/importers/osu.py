@@ -28,17 +28,29 @@ _TITLE = re.compile(r"^#\s*OSU\s+MPI(?:-[\w.]+)?\s+(?P<name>.+?)\s+Test\b", re.I
 _WINDOW = re.compile(r"window\s+size\s*[:=]\s*([^\s\]]*)", re.IGNORECASE)
 MAX_WINDOW = 1 << 16
 _COLLECTIVES = {
-    "allgather": "allgather", "allgatherv": "allgatherv", "allreduce": "allreduce",
+    "allgather": "allgather",
+    "allgatherv": "allgatherv",
+    "allreduce": "allreduce",
     "all-to-all personalized exchange": "alltoall",
-    "all-to-allv personalized exchange": "alltoallv", "alltoall": "alltoall",
-    "alltoallv": "alltoallv", "barrier": "barrier", "broadcast": "bcast", "bcast": "bcast",
-    "gather": "gather", "gatherv": "gatherv", "reduce": "reduce",
-    "reduce_scatter": "reduce_scatter", "reduce_scatter_block": "reduce_scatter_block",
-    "scatter": "scatter", "scatterv": "scatterv",
+    "all-to-allv personalized exchange": "alltoallv",
+    "alltoall": "alltoall",
+    "alltoallv": "alltoallv",
+    "barrier": "barrier",
+    "broadcast": "bcast",
+    "bcast": "bcast",
+    "gather": "gather",
+    "gatherv": "gatherv",
+    "reduce": "reduce",
+    "reduce_scatter": "reduce_scatter",
+    "reduce_scatter_block": "reduce_scatter_block",
+    "scatter": "scatter",
+    "scatterv": "scatterv",
 }
 _P2P = {"latency": "pingpong", "bandwidth": "bw", "bi-directional bandwidth": "bibw"}
-_EXPECTED = ("OSU output: a '# OSU MPI ... Test' title, a '# Size ...' header, then rows of a"
-             " size and a value")
+_EXPECTED = (
+    "OSU output: a '# OSU MPI ... Test' title, a '# Size ...' header, then rows of a"
+    " size and a value"
+)
 
 
 class _Table:
@@ -81,8 +93,9 @@ def _header(table: _Table, text: str) -> bool:
     return True
 
 
-def parse(path: str, lines: list[str], pair: str = "unknown",
-          nranks: int | None = None) -> Imported:
+def parse(
+    path: str, lines: list[str], pair: str = "unknown", nranks: int | None = None
+) -> Imported:
     """Read OSU output into records.
 
     Args:
@@ -108,12 +121,19 @@ def parse(path: str, lines: list[str], pair: str = "unknown",
             if title:
                 table = _table_for(title["name"])
                 if table is None:
-                    raise malformed(path, lineno, line, f"OSU test {title['name']!r} is not"
-                                    " supported", "osu_latency, osu_bw, osu_bibw or a blocking"
-                                    " collective such as osu_allreduce")
+                    raise malformed(
+                        path,
+                        lineno,
+                        line,
+                        f"OSU test {title['name']!r} is not supported",
+                        "osu_latency, osu_bw, osu_bibw or a blocking"
+                        " collective such as osu_allreduce",
+                    )
                 if table.is_coll and nranks is None:
-                    raise UsageError(f"{path} line {lineno}: OSU output does not say how many"
-                                     " processes ran the collectives; give --nranks N")
+                    raise UsageError(
+                        f"{path} line {lineno}: OSU output does not say how many"
+                        " processes ran the collectives; give --nranks N"
+                    )
             elif table is not None and not table.header_seen and _header(table, body):
                 pass
             elif table is not None and (window := _WINDOW.search(body)):
@@ -123,19 +143,20 @@ def parse(path: str, lines: list[str], pair: str = "unknown",
                     raise out.fail(lineno, f"window size {err}") from None
             continue
         if table is None or not table.header_seen:
-            raise malformed(path, lineno, line, "data before an OSU title and column header",
-                            _EXPECTED)
+            raise malformed(
+                path, lineno, line, "data before an OSU title and column header", _EXPECTED
+            )
         _row(out, table, path, lineno, line, pair, nranks)
     records = out.records()
     if not records:
-        raise malformed(path, len(lines), lines[-1] if lines else "", "no data rows",
-                        _EXPECTED)
+        raise malformed(path, len(lines), lines[-1] if lines else "", "no data rows", _EXPECTED)
     has_coll = any(isinstance(r, Coll) for r in records)
     return Imported("osu", path, records, nranks if has_coll else 2)
 
 
-def _row(out: Collector, table: _Table, path: str, lineno: int, line: str, pair: str,
-         nranks: int | None) -> None:
+def _row(
+    out: Collector, table: _Table, path: str, lineno: int, line: str, pair: str, nranks: int | None
+) -> None:
     tokens = line.split()
     if table.has_size:
         size = integer(tokens[0])
@@ -149,16 +170,44 @@ def _row(out: Collector, table: _Table, path: str, lineno: int, line: str, pair:
     if table.iterations_col is not None and table.iterations_col < len(tokens):
         iters = integer(tokens[table.iterations_col]) or 1
     if table.is_coll:
-        out.coll(lineno, op=table.op, group="world", nranks=nranks or 1, nbytes=size,
-                 time_s=value / 1e6, what=f"a latency of {value:g} us")
+        out.coll(
+            lineno,
+            op=table.op,
+            group="world",
+            nranks=nranks or 1,
+            nbytes=size,
+            time_s=value / 1e6,
+            what=f"a latency of {value:g} us",
+        )
     elif table.op == "pingpong":
-        out.point(lineno, op="pingpong", pair=pair, nbytes=size, bytes_per_sample=size,
-                  sample_s=value / 1e6, iters=iters, what=f"a latency of {value:g} us")
+        out.point(
+            lineno,
+            op="pingpong",
+            pair=pair,
+            nbytes=size,
+            bytes_per_sample=size,
+            sample_s=value / 1e6,
+            iters=iters,
+            what=f"a latency of {value:g} us",
+        )
     else:
         moved = table.window * size * (2 if table.op == "bibw" else 1)
         if value <= 0 or size == 0:
-            raise malformed(path, lineno, line, "a bandwidth row needs a size and a rate"
-                            " above 0 to give a time", _EXPECTED)
-        out.point(lineno, op=table.op, pair=pair, nbytes=size, bytes_per_sample=moved,
-                  sample_s=moved / (value * 1e6), window=table.window, iters=iters,
-                  what=f"a rate of {value:g} MB/s")
+            raise malformed(
+                path,
+                lineno,
+                line,
+                "a bandwidth row needs a size and a rate above 0 to give a time",
+                _EXPECTED,
+            )
+        out.point(
+            lineno,
+            op=table.op,
+            pair=pair,
+            nbytes=size,
+            bytes_per_sample=moved,
+            sample_s=moved / (value * 1e6),
+            window=table.window,
+            iters=iters,
+            what=f"a rate of {value:g} MB/s",
+        )

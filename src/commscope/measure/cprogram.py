@@ -66,15 +66,20 @@ class CProgram:
             EngineError: it does not run or writes another schema version.
         """
         try:
-            out = subprocess.run([str(path), "--version"], capture_output=True, text=True,
-                                 timeout=30, check=True)
+            out = subprocess.run(
+                [str(path), "--version"], capture_output=True, text=True, timeout=30, check=True
+            )
             version = json.loads(out.stdout)
         except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as err:
             raise EngineError(f"{path} --version failed; reinstall commscope") from err
-        if (not isinstance(version, dict) or version.get("program") != self.name
-                or version.get("schema_version") != SCHEMA_VERSION):
-            raise EngineError(f"{path} is not a {self.name} writing schema {SCHEMA_VERSION};"
-                              " reinstall commscope")
+        if (
+            not isinstance(version, dict)
+            or version.get("program") != self.name
+            or version.get("schema_version") != SCHEMA_VERSION
+        ):
+            raise EngineError(
+                f"{path} is not a {self.name} writing schema {SCHEMA_VERSION}; reinstall commscope"
+            )
         return path
 
     def find(self, build_missing: bool = True) -> Path:

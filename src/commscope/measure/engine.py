@@ -105,8 +105,9 @@ def matches(info: EngineInfo, mpi: MPIInstall) -> bool:
 
 
 @contextmanager
-def cmake_build(preset: str, targets: Sequence[str], defines: Sequence[str] = (),
-                what: str = "the engine") -> Iterator[Path]:
+def cmake_build(
+    preset: str, targets: Sequence[str], defines: Sequence[str] = (), what: str = "the engine"
+) -> Iterator[Path]:
     """Build ``targets`` from the shipped sources with a CMake preset; yield the build folder.
 
     The folder is temporary: it is removed after the block.
@@ -118,8 +119,16 @@ def cmake_build(preset: str, targets: Sequence[str], defines: Sequence[str] = ()
         raise EngineError("cmake is not installed; install it (Debian: apt-get install cmake)")
     with tempfile.TemporaryDirectory(prefix="commscope-build-") as build_dir:
         steps = [
-            ["cmake", "--preset", preset, "-S", str(engine_sources()), "-B", build_dir,
-             *(f"-D{d}" for d in defines)],
+            [
+                "cmake",
+                "--preset",
+                preset,
+                "-S",
+                str(engine_sources()),
+                "-B",
+                build_dir,
+                *(f"-D{d}" for d in defines),
+            ],
             ["cmake", "--build", build_dir, "--target", *targets],
         ]
         for cmd in steps:
@@ -142,8 +151,9 @@ def install_binary(built: Path, target: Path) -> Path:
 def build(mpi: MPIInstall, dest: Path | None = None) -> EngineInfo:
     """Build the engine with ``mpi.mpicc`` into ``dest`` (default: the cache for this MPI)."""
     dest = dest or built_dir(mpi)
-    with cmake_build("release", [ENGINE_NAME], [f"MPI_C_COMPILER={mpi.mpicc}"],
-                     f"the engine with {mpi.mpicc}") as build_dir:
+    with cmake_build(
+        "release", [ENGINE_NAME], [f"MPI_C_COMPILER={mpi.mpicc}"], f"the engine with {mpi.mpicc}"
+    ) as build_dir:
         target = install_binary(build_dir / ENGINE_NAME, dest / ENGINE_NAME)
     info = inspect(target)
     if not matches(info, mpi):

@@ -53,8 +53,9 @@ def _slots(text: str, where: str) -> int:
 
 def _host(name: str, slots: str | None, where: str) -> Host:
     if not HOST_NAME.fullmatch(name):
-        raise UsageError(f"{where}: '{name}' is not a host name (letters, digits, '.', '-', "
-                         "'_'); fix the name")
+        raise UsageError(
+            f"{where}: '{name}' is not a host name (letters, digits, '.', '-', '_'); fix the name"
+        )
     return Host(name, None if slots is None else _slots(slots, where))
 
 
@@ -97,8 +98,9 @@ def read_hostfile(path: str | Path) -> list[Host]:
             slots, sep = rest[0].split("=", 1)[1], "="
             rest = []
         if rest:
-            raise UsageError(f"{where}: expected 'NAME', 'NAME slots=N' or 'NAME:N', got "
-                             f"{line.strip()!r}")
+            raise UsageError(
+                f"{where}: expected 'NAME', 'NAME slots=N' or 'NAME:N', got {line.strip()!r}"
+            )
         hosts.append(_host(name, slots if sep else None, where))
     if not hosts:
         raise UsageError(f"--hostfile {path}: no hosts in it; give one host name per line")
@@ -111,8 +113,9 @@ def _unique(hosts: list[Host], where: str) -> list[Host]:
     seen: set[str] = set()
     for host in hosts:
         if host.name.lower() in seen:
-            raise UsageError(f"{where}: host '{host.name}' is listed twice; list each host once "
-                             "with its slots")
+            raise UsageError(
+                f"{where}: host '{host.name}' is listed twice; list each host once with its slots"
+            )
         seen.add(host.name.lower())
     return hosts
 
@@ -123,8 +126,10 @@ def check_resolvable(hosts: Sequence[Host], where: str) -> None:
         try:
             socket.getaddrinfo(host.name, None)
         except (socket.gaierror, UnicodeError):
-            raise UsageError(f"{where}: unknown host '{host.name}' (it does not resolve); fix "
-                             "the name or add it to /etc/hosts") from None
+            raise UsageError(
+                f"{where}: unknown host '{host.name}' (it does not resolve); fix "
+                "the name or add it to /etc/hosts"
+            ) from None
 
 
 def probe_job(mpi: MPIInstall, hosts: Sequence[Host]) -> Job:
@@ -132,11 +137,25 @@ def probe_job(mpi: MPIInstall, hosts: Sequence[Host]) -> Job:
     names = [h.name for h in hosts]
     program = ["sh", "-c", PROBE_SCRIPT]
     if mpi.family == "openmpi":
-        argv = [mpi.launcher, "-np", str(len(names)), "-H", ",".join(f"{n}:1" for n in names),
-                "--bind-to", "none", *program]
+        argv = [
+            mpi.launcher,
+            "-np",
+            str(len(names)),
+            "-H",
+            ",".join(f"{n}:1" for n in names),
+            "--bind-to",
+            "none",
+            *program,
+        ]
     else:
-        argv = [mpi.launcher, "-n", str(len(names)), "-hosts",
-                ",".join(f"{n}:1" for n in names), *program]
+        argv = [
+            mpi.launcher,
+            "-n",
+            str(len(names)),
+            "-hosts",
+            ",".join(f"{n}:1" for n in names),
+            *program,
+        ]
     return Job(argv, root_env())
 
 
@@ -149,13 +168,21 @@ def probe_cores(mpi: MPIInstall, hosts: Sequence[Host]) -> dict[str, int]:
     """
     job = probe_job(mpi, hosts)
     try:
-        done = subprocess.run(job.argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
-                              env={**os.environ, **job.env}, stdin=subprocess.DEVNULL,
-                              check=False)
+        done = subprocess.run(
+            job.argv,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            env={**os.environ, **job.env},
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        raise LaunchError(f"probing the hosts' cores with {job.argv[0]} hung for "
-                          f"{PROBE_TIMEOUT_S:.0f} s; check that each host is reachable by ssh "
-                          "without a password") from None
+        raise LaunchError(
+            f"probing the hosts' cores with {job.argv[0]} hung for "
+            f"{PROBE_TIMEOUT_S:.0f} s; check that each host is reachable by ssh "
+            "without a password"
+        ) from None
     except OSError as err:
         raise LaunchError(f"cannot start {job.argv[0]} ({err.strerror})") from None
     cores: dict[str, int] = {}
@@ -167,14 +194,21 @@ def probe_cores(mpi: MPIInstall, hosts: Sequence[Host]) -> dict[str, int]:
         lines = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
         missing = [h.name for h in hosts if h.name not in cores]
         why = lines[-1].strip() if lines else f"exit status {done.returncode}"
-        raise LaunchError(f"probing the hosts' cores failed ({why}); no answer from "
-                          f"{', '.join(missing) or 'some host'}: check that each host is "
-                          "reachable by ssh without a password and has this MPI installed")
+        raise LaunchError(
+            f"probing the hosts' cores failed ({why}); no answer from "
+            f"{', '.join(missing) or 'some host'}: check that each host is "
+            "reachable by ssh without a password and has this MPI installed"
+        )
     return cores
 
 
-def place(hosts: Sequence[Host], cores: dict[str, int], ranks_per_node: int | None,
-          nranks: int | None, where: str) -> Placement:
+def place(
+    hosts: Sequence[Host],
+    cores: dict[str, int],
+    ranks_per_node: int | None,
+    nranks: int | None,
+    where: str,
+) -> Placement:
     """Ranks on each host: ``ranks_per_node``, else the host's slots, else its cores.
 
     With ``nranks``, hosts are filled in order until that many ranks are placed.
@@ -186,14 +220,18 @@ def place(hosts: Sequence[Host], cores: dict[str, int], ranks_per_node: int | No
     for host in hosts:
         count = ranks_per_node or host.slots or cores[host.name]
         if ranks_per_node and host.slots and ranks_per_node > host.slots:
-            raise UsageError(f"--ranks-per-node {ranks_per_node}: {where} gives {host.name} "
-                             f"{host.slots} slots; lower it or raise the host's slots")
+            raise UsageError(
+                f"--ranks-per-node {ranks_per_node}: {where} gives {host.name} "
+                f"{host.slots} slots; lower it or raise the host's slots"
+            )
         placed.append((host.name, count))
     total = sum(count for _, count in placed)
     if nranks is not None:
         if nranks > total:
-            raise UsageError(f"--np {nranks}: {where} has room for {total} ranks; lower --np "
-                             "or add hosts or slots")
+            raise UsageError(
+                f"--np {nranks}: {where} has room for {total} ranks; lower --np "
+                "or add hosts or slots"
+            )
         kept, left = [], nranks
         for name, count in placed:
             if left > 0:
@@ -215,8 +253,13 @@ def named_hosts(hostfile: str | None, hosts_text: str | None) -> tuple[list[Host
     return named, where
 
 
-def placement_for(mpi: MPIInstall, hostfile: str | None, hosts_text: str | None,
-                  ranks_per_node: int | None, nranks: int | None) -> Placement:
+def placement_for(
+    mpi: MPIInstall,
+    hostfile: str | None,
+    hosts_text: str | None,
+    ranks_per_node: int | None,
+    nranks: int | None,
+) -> Placement:
     """Ranks on the hosts of ``--hostfile`` or ``--hosts``, their cores probed there."""
     named, where = named_hosts(hostfile, hosts_text)
     return place(named, probe_cores(mpi, named), ranks_per_node, nranks, where)

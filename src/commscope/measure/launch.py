@@ -28,8 +28,10 @@ def parse_mca(items: Sequence[str]) -> dict[str, str]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not MCA_NAME.fullmatch(name) or not value:
-            raise UsageError(f"--mca {item}: give NAME=VALUE, e.g. --mca "
-                             "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma")
+            raise UsageError(
+                f"--mca {item}: give NAME=VALUE, e.g. --mca "
+                "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
+            )
         mca[name] = value
     return mca
 
@@ -37,9 +39,11 @@ def parse_mca(items: Sequence[str]) -> dict[str, str]:
 def check_mca(mpi: MPIInstall, mca: dict[str, str] | None) -> None:
     """MCA parameters are Open MPI's: refuse them for another MPI rather than drop them."""
     if mca and mpi.family != "openmpi":
-        raise UsageError(f"--mca {next(iter(mca))}: MCA parameters are Open MPI's and this run "
-                         f"uses {mpi.tag}; give MPICH settings as MPIR_CVAR_ environment "
-                         "variables instead")
+        raise UsageError(
+            f"--mca {next(iter(mca))}: MCA parameters are Open MPI's and this run "
+            f"uses {mpi.tag}; give MPICH settings as MPIR_CVAR_ environment "
+            "variables instead"
+        )
 
 
 def mca_argv(mca: dict[str, str]) -> list[str]:
@@ -94,14 +98,14 @@ class Placement:
 
     def to_json(self) -> dict[str, Any]:
         """The placement as stored in a run's request."""
-        return {"hosts": [[name, count] for name, count in self.hosts],
-                "cores": list(self.cores)}
+        return {"hosts": [[name, count] for name, count in self.hosts], "cores": list(self.cores)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Placement:
         """The placement stored by :meth:`to_json`."""
-        return cls(tuple((str(n), int(c)) for n, c in data["hosts"]),
-                   tuple(int(c) for c in data["cores"]))
+        return cls(
+            tuple((str(n), int(c)) for n, c in data["hosts"]), tuple(int(c) for c in data["cores"])
+        )
 
 
 def root_env() -> dict[str, str]:
@@ -152,8 +156,11 @@ def build_job(
         if srun_mpi:
             argv.append(f"--mpi={srun_mpi}")
         if placement is not None:
-            argv += [f"--nodes={len(placement.hosts)}",
-                     "--nodelist", ",".join(name for name, _ in placement.hosts)]
+            argv += [
+                f"--nodes={len(placement.hosts)}",
+                "--nodelist",
+                ",".join(name for name, _ in placement.hosts),
+            ]
             counts = {count for _, count in placement.hosts}
             if len(counts) == 1:
                 argv.append(f"--ntasks-per-node={counts.pop()}")
@@ -165,8 +172,11 @@ def build_job(
             argv += list(extra_args)
         elif placement is not None:
             argv += ["-H", placement.host_list()]
-            argv += (["--oversubscribe", "--bind-to", "none"] if placement.oversubscribed
-                     else ["--bind-to", "core", "--map-by", "core"])
+            argv += (
+                ["--oversubscribe", "--bind-to", "none"]
+                if placement.oversubscribed
+                else ["--bind-to", "core", "--map-by", "core"]
+            )
         elif nranks > cores:
             # Binding more ranks than cores to cores would fail; let them float and yield.
             argv += ["--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1"]

@@ -167,21 +167,27 @@ def _lost_rank(stderr: str, header: Header | None, first: tuple[int, ...] = ()) 
     return lines[-1] if lines else "the job ended without its end record"
 
 
-def _vcluster_launch(mpi: MPIInstall, ranks_per_node: int, nodes: int | None,
-                     mca: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+def _vcluster_launch(
+    mpi: MPIInstall, ranks_per_node: int, nodes: int | None, mca: dict[str, str]
+) -> tuple[list[str], dict[str, str]]:
     """Launcher options that spread the ranks over the virtual cluster's first nodes."""
     import dataclasses
 
     from commscope.measure import vcluster
+
     state = vcluster.status()
     if state is None or not state.healthy:
         why = "none is up" if state is None else "; ".join(state.problems)
-        raise LaunchError(f"no usable virtual cluster ({why}); run 'commscope vcluster up "
-                          "--nodes 2' as root first")
+        raise LaunchError(
+            f"no usable virtual cluster ({why}); run 'commscope vcluster up "
+            "--nodes 2' as root first"
+        )
     if nodes is not None:
         if nodes > len(state.nodes):
-            raise LaunchError(f"the run needs {nodes} virtual nodes, {len(state.nodes)} are up; "
-                              f"run 'commscope vcluster up --nodes {nodes}'")
+            raise LaunchError(
+                f"the run needs {nodes} virtual nodes, {len(state.nodes)} are up; "
+                f"run 'commscope vcluster up --nodes {nodes}'"
+            )
         state = dataclasses.replace(state, nodes=state.nodes[:nodes])
     if mpi.family == "openmpi":
         return vcluster.openmpi_args(state, ranks_per_node, mca)
@@ -212,11 +218,11 @@ def run(
     engine_name = None  # simulated ranks are threads of one process: nothing to watch
     if request.get("simulate"):
         if simulation is None:
-            raise LaunchError("a simulated run's request reached the runner without its"
-                              " simulation")
+            raise LaunchError("a simulated run's request reached the runner without its simulation")
         workdir = Path(tempfile.mkdtemp(prefix="commscope-smpi-"))
-        job = simulation.job(engine_argv(str(simulation.engine_path()), request["engine"], skip),
-                             workdir)
+        job = simulation.job(
+            engine_argv(str(simulation.engine_path()), request["engine"], skip), workdir
+        )
     else:
         info = engine.find(mpi)
         engine_name = Path(info.path).name
@@ -224,23 +230,37 @@ def run(
         launch.check_mca(mpi, mca)
         if request.get("vcluster"):
             vc = request["vcluster"]
-            extra_args, extra_env = _vcluster_launch(mpi, vc["ranks_per_node"], vc.get("nodes"),
-                                                     mca)
+            extra_args, extra_env = _vcluster_launch(
+                mpi, vc["ranks_per_node"], vc.get("nodes"), mca
+            )
             mca = {}  # merged into the vcluster's own parameters
         argv = engine_argv(str(info.path), request["engine"], skip)
-        placement = (launch.Placement.from_json(request["placement"])
-                     if request.get("placement") else None)
+        placement = (
+            launch.Placement.from_json(request["placement"]) if request.get("placement") else None
+        )
         allocation = request.get("slurm") or {}
         if allocation.get("own"):  # steps of the allocation made for this run
             extra_env = {**(extra_env or {}), "SLURM_JOB_ID": allocation["job"]}
         job = launch.build_job(
-            mpi, request["np"], argv, request.get("launcher", "auto"),
-            extra_args=extra_args or [], extra_env=extra_env, mca=mca, placement=placement,
+            mpi,
+            request["np"],
+            argv,
+            request.get("launcher", "auto"),
+            extra_args=extra_args or [],
+            extra_env=extra_env,
+            mca=mca,
+            placement=placement,
             srun_mpi=allocation.get("plugin"),
         )
     segment = store.start_segment(run_id, job.argv)
-    state: dict[str, Any] = {"header": None, "end": None, "points": 0, "lines": 0, "stray": [],
-                             "watch": None}
+    state: dict[str, Any] = {
+        "header": None,
+        "end": None,
+        "points": 0,
+        "lines": 0,
+        "stray": [],
+        "watch": None,
+    }
 
     def on_line(line: str) -> bool:
         state["lines"] += 1
@@ -252,8 +272,9 @@ def run(
             state["header"] = record
             store.set_header(run_id, segment, record)
             if engine_name:
-                state["watch"] = ExitWatch({r["pid"]: r["rank"] for r in record.raw["ranks"]},
-                                           engine_name)
+                state["watch"] = ExitWatch(
+                    {r["pid"]: r["rank"] for r in record.raw["ranks"]}, engine_name
+                )
             state["total"] = expected_points(as_recorded(request["engine"]), len(record.pairs))
         elif isinstance(record, (Point, Coll, Contention, LogGP)):
             store.add_point(run_id, segment, record)
@@ -282,8 +303,11 @@ def run(
     ended = result.returncode == 0 or result.killed_after_output
     if ended and state["end"] is not None and not result.timed_out:
         # Every point arrived; a launcher stuck in MPI_Finalize afterwards loses nothing.
-        note = "killed after its end record: MPI_Finalize did not return" if (
-            result.killed_after_output) else None
+        note = (
+            "killed after its end record: MPI_Finalize did not return"
+            if (result.killed_after_output)
+            else None
+        )
         store.finish_segment(segment, "complete", note, state["end"].raw)
         store.set_run_status(run_id, "complete", note)
         return Outcome(run_id, state["points"], total)
@@ -291,8 +315,7 @@ def run(
         cause = f"timed out after {request.get('timeout_s')} s (raise --timeout)"
     else:
         # hydra reports a lost process on stdout, Open MPI on stderr: read both.
-        cause = _lost_rank("\n".join(state["stray"]) + "\n" + result.stderr, state["header"],
-                           first)
+        cause = _lost_rank("\n".join(state["stray"]) + "\n" + result.stderr, state["header"], first)
     message = (
         f"{cause}; {state['points']} new points stored ({total} in run {run_id}), run marked "
         f"incomplete; measure the rest with 'commscope run --resume {run_id}'"
@@ -302,8 +325,7 @@ def run(
     raise LaunchError(message)
 
 
-def _stopped(store: Store, run_id: int, segment: int, new_points: int,
-             err: BaseException) -> None:
+def _stopped(store: Store, run_id: int, segment: int, new_points: int, err: BaseException) -> None:
     """Mark the segment and the run incomplete after ``err`` stopped the job.
 
     An interrupt (Ctrl-C, SIGTERM, SIGHUP) gets the run's state and how to resume it as its
@@ -318,9 +340,11 @@ def _stopped(store: Store, run_id: int, segment: int, new_points: int,
         cause = f"{type(err).__name__}: {err}"
     try:
         total = len(store.measured_keys(run_id))
-        message = (f"{cause}; {new_points} new points stored ({total} in run {run_id}), run"
-                   f" marked incomplete; measure the rest with 'commscope run --resume"
-                   f" {run_id}'")
+        message = (
+            f"{cause}; {new_points} new points stored ({total} in run {run_id}), run"
+            f" marked incomplete; measure the rest with 'commscope run --resume"
+            f" {run_id}'"
+        )
         store.finish_segment(segment, "incomplete", message)
         store.set_run_status(run_id, "incomplete", message)
     except CommscopeError:

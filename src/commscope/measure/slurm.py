@@ -43,8 +43,7 @@ class Allocation:
 
     def to_json(self) -> dict[str, Any]:
         """The allocation as stored with a run."""
-        return {"job": self.job, "nodes": list(self.nodes), "ntasks": self.ntasks,
-                "own": self.own}
+        return {"job": self.job, "nodes": list(self.nodes), "ntasks": self.ntasks, "own": self.own}
 
 
 CLIENTS = ("salloc", "srun", "squeue", "scontrol", "scancel")
@@ -54,21 +53,33 @@ def require_installed(what: str) -> None:
     """Raise UsageError naming the fix unless Slurm's client commands are on PATH."""
     missing = [name for name in CLIENTS if shutil.which(name) is None]
     if missing:
-        raise UsageError(f"{what}: Slurm is not installed here ({', '.join(missing)} not found"
-                         "); install Slurm's client commands (Debian: slurm-client) or use "
-                         "--hostfile")
+        raise UsageError(
+            f"{what}: Slurm is not installed here ({', '.join(missing)} not found"
+            "); install Slurm's client commands (Debian: slurm-client) or use "
+            "--hostfile"
+        )
 
 
 def _run(argv: list[str], what: str) -> subprocess.CompletedProcess[str]:
     if shutil.which(argv[0]) is None:
-        raise UsageError(f"{what}: '{argv[0]}' is not installed; install Slurm's client "
-                         "commands (Debian: slurm-client) or run without Slurm")
+        raise UsageError(
+            f"{what}: '{argv[0]}' is not installed; install Slurm's client "
+            "commands (Debian: slurm-client) or run without Slurm"
+        )
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        raise LaunchError(f"{what}: '{argv[0]}' hung for {COMMAND_TIMEOUT_S:.0f} s; check "
-                          "that slurmctld is reachable (scontrol ping)") from None
+        raise LaunchError(
+            f"{what}: '{argv[0]}' hung for {COMMAND_TIMEOUT_S:.0f} s; check "
+            "that slurmctld is reachable (scontrol ping)"
+        ) from None
     if done.returncode != 0:
         lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
         raise LaunchError(f"{what}: {argv[0]} failed: {lines[-1] if lines else done.returncode}")
@@ -95,16 +106,23 @@ def current() -> Allocation | None:
     return Allocation(job, nodes, int(ntasks))
 
 
-def allocate(nodes: int, ntasks_per_node: int, partition: str | None = None,
-             time_limit: str | None = None) -> Allocation:
+def allocate(
+    nodes: int, ntasks_per_node: int, partition: str | None = None, time_limit: str | None = None
+) -> Allocation:
     """Get an allocation of ``nodes`` x ``ntasks_per_node`` with ``salloc --no-shell``.
 
     Raises:
         UsageError: Slurm is not installed.
         LaunchError: Slurm refused or did not grant the allocation in time.
     """
-    argv = ["salloc", "--no-shell", "--job-name=commscope", f"--nodes={nodes}",
-            f"--ntasks-per-node={ntasks_per_node}", f"--immediate={ALLOC_TIMEOUT_S}"]
+    argv = [
+        "salloc",
+        "--no-shell",
+        "--job-name=commscope",
+        f"--nodes={nodes}",
+        f"--ntasks-per-node={ntasks_per_node}",
+        f"--immediate={ALLOC_TIMEOUT_S}",
+    ]
     if partition:
         argv.append(f"--partition={partition}")
     if time_limit:
@@ -137,10 +155,12 @@ def mpi_plugin(mpi: MPIInstall) -> str:
     for plugin in wanted:
         if plugin in have:
             return plugin
-    raise UsageError(f"--launcher srun: this Slurm has no {' or '.join(wanted)} plugin for "
-                     f"{mpi.tag} (srun --mpi=list: {', '.join(sorted(have)) or 'none'}); install "
-                     "Slurm's MPI plugins (Debian: slurm-wlm-basic-plugins, or slurm-wlm with "
-                     "PMIx) or use --launcher mpirun with --hostfile")
+    raise UsageError(
+        f"--launcher srun: this Slurm has no {' or '.join(wanted)} plugin for "
+        f"{mpi.tag} (srun --mpi=list: {', '.join(sorted(have)) or 'none'}); install "
+        "Slurm's MPI plugins (Debian: slurm-wlm-basic-plugins, or slurm-wlm with "
+        "PMIx) or use --launcher mpirun with --hostfile"
+    )
 
 
 def show_nodes(names: tuple[str, ...] = ()) -> str:
@@ -157,8 +177,13 @@ def node_names() -> tuple[str, ...]:
 def show_topology() -> str | None:
     """``scontrol -o show topology``, or None when Slurm has no topology plugin."""
     require_installed("--cluster slurm")
-    done = subprocess.run(["scontrol", "-o", "show", "topology"], capture_output=True,
-                          text=True, timeout=COMMAND_TIMEOUT_S, check=False)
+    done = subprocess.run(
+        ["scontrol", "-o", "show", "topology"],
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=False,
+    )
     return done.stdout if done.returncode == 0 and done.stdout.strip() else None
 
 
@@ -174,8 +199,9 @@ def submit(options: list[str], script: str) -> str:
         LaunchError: sbatch refused the job (its reason).
     """
     if not os.path.isfile(script) or not os.access(script, os.R_OK):
-        raise UsageError(f"--submit {script}: not a readable job script; give the path of "
-                         "a batch script")
+        raise UsageError(
+            f"--submit {script}: not a readable job script; give the path of a batch script"
+        )
     batch = [opt for opt in options if not opt.startswith(STEP_ONLY)]
     env_binding = [opt.split("=", 1)[1] for opt in options if opt.startswith("--cpu-bind=")]
     argv = ["sbatch", "--parsable", *batch]

@@ -43,8 +43,9 @@ def _shared(keys: NDArray[np.int64], size: int) -> NDArray[np.float64]:
     return np.bincount(keys, minlength=size)[keys].astype(np.float64)
 
 
-def count(model: ClusterModel, placement: Placement, src: NDArray[np.int64],
-          dst: NDArray[np.int64]) -> Usage:
+def count(
+    model: ClusterModel, placement: Placement, src: NDArray[np.int64], dst: NDArray[np.int64]
+) -> Usage:
     """Level and cf of every transfer of one step.
 
     Args:
@@ -68,8 +69,7 @@ def count(model: ClusterModel, placement: Placement, src: NDArray[np.int64],
         cf[local] = _shared(ns[local] * model.sockets + ss[local], sockets)
     if cross.any():
         key = ns[cross] * model.sockets
-        cf[cross] = np.maximum(_shared(key + ss[cross], sockets),
-                               _shared(key + sd[cross], sockets))
+        cf[cross] = np.maximum(_shared(key + ss[cross], sockets), _shared(key + sd[cross], sockets))
     if inter.any():
         a, b = ns[inter], nd[inter]
         nic = np.maximum(_shared(a, model.nodes), _shared(b, model.nodes))
@@ -79,8 +79,9 @@ def count(model: ClusterModel, placement: Placement, src: NDArray[np.int64],
     return Usage(level, cf)
 
 
-def _uplinks(model: ClusterModel, a: NDArray[np.int64], b: NDArray[np.int64]
-             ) -> NDArray[np.float64]:
+def _uplinks(
+    model: ClusterModel, a: NDArray[np.int64], b: NDArray[np.int64]
+) -> NDArray[np.float64]:
     """NIC-equivalent cf on the uplinks of inter-node transfers (0 within one switch)."""
     sw = model.switch_of
     sa, sb = sw[a], sw[b]
@@ -120,8 +121,14 @@ class ClassCounts:
         return cf
 
 
-def count_classes(model: ClusterModel, placement: Placement, offsets: NDArray[np.int64],
-                  step_of: NDArray[np.int64], steps: int, chunk: int = 1 << 20) -> ClassCounts:
+def count_classes(
+    model: ClusterModel,
+    placement: Placement,
+    offsets: NDArray[np.int64],
+    step_of: NDArray[np.int64],
+    steps: int,
+    chunk: int = 1 << 20,
+) -> ClassCounts:
     """Class counts of rotation-invariant steps on a symmetric placement.
 
     Args:

@@ -38,8 +38,12 @@ from commscope.units import size_text
 TRANSFERS_PER_CF = {"memory": 2.0, "socket": 1.0, "nic": 1.0}
 TRANSFERS_PER_EXCHANGE = 2.0  # a send and a receive: t(m, cf) is an exchange's time over 2
 # Pair labels of point-to-point runs and the levels their figures stand for.
-PAIR_LEVELS = {"intra-socket": ("memory",), "inter-socket": ("socket",),
-               "intra-node": ("memory", "socket"), "inter-node": ("nic",)}
+PAIR_LEVELS = {
+    "intra-socket": ("memory",),
+    "inter-socket": ("socket",),
+    "intra-node": ("memory", "socket"),
+    "inter-node": ("nic",),
+}
 
 
 class CostModel(Protocol):
@@ -49,8 +53,9 @@ class CostModel(Protocol):
         """Per level it can cost: where its figures come from, in words."""
         ...
 
-    def time_s(self, level: str, nbytes: NDArray[np.int64],
-               cf: NDArray[np.float64]) -> NDArray[np.float64]:
+    def time_s(
+        self, level: str, nbytes: NDArray[np.int64], cf: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
         """Time of each transfer: ``nbytes`` at ``level`` with ``cf`` transfers sharing."""
         ...
 
@@ -71,8 +76,9 @@ class Grid:
         """
         cfs = np.asarray(table.cfs, dtype=np.float64)
         rows, sizes = [], []
-        for m, row in zip(table.sizes.tolist(), np.asarray(table.t_s, dtype=np.float64),
-                          strict=True):
+        for m, row in zip(
+            table.sizes.tolist(), np.asarray(table.t_s, dtype=np.float64), strict=True
+        ):
             ok = np.isfinite(row) & (row > 0)
             if m <= 0 or not ok.any():
                 continue
@@ -124,8 +130,9 @@ class TableCost:
     floor_Bps: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
-    def from_tables(cls, tables: Mapping[str, LevelTable], where: str = "",
-                    model: ClusterModel | None = None) -> TableCost:
+    def from_tables(
+        cls, tables: Mapping[str, LevelTable], where: str = "", model: ClusterModel | None = None
+    ) -> TableCost:
         """From ``analysis.contention.tables()`` output; ``where`` names the run.
 
         With ``model``, its channels' nominal bandwidths set the bandwidth floor.
@@ -133,8 +140,11 @@ class TableCost:
         grids = {lv: g for lv, t in tables.items() if (g := Grid.from_table(t)) is not None}
         floor: dict[str, float] = {}
         if model is not None:
-            for level, link in (("memory", model.memory), ("socket", model.socket_link),
-                                ("nic", model.nic)):
+            for level, link in (
+                ("memory", model.memory),
+                ("socket", model.socket_link),
+                ("nic", model.nic),
+            ):
                 if link.bandwidth_Bps and level in grids:
                     floor[level] = float(link.bandwidth_Bps)
         return cls(grids, where, floor)
@@ -143,16 +153,21 @@ class TableCost:
         """Per level: the table's range."""
         out = {}
         for level, g in self.grids.items():
-            out[level] = (f"t(m, cf) table{' of ' + self.where if self.where else ''}"
-                          f" ({size_text(g.sizes[0])}..{size_text(g.sizes[-1])},"
-                          f" cf {g.cfs[0]:g}..{g.cfs[-1]:g})")
+            out[level] = (
+                f"t(m, cf) table{' of ' + self.where if self.where else ''}"
+                f" ({size_text(g.sizes[0])}..{size_text(g.sizes[-1])},"
+                f" cf {g.cfs[0]:g}..{g.cfs[-1]:g})"
+            )
             if level in self.floor_Bps:
-                out[level] += (f", at least k m / {self.floor_Bps[level] / 1e6:.4g} MB/s (the"
-                               " channel's nominal rate)")
+                out[level] += (
+                    f", at least k m / {self.floor_Bps[level] / 1e6:.4g} MB/s (the"
+                    " channel's nominal rate)"
+                )
         return out
 
-    def time_s(self, level: str, nbytes: NDArray[np.int64],
-               cf: NDArray[np.float64]) -> NDArray[np.float64]:
+    def time_s(
+        self, level: str, nbytes: NDArray[np.int64], cf: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
         """The exchange time 2 t(m, cf / transfers per cf) of the level, floored at cf m / B."""
         t = TRANSFERS_PER_EXCHANGE * self.grids[level].at(nbytes, cf / TRANSFERS_PER_CF[level])
         if level in self.floor_Bps:
@@ -173,8 +188,9 @@ class Hockney:
     def time_s(self, nbytes: NDArray[np.int64], cf: NDArray[np.float64]) -> NDArray[np.float64]:
         """Time alpha + cf * m / beta in the regime holding m (the first one below its start)."""
         m = np.asarray(nbytes, dtype=np.float64)
-        r = np.clip(np.searchsorted(self.first_bytes, m, side="right") - 1, 0,
-                    self.first_bytes.size - 1)
+        r = np.clip(
+            np.searchsorted(self.first_bytes, m, side="right") - 1, 0, self.first_bytes.size - 1
+        )
         return self.alpha_s[r] + np.asarray(cf, dtype=np.float64) * m * self.inv_beta[r]
 
 
@@ -196,12 +212,13 @@ class HockneyCost:
             if curve is None or not curve.regimes or fig.pair not in PAIR_LEVELS:
                 continue
             regs = curve.regimes
-            h = Hockney(np.array([r.first_bytes for r in regs], dtype=np.float64),
-                        np.array([r.fit.alpha_s for r in regs]),
-                        np.array([0.0 if r.fit.beta_Bps is None else 1.0 / r.fit.beta_Bps
-                                  for r in regs]),
-                        f"Hockney fit of {fig.pair} ping-pong{' of ' + where if where else ''}"
-                        f" ({len(regs)} regime(s))")
+            h = Hockney(
+                np.array([r.first_bytes for r in regs], dtype=np.float64),
+                np.array([r.fit.alpha_s for r in regs]),
+                np.array([0.0 if r.fit.beta_Bps is None else 1.0 / r.fit.beta_Bps for r in regs]),
+                f"Hockney fit of {fig.pair} ping-pong{' of ' + where if where else ''}"
+                f" ({len(regs)} regime(s))",
+            )
             for level in PAIR_LEVELS[fig.pair]:
                 if level not in levels or fig.pair != "intra-node":
                     levels[level] = h
@@ -210,22 +227,29 @@ class HockneyCost:
     @classmethod
     def from_model(cls, model: ClusterModel) -> HockneyCost:
         """The model's nominal bandwidth and latency, for the levels that have a bandwidth."""
-        links: dict[str, Link] = {"memory": model.memory, "socket": model.socket_link,
-                                  "nic": model.nic}
+        links: dict[str, Link] = {
+            "memory": model.memory,
+            "socket": model.socket_link,
+            "nic": model.nic,
+        }
         levels = {}
         for level, link in links.items():
             if link.bandwidth_Bps:
-                levels[level] = Hockney(np.zeros(1), np.array([link.latency_s or 0.0]),
-                                        np.array([1.0 / link.bandwidth_Bps]),
-                                        f"nominal rate of {model.name}")
+                levels[level] = Hockney(
+                    np.zeros(1),
+                    np.array([link.latency_s or 0.0]),
+                    np.array([1.0 / link.bandwidth_Bps]),
+                    f"nominal rate of {model.name}",
+                )
         return cls(levels)
 
     def sources(self) -> dict[str, str]:
         """Per level: which fit or nominal rate."""
         return {level: h.source for level, h in self.levels.items()}
 
-    def time_s(self, level: str, nbytes: NDArray[np.int64],
-               cf: NDArray[np.float64]) -> NDArray[np.float64]:
+    def time_s(
+        self, level: str, nbytes: NDArray[np.int64], cf: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
         """Time alpha + cf * m / beta of the level."""
         return self.levels[level].time_s(nbytes, cf)
 
@@ -241,8 +265,9 @@ class CombinedCost:
         """Per level: the source of the model that costs it, in hierarchy order."""
         return dict(self._sources)
 
-    def time_s(self, level: str, nbytes: NDArray[np.int64],
-               cf: NDArray[np.float64]) -> NDArray[np.float64]:
+    def time_s(
+        self, level: str, nbytes: NDArray[np.int64], cf: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
         """The owning model's time."""
         return self.owners[level].time_s(level, nbytes, cf)
 

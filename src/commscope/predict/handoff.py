@@ -26,8 +26,11 @@ def slurm_args(model: ClusterModel, placement: Placement) -> list[str]:
     """sbatch/salloc/srun options asking for this placement's shape."""
     args = ["-N", str(placement.nodes)]
     if placement.order == "explicit" or placement.per_node * placement.nodes != placement.p:
-        args += ["-n", str(placement.p),
-                 "--nodelist=" + ",".join(model.node_names[n] for n in placement.node_ids())]
+        args += [
+            "-n",
+            str(placement.p),
+            "--nodelist=" + ",".join(model.node_names[n] for n in placement.node_ids()),
+        ]
     else:
         args += ["--ntasks-per-node", str(placement.per_node)]
         if model.sockets > 1 and placement.per_node > 1:
@@ -43,9 +46,12 @@ def slurm_args(model: ClusterModel, placement: Placement) -> list[str]:
 def rankfile(model: ClusterModel, placement: Placement) -> str:
     """Open MPI rankfile text: one ``rank R=host slot=socket:core`` line per rank."""
     names = np.array(model.node_names, dtype=object)[placement.node]
-    lines = [f"rank {r}={h} slot={s}:{c}" for r, (h, s, c) in
-             enumerate(zip(names.tolist(), placement.socket.tolist(), placement.core.tolist(),
-                           strict=True))]
+    lines = [
+        f"rank {r}={h} slot={s}:{c}"
+        for r, (h, s, c) in enumerate(
+            zip(names.tolist(), placement.socket.tolist(), placement.core.tolist(), strict=True)
+        )
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -55,12 +61,15 @@ def hostfile(model: ClusterModel, placement: Placement) -> str:
     return "".join(f"{model.node_names[n]} slots={counts[n]}\n" for n in placement.node_ids())
 
 
-def launch_hint(placement: Placement, rankfile: str | None = None,
-                hostfile: str | None = None) -> str:
+def launch_hint(
+    placement: Placement, rankfile: str | None = None, hostfile: str | None = None
+) -> str:
     """How to launch the placement with Open MPI and the written files."""
     order = " --map-by node" if placement.order == "cyclic" else ""
     ways = [f"mpirun -np {placement.p} --rankfile {rankfile or 'RANKFILE'} ..."]
     if hostfile or not rankfile:
-        ways.append(f"mpirun -np {placement.p} --hostfile {hostfile or 'HOSTFILE'}{order}"
-                    " --bind-to core ...")
+        ways.append(
+            f"mpirun -np {placement.p} --hostfile {hostfile or 'HOSTFILE'}{order}"
+            " --bind-to core ..."
+        )
     return "   or   ".join(ways)

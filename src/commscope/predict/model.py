@@ -91,19 +91,24 @@ class ClusterModel:
         for k, sw in enumerate(self.switches):
             for n in sw.nodes:
                 if not 0 <= n < len(self.node_names) or switch_of[n] >= 0:
-                    raise PredictError(f"{where}: switch {sw.name}: node {n} is not a node of"
-                                       " the model or is behind another switch already")
+                    raise PredictError(
+                        f"{where}: switch {sw.name}: node {n} is not a node of"
+                        " the model or is behind another switch already"
+                    )
                 switch_of[n] = k
             if not sw.uplink.bandwidth_Bps:
                 raise PredictError(f"{where}: switch {sw.name} needs an uplink bandwidth")
         if self.switches:
             if (switch_of < 0).any():
                 lost = self.node_names[int(np.flatnonzero(switch_of < 0)[0])]
-                raise PredictError(f"{where}: node {lost} is behind no switch; put every node"
-                                   " behind one switch, or give no switches")
+                raise PredictError(
+                    f"{where}: node {lost} is behind no switch; put every node"
+                    " behind one switch, or give no switches"
+                )
             if not self.nic.bandwidth_Bps:
-                raise PredictError(f"{where}: switches need the NIC bandwidth, to compare"
-                                   " uplinks with NICs")
+                raise PredictError(
+                    f"{where}: switches need the NIC bandwidth, to compare uplinks with NICs"
+                )
         object.__setattr__(self, "_switch_of", switch_of)
 
     @property
@@ -135,8 +140,9 @@ class ClusterModel:
 
     def describe(self) -> str:
         """One line: nodes, sockets, cores and switches."""
-        text = (f"{self.name}: {self.nodes} node(s) x {self.sockets} socket(s) x {self.cores}"
-                f" core(s)")
+        text = (
+            f"{self.name}: {self.nodes} node(s) x {self.sockets} socket(s) x {self.cores} core(s)"
+        )
         if self.switches:
             text += f", {len(self.switches)} switch(es)"
         return text + (f" (from {self.source})" if self.source else "")
@@ -144,9 +150,15 @@ class ClusterModel:
     def to_json(self) -> dict[str, Any]:
         """Plain dict: counts, node names, channels in bytes/s and seconds."""
         return {
-            "name": self.name, "source": self.source, "nodes": list(self.node_names),
-            "sockets": self.sockets, "cores": self.cores,
-            "channels": {"memory": self.memory.to_json(), "socket": self.socket_link.to_json(),
-                         "nic": self.nic.to_json()},
+            "name": self.name,
+            "source": self.source,
+            "nodes": list(self.node_names),
+            "sockets": self.sockets,
+            "cores": self.cores,
+            "channels": {
+                "memory": self.memory.to_json(),
+                "socket": self.socket_link.to_json(),
+                "nic": self.nic.to_json(),
+            },
             "switches": [sw.to_json() for sw in self.switches],
         }

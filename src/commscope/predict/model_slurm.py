@@ -28,15 +28,20 @@ def _records(text: str) -> list[dict[str, str]]:
 def _count(record: dict[str, str], key: str) -> int:
     value = record.get(key, "")
     if not (value.isascii() and value.isdigit()) or int(value) < 1:
-        raise PredictError(f"{WHERE}: node {record.get('NodeName', '?')} has {key}={value!r};"
-                           " write a cluster YAML file instead")
+        raise PredictError(
+            f"{WHERE}: node {record.get('NodeName', '?')} has {key}={value!r};"
+            " write a cluster YAML file instead"
+        )
     return int(value)
 
 
-def model_from_scontrol(nodes_text: str, topology_text: str | None,
-                        expand: Callable[[str], tuple[str, ...]],
-                        nic_Bps: float | None = None, uplink_Bps: float | None = None,
-                        ) -> tuple[ClusterModel, str | None]:
+def model_from_scontrol(
+    nodes_text: str,
+    topology_text: str | None,
+    expand: Callable[[str], tuple[str, ...]],
+    nic_Bps: float | None = None,
+    uplink_Bps: float | None = None,
+) -> tuple[ClusterModel, str | None]:
     """The model of Slurm's nodes, and a note on what it left out (None when nothing).
 
     Args:
@@ -54,9 +59,11 @@ def model_from_scontrol(nodes_text: str, topology_text: str | None,
         raise PredictError(f"{WHERE}: scontrol lists no nodes; is slurmctld up (scontrol ping)?")
     shapes = {(_count(r, "Sockets"), _count(r, "CoresPerSocket")) for r in records}
     if len(shapes) != 1:
-        raise PredictError(f"{WHERE}: nodes differ in sockets x cores {sorted(shapes)}; the "
-                           "model needs alike nodes: write a cluster YAML file of one kind")
-    (sockets, cores), = shapes
+        raise PredictError(
+            f"{WHERE}: nodes differ in sockets x cores {sorted(shapes)}; the "
+            "model needs alike nodes: write a cluster YAML file of one kind"
+        )
+    ((sockets, cores),) = shapes
     names = tuple(r["NodeName"] for r in records)
     nic = Link(bandwidth_Bps=nic_Bps)
     leaves = [r for r in _records(topology_text or "") if r.get("Level") == "0" and "Nodes" in r]
@@ -65,13 +72,25 @@ def model_from_scontrol(nodes_text: str, topology_text: str | None,
     if leaves and nic_Bps:
         index = {name: i for i, name in enumerate(names)}
         switches = tuple(
-            Switch(r["SwitchName"], tuple(index[n] for n in expand(r["Nodes"]) if n in index),
-                   Link(bandwidth_Bps=uplink_Bps or nic_Bps))
-            for r in leaves)
+            Switch(
+                r["SwitchName"],
+                tuple(index[n] for n in expand(r["Nodes"]) if n in index),
+                Link(bandwidth_Bps=uplink_Bps or nic_Bps),
+            )
+            for r in leaves
+        )
     elif leaves:
-        note = (f"Slurm's topology lists {len(leaves)} switch(es); give --nic-rate to model "
-                "them (and --uplink-rate when uplinks differ)")
-    model = ClusterModel(name="slurm", node_names=names, sockets=sockets, cores=cores, nic=nic,
-                         switches=switches, source="scontrol show nodes"
-                         + (", topology" if switches else ""))
+        note = (
+            f"Slurm's topology lists {len(leaves)} switch(es); give --nic-rate to model "
+            "them (and --uplink-rate when uplinks differ)"
+        )
+    model = ClusterModel(
+        name="slurm",
+        node_names=names,
+        sockets=sockets,
+        cores=cores,
+        nic=nic,
+        switches=switches,
+        source="scontrol show nodes" + (", topology" if switches else ""),
+    )
     return model, note

@@ -17,8 +17,11 @@ from commscope.errors import PredictError
 from commscope.predict.model import ClusterModel, Link
 from commscope.units import parse_tc_rate
 
-HWLOC_TOOLS = (("hwloc-ls", "--of", "xml"), ("lstopo", "--of", "xml"), ("lstopo-no-graphics",
-                                                                         "--of", "xml"))
+HWLOC_TOOLS = (
+    ("hwloc-ls", "--of", "xml"),
+    ("lstopo", "--of", "xml"),
+    ("lstopo-no-graphics", "--of", "xml"),
+)
 HWLOC_TIMEOUT_S = 30
 
 
@@ -32,14 +35,17 @@ def hwloc_xml() -> str:
         if shutil.which(argv[0]) is None:
             continue
         try:
-            out = subprocess.run([*argv, "-"], capture_output=True, text=True, check=True,
-                                 timeout=HWLOC_TIMEOUT_S)
+            out = subprocess.run(
+                [*argv, "-"], capture_output=True, text=True, check=True, timeout=HWLOC_TIMEOUT_S
+            )
         except (OSError, subprocess.SubprocessError) as err:
-            raise PredictError(f"{argv[0]} failed ({err}); give the model as --cluster FILE"
-                               ) from None
+            raise PredictError(
+                f"{argv[0]} failed ({err}); give the model as --cluster FILE"
+            ) from None
         return out.stdout
-    raise PredictError("no hwloc tool (hwloc-ls, lstopo) found; install hwloc or give the model"
-                       " as --cluster FILE")
+    raise PredictError(
+        "no hwloc tool (hwloc-ls, lstopo) found; install hwloc or give the model as --cluster FILE"
+    )
 
 
 def topology_from_xml(text: str, where: str) -> tuple[str, int, int]:
@@ -56,10 +62,13 @@ def topology_from_xml(text: str, where: str) -> tuple[str, int, int]:
     except ET.ParseError as err:
         raise PredictError(f"{where}: not hwloc XML ({err})") from None
     if root.tag != "topology":
-        raise PredictError(f"{where}: not hwloc XML (root element <{root.tag}>, expected"
-                           " <topology>)")
-    host = next((i.get("value", "") for i in root.iter("info") if i.get("name") == "HostName"),
-                "") or "node0"
+        raise PredictError(
+            f"{where}: not hwloc XML (root element <{root.tag}>, expected <topology>)"
+        )
+    host = (
+        next((i.get("value", "") for i in root.iter("info") if i.get("name") == "HostName"), "")
+        or "node0"
+    )
     packages = [o for o in root.iter("object") if o.get("type") == "Package"]
     per_package = [sum(1 for o in p.iter("object") if o.get("type") == "Core") for p in packages]
     if not packages:
@@ -67,13 +76,16 @@ def topology_from_xml(text: str, where: str) -> tuple[str, int, int]:
     if not per_package or min(per_package) < 1:
         raise PredictError(f"{where}: the topology lists no cores")
     if len(set(per_package)) != 1:
-        raise PredictError(f"{where}: sockets have different core counts {per_package}; write"
-                           " a cluster YAML file instead")
+        raise PredictError(
+            f"{where}: sockets have different core counts {per_package}; write"
+            " a cluster YAML file instead"
+        )
     return host, len(per_package), per_package[0]
 
 
-def model_from_hwloc(xml_text: str | None = None, nodes: int = 1,
-                     where: str = "hwloc") -> ClusterModel:
+def model_from_hwloc(
+    xml_text: str | None = None, nodes: int = 1, where: str = "hwloc"
+) -> ClusterModel:
     """A model of ``nodes`` nodes each like the one hwloc describes.
 
     Args:
@@ -87,8 +99,13 @@ def model_from_hwloc(xml_text: str | None = None, nodes: int = 1,
     if nodes < 1:
         raise PredictError(f"{where}: the number of nodes must be at least 1")
     names = (host,) if nodes == 1 else tuple(f"{host}{i}" for i in range(nodes))
-    return ClusterModel(name=host, node_names=names, sockets=sockets, cores=cores,
-                        source=where if nodes == 1 else f"{where}, x{nodes} nodes")
+    return ClusterModel(
+        name=host,
+        node_names=names,
+        sockets=sockets,
+        cores=cores,
+        source=where if nodes == 1 else f"{where}, x{nodes} nodes",
+    )
 
 
 def model_from_hwloc_file(path: str | Path, nodes: int = 1) -> ClusterModel:
@@ -100,8 +117,9 @@ def model_from_hwloc_file(path: str | Path, nodes: int = 1) -> ClusterModel:
     return model_from_hwloc(text, nodes, str(path))
 
 
-def model_from_vcluster(node_names: Sequence[str], rate: str,
-                        xml_text: str | None = None) -> ClusterModel:
+def model_from_vcluster(
+    node_names: Sequence[str], rate: str, xml_text: str | None = None
+) -> ClusterModel:
     """A model of the virtual cluster: its nodes, this machine's sockets and cores each.
 
     Args:
@@ -109,9 +127,14 @@ def model_from_vcluster(node_names: Sequence[str], rate: str,
         rate: the tbf rate of every node's link, in tc's syntax (``1gbit``).
         xml_text: hwloc XML of this machine; None runs hwloc.
     """
-    _, sockets, cores = topology_from_xml(hwloc_xml() if xml_text is None else xml_text,
-                                          "hwloc")
+    _, sockets, cores = topology_from_xml(hwloc_xml() if xml_text is None else xml_text, "hwloc")
     # tc rates are bits per second, applied to each direction of a node's link.
     nic = Link(bandwidth_Bps=parse_tc_rate(rate) / 8.0)
-    return ClusterModel(name="vcluster", node_names=tuple(node_names), sockets=sockets,
-                        cores=cores, nic=nic, source=f"virtual cluster, tbf rate {rate}")
+    return ClusterModel(
+        name="vcluster",
+        node_names=tuple(node_names),
+        sockets=sockets,
+        cores=cores,
+        nic=nic,
+        source=f"virtual cluster, tbf rate {rate}",
+    )

@@ -38,8 +38,17 @@ _TOP = ("name", "nodes", "sockets", "cores", "channels", "switches", "simulation
 _CHANNELS = {"memory": "memory", "socket": "socket_link", "nic": "nic"}
 _LINK = ("bandwidth", "latency")
 _SWITCH = ("name", "nodes", "uplink")
-_BYTES = {"b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-          "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30, "tib": 2.0**40}
+_BYTES = {
+    "b": 1.0,
+    "kb": 1e3,
+    "mb": 1e6,
+    "gb": 1e9,
+    "tb": 1e12,
+    "kib": 2.0**10,
+    "mib": 2.0**20,
+    "gib": 2.0**30,
+    "tib": 2.0**40,
+}
 _BITS = {"bit": 1.0, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
 _SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
@@ -47,8 +56,10 @@ _RATE_RE = re.compile(_NUMBER + r"\s*([A-Za-z]*)(/s)?")
 _TIME_RE = re.compile(_NUMBER + r"\s*([a-z]*)", re.IGNORECASE)
 _RANGE_RE = re.compile(r"([0-9]+)\s*-\s*([0-9]+)")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-RATE_FORMS = (f"e.g. 12.5GB/s, 100Gbit/s, 1e9 (bytes/s), from {limits.MIN_RATE_BPS:g} to"
-              f" {limits.MAX_RATE_BPS:g} bytes/s")
+RATE_FORMS = (
+    f"e.g. 12.5GB/s, 100Gbit/s, 1e9 (bytes/s), from {limits.MIN_RATE_BPS:g} to"
+    f" {limits.MAX_RATE_BPS:g} bytes/s"
+)
 TIME_FORMS = f"e.g. 1.5us, 0.2ms, 2e-6 (seconds), from 0 to {limits.MAX_LATENCY_S:g} s"
 MAX_FILE_BYTES = 16 << 20  # a model of MAX_MODEL_NODES named nodes takes about 2 MB
 MAX_NAME_CHARS = 253  # a host name
@@ -122,8 +133,10 @@ class _Reader:
             raise self.fail(field, f"expected a mapping with keys {', '.join(known)}")
         for key in value:
             if key not in known:
-                raise self.fail(f"{field}.{key}" if field != "(top)" else str(key),
-                                f"unknown field; expected one of {', '.join(known)}")
+                raise self.fail(
+                    f"{field}.{key}" if field != "(top)" else str(key),
+                    f"unknown field; expected one of {', '.join(known)}",
+                )
         return value
 
     def count(self, value: Any, field: str, most: int) -> int:
@@ -137,8 +150,9 @@ class _Reader:
             raise self.fail(field, f"{strict.shown(value)} is not a name; give text")
         text = str(value)
         if not text.strip() or len(text) > most or _CONTROL.search(text):
-            raise self.fail(field, f"{strict.shown(text)}: give a name of 1 to {most}"
-                            " printable characters")
+            raise self.fail(
+                field, f"{strict.shown(text)}: give a name of 1 to {most} printable characters"
+            )
         return text
 
     def link(self, value: Any, field: str) -> Link:
@@ -156,10 +170,10 @@ class _Reader:
     def node_names(self, value: Any) -> tuple[str, ...]:
         if isinstance(value, list):
             if not value or len(value) > limits.MAX_MODEL_NODES:
-                raise self.fail("nodes", f"give a list of 1 to {limits.MAX_MODEL_NODES} host"
-                                " names, or a count")
-            names = tuple(self.name(n, f"nodes[{i}]", MAX_NAME_CHARS)
-                          for i, n in enumerate(value))
+                raise self.fail(
+                    "nodes", f"give a list of 1 to {limits.MAX_MODEL_NODES} host names, or a count"
+                )
+            names = tuple(self.name(n, f"nodes[{i}]", MAX_NAME_CHARS) for i, n in enumerate(value))
             if len(set(names)) != len(names):
                 raise self.fail("nodes", "host names must be distinct")
             return names
@@ -171,14 +185,17 @@ class _Reader:
         if isinstance(value, str) and (match := _RANGE_RE.fullmatch(value.strip())):
             lo, hi = (int(x) if len(x) < 10 else len(names) for x in match.groups())
             if not lo <= hi < len(names):
-                raise self.fail(field, f"{strict.shown(value)}: give indices A-B with A <= B <="
-                                f" {len(names) - 1}")
+                raise self.fail(
+                    field,
+                    f"{strict.shown(value)}: give indices A-B with A <= B <= {len(names) - 1}",
+                )
             items: list[Any] = list(range(lo, hi + 1))
         elif isinstance(value, list) and value:
             items = value
         else:
-            raise self.fail(field, f"{value!r}: give node indices 'A-B' or a list of indices"
-                            " or host names")
+            raise self.fail(
+                field, f"{value!r}: give node indices 'A-B' or a list of indices or host names"
+            )
         out = []
         for item in items:
             if isinstance(item, int) and not isinstance(item, bool) and 0 <= item < len(names):
@@ -186,8 +203,11 @@ class _Reader:
             elif isinstance(item, str) and item in index:
                 out.append(index[item])
             else:
-                raise self.fail(field, f"{item!r} is not a node of this model (indices"
-                                f" 0-{len(names) - 1} or host names)")
+                raise self.fail(
+                    field,
+                    f"{item!r} is not a node of this model (indices"
+                    f" 0-{len(names) - 1} or host names)",
+                )
         return tuple(out)
 
 
@@ -205,8 +225,9 @@ def model_from_dict(data: Any, where: str) -> ClusterModel:
     top = r.mapping(data, "(top)", _TOP)
     for key in ("nodes", "sockets", "cores"):
         if key not in top:
-            raise r.fail(key, "missing; a model needs nodes, sockets (per node) and cores"
-                         " (per socket)")
+            raise r.fail(
+                key, "missing; a model needs nodes, sockets (per node) and cores (per socket)"
+            )
     names = r.node_names(top["nodes"])
     links = {attr: Link() for attr in _CHANNELS.values()}
     channels = r.mapping(top.get("channels", {}) or {}, "channels", tuple(_CHANNELS))
@@ -226,8 +247,9 @@ def model_from_dict(data: Any, where: str) -> ClusterModel:
         nodes = r.switch_nodes(sw["nodes"], f"{field}.nodes", names)
         for n in nodes:
             if n in seen:
-                raise r.fail(f"{field}.nodes", f"node {names[n]} is behind switch {seen[n]}"
-                             " already")
+                raise r.fail(
+                    f"{field}.nodes", f"node {names[n]} is behind switch {seen[n]} already"
+                )
             seen[n] = name
         uplink = r.link(sw.get("uplink"), f"{field}.uplink")
         if uplink.bandwidth_Bps is None:
@@ -238,14 +260,20 @@ def model_from_dict(data: Any, where: str) -> ClusterModel:
         if lost:
             raise r.fail("switches", f"node {lost[0]} is behind no switch; list every node")
         if links["nic"].bandwidth_Bps is None:
-            raise r.fail("channels.nic.bandwidth", "missing; switches need the NIC rate to"
-                         " compare uplinks with NICs")
+            raise r.fail(
+                "channels.nic.bandwidth",
+                "missing; switches need the NIC rate to compare uplinks with NICs",
+            )
     name = r.name(top.get("name", Path(where).stem or "model"), "name", limits.MAX_LABEL_CHARS)
     return ClusterModel(
-        name=name, node_names=names,
+        name=name,
+        node_names=names,
         sockets=r.count(top["sockets"], "sockets", limits.MAX_SOCKETS),
-        cores=r.count(top["cores"], "cores", limits.MAX_CORES_PER_SOCKET), memory=links["memory"],
-        socket_link=links["socket_link"], nic=links["nic"], switches=tuple(switches),
+        cores=r.count(top["cores"], "cores", limits.MAX_CORES_PER_SOCKET),
+        memory=links["memory"],
+        socket_link=links["socket_link"],
+        nic=links["nic"],
+        switches=tuple(switches),
         source=where,
     )
 
@@ -272,24 +300,30 @@ def load_document(path: str | Path) -> Any:
     except OSError as err:
         raise PredictError(f"{where}: cannot read the cluster model ({err.strerror})") from None
     if len(raw) > MAX_FILE_BYTES:
-        raise PredictError(f"{where}: larger than {MAX_FILE_BYTES >> 20} MiB, not a cluster"
-                           " model; give the model's YAML file")
+        raise PredictError(
+            f"{where}: larger than {MAX_FILE_BYTES >> 20} MiB, not a cluster"
+            " model; give the model's YAML file"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise PredictError(f"{where}: byte {err.start} is not UTF-8 text; give the model's YAML"
-                           " file") from None
+        raise PredictError(
+            f"{where}: byte {err.start} is not UTF-8 text; give the model's YAML file"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
-        raise PredictError(f"{where}:{line} not valid YAML ({getattr(err, 'problem', err)})"
-                           ) from None
+        raise PredictError(
+            f"{where}:{line} not valid YAML ({getattr(err, 'problem', err)})"
+        ) from None
     except RecursionError:
-        raise PredictError(f"{where}: nested too deeply to read; a cluster model is a few"
-                           " levels deep") from None
+        raise PredictError(
+            f"{where}: nested too deeply to read; a cluster model is a few levels deep"
+        ) from None
     except (ValueError, OverflowError) as err:  # e.g. a date 2001-13-45
-        raise PredictError(f"{where}: a value YAML cannot build ({err}); quote it or fix it"
-                           ) from None
+        raise PredictError(
+            f"{where}: a value YAML cannot build ({err}); quote it or fix it"
+        ) from None
     return data

@@ -27,8 +27,14 @@ from commscope.errors import PredictError
 from commscope.units import size_text
 
 Transfers = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]
-SIZE_MEANS = {"alltoall": "per pair", "bcast": "buffer", "reduce": "buffer",
-              "allreduce": "buffer", "allgather": "per rank", "gather": "per rank"}
+SIZE_MEANS = {
+    "alltoall": "per pair",
+    "bcast": "buffer",
+    "reduce": "buffer",
+    "allreduce": "buffer",
+    "allgather": "per rank",
+    "gather": "per rank",
+}
 DEFAULT_BLOCK = 32  # MPICH's default throttle for this algorithm (MPIR_CVAR_ALLTOALL_THROTTLE)
 
 
@@ -98,15 +104,23 @@ class Pattern:
         """One line, e.g. ``alltoall (block, block=8), 8 processes, 1 MiB per pair, 1 step``."""
         extra = "".join(f", {k}={v}" for k, v in self.params.items())
         steps = len(self.steps)
-        return (f"{self.op} ({self.algorithm}{extra}), {self.p} processes,"
-                f" {size_text(self.size)} {SIZE_MEANS[self.op]}, {steps}"
-                f" step{'s' if steps != 1 else ''}")
+        return (
+            f"{self.op} ({self.algorithm}{extra}), {self.p} processes,"
+            f" {size_text(self.size)} {SIZE_MEANS[self.op]}, {steps}"
+            f" step{'s' if steps != 1 else ''}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict (no transfer lists)."""
-        return {"op": self.op, "algorithm": self.algorithm, "processes": self.p,
-                "bytes": self.size, "steps": len(self.steps), "transfers": self.n_transfers,
-                **self.params}
+        return {
+            "op": self.op,
+            "algorithm": self.algorithm,
+            "processes": self.p,
+            "bytes": self.size,
+            "steps": len(self.steps),
+            "transfers": self.n_transfers,
+            **self.params,
+        }
 
 
 def _shift(offsets: list[int] | NDArray[np.int64], nbytes: int) -> ShiftStep:
@@ -114,8 +128,9 @@ def _shift(offsets: list[int] | NDArray[np.int64], nbytes: int) -> ShiftStep:
     return ShiftStep(d[d != 0], nbytes)
 
 
-def _pairs(src: NDArray[np.int64], dst: NDArray[np.int64], nbytes: int, p: int,
-           root: int = 0) -> ListStep:
+def _pairs(
+    src: NDArray[np.int64], dst: NDArray[np.int64], nbytes: int, p: int, root: int = 0
+) -> ListStep:
     # Builders work on ranks relative to the root; shift them back to real ranks.
     return ListStep((src + root) % p, (dst + root) % p, np.full(src.size, nbytes, dtype=np.int64))
 
@@ -218,8 +233,14 @@ ALGORITHMS: dict[str, dict[str, Callable[..., Pattern]]] = {
 ROOTED = ("bcast", "reduce", "gather")
 
 
-def build(op: str, p: int, size: int, algorithm: str | None = None, block: int | None = None,
-          root: int = 0) -> Pattern:
+def build(
+    op: str,
+    p: int,
+    size: int,
+    algorithm: str | None = None,
+    block: int | None = None,
+    root: int = 0,
+) -> Pattern:
     """The pattern of ``op`` with ``algorithm`` (default: the first listed in ALGORITHMS).
 
     Args:

@@ -67,15 +67,21 @@ class Placement:
 
     def to_json(self, model: ClusterModel | None = None) -> dict[str, Any]:
         """Plain dict; with ``model``, rank locations as host names too."""
-        d: dict[str, Any] = {"label": self.label, "nodes": self.nodes, "per_node": self.per_node,
-                             "sockets_used": self.sockets_used, "order": self.order}
+        d: dict[str, Any] = {
+            "label": self.label,
+            "nodes": self.nodes,
+            "per_node": self.per_node,
+            "sockets_used": self.sockets_used,
+            "order": self.order,
+        }
         if model is not None:
             d["hosts"] = [model.node_names[n] for n in self.node_ids()]
         return d
 
 
-def socket_layout(per_node: int, sockets_used: int, cores: int) -> tuple[NDArray[np.int64],
-                                                                          NDArray[np.int64]]:
+def socket_layout(
+    per_node: int, sockets_used: int, cores: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Socket and core of each local rank 0..per_node-1, spread evenly over sockets_used.
 
     The first ``per_node % sockets_used`` sockets take one rank more; consecutive local ranks
@@ -84,16 +90,22 @@ def socket_layout(per_node: int, sockets_used: int, cores: int) -> tuple[NDArray
     counts = np.full(sockets_used, per_node // sockets_used, dtype=np.int64)
     counts[: per_node % sockets_used] += 1
     if counts.max() > cores:
-        raise PredictError(f"{per_node} ranks do not fit on {sockets_used} socket(s) of {cores}"
-                           " cores")
+        raise PredictError(
+            f"{per_node} ranks do not fit on {sockets_used} socket(s) of {cores} cores"
+        )
     socket = np.repeat(np.arange(sockets_used, dtype=np.int64), counts)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     core = np.arange(per_node, dtype=np.int64) - starts[socket]
     return socket, core
 
 
-def regular(model: ClusterModel, nodes: int, per_node: int, order: str = "block",
-            sockets_used: int | None = None) -> Placement:
+def regular(
+    model: ClusterModel,
+    nodes: int,
+    per_node: int,
+    order: str = "block",
+    sockets_used: int | None = None,
+) -> Placement:
     """The placement ``nodes`` x ``per_node`` in ``order`` over ``sockets_used`` sockets.
 
     Args:
@@ -127,13 +139,22 @@ def regular(model: ClusterModel, nodes: int, per_node: int, order: str = "block"
         label += f"/{k}s"
     if order == "cyclic" and nodes > 1 and per_node > 1:
         label += " cyclic"
-    return Placement(label=label, nodes=nodes, per_node=per_node, sockets_used=k, order=order,
-                     node=used[slot], socket=local_socket[local], core=local_core[local],
-                     symmetric=len(switches) == 1)
+    return Placement(
+        label=label,
+        nodes=nodes,
+        per_node=per_node,
+        sockets_used=k,
+        order=order,
+        node=used[slot],
+        socket=local_socket[local],
+        core=local_core[local],
+        symmetric=len(switches) == 1,
+    )
 
 
-def enumerate_placements(model: ClusterModel, p: int,
-                         orders: tuple[str, ...] = ORDERS) -> list[Placement]:
+def enumerate_placements(
+    model: ClusterModel, p: int, orders: tuple[str, ...] = ORDERS
+) -> list[Placement]:
     """Every regular placement of ``p`` ranks that fits the model.
 
     For each n x c with n * c = p, n <= nodes and c <= cores per node: each number of sockets
@@ -157,6 +178,8 @@ def enumerate_placements(model: ClusterModel, p: int,
                     continue
                 out.append(regular(model, nodes, per_node, order, k))
     if not out:
-        raise PredictError(f"{p} processes fit no n x c placement of {model.describe()}"
-                           f" ({model.cores_per_node} cores per node)")
+        raise PredictError(
+            f"{p} processes fit no n x c placement of {model.describe()}"
+            f" ({model.cores_per_node} cores per node)"
+        )
     return out

@@ -21,10 +21,14 @@ from commscope.predict.model import ClusterModel
 from commscope.predict.placement import Placement, socket_layout
 
 # Counts of at most 9 digits: every bound they meet (cores, ranks) is far below 10^9.
-_HOST_RE = re.compile(r"(\S+?)(?::([0-9]{1,9}))?(?:\s+slots\s*=\s*([0-9]{1,9}))?"
-                      r"(?:\s+max_slots\s*=\s*[0-9]{1,9})?")
-_RANK_RE = re.compile(r"rank\s+([0-9]{1,9})\s*=\s*(\S+)\s+slot\s*=\s*([0-9]{1,9})"
-                      r"(?::([0-9]{1,9}))?")
+_HOST_RE = re.compile(
+    r"(\S+?)(?::([0-9]{1,9}))?(?:\s+slots\s*=\s*([0-9]{1,9}))?"
+    r"(?:\s+max_slots\s*=\s*[0-9]{1,9})?"
+)
+_RANK_RE = re.compile(
+    r"rank\s+([0-9]{1,9})\s*=\s*(\S+)\s+slot\s*=\s*([0-9]{1,9})"
+    r"(?::([0-9]{1,9}))?"
+)
 
 
 def _lines(path: str | Path) -> list[tuple[int, str]]:
@@ -33,8 +37,9 @@ def _lines(path: str | Path) -> list[tuple[int, str]]:
     except OSError as err:
         raise PredictError(f"{path}: cannot read ({err.strerror})") from None
     except UnicodeDecodeError as err:
-        raise PredictError(f"{path}: byte {err.start} is not UTF-8 text; give a hostfile or"
-                           " rankfile") from None
+        raise PredictError(
+            f"{path}: byte {err.start} is not UTF-8 text; give a hostfile or rankfile"
+        ) from None
     out = []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
@@ -48,23 +53,29 @@ def _node_index(model: ClusterModel, host: str, where: str) -> int:
         return model.node_names.index(host)
     except ValueError:
         shown = ", ".join(model.node_names[:4]) + (", ..." if model.nodes > 4 else "")
-        raise PredictError(f"{where}: host {host!r} is not a node of the model ({shown})"
-                           ) from None
+        raise PredictError(f"{where}: host {host!r} is not a node of the model ({shown})") from None
 
 
-def _explicit(label: str, node: ArrayLike, socket: ArrayLike, core: ArrayLike,
-              order: str) -> Placement:
+def _explicit(
+    label: str, node: ArrayLike, socket: ArrayLike, core: ArrayLike, order: str
+) -> Placement:
     node_a = np.asarray(node, dtype=np.int64)
     socket_a = np.asarray(socket, dtype=np.int64)
     pairs = np.unique(np.stack([node_a, socket_a]), axis=1)
-    return Placement(label=label, nodes=int(np.unique(node_a).size),
-                     per_node=int(np.bincount(node_a).max()),
-                     sockets_used=int(np.bincount(pairs[0]).max()), order=order, node=node_a,
-                     socket=socket_a, core=np.asarray(core, dtype=np.int64), symmetric=False)
+    return Placement(
+        label=label,
+        nodes=int(np.unique(node_a).size),
+        per_node=int(np.bincount(node_a).max()),
+        sockets_used=int(np.bincount(pairs[0]).max()),
+        order=order,
+        node=node_a,
+        socket=socket_a,
+        core=np.asarray(core, dtype=np.int64),
+        symmetric=False,
+    )
 
 
-def from_hostfile(model: ClusterModel, path: str | Path, p: int,
-                  order: str = "block") -> Placement:
+def from_hostfile(model: ClusterModel, path: str | Path, p: int, order: str = "block") -> Placement:
     """The placement of ``p`` ranks over a hostfile's slots.
 
     Raises:
@@ -75,16 +86,18 @@ def from_hostfile(model: ClusterModel, path: str | Path, p: int,
     for number, line in _lines(path):
         match = _HOST_RE.fullmatch(line)
         if match is None or (match.group(2) and match.group(3)):
-            raise PredictError(f"{path} line {number}: {line!r} is not 'host slots=N' or"
-                               " 'host:N'")
+            raise PredictError(f"{path} line {number}: {line!r} is not 'host slots=N' or 'host:N'")
         n = _node_index(model, match.group(1), f"{path} line {number}")
         slots[n] = slots.get(n, 0) + int(match.group(2) or match.group(3) or 1)
         if slots[n] > model.cores_per_node:
-            raise PredictError(f"{path} line {number}: {slots[n]} slots on"
-                               f" {model.node_names[n]}, which has {model.cores_per_node} cores")
+            raise PredictError(
+                f"{path} line {number}: {slots[n]} slots on"
+                f" {model.node_names[n]}, which has {model.cores_per_node} cores"
+            )
     if sum(slots.values()) < p:
-        raise PredictError(f"{path}: {sum(slots.values())} slots for {p} processes; add hosts"
-                           " or slots")
+        raise PredictError(
+            f"{path}: {sum(slots.values())} slots for {p} processes; add hosts or slots"
+        )
     hosts = np.array(list(slots), dtype=np.int64)
     counts = np.array(list(slots.values()), dtype=np.int64)
     host_of_slot = np.repeat(np.arange(hosts.size), counts)
@@ -118,8 +131,10 @@ def from_rankfile(model: ClusterModel, path: str | Path, p: int) -> Placement:
         at = f"{path} line {number}"
         match = _RANK_RE.fullmatch(line)
         if match is None:
-            raise PredictError(f"{at}: {line!r} is not 'rank R=host slot=S:C' or"
-                               " 'rank R=host slot=N' (one core per rank)")
+            raise PredictError(
+                f"{at}: {line!r} is not 'rank R=host slot=S:C' or"
+                " 'rank R=host slot=N' (one core per rank)"
+            )
         rank, n = int(match.group(1)), _node_index(model, match.group(2), at)
         if match.group(4) is None:
             index = int(match.group(3))
@@ -128,8 +143,10 @@ def from_rankfile(model: ClusterModel, path: str | Path, p: int) -> Placement:
             s, c = int(match.group(3)), int(match.group(4))
         if s >= model.sockets or c >= model.cores:
             slot = line.split("slot", 1)[1].lstrip(" =")
-            raise PredictError(f"{at}: slot {slot} is not a core of {model.node_names[n]}"
-                               f" ({model.sockets} socket(s) x {model.cores} cores)")
+            raise PredictError(
+                f"{at}: slot {slot} is not a core of {model.node_names[n]}"
+                f" ({model.sockets} socket(s) x {model.cores} cores)"
+            )
         if rank in where:
             raise PredictError(f"{at}: rank {rank} is placed twice")
         if (n, s, c) in cores_taken:
@@ -140,5 +157,10 @@ def from_rankfile(model: ClusterModel, path: str | Path, p: int) -> Placement:
     if missing:
         raise PredictError(f"{path}: no line for rank {missing[0]} of {p}")
     loc = [where[r] for r in range(p)]
-    return _explicit(f"rankfile {Path(path).name}", [x[0] for x in loc], [x[1] for x in loc],
-                     [x[2] for x in loc], "explicit")
+    return _explicit(
+        f"rankfile {Path(path).name}",
+        [x[0] for x in loc],
+        [x[1] for x in loc],
+        [x[2] for x in loc],
+        "explicit",
+    )

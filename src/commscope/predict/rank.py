@@ -52,11 +52,15 @@ class Prediction:
 
     def to_json(self, model: ClusterModel | None = None, steps: bool = False) -> dict[str, Any]:
         """Plain dict; time_s is None when unpriced; each step's time with ``steps``."""
-        d = {"placement": self.placement.to_json(model),
-             "time_s": self.time_s if self.priced else None,
-             "missing_levels": list(self.missing), "transfers": self.transfers,
-             "max_cf": self.max_cf, "steps": int(self.step_s.size),
-             "slowest_step_s": float(self.step_s.max(initial=0.0))}
+        d = {
+            "placement": self.placement.to_json(model),
+            "time_s": self.time_s if self.priced else None,
+            "missing_levels": list(self.missing),
+            "transfers": self.transfers,
+            "max_cf": self.max_cf,
+            "steps": int(self.step_s.size),
+            "slowest_step_s": float(self.step_s.max(initial=0.0)),
+        }
         if steps:
             d["step_s"] = self.step_s.tolist()
         return d
@@ -68,8 +72,9 @@ def _missing(cost: CostModel, used: NDArray[np.int64]) -> tuple[str, ...]:
     return tuple(lv for code, lv in enumerate(LEVELS) if used[code] and lv not in known)
 
 
-def _symmetric(model: ClusterModel, placement: Placement, pattern: Pattern,
-               cost: CostModel) -> Prediction:
+def _symmetric(
+    model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostModel
+) -> Prediction:
     """Price rotation-invariant steps from the first node's transfers, by class."""
     steps = [s for s in pattern.steps if isinstance(s, ShiftStep)]
     sizes = np.array([s.offsets.size for s in steps], dtype=np.int64)
@@ -93,8 +98,9 @@ def _symmetric(model: ClusterModel, placement: Placement, pattern: Pattern,
     return _result(placement, step_s, used, max_cf, _missing(cost, used))
 
 
-def _general(model: ClusterModel, placement: Placement, pattern: Pattern,
-             cost: CostModel) -> Prediction:
+def _general(
+    model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostModel
+) -> Prediction:
     """Price every transfer of every step, one step at a time."""
     known = set(cost.sources())
     step_s = np.zeros(len(pattern.steps))
@@ -117,33 +123,46 @@ def _general(model: ClusterModel, placement: Placement, pattern: Pattern,
     return _result(placement, step_s, used, max_cf, _missing(cost, used))
 
 
-def _result(placement: Placement, step_s: NDArray[np.float64], used: NDArray[np.int64],
-            max_cf: NDArray[np.float64], missing: tuple[str, ...]) -> Prediction:
+def _result(
+    placement: Placement,
+    step_s: NDArray[np.float64],
+    used: NDArray[np.int64],
+    max_cf: NDArray[np.float64],
+    missing: tuple[str, ...],
+) -> Prediction:
     return Prediction(
-        placement=placement, time_s=math.inf if missing else float(step_s.sum()),
-        step_s=step_s, transfers={lv: int(used[c]) for c, lv in enumerate(LEVELS) if used[c]},
+        placement=placement,
+        time_s=math.inf if missing else float(step_s.sum()),
+        step_s=step_s,
+        transfers={lv: int(used[c]) for c, lv in enumerate(LEVELS) if used[c]},
         max_cf={lv: float(max_cf[c]) for c, lv in enumerate(LEVELS) if used[c]},
         missing=missing,
     )
 
 
-def predict(model: ClusterModel, placement: Placement, pattern: Pattern,
-            cost: CostModel) -> Prediction:
+def predict(
+    model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostModel
+) -> Prediction:
     """Price every step of ``pattern`` on ``placement``.
 
     Raises:
         PredictError: the placement and the pattern have different process counts.
     """
     if placement.p != pattern.p:
-        raise PredictError(f"placement {placement.label} has {placement.p} processes, the"
-                           f" pattern {pattern.p}")
+        raise PredictError(
+            f"placement {placement.label} has {placement.p} processes, the pattern {pattern.p}"
+        )
     if placement.symmetric and pattern.shift_invariant:
         return _symmetric(model, placement, pattern, cost)
     return _general(model, placement, pattern, cost)
 
 
-def rank_placements(model: ClusterModel, pattern: Pattern, cost: CostModel,
-                    placements: list[Placement] | None = None) -> list[Prediction]:
+def rank_placements(
+    model: ClusterModel,
+    pattern: Pattern,
+    cost: CostModel,
+    placements: list[Placement] | None = None,
+) -> list[Prediction]:
     """Predictions for ``placements`` (default: every regular one), fastest first.
 
     Placements that use a level the cost model cannot price come last, in their given order.

@@ -33,8 +33,15 @@ def overlay_plot(lines: Sequence[Line], ylabel: str, log_y: bool) -> str:
             ax.plot(x, y, "-", marker=".", markersize=3, color=f"C{k % 10}", label=line.label)
             sig = line.significant[keep]
             if sig.any():
-                ax.plot(x[sig], y[sig], "o", markersize=6, markerfacecolor="none",
-                        color=f"C{k % 10}", label=None if marked else "p < 0.01 vs first")
+                ax.plot(
+                    x[sig],
+                    y[sig],
+                    "o",
+                    markersize=6,
+                    markerfacecolor="none",
+                    color=f"C{k % 10}",
+                    label=None if marked else "p < 0.01 vs first",
+                )
                 marked = True
             top = max(top, float(x.max()))
         if log_y:

@@ -19,10 +19,13 @@ from commscope.report.compare_figures import Line, overlay_plot
 from commscope.report.html import environment, write_atomic
 from commscope.safe_write import check_target
 
-OP_TITLES = {"pingpong": "ping-pong one-way time", "bw": "unidirectional bandwidth",
-             "bibw": "bidirectional bandwidth",
-             "bw_each": "unidirectional bandwidth, a receive buffer per message",
-             "bibw_each": "bidirectional bandwidth, a receive buffer per message"}
+OP_TITLES = {
+    "pingpong": "ping-pong one-way time",
+    "bw": "unidirectional bandwidth",
+    "bibw": "bidirectional bandwidth",
+    "bw_each": "unidirectional bandwidth, a receive buffer per message",
+    "bibw_each": "bidirectional bandwidth, a receive buffer per message",
+}
 
 
 def _lines(rows: list[CompareRow], labels: Sequence[str], rate: bool) -> list[Line]:
@@ -45,7 +48,8 @@ def render_compare(store: Store, run_ids: Sequence[int], labels: Sequence[str]) 
     """The comparison page as HTML text."""
     infos = [store.get_run(r) for r in run_ids]
     data: list[tuple[int, list[Point | Coll]]] = [
-        (r, [*store.points(r), *store.colls(r)]) for r in run_ids]
+        (r, [*store.points(r), *store.colls(r)]) for r in run_ids
+    ]
     rows = compare_runs(data)
     sections: list[dict[str, Any]] = []
     for (kind, op, pair), members in grouped(rows):
@@ -53,18 +57,37 @@ def render_compare(store: Store, run_ids: Sequence[int], labels: Sequence[str]) 
         what = OP_TITLES.get(op, op) if kind == "p2p" else f"{op} (collective)"
         ylabel = "bandwidth (MB/s)" if rate else "median time (us, log)"
         svg = overlay_plot(_lines(members, labels, rate), ylabel, log_y=not rate)
-        sections.append({"title": f"{what}, {pair}", "rate": rate, "rows": members,
-                         "svg": Markup(svg),  # matplotlib SVG; labels escaped by it
-                         "n_significant": sum(1 for r in members for d in r.differences
-                                              if d and d.significant)})
-    return environment().get_template("compare.html.j2").render(
-        runs=list(zip(infos, labels, strict=True)), sections=sections, alpha=ALPHA,
-        version=__version__, generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        sections.append(
+            {
+                "title": f"{what}, {pair}",
+                "rate": rate,
+                "rows": members,
+                "svg": Markup(svg),  # matplotlib SVG; labels escaped by it
+                "n_significant": sum(
+                    1 for r in members for d in r.differences if d and d.significant
+                ),
+            }
+        )
+    return (
+        environment()
+        .get_template("compare.html.j2")
+        .render(
+            runs=list(zip(infos, labels, strict=True)),
+            sections=sections,
+            alpha=ALPHA,
+            version=__version__,
+            generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        )
     )
 
 
-def write_compare(store: Store, run_ids: Sequence[int], labels: Sequence[str],
-                  path: str | os.PathLike[str], flag: str | None = None) -> Path:
+def write_compare(
+    store: Store,
+    run_ids: Sequence[int],
+    labels: Sequence[str],
+    path: str | os.PathLike[str],
+    flag: str | None = None,
+) -> Path:
     """Write the comparison page atomically and return its full path.
 
     The path is checked before the page is rendered; ``flag`` names the option that gave it.

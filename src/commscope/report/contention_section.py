@@ -45,8 +45,13 @@ def heatmap(table: contention_analysis.LevelTable) -> str:
     height = min(9.0, 1.4 + 0.34 * rows)
     with figure((width, height)) as (fig, (ax,)):
         shown = np.ma.masked_invalid(np.clip(deg, 1.0, None))
-        image = ax.imshow(shown, cmap="YlOrRd", norm=LogNorm(vmin=1.0, vmax=top),
-                          aspect="auto", interpolation="nearest")
+        image = ax.imshow(
+            shown,
+            cmap="YlOrRd",
+            norm=LogNorm(vmin=1.0, vmax=top),
+            aspect="auto",
+            interpolation="nearest",
+        )
         bar = fig.colorbar(image, ax=ax, shrink=0.9)
         bar.set_label("t(m,cf) / t(m,1)")
         steps = [t for t in (1, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64) if t <= top]
@@ -60,20 +65,47 @@ def heatmap(table: contention_analysis.LevelTable) -> str:
                     continue
                 size, cf = int(table.sizes[i]), int(table.cfs[j])
                 if v > cf:
-                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
-                                           edgecolor="#222222", linewidth=0,
-                                           gid=f"cf-above-{size}-{cf}"))
+                    ax.add_patch(
+                        Rectangle(
+                            (j - 0.5, i - 0.5),
+                            1,
+                            1,
+                            fill=False,
+                            hatch="///",
+                            edgecolor="#222222",
+                            linewidth=0,
+                            gid=f"cf-above-{size}-{cf}",
+                        )
+                    )
                 if v > ONSET:
-                    ax.add_patch(Rectangle((j - 0.46, i - 0.46), 0.92, 0.92, fill=False,
-                                           edgecolor="black", linewidth=1.2,
-                                           gid=f"cf-onset-{size}-{cf}"))
+                    ax.add_patch(
+                        Rectangle(
+                            (j - 0.46, i - 0.46),
+                            0.92,
+                            0.92,
+                            fill=False,
+                            edgecolor="black",
+                            linewidth=1.2,
+                            gid=f"cf-onset-{size}-{cf}",
+                        )
+                    )
                 if label:  # on a patch of the cell's colour, so the hatch spares the digits
                     shade = max(v, 1.0)
                     dark = math.log(shade) > 0.6 * math.log(top)
-                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
-                            color="white" if dark else "black",
-                            bbox={"boxstyle": "square,pad=0.15", "linewidth": 0,
-                                  "facecolor": image.cmap(image.norm(shade))})
+                    ax.text(
+                        j,
+                        i,
+                        f"{v:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color="white" if dark else "black",
+                        bbox={
+                            "boxstyle": "square,pad=0.15",
+                            "linewidth": 0,
+                            "facecolor": image.cmap(image.norm(shade)),
+                        },
+                    )
         ax.set_xticks(range(cols), [str(int(c)) for c in table.cfs])
         ax.set_yticks(range(rows), [size_text(int(m)) for m in table.sizes])
         ax.set_xlabel("cf: transfers sharing the channel at once")
@@ -86,8 +118,11 @@ def level_context(table: contention_analysis.LevelTable) -> dict[str, Any]:
     deg = table.degradation
     onset = {}
     for i, m in enumerate(table.sizes):
-        above = [int(c) for j, c in enumerate(table.cfs)
-                 if math.isfinite(deg[i, j]) and deg[i, j] > ONSET]
+        above = [
+            int(c)
+            for j, c in enumerate(table.cfs)
+            if math.isfinite(deg[i, j]) and deg[i, j] > ONSET
+        ]
         onset[int(m)] = min(above) if above else None
     return {
         "level": table.level,

@@ -54,8 +54,15 @@ def throughput_plot(curves: Sequence[Curve]) -> str:
         for c in curves:
             x, y = _bw_points(c)
             if x.size:
-                ax.plot(x, y, OP_STYLES.get(c.op, "-"), marker=".", markersize=3,
-                        color=line_colour(c.pair, c.op, _pairs(curves)), label=_label(c))
+                ax.plot(
+                    x,
+                    y,
+                    OP_STYLES.get(c.op, "-"),
+                    marker=".",
+                    markersize=3,
+                    color=line_colour(c.pair, c.op, _pairs(curves)),
+                    label=_label(c),
+                )
                 top = max(top, float(x.max()))
         size_axis(ax, "x", 1, top)
         finish(ax, "message size", "bandwidth (MB/s, 10^6 bytes/s)")
@@ -69,8 +76,15 @@ def signature_plot(curves: Sequence[Curve]) -> str:
             if c.op != "pingpong":
                 continue
             keep = c.bytes > 0
-            ax.plot(c.time_s[keep] * 1e6, np.nan_to_num(c.bandwidth_Bps[keep]) / 1e6, "-",
-                    marker=".", markersize=3, color=colour(c.pair), label=c.pair)
+            ax.plot(
+                c.time_s[keep] * 1e6,
+                np.nan_to_num(c.bandwidth_Bps[keep]) / 1e6,
+                "-",
+                marker=".",
+                markersize=3,
+                color=colour(c.pair),
+                label=c.pair,
+            )
         ax.set_xscale("log")
         finish(ax, "one-way time (us, log)", "throughput (MB/s)")
         return to_svg(fig)
@@ -84,14 +98,26 @@ def saturation_plot(curves: Sequence[Curve], figs: Sequence[PairFigures]) -> str
             if c.op != "pingpong":
                 continue
             keep = c.bytes > 0
-            ax.plot(c.time_s[keep] * 1e6, c.bytes[keep], "-", marker=".", markersize=3,
-                    color=colour(c.pair), label=c.pair)
+            ax.plot(
+                c.time_s[keep] * 1e6,
+                c.bytes[keep],
+                "-",
+                marker=".",
+                markersize=3,
+                color=colour(c.pair),
+                label=c.pair,
+            )
             top = max(top, float(c.bytes.max()))
         for f in figs:
             pp = f.curve("pingpong")
             if pp is not None and pp.saturation_bytes:
-                ax.axhline(pp.saturation_bytes, color=colour(f.pair), linestyle=":",
-                           linewidth=1, label=f"{f.pair} saturation point")
+                ax.axhline(
+                    pp.saturation_bytes,
+                    color=colour(f.pair),
+                    linestyle=":",
+                    linewidth=1,
+                    label=f"{f.pair} saturation point",
+                )
         ax.set_xscale("log")
         size_axis(ax, "y", 1, top)
         finish(ax, "one-way time (us, log)", "message size")
@@ -106,8 +132,14 @@ def regimes_plot(curves: Sequence[Curve], figs: Sequence[PairFigures]) -> str:
             if c.op != "pingpong":
                 continue
             keep = c.bytes > 0
-            ax.plot(c.bytes[keep], c.time_s[keep] * 1e6, ".", markersize=4,
-                    color=colour(c.pair), label=f"{c.pair} measured")
+            ax.plot(
+                c.bytes[keep],
+                c.time_s[keep] * 1e6,
+                ".",
+                markersize=4,
+                color=colour(c.pair),
+                label=f"{c.pair} measured",
+            )
             top = max(top, float(c.bytes.max()))
         for f in figs:
             pp = f.curve("pingpong")
@@ -115,11 +147,22 @@ def regimes_plot(curves: Sequence[Curve], figs: Sequence[PairFigures]) -> str:
                 continue
             for k, r in enumerate(pp.regimes):
                 m = np.geomspace(max(r.first_bytes, 1), max(r.last_bytes, 2), 50)
-                ax.plot(m, r.fit.time_s(m) * 1e6, "-", color=colour(f.pair), alpha=0.6,
-                        linewidth=1.5, label=f"{f.pair} Hockney fit" if k == 0 else None)
+                ax.plot(
+                    m,
+                    r.fit.time_s(m) * 1e6,
+                    "-",
+                    color=colour(f.pair),
+                    alpha=0.6,
+                    linewidth=1.5,
+                    label=f"{f.pair} Hockney fit" if k == 0 else None,
+                )
             for th in pp.thresholds:
-                ax.axvline(th.nominal_bytes or th.above_bytes, color=colour(f.pair),
-                           linestyle="--", linewidth=0.8)
+                ax.axvline(
+                    th.nominal_bytes or th.above_bytes,
+                    color=colour(f.pair),
+                    linestyle="--",
+                    linewidth=0.8,
+                )
         ax.set_yscale("log")
         size_axis(ax, "x", 1, top)
         finish(ax, "message size (dashed: thresholds)", "one-way time (us, log)")
@@ -132,12 +175,26 @@ def short_plot(curves: Sequence[Curve]) -> str:
         for c in curves:
             keep = c.bytes <= SHORT_MAX
             if c.op == "pingpong" and keep.any():
-                left.plot(c.bytes[keep], c.time_s[keep] * 1e6, "-", marker=".", markersize=3,
-                          color=colour(c.pair), label=c.pair)
+                left.plot(
+                    c.bytes[keep],
+                    c.time_s[keep] * 1e6,
+                    "-",
+                    marker=".",
+                    markersize=3,
+                    color=colour(c.pair),
+                    label=c.pair,
+                )
             x, y = _bw_points(c, 1, SHORT_MAX)
             if x.size:
-                right.plot(x, y, OP_STYLES.get(c.op, "-"), marker=".", markersize=3,
-                           color=line_colour(c.pair, c.op, _pairs(curves)), label=_label(c))
+                right.plot(
+                    x,
+                    y,
+                    OP_STYLES.get(c.op, "-"),
+                    marker=".",
+                    markersize=3,
+                    color=line_colour(c.pair, c.op, _pairs(curves)),
+                    label=_label(c),
+                )
         left.set_ylim(bottom=0)
         right.set_ylim(bottom=0)
         finish(left, "message size (bytes)", "one-way time (us)")
@@ -151,8 +208,15 @@ def long_plot(curves: Sequence[Curve]) -> str:
         for c in curves:
             x, y = _bw_points(c, SHORT_MAX + 1)
             if x.size:
-                ax.plot(x / (1 << 20), y, OP_STYLES.get(c.op, "-"), marker=".", markersize=3,
-                        color=line_colour(c.pair, c.op, _pairs(curves)), label=_label(c))
+                ax.plot(
+                    x / (1 << 20),
+                    y,
+                    OP_STYLES.get(c.op, "-"),
+                    marker=".",
+                    markersize=3,
+                    color=line_colour(c.pair, c.op, _pairs(curves)),
+                    label=_label(c),
+                )
         ax.set_ylim(bottom=0)
         finish(ax, "message size (MiB)", "bandwidth (MB/s)")
         return to_svg(fig)
@@ -181,8 +245,11 @@ def coll_plot(rows: Sequence[tuple[str, CollSummary]]) -> str:
         size_axis(ax, "x", 1, max(top, 2), zero=True)
         ax.set_yscale("log")
         level = _level([s for _, s in rows])
-        finish(ax, f"bytes per rank (bands: {level} confidence interval of the mean)",
-               "time (us; 25 % trimmed mean of valid launches)")
+        finish(
+            ax,
+            f"bytes per rank (bands: {level} confidence interval of the mean)",
+            "time (us; 25 % trimmed mean of valid launches)",
+        )
         return to_svg(fig)
 
 

@@ -67,7 +67,7 @@ def write_atomic(text: str, path: str | os.PathLike[str], flag: str | None = Non
 
 
 def run_name(info: RunInfo) -> str:
-    """"run 3" or "run 3 LABEL"."""
+    """A run's name in headings: "run 3" or "run 3 LABEL"."""
     return f"run {info.id}" + (f" {info.label}" if info.label else "")
 
 
@@ -86,31 +86,40 @@ def _options(header: dict[str, Any]) -> list[tuple[str, str]]:
     return out[:_SCALAR_OPTIONS]
 
 
-def _plots(points: list[Point], figs: list[p2p.PairFigures],
-           colls: list[Coll]) -> list[tuple[str, str, Markup]]:
+def _plots(
+    points: list[Point], figs: list[p2p.PairFigures], colls: list[Coll]
+) -> list[tuple[str, str, Markup]]:
     found = [curves.curve_of(points, op, f.pair) for f in figs for op in p2p.OP_ORDER]
     cs = [c for c in found if c is not None]
     plots: list[tuple[str, str, str]] = []
     if cs:
         has_pp = any(c.op == "pingpong" for c in cs)
-        plots.append(("Throughput", "bandwidth against message size",
-                      figures.throughput_plot(cs)))
+        plots.append(("Throughput", "bandwidth against message size", figures.throughput_plot(cs)))
         if has_pp:
             plots += [
-                ("Signature", "ping-pong throughput against transfer time; the first point"
-                 " is the latency", figures.signature_plot(cs)),
-                ("Saturation", "message size against time, log-log; from the saturation point"
-                 " on, time grows linearly with size", figures.saturation_plot(cs, figs)),
-                ("Protocol regimes", "ping-pong time with the Hockney fit t = alpha + m / beta"
-                 " of each regime", figures.regimes_plot(cs, figs)),
+                (
+                    "Signature",
+                    "ping-pong throughput against transfer time; the first point is the latency",
+                    figures.signature_plot(cs),
+                ),
+                (
+                    "Saturation",
+                    "message size against time, log-log; from the saturation point"
+                    " on, time grows linearly with size",
+                    figures.saturation_plot(cs, figs),
+                ),
+                (
+                    "Protocol regimes",
+                    "ping-pong time with the Hockney fit t = alpha + m / beta of each regime",
+                    figures.regimes_plot(cs, figs),
+                ),
             ]
         plots.append(("Short messages", "up to 1 KiB, linear axes", figures.short_plot(cs)))
         if any(int(c.bytes.max()) > figures.SHORT_MAX for c in cs):
             plots.append(("Long messages", "above 1 KiB, linear axes", figures.long_plot(cs)))
     if colls:
         rows = [(f"{c.op} {c.group}", coll_analysis.summarize(c)) for c in colls]
-        plots.append(("Collectives", "time against size per operation",
-                      figures.coll_plot(rows)))
+        plots.append(("Collectives", "time against size per operation", figures.coll_plot(rows)))
     # Figures are SVG that matplotlib produced from numbers and escaped labels.
     return [(title, caption, Markup(svg)) for title, caption, svg in plots]
 
@@ -148,16 +157,20 @@ def run_context(store: Store, run_id: int) -> dict[str, Any]:
         "load_warnings": load.warnings([seg.end for seg in store.segments(run_id)]),
         "figures": figs,
         "findings": findings.findings(figs),
-        "recv_buffers": rbuf.describe(rbuf.run_policies(info.header, points),
-                                      rbuf.recorded(info.header)),
+        "recv_buffers": rbuf.describe(
+            rbuf.run_policies(info.header, points), rbuf.recorded(info.header)
+        ),
         "recv_contrasts": contrasts,
         "interrupted_summary": interrupted[0],
         "interrupted": interrupted[1],
         "rows": rows,
-        "each_columns": any(r.bandwidth_each_Bps is not None
-                            or r.bidirectional_each_Bps is not None for r in rows),
-        "colls": [(c, coll_analysis.summarize(c)) for c in
-                  sorted(colls, key=lambda c: (c.op, c.group, c.bytes))],
+        "each_columns": any(
+            r.bandwidth_each_Bps is not None or r.bidirectional_each_Bps is not None for r in rows
+        ),
+        "colls": [
+            (c, coll_analysis.summarize(c))
+            for c in sorted(colls, key=lambda c: (c.op, c.group, c.bytes))
+        ],
         "plots": _plots(points, figs, colls),
     }
 
@@ -168,14 +181,22 @@ def render(store: Store, run_ids: list[int]) -> str:
     node_section.add(store, runs)
     loggp_section.add(store, runs)
     contention_section.add(store, runs)
-    return environment().get_template("report.html.j2").render(
-        runs=runs, version=__version__, generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        tcp=tcp_section.build(store, runs), simulation=simulation_section.build(store, runs),
+    return (
+        environment()
+        .get_template("report.html.j2")
+        .render(
+            runs=runs,
+            version=__version__,
+            generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            tcp=tcp_section.build(store, runs),
+            simulation=simulation_section.build(store, runs),
+        )
     )
 
 
-def write_report(store: Store, run_ids: list[int], path: str | os.PathLike[str],
-                 flag: str | None = None) -> Path:
+def write_report(
+    store: Store, run_ids: list[int], path: str | os.PathLike[str], flag: str | None = None
+) -> Path:
     """Write the report for ``run_ids`` to ``path`` atomically and return its full path.
 
     The path is checked before the report is rendered; ``flag`` names the option that gave it.

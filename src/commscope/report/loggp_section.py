@@ -18,9 +18,11 @@ from commscope.analysis import loggp as loggp_analysis
 from commscope.data.store import Store
 from commscope.report.plotting import figure, finish, size_axis, to_svg
 
-_SERIES = (("o_s", "o_s(s): send call", "tab:blue", "o"),
-           ("o_r", "o_r(s): receive of an arrived message", "tab:green", "s"),
-           ("g", "g(s): gap back to back", "tab:red", "^"))
+_SERIES = (
+    ("o_s", "o_s(s): send call", "tab:blue", "o"),
+    ("o_r", "o_r(s): receive of an arrived message", "tab:green", "s"),
+    ("g", "g(s): gap back to back", "tab:red", "^"),
+)
 
 
 def loggp_plot(fit: loggp_analysis.LogGPFit) -> str:
@@ -37,8 +39,14 @@ def loggp_plot(fit: loggp_analysis.LogGPFit) -> str:
             ax.plot(m, line.at(m) * 1e6, "-", color=colour, linewidth=1.2, alpha=0.8)
         big = fit.lines["G"]
         m = np.geomspace(max(big.first_bytes, 1), max(big.last_bytes, 2), 60)
-        ax.plot(m, big.at(m) * 1e6, "--", color="black", linewidth=1.2,
-                label=f"g(s) over large sizes: slope G = {fit.G_s_per_byte * 1e9:.3g} ns/B")
+        ax.plot(
+            m,
+            big.at(m) * 1e6,
+            "--",
+            color="black",
+            linewidth=1.2,
+            label=f"g(s) over large sizes: slope G = {fit.G_s_per_byte * 1e9:.3g} ns/B",
+        )
         ax.set_yscale("log")
         size_axis(ax, "x", 1, max(float(c.bytes.max()), 2.0), zero=True)
         ax.set_xlim(0, float(c.bytes.max()) * 1.3)

@@ -31,17 +31,32 @@ def gflops_plot(points: Sequence[Linpack], figs: Sequence[node_analysis.NodeFigu
             mine = sorted((p for p in points if p.cores == f.cores), key=lambda p: p.n)
             colour = f"C{k % 10}"
             n = np.array([p.n for p in mine], dtype=float)
-            ax.plot(n, [p.median_gflops for p in mine], "-", marker=".", color=colour,
-                    label=f"{f.cores} core{'s' if f.cores != 1 else ''}")
-            ax.fill_between(n, [min(p.gflops) for p in mine], [max(p.gflops) for p in mine],
-                            color=colour, alpha=0.2, linewidth=0)
+            ax.plot(
+                n,
+                [p.median_gflops for p in mine],
+                "-",
+                marker=".",
+                color=colour,
+                label=f"{f.cores} core{'s' if f.cores != 1 else ''}",
+            )
+            ax.fill_between(
+                n,
+                [min(p.gflops) for p in mine],
+                [max(p.gflops) for p in mine],
+                color=colour,
+                alpha=0.2,
+                linewidth=0,
+            )
             ax.plot([f.n_half], [f.p_max_gflops / 2], "x", color=colour, markersize=7)
             if f.p_peak_gflops:
                 ax.axhline(f.p_peak_gflops, color=colour, linestyle="--", linewidth=0.8)
         ax.set_xscale("log")
         ax.set_ylim(bottom=0)
-        finish(ax, "N (matrix order; x: N_1/2 at half of P_max)",
-               "GFLOPS (median of the solves; band: min-max; dashed: P_peak)")
+        finish(
+            ax,
+            "N (matrix order; x: N_1/2 at half of P_max)",
+            "GFLOPS (median of the solves; band: min-max; dashed: P_peak)",
+        )
         return to_svg(fig)
 
 
@@ -53,8 +68,11 @@ def _bandwidth(pair: PairFigures) -> float | None:
     return None
 
 
-def balance_lines(node_run: str, figs: Sequence[node_analysis.NodeFigures],
-                  comm_runs: Sequence[tuple[str, Sequence[PairFigures]]]) -> list[str]:
+def balance_lines(
+    node_run: str,
+    figs: Sequence[node_analysis.NodeFigures],
+    comm_runs: Sequence[tuple[str, Sequence[PairFigures]]],
+) -> list[str]:
     """Plain sentences: one HPL panel sent over a measured pair against the update it feeds.
 
     Args:
@@ -67,12 +85,19 @@ def balance_lines(node_run: str, figs: Sequence[node_analysis.NodeFigures],
     f = max(figs, key=lambda x: x.cores)
     lines = []
     for name, pairs in comm_runs:
-        ranked = sorted(pairs, key=lambda p: _PAIR_PREFERENCE.index(p.pair)
-                        if p.pair in _PAIR_PREFERENCE else len(_PAIR_PREFERENCE))
+        ranked = sorted(
+            pairs,
+            key=lambda p: (
+                _PAIR_PREFERENCE.index(p.pair)
+                if p.pair in _PAIR_PREFERENCE
+                else len(_PAIR_PREFERENCE)
+            ),
+        )
         for pair in ranked[:1]:  # the farthest pair measured: inter-node when there is one
             bw = _bandwidth(pair)
-            b = node_analysis.panel_balance(f.n_max, f.p_max_gflops, bw or 0.0,
-                                            pair.latency_s or 0.0)
+            b = node_analysis.panel_balance(
+                f.n_max, f.p_max_gflops, bw or 0.0, pair.latency_s or 0.0
+            )
             if b is None or bw is None:
                 continue
             lines.append(
@@ -81,7 +106,8 @@ def balance_lines(node_run: str, figs: Sequence[node_analysis.NodeFigures],
                 f" block column HPL broadcasts at each step) at {name}'s {pair.pair} bandwidth"
                 f" of {rate_text(bw)} takes {time_text(b.send_s)}; the trailing-matrix update"
                 f" it feeds takes {time_text(b.compute_s)} at P_max. Computing outweighs this"
-                f" transfer for N above about {b.crossover_n:.0f}.")
+                f" transfer for N above about {b.crossover_n:.0f}."
+            )
     return lines
 
 

@@ -30,15 +30,24 @@ PAIR_COLOURS = {
     "unknown": "tab:purple",
 }
 OP_STYLES = {"pingpong": "-", "bw": "--", "bibw": ":", "bw_each": "-.", "bibw_each": "-."}
-OP_LABELS = {"pingpong": "ping-pong", "bw": "bw", "bibw": "bibw",
-             "bw_each": "bw (receive buffer per message)",
-             "bibw_each": "bibw (receive buffer per message)"}
+OP_LABELS = {
+    "pingpong": "ping-pong",
+    "bw": "bw",
+    "bibw": "bibw",
+    "bw_each": "bw (receive buffer per message)",
+    "bibw_each": "bibw (receive buffer per message)",
+}
 _RC: dict[Any, Any] = {"svg.fonttype": "none", "svg.hashsalt": "commscope", "font.size": 9}
 FIGSIZE = (7.0, 3.8)
 
 
-OP_COLOURS = {"pingpong": "tab:blue", "bw": "tab:green", "bibw": "tab:purple",
-              "bw_each": "tab:olive", "bibw_each": "tab:pink"}
+OP_COLOURS = {
+    "pingpong": "tab:blue",
+    "bw": "tab:green",
+    "bibw": "tab:purple",
+    "bw_each": "tab:olive",
+    "bibw_each": "tab:pink",
+}
 
 
 def colour(pair: str, index: int = 0) -> str:
@@ -52,8 +61,9 @@ def line_colour(pair: str, op: str, pairs: int) -> str:
 
 
 @contextmanager
-def figure(figsize: tuple[float, float] = FIGSIZE, ncols: int = 1) -> Iterator[
-        tuple[Figure, list[Axes]]]:
+def figure(
+    figsize: tuple[float, float] = FIGSIZE, ncols: int = 1
+) -> Iterator[tuple[Figure, list[Axes]]]:
     """A new figure with ``ncols`` axes side by side, closed when the block ends."""
     with plt.rc_context(_RC):
         # Constrained layout fits labels while drawing once; bbox_inches="tight" draws twice.
@@ -70,11 +80,12 @@ def to_svg(fig: Figure) -> str:
     with plt.rc_context(_RC):
         fig.savefig(buf, format="svg")
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
-def size_axis(ax: Axes, which: str = "x", lo: float = 1.0, hi: float = 1 << 22,
-              zero: bool = False) -> None:
+def size_axis(
+    ax: Axes, which: str = "x", lo: float = 1.0, hi: float = 1 << 22, zero: bool = False
+) -> None:
     """Log2 size axis with ticks at powers of four, labelled "1 KiB", "4 MiB"...
 
     With ``zero`` the axis is linear between 0 and 1 byte (symlog), so 0 bytes has a place.

@@ -48,7 +48,7 @@ class Sweep:
 
 
 def point_text(key: agreement.Key) -> str:
-    """"alltoall 1 MiB (192 ranks)", "pingpong 8 B (inter-node)"."""
+    """A point's name: "alltoall 1 MiB (192 ranks)", "pingpong 8 B (inter-node)"."""
     _kind, op, where, size = key
     return f"{op} {size_text(size)} ({where})"
 
@@ -65,13 +65,19 @@ def _run_row(store: Store, run: dict[str, Any]) -> dict[str, Any]:
     params = sim["params"]
     placement = sim.get("placement") or {}
     return {
-        "name": run["name"], "id": run["info"].id, "simgrid": sim.get("simgrid"),
+        "name": run["name"],
+        "id": run["info"].id,
+        "simgrid": sim.get("simgrid"),
         "model": (sim.get("model") or {}).get("name", ""),
-        "placement": placement.get("label", ""), "np": sim.get("np"),
-        "nic": params["nic"], "memory": params["memory"],
+        "placement": placement.get("label", ""),
+        "np": sim.get("np"),
+        "nic": params["nic"],
+        "memory": params["memory"],
         "switch_latency_s": params.get("switch_latency_s", 0.0),
-        "factors": sim.get("factors", ""), "wall_s": _wall_s(store, run["info"].id),
-        "sweep": sim.get("sweep"), "netload": store.run_data(run["info"].id, "netload"),
+        "factors": sim.get("factors", ""),
+        "wall_s": _wall_s(store, run["info"].id),
+        "sweep": sim.get("sweep"),
+        "netload": store.run_data(run["info"].id, "netload"),
     }
 
 
@@ -98,12 +104,21 @@ def sweeps(store: Store, runs: list[dict[str, Any]]) -> list[Sweep]:
         if len(members) < 2:
             continue
         ids = [r["info"].id for r in members]
-        times = [agreement.point_times(store.points(i), store.colls(i), store.contentions(i))
-                 for i in ids]
+        times = [
+            agreement.point_times(store.points(i), store.colls(i), store.contentions(i))
+            for i in ids
+        ]
         records = [r["info"].request["simulate"]["sweep"] for r in members]
-        out.append(Sweep(parameter, title, ids, [str(x["value"]) for x in records],
-                         [float(x["si_value"]) for x in records],
-                         agreement.sensitivity(times)))
+        out.append(
+            Sweep(
+                parameter,
+                title,
+                ids,
+                [str(x["value"]) for x in records],
+                [float(x["si_value"]) for x in records],
+                agreement.sensitivity(times),
+            )
+        )
     return out
 
 
@@ -119,8 +134,14 @@ def sweep_plot(sweep: Sweep) -> str:
     with figure((7.0, 3.4)) as (fig, (ax,)):
         for i, (key, values, _change) in enumerate(rows):
             if values[0] > 0:
-                ax.plot(x, [v / values[0] for v in values], "o-", color=f"C{i % 10}",
-                        markersize=3.5, label=point_text(key))
+                ax.plot(
+                    x,
+                    [v / values[0] for v in values],
+                    "o-",
+                    color=f"C{i % 10}",
+                    markersize=3.5,
+                    label=point_text(key),
+                )
         ax.axhline(1.0 + INSENSITIVE, color="grey", linestyle=":", linewidth=1)
         finish(ax, f"{sweep.parameter} ({unit})", "time / time at the first value")
         return to_svg(fig)
@@ -135,11 +156,15 @@ def sweep_findings(sweep: Sweep) -> list[str]:
     calm = [k for k, c in changes if abs(c) < INSENSITIVE]
     key, worst = max(changes, key=lambda kc: abs(kc[1]))
     if len(calm) == len(changes):
-        return [f"{sweep.title}: insensitive to {span}; no point moves {percent_text(INSENSITIVE)}"
-                f" or more (largest: {point_text(key)}, {worst:+.1%})."]
-    return [f"{sweep.title}: {span} moves {point_text(key)} by {worst:+.1%};"
-            f" {len(calm)} of {len(changes)} points move less than"
-            f" {percent_text(INSENSITIVE)}."]
+        return [
+            f"{sweep.title}: insensitive to {span}; no point moves {percent_text(INSENSITIVE)}"
+            f" or more (largest: {point_text(key)}, {worst:+.1%})."
+        ]
+    return [
+        f"{sweep.title}: {span} moves {point_text(key)} by {worst:+.1%};"
+        f" {len(calm)} of {len(changes)} points move less than"
+        f" {percent_text(INSENSITIVE)}."
+    ]
 
 
 def build(store: Store, runs: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -151,6 +176,13 @@ def build(store: Store, runs: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {
         "runs": [_run_row(store, r) for r in simulated],
         # SVG that matplotlib produced from numbers and escaped labels.
-        "sweeps": [{"sweep": s, "plot": Markup(sweep_plot(s)), "findings": sweep_findings(s),
-                    "points": [(point_text(k), v, c) for k, v, c in s.rows]} for s in found],
+        "sweeps": [
+            {
+                "sweep": s,
+                "plot": Markup(sweep_plot(s)),
+                "findings": sweep_findings(s),
+                "points": [(point_text(k), v, c) for k, v, c in s.rows],
+            }
+            for s in found
+        ],
     }

@@ -45,10 +45,16 @@ def tcp_run(store: Store, info: RunInfo, name: str) -> tcp_analysis.TcpRun:
     header_tcp = (info.header or {}).get("tcp") or {}
     ends = tuple(tcp_analysis.EndFacts.from_header(e) for e in header_tcp.get("ends", []))
     link_Bps, link_source = _link(request)
-    sockbuf = int((request.get("tcp") or {}).get("sockbuf",
-                                                 header_tcp.get("sockbuf_requested", 0)))
-    return tcp_analysis.TcpRun(name, sockbuf, ends, tuple(store.points(info.id)),
-                               tuple(store.streams(info.id)), link_Bps, link_source)
+    sockbuf = int((request.get("tcp") or {}).get("sockbuf", header_tcp.get("sockbuf_requested", 0)))
+    return tcp_analysis.TcpRun(
+        name,
+        sockbuf,
+        ends,
+        tuple(store.points(info.id)),
+        tuple(store.streams(info.id)),
+        link_Bps,
+        link_source,
+    )
 
 
 def _plain(text: str) -> str:
@@ -77,39 +83,57 @@ def lines(runs: Sequence[Mapping[str, Any]], store: Store) -> list[Line]:
             c = curves.curve_of(points, "pingpong", f.pair)
             figs = f.curve("pingpong")
             if c is not None and figs is not None:
-                out.append(Line(_plain(f"{transport} {r['name']}: {f.pair}"), transport, c,
-                                figs.saturation_bytes))
+                out.append(
+                    Line(
+                        _plain(f"{transport} {r['name']}: {f.pair}"),
+                        transport,
+                        c,
+                        figs.saturation_bytes,
+                    )
+                )
     return sorted(out, key=lambda line: line.transport != "MPI")
 
 
 def _draw(lines_: Sequence[Line], x_of: Any, y_of: Any, ax: Any) -> None:
     for k, line in enumerate(lines_):
         keep = line.curve.bytes > 0
-        ax.plot(x_of(line.curve)[keep], y_of(line.curve)[keep],
-                "-" if line.transport == "MPI" else "--", marker=".", markersize=3,
-                color=f"C{k % 10}", label=line.label)
+        ax.plot(
+            x_of(line.curve)[keep],
+            y_of(line.curve)[keep],
+            "-" if line.transport == "MPI" else "--",
+            marker=".",
+            markersize=3,
+            color=f"C{k % 10}",
+            label=line.label,
+        )
 
 
 def throughput_plot(lines_: Sequence[Line]) -> str:
     """Ping-pong bandwidth against size; MPI solid, TCP dashed."""
     with figure() as (fig, (ax,)):
-        _draw(lines_, lambda c: c.bytes.astype(float),
-              lambda c: np.nan_to_num(c.bandwidth_Bps) / 1e6, ax)
+        _draw(
+            lines_,
+            lambda c: c.bytes.astype(float),
+            lambda c: np.nan_to_num(c.bandwidth_Bps) / 1e6,
+            ax,
+        )
         size_axis(ax, "x", 1, max(2.0, *(float(x.curve.bytes.max()) for x in lines_)))
         peaks = [float(np.nanmax(x.curve.bandwidth_Bps, initial=0.0)) for x in lines_]
         log = min(peaks) > 0 and max(peaks) / min(peaks) > LOG_RATIO
         if log:  # a slow link would lie flat on the axis beside a fast one
             ax.set_yscale("log")
-        finish(ax, "message size", "ping-pong bandwidth (MB/s, 10^6 bytes/s"
-               + (", log)" if log else ")"))
+        finish(
+            ax,
+            "message size",
+            "ping-pong bandwidth (MB/s, 10^6 bytes/s" + (", log)" if log else ")"),
+        )
         return to_svg(fig)
 
 
 def signature_plot(lines_: Sequence[Line]) -> str:
     """Ping-pong throughput against one-way time, log time axis."""
     with figure() as (fig, (ax,)):
-        _draw(lines_, lambda c: c.time_s * 1e6, lambda c: np.nan_to_num(c.bandwidth_Bps) / 1e6,
-              ax)
+        _draw(lines_, lambda c: c.time_s * 1e6, lambda c: np.nan_to_num(c.bandwidth_Bps) / 1e6, ax)
         ax.set_xscale("log")
         finish(ax, "one-way time (us, log)", "throughput (MB/s)")
         return to_svg(fig)
@@ -121,8 +145,7 @@ def saturation_plot(lines_: Sequence[Line]) -> str:
         _draw(lines_, lambda c: c.time_s * 1e6, lambda c: c.bytes.astype(float), ax)
         for k, line in enumerate(lines_):
             if line.saturation_bytes:
-                ax.axhline(line.saturation_bytes, color=f"C{k % 10}", linestyle=":",
-                           linewidth=1)
+                ax.axhline(line.saturation_bytes, color=f"C{k % 10}", linestyle=":", linewidth=1)
         ax.set_xscale("log")
         size_axis(ax, "y", 1, max(2.0, *(float(x.curve.bytes.max()) for x in lines_)))
         finish(ax, "one-way time (us, log)", "message size (dotted: saturation point)")
@@ -141,12 +164,22 @@ def plots(runs: Sequence[Mapping[str, Any]], store: Store) -> list[tuple[str, st
         return []
     side = "TCP beside MPI" if len(tcp) < len(found) else "TCP per socket buffer size"
     out = [
-        ("TCP throughput", f"{side}: ping-pong bandwidth against message size; MPI solid,"
-         " TCP dashed", throughput_plot(found)),
-        ("TCP signature", f"{side}: ping-pong throughput against transfer time; the first"
-         " point is the latency", signature_plot(found)),
-        ("TCP saturation", f"{side}: message size against time, log-log; from the saturation"
-         " point on, time grows linearly with size", saturation_plot(found)),
+        (
+            "TCP throughput",
+            f"{side}: ping-pong bandwidth against message size; MPI solid, TCP dashed",
+            throughput_plot(found),
+        ),
+        (
+            "TCP signature",
+            f"{side}: ping-pong throughput against transfer time; the first point is the latency",
+            signature_plot(found),
+        ),
+        (
+            "TCP saturation",
+            f"{side}: message size against time, log-log; from the saturation"
+            " point on, time grows linearly with size",
+            saturation_plot(found),
+        ),
     ]
     # Figures are SVG that matplotlib produced from numbers and escaped labels.
     return [(title, caption, Markup(svg)) for title, caption, svg in out]

@@ -26,8 +26,9 @@ def level_of(pair: str) -> str:
     return "inter-node" if pair == "inter-node" else "intra-node"
 
 
-def point_times(points: list[Point], colls: list[Coll],
-                contentions: list[Contention]) -> dict[Key, float]:
+def point_times(
+    points: list[Point], colls: list[Coll], contentions: list[Contention]
+) -> dict[Key, float]:
     """One time per point.
 
     That is one message's median time (p2p), T (collectives), the median exchange time
@@ -61,9 +62,15 @@ class Row:
     def to_json(self) -> dict[str, Any]:
         """Plain dict."""
         kind, op, where, size = self.key
-        return {"kind": kind, "op": op, "where": where, "bytes": size,
-                "measured_s": self.measured_s, "simulated_s": self.simulated_s,
-                "error": self.error}
+        return {
+            "kind": kind,
+            "op": op,
+            "where": where,
+            "bytes": size,
+            "measured_s": self.measured_s,
+            "simulated_s": self.simulated_s,
+            "error": self.error,
+        }
 
 
 @dataclass(frozen=True)
@@ -76,17 +83,30 @@ class Agreement:
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict."""
-        return {"median_abs_error": self.median_abs, "p90_abs_error": self.p90_abs,
-                "points": [r.to_json() for r in self.rows]}
+        return {
+            "median_abs_error": self.median_abs,
+            "p90_abs_error": self.p90_abs,
+            "points": [r.to_json() for r in self.rows],
+        }
 
 
-def agreement(measured: dict[Key, float], simulated: dict[Key, float],
-              min_bytes: int = 0, max_bytes: int | None = None,
-              where: str | None = None) -> Agreement:
+def agreement(
+    measured: dict[Key, float],
+    simulated: dict[Key, float],
+    min_bytes: int = 0,
+    max_bytes: int | None = None,
+    where: str | None = None,
+) -> Agreement:
     """Compare the points both runs have, within the size range and (optionally) one place."""
-    rows = [Row(k, measured[k], simulated[k]) for k in sorted(measured)
-            if k in simulated and measured[k] > 0 and k[3] >= min_bytes
-            and (max_bytes is None or k[3] <= max_bytes) and (where is None or k[2] == where)]
+    rows = [
+        Row(k, measured[k], simulated[k])
+        for k in sorted(measured)
+        if k in simulated
+        and measured[k] > 0
+        and k[3] >= min_bytes
+        and (max_bytes is None or k[3] <= max_bytes)
+        and (where is None or k[2] == where)
+    ]
     errs = np.abs([r.error for r in rows])
     if errs.size == 0:
         return Agreement(rows, float("nan"), float("nan"))

@@ -99,8 +99,9 @@ class Calibration:
     intra: list[Segment]
 
 
-def calibrate(points: list[Point], base: SimParams, nominal_nic_Bps: float | None,
-              label: str) -> Calibration:
+def calibrate(
+    points: list[Point], base: SimParams, nominal_nic_Bps: float | None, label: str
+) -> Calibration:
     """Factors and link figures from a ping-pong run's points.
 
     Args:
@@ -114,8 +115,10 @@ def calibrate(points: list[Point], base: SimParams, nominal_nic_Bps: float | Non
     """
     sizes, times = _curve(points, inter=True)
     if sizes.size < 2:
-        raise SimulateError(f"{label}: no inter-node ping-pong to calibrate from; measure one"
-                            " with 'commscope run p2p' across two nodes (e.g. --vcluster)")
+        raise SimulateError(
+            f"{label}: no inter-node ping-pong to calibrate from; measure one"
+            " with 'commscope run p2p' across two nodes (e.g. --vcluster)"
+        )
     inter = segments(sizes, times)
     latency = float(times[np.argmin(sizes)])
     bandwidth = nominal_nic_Bps
@@ -126,11 +129,19 @@ def calibrate(points: list[Point], base: SimParams, nominal_nic_Bps: float | Non
         bandwidth = asym[0]
     route_lat = max(latency, 1e-9)
     lat_f = tuple((s.start, _clamp(s.a_s / route_lat)) for s in inter)
-    bw_f = tuple((s.start, _clamp(1.0 / (s.b_s_per_byte * bandwidth))
-                  if s.b_s_per_byte > 0 else MAX_FACTOR) for s in inter)
+    bw_f = tuple(
+        (s.start, _clamp(1.0 / (s.b_s_per_byte * bandwidth)) if s.b_s_per_byte > 0 else MAX_FACTOR)
+        for s in inter
+    )
     nic_lat = max(route_lat - base.switch_lat_s, 0.0) / 2.0
-    params = dataclasses.replace(base, nic_bw_Bps=float(bandwidth), nic_lat_s=nic_lat,
-                                 lat_factor=lat_f, bw_factor=bw_f, calibrated_from=label)
+    params = dataclasses.replace(
+        base,
+        nic_bw_Bps=float(bandwidth),
+        nic_lat_s=nic_lat,
+        lat_factor=lat_f,
+        bw_factor=bw_f,
+        calibrated_from=label,
+    )
     intra: list[Segment] = []
     isizes, itimes = _curve(points, inter=False)
     if isizes.size >= 2:
@@ -148,12 +159,19 @@ def calibrate(points: list[Point], base: SimParams, nominal_nic_Bps: float | Non
         if bws:
             params = dataclasses.replace(params, memory_bw_Bps=float(np.median(bws)))
     sources = dict(params.sources)
-    sources.update({"nic latency": f"calibrated from {label}",
-                    "nic bandwidth": "model channels" if nominal_nic_Bps
-                    else f"calibrated from {label}"})
+    sources.update(
+        {
+            "nic latency": f"calibrated from {label}",
+            "nic bandwidth": "model channels" if nominal_nic_Bps else f"calibrated from {label}",
+        }
+    )
     if intra:
-        sources.update({"memory latency": f"calibrated from {label}",
-                        "memory bandwidth": f"calibrated from {label}"})
+        sources.update(
+            {
+                "memory latency": f"calibrated from {label}",
+                "memory bandwidth": f"calibrated from {label}",
+            }
+        )
     params = dataclasses.replace(params, sources=tuple(sources.items()))
     return Calibration(params, inter, intra)
 
@@ -173,6 +191,7 @@ def refine(params: SimParams, measured: list[Point], simulated: list[Point]) -> 
     segment off: 2 KiB once simulated 9x too slow on the virtual cluster.) The memory link's
     latency and bandwidth are corrected from the intra-node lines, their medians over segments.
     """
+
     def lines(points: list[Point], inter: bool) -> dict[int, Segment]:
         sizes, times = _curve(points, inter)
         return {s.start: s for s in segments(sizes, times)} if sizes.size >= 2 else {}
@@ -180,13 +199,18 @@ def refine(params: SimParams, measured: list[Point], simulated: list[Point]) -> 
     m_sizes, m_times = _curve(measured, True)
     s_time = dict(zip(*(x.tolist() for x in _curve(simulated, True)), strict=True))
     lat_f, bw_f = [], []
-    for (start, lf), (_, bf), end in zip(params.lat_factor, params.bw_factor,
-                                         [s for s, _ in params.lat_factor[1:]] + [np.inf],
-                                         strict=True):
+    for (start, lf), (_, bf), end in zip(
+        params.lat_factor,
+        params.bw_factor,
+        [s for s, _ in params.lat_factor[1:]] + [np.inf],
+        strict=True,
+    ):
         inside = (m_sizes >= start) & (m_sizes < end)
-        ratios = [t / s_time[int(b)] for b, t in zip(m_sizes[inside], m_times[inside],
-                                                      strict=True)
-                  if s_time.get(int(b), 0.0) > 0]
+        ratios = [
+            t / s_time[int(b)]
+            for b, t in zip(m_sizes[inside], m_times[inside], strict=True)
+            if s_time.get(int(b), 0.0) > 0
+        ]
         if ratios:
             r = float(np.median(ratios))
             lf, bf = _clamp(lf * r), _clamp(bf / r)
@@ -194,10 +218,16 @@ def refine(params: SimParams, measured: list[Point], simulated: list[Point]) -> 
         bw_f.append((start, bf))
     out = dataclasses.replace(params, lat_factor=tuple(lat_f), bw_factor=tuple(bw_f))
     m_intra, s_intra = lines(measured, False), lines(simulated, False)
-    lat_r = [m_intra[k].a_s / s_intra[k].a_s for k in m_intra
-             if k in s_intra and m_intra[k].a_s > 0 and s_intra[k].a_s > 0]
-    bw_r = [s_intra[k].b_s_per_byte / m_intra[k].b_s_per_byte for k in m_intra
-            if k in s_intra and m_intra[k].b_s_per_byte > 0 and s_intra[k].b_s_per_byte > 0]
+    lat_r = [
+        m_intra[k].a_s / s_intra[k].a_s
+        for k in m_intra
+        if k in s_intra and m_intra[k].a_s > 0 and s_intra[k].a_s > 0
+    ]
+    bw_r = [
+        s_intra[k].b_s_per_byte / m_intra[k].b_s_per_byte
+        for k in m_intra
+        if k in s_intra and m_intra[k].b_s_per_byte > 0 and s_intra[k].b_s_per_byte > 0
+    ]
     if lat_r:
         out = dataclasses.replace(out, memory_lat_s=out.memory_lat_s * float(np.median(lat_r)))
     if bw_r:

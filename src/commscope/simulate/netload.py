@@ -19,13 +19,29 @@ from commscope.errors import SimulateError
 from commscope.predict.model import ClusterModel
 from commscope.simulate.platform import route_links
 
-TRACE_CONFIG = ("tracing:yes", "tracing/smpi:yes", "tracing/smpi/internals:yes",
-                "tracing/smpi/display-sizes:yes", "tracing/uncategorized:yes")
+TRACE_CONFIG = (
+    "tracing:yes",
+    "tracing/smpi:yes",
+    "tracing/smpi/internals:yes",
+    "tracing/smpi/display-sizes:yes",
+    "tracing/uncategorized:yes",
+)
 TRACE_FILE = "trace.paje"
 # Events whose first field is a date (definitions have none).
-_TIMED = {"PajeSetVariable", "PajeAddVariable", "PajeSubVariable", "PajeSetState",
-          "PajePushState", "PajePopState", "PajeResetState", "PajeStartLink", "PajeEndLink",
-          "PajeNewEvent", "PajeCreateContainer", "PajeDestroyContainer"}
+_TIMED = {
+    "PajeSetVariable",
+    "PajeAddVariable",
+    "PajeSubVariable",
+    "PajeSetState",
+    "PajePushState",
+    "PajePopState",
+    "PajeResetState",
+    "PajeStartLink",
+    "PajeEndLink",
+    "PajeNewEvent",
+    "PajeCreateContainer",
+    "PajeDestroyContainer",
+}
 
 
 @dataclass(frozen=True)
@@ -39,10 +55,13 @@ class LinkLoad:
 
     def to_json(self, duration_s: float) -> dict[str, Any]:
         """Plain dict, with the mean message size and the average load in Mbit/s."""
-        return {"link": self.link, "bytes": self.bytes, "messages": self.messages,
-                "mean_message_bytes": self.message_bytes / self.messages if self.messages
-                else None,
-                "mbit_per_s": self.bytes * 8 / duration_s / 1e6 if duration_s > 0 else None}
+        return {
+            "link": self.link,
+            "bytes": self.bytes,
+            "messages": self.messages,
+            "mean_message_bytes": self.message_bytes / self.messages if self.messages else None,
+            "mbit_per_s": self.bytes * 8 / duration_s / 1e6 if duration_s > 0 else None,
+        }
 
 
 def _events(path: Path) -> tuple[dict[str, str], list[list[str]]]:
@@ -62,8 +81,9 @@ def _events(path: Path) -> tuple[dict[str, str], list[list[str]]]:
     return names, events
 
 
-def link_loads(path: Path, model: ClusterModel, rank_node: list[int]
-               ) -> tuple[list[LinkLoad], float]:
+def link_loads(
+    path: Path, model: ClusterModel, rank_node: list[int]
+) -> tuple[list[LinkLoad], float]:
     """Per-link load and the traced duration (s).
 
     Args:
@@ -91,8 +111,11 @@ def link_loads(path: Path, model: ClusterModel, rank_node: list[int]
             t, c, v = float(ev[1]), ev[3], float(ev[4])
             moved[c] += level[c] * (t - since.get(c, t))
             since[c] = t
-            level[c] = v if kind == "PajeSetVariable" else (
-                level[c] + v if kind == "PajeAddVariable" else level[c] - v)
+            level[c] = (
+                v
+                if kind == "PajeSetVariable"
+                else (level[c] + v if kind == "PajeAddVariable" else level[c] - v)
+            )
             end_time = max(end_time, t)
         elif kind == "PajeStartLink" and len(ev) >= 8 and ev[4] == "PTP":
             starts[ev[6]] = (ev[5], int(float(ev[7])))
@@ -110,9 +133,11 @@ def link_loads(path: Path, model: ClusterModel, rank_node: list[int]
         raise SimulateError(f"{path}: not a SimGrid Paje trace (no containers)")
     links = sorted(set(containers[c] for c in moved) | set(messages))
     by_name = {containers[c]: moved[c] for c in moved}
-    loads = [LinkLoad(name, by_name.get(name, 0.0), messages.get(name, 0),
-                      message_bytes.get(name, 0)) for name in links
-             if not name.endswith("fabric")]
+    loads = [
+        LinkLoad(name, by_name.get(name, 0.0), messages.get(name, 0), message_bytes.get(name, 0))
+        for name in links
+        if not name.endswith("fabric")
+    ]
     return loads, end_time
 
 

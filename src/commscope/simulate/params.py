@@ -32,8 +32,16 @@ DEFAULT_NIC_LAT_S = 10e-6
 DEFAULT_MEMORY_BPS = 10e9
 DEFAULT_MEMORY_LAT_S = 0.2e-6
 
-_KEYS = ("calibrated_from", "nic", "memory", "switch_latency", "lat_factor", "bw_factor",
-         "crosstraffic", "eager_bytes")
+_KEYS = (
+    "calibrated_from",
+    "nic",
+    "memory",
+    "switch_latency",
+    "lat_factor",
+    "bw_factor",
+    "crosstraffic",
+    "eager_bytes",
+)
 # Messages below this go eagerly, without waiting for the receive (as MPI's eager protocol:
 # Open MPI's TCP and shared-memory eager limits are 64 KiB). SMPI's default, 0, delays every
 # message until its receive is posted.
@@ -88,8 +96,9 @@ class SimParams:
     def with_value(self, name: str, text: str) -> SimParams:
         """A copy with one sweepable parameter set from text such as ``80us`` or ``10Gbit/s``."""
         if name not in SWEEPABLE:
-            raise InputError(f"--sweep {name}: not a model parameter; choose from"
-                             f" {', '.join(SWEEPABLE)}")
+            raise InputError(
+                f"--sweep {name}: not a model parameter; choose from {', '.join(SWEEPABLE)}"
+            )
         attr, kind = SWEEPABLE[name]
         value = parse_latency(text) if kind == "time" else parse_bandwidth(text)
         if value is None:
@@ -102,31 +111,44 @@ class SimParams:
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict in bytes/s and seconds, for run records."""
-        return {"nic": {"bandwidth_Bps": self.nic_bw_Bps, "latency_s": self.nic_lat_s},
-                "memory": {"bandwidth_Bps": self.memory_bw_Bps, "latency_s": self.memory_lat_s},
-                "switch_latency_s": self.switch_lat_s,
-                "lat_factor": [list(f) for f in self.lat_factor],
-                "bw_factor": [list(f) for f in self.bw_factor],
-                "crosstraffic": self.crosstraffic, "eager_bytes": self.eager_bytes,
-                "calibrated_from": self.calibrated_from, "sources": dict(self.sources)}
+        return {
+            "nic": {"bandwidth_Bps": self.nic_bw_Bps, "latency_s": self.nic_lat_s},
+            "memory": {"bandwidth_Bps": self.memory_bw_Bps, "latency_s": self.memory_lat_s},
+            "switch_latency_s": self.switch_lat_s,
+            "lat_factor": [list(f) for f in self.lat_factor],
+            "bw_factor": [list(f) for f in self.bw_factor],
+            "crosstraffic": self.crosstraffic,
+            "eager_bytes": self.eager_bytes,
+            "calibrated_from": self.calibrated_from,
+            "sources": dict(self.sources),
+        }
 
     def to_yaml(self) -> dict[str, Any]:
         """The ``simulation:`` section of a model file."""
-        return {"calibrated_from": self.calibrated_from,
-                "nic": {"bandwidth": f"{self.nic_bw_Bps:.6g}B/s",
-                        "latency": f"{self.nic_lat_s * 1e6:.6g}us"},
-                "memory": {"bandwidth": f"{self.memory_bw_Bps:.6g}B/s",
-                           "latency": f"{self.memory_lat_s * 1e6:.6g}us"},
-                "switch_latency": f"{self.switch_lat_s * 1e6:.6g}us",
-                "lat_factor": [[int(s), round(float(f), 6)] for s, f in self.lat_factor],
-                "bw_factor": [[int(s), round(float(f), 6)] for s, f in self.bw_factor],
-                "crosstraffic": self.crosstraffic, "eager_bytes": self.eager_bytes}
+        return {
+            "calibrated_from": self.calibrated_from,
+            "nic": {
+                "bandwidth": f"{self.nic_bw_Bps:.6g}B/s",
+                "latency": f"{self.nic_lat_s * 1e6:.6g}us",
+            },
+            "memory": {
+                "bandwidth": f"{self.memory_bw_Bps:.6g}B/s",
+                "latency": f"{self.memory_lat_s * 1e6:.6g}us",
+            },
+            "switch_latency": f"{self.switch_lat_s * 1e6:.6g}us",
+            "lat_factor": [[int(s), round(float(f), 6)] for s, f in self.lat_factor],
+            "bw_factor": [[int(s), round(float(f), 6)] for s, f in self.bw_factor],
+            "crosstraffic": self.crosstraffic,
+            "eager_bytes": self.eager_bytes,
+        }
 
 
 def _factors(value: Any, field: str, where: str) -> Factors:
-    bad = InputError(f"{where}: simulation.{field}: give a list of at most {MAX_FACTORS}"
-                     f" [from size, factor] pairs with sizes rising from 0 (at most"
-                     f" {MAX_MESSAGE_BYTES}) and factors above 0 (at most {MAX_FACTOR:g})")
+    bad = InputError(
+        f"{where}: simulation.{field}: give a list of at most {MAX_FACTORS}"
+        f" [from size, factor] pairs with sizes rising from 0 (at most"
+        f" {MAX_MESSAGE_BYTES}) and factors above 0 (at most {MAX_FACTOR:g})"
+    )
     if value is None:
         return ()
     if not isinstance(value, list) or len(value) > MAX_FACTORS:
@@ -136,8 +158,12 @@ def _factors(value: Any, field: str, where: str) -> Factors:
         if not isinstance(item, list) or len(item) != 2:
             raise bad
         try:
-            out.append((strict.check_whole(item[0], 0, MAX_MESSAGE_BYTES),
-                        strict.check_real(item[1], 0, MAX_FACTOR, above=True)))
+            out.append(
+                (
+                    strict.check_whole(item[0], 0, MAX_MESSAGE_BYTES),
+                    strict.check_real(item[1], 0, MAX_FACTOR, above=True),
+                )
+            )
         except strict.NumberError:
             raise bad from None
     sizes = [s for s, _ in out]
@@ -154,12 +180,16 @@ def _link(value: Any, field: str, where: str) -> tuple[float | None, float | Non
     bw = None if value.get("bandwidth") is None else parse_bandwidth(value["bandwidth"])
     lat = None if value.get("latency") is None else parse_latency(value["latency"])
     if value.get("bandwidth") is not None and bw is None:
-        raise InputError(f"{where}: simulation.{field}.bandwidth:"
-                         f" {strict.shown(value['bandwidth'])} is not a bandwidth;"
-                         f" use {RATE_FORMS}")
+        raise InputError(
+            f"{where}: simulation.{field}.bandwidth:"
+            f" {strict.shown(value['bandwidth'])} is not a bandwidth;"
+            f" use {RATE_FORMS}"
+        )
     if value.get("latency") is not None and lat is None:
-        raise InputError(f"{where}: simulation.{field}.latency: {strict.shown(value['latency'])}"
-                         f" is not a latency; use {TIME_FORMS}")
+        raise InputError(
+            f"{where}: simulation.{field}.latency: {strict.shown(value['latency'])}"
+            f" is not a latency; use {TIME_FORMS}"
+        )
     return bw, lat
 
 
@@ -173,12 +203,13 @@ def params_for(model: ClusterModel, section: Any = None, where: str = "") -> Sim
     if section is None:
         section = {}
     if not isinstance(section, dict):
-        raise InputError(f"{where}: simulation: expected a mapping with keys "
-                         f"{', '.join(_KEYS)}")
+        raise InputError(f"{where}: simulation: expected a mapping with keys {', '.join(_KEYS)}")
     unknown = sorted(set(section) - set(_KEYS))
     if unknown:
-        raise InputError(f"{where}: simulation.{strict.shown(unknown[0])}: unknown field;"
-                         f" expected one of {', '.join(_KEYS)}")
+        raise InputError(
+            f"{where}: simulation.{strict.shown(unknown[0])}: unknown field;"
+            f" expected one of {', '.join(_KEYS)}"
+        )
     sources: list[tuple[str, str]] = []
 
     def pick(name: str, calibrated: float | None, nominal: float | None, default: float) -> float:
@@ -196,8 +227,10 @@ def params_for(model: ClusterModel, section: Any = None, where: str = "") -> Sim
     switch = section.get("switch_latency")
     switch_s = 0.0 if switch is None else parse_latency(switch)
     if switch_s is None:
-        raise InputError(f"{where}: simulation.switch_latency: {strict.shown(switch)} is not a"
-                         f" latency; use {TIME_FORMS}")
+        raise InputError(
+            f"{where}: simulation.switch_latency: {strict.shown(switch)} is not a"
+            f" latency; use {TIME_FORMS}"
+        )
     cross = section.get("crosstraffic", False)
     if not isinstance(cross, bool):
         raise InputError(f"{where}: simulation.crosstraffic: give true or false")
@@ -209,16 +242,17 @@ def params_for(model: ClusterModel, section: Any = None, where: str = "") -> Sim
     return SimParams(
         nic_bw_Bps=pick("nic bandwidth", nic_bw, model.nic.bandwidth_Bps, DEFAULT_NIC_BPS),
         nic_lat_s=pick("nic latency", nic_lat, model.nic.latency_s, DEFAULT_NIC_LAT_S),
-        memory_bw_Bps=pick("memory bandwidth", mem_bw, model.memory.bandwidth_Bps,
-                           DEFAULT_MEMORY_BPS),
-        memory_lat_s=pick("memory latency", mem_lat, model.memory.latency_s,
-                          DEFAULT_MEMORY_LAT_S),
+        memory_bw_Bps=pick(
+            "memory bandwidth", mem_bw, model.memory.bandwidth_Bps, DEFAULT_MEMORY_BPS
+        ),
+        memory_lat_s=pick("memory latency", mem_lat, model.memory.latency_s, DEFAULT_MEMORY_LAT_S),
         switch_lat_s=switch_s,
         lat_factor=_factors(section.get("lat_factor"), "lat_factor", where),
         bw_factor=_factors(section.get("bw_factor"), "bw_factor", where),
         crosstraffic=cross,
         eager_bytes=eager,
-        calibrated_from=None if section.get("calibrated_from") is None
+        calibrated_from=None
+        if section.get("calibrated_from") is None
         else str(section["calibrated_from"]),
         sources=tuple(sources),
     )

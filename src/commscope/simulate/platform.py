@@ -40,24 +40,31 @@ def check_model(model: ClusterModel) -> None:
     """
     where = model.source or model.name
     if model.nodes > MAX_SIMULATED_NODES:
-        raise InputError(f"{where}: {model.nodes} nodes; a simulated model has at most"
-                         f" {MAX_SIMULATED_NODES} (its platform lists all N^2 routes); model"
-                         " fewer nodes")
+        raise InputError(
+            f"{where}: {model.nodes} nodes; a simulated model has at most"
+            f" {MAX_SIMULATED_NODES} (its platform lists all N^2 routes); model"
+            " fewer nodes"
+        )
     for name in model.node_names:
         if not _SAFE_NAME.fullmatch(name):
-            raise InputError(f"{where}: node name {strict.shown(name)}: SimGrid host names here"
-                             " may hold only letters, digits, '.', '_' and '-'")
+            raise InputError(
+                f"{where}: node name {strict.shown(name)}: SimGrid host names here"
+                " may hold only letters, digits, '.', '_' and '-'"
+            )
 
 
 def _link(name: str, bw: float, lat: float, sharing: str) -> str:
-    return (f"    <link id={quoteattr(name)} bandwidth=\"{bw:.9g}Bps\" latency=\"{lat:.9g}s\""
-            f" sharing_policy=\"{sharing}\"/>\n")
+    return (
+        f'    <link id={quoteattr(name)} bandwidth="{bw:.9g}Bps" latency="{lat:.9g}s"'
+        f' sharing_policy="{sharing}"/>\n'
+    )
 
 
 def _route(src: str, dst: str, links: list[str]) -> str:
     parts = "".join(f"<link_ctn id={quoteattr(name)}/>" for name in links)
-    return (f"    <route src={quoteattr(src)} dst={quoteattr(dst)} symmetrical=\"NO\">"
-            f"{parts}</route>\n")
+    return (
+        f'    <route src={quoteattr(src)} dst={quoteattr(dst)} symmetrical="NO">{parts}</route>\n'
+    )
 
 
 def route_links(model: ClusterModel, i: int, j: int) -> list[str]:
@@ -73,8 +80,13 @@ def route_links(model: ClusterModel, i: int, j: int) -> list[str]:
     else:
         sa = model.switches[model.switch_of[i]].name
         sb = model.switches[model.switch_of[j]].name
-        links += [f"{sa}-fabric", f"{sa}-uplink-up", "core-fabric", f"{sb}-uplink-down",
-                  f"{sb}-fabric"]
+        links += [
+            f"{sa}-fabric",
+            f"{sa}-uplink-up",
+            "core-fabric",
+            f"{sb}-uplink-down",
+            f"{sb}-fabric",
+        ]
     links.append(f"{names[j]}-nic-down")
     return links
 
@@ -83,14 +95,15 @@ def platform_xml(model: ClusterModel, params: SimParams) -> str:
     """The SimGrid (platform version 4.1) description of ``model``."""
     check_model(model)
     names = model.node_names
-    out = ["<?xml version='1.0'?>\n",
-           "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n",
-           "<platform version=\"4.1\">\n",
-           f"  <!-- {len(names)} nodes x {model.cores_per_node} cores, written by commscope -->\n",
-           "  <zone id=\"cluster\" routing=\"Full\">\n"]
+    out = [
+        "<?xml version='1.0'?>\n",
+        '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n',
+        '<platform version="4.1">\n',
+        f"  <!-- {len(names)} nodes x {model.cores_per_node} cores, written by commscope -->\n",
+        '  <zone id="cluster" routing="Full">\n',
+    ]
     for name in names:
-        out.append(f"    <host id={quoteattr(name)} speed=\"1Gf\""
-                   f" core=\"{model.cores_per_node}\"/>\n")
+        out.append(f'    <host id={quoteattr(name)} speed="1Gf" core="{model.cores_per_node}"/>\n')
     for name in names:
         out.append(_link(f"{name}-memory", params.memory_bw_Bps, params.memory_lat_s, "SHARED"))
         for way in ("up", "down"):
@@ -99,8 +112,14 @@ def platform_xml(model: ClusterModel, params: SimParams) -> str:
         for sw in model.switches:
             up = sw.uplink
             for way in ("up", "down"):
-                out.append(_link(f"{sw.name}-uplink-{way}", float(up.bandwidth_Bps or FABRIC_BPS),
-                                 float(up.latency_s or 0.0), "SHARED"))
+                out.append(
+                    _link(
+                        f"{sw.name}-uplink-{way}",
+                        float(up.bandwidth_Bps or FABRIC_BPS),
+                        float(up.latency_s or 0.0),
+                        "SHARED",
+                    )
+                )
             out.append(_link(f"{sw.name}-fabric", FABRIC_BPS, params.switch_lat_s, "FATPIPE"))
         out.append(_link("core-fabric", FABRIC_BPS, params.switch_lat_s, "FATPIPE"))
     else:

@@ -18,8 +18,10 @@ from commscope.simulate import platform, smpi
 from commscope.simulate.params import SimParams
 from commscope.simulate.params import params_for as params_for  # for the CLI, beside load()
 
-STAMPEDE_NOTE = ("uncalibrated: SimGrid's default SMPI factors (calibrated on TACC's Stampede)"
-                 " are in use; run 'commscope simulate calibrate RUN' for this cluster's own")
+STAMPEDE_NOTE = (
+    "uncalibrated: SimGrid's default SMPI factors (calibrated on TACC's Stampede)"
+    " are in use; run 'commscope simulate calibrate RUN' for this cluster's own"
+)
 
 
 def load(path: str | Path) -> tuple[ClusterModel, SimParams]:
@@ -38,8 +40,9 @@ def model_of_run(info: RunInfo) -> ClusterModel:
     header = info.header or {}
     ranks = header.get("ranks") or []
     if not ranks:
-        raise SimulateError(f"run {info.id} has no engine header (it never started); give"
-                            " --cluster FILE instead")
+        raise SimulateError(
+            f"run {info.id} has no engine header (it never started); give --cluster FILE instead"
+        )
     names: list[str] = []
     for r in ranks:
         if r["node"] not in names:
@@ -52,8 +55,14 @@ def model_of_run(info: RunInfo) -> ClusterModel:
 
         nic = Link(bandwidth_Bps=parse_tc_rate(vc["rate"]) / 8.0)
     source = f"run {info.id}" + (f" on the virtual cluster at {vc['rate']}" if vc else "")
-    return ClusterModel(name=f"run{info.id}", node_names=tuple(names), sockets=1,
-                        cores=per_node, nic=nic, source=source)
+    return ClusterModel(
+        name=f"run{info.id}",
+        node_names=tuple(names),
+        sockets=1,
+        cores=per_node,
+        nic=nic,
+        source=source,
+    )
 
 
 def placement_of_run(model: ClusterModel, info: RunInfo) -> Placement:
@@ -62,47 +71,67 @@ def placement_of_run(model: ClusterModel, info: RunInfo) -> Placement:
     index = {n: i for i, n in enumerate(model.node_names)}
     order = [index.get(str(r["node"])) for r in ranks]
     if any(i is None for i in order):
-        raise SimulateError(f"run {info.id} ran on nodes the model does not have; give a model"
-                            " whose node names match the run's (commscope show RUN)")
+        raise SimulateError(
+            f"run {info.id} ran on nodes the model does not have; give a model"
+            " whose node names match the run's (commscope show RUN)"
+        )
     nodes = len(set(order))
     per_node = len(order) // nodes
     cyclic = len(order) > 1 and order[0] != order[1] and per_node > 1
     return regular(model, nodes, per_node, "cyclic" if cyclic else "block")
 
 
-def simulated_request(base: dict[str, Any], model: ClusterModel, params: SimParams,
-                      placement: Placement, extra_cfg: list[str], neutral: bool = False,
-                      netload: bool = False) -> dict[str, Any]:
+def simulated_request(
+    base: dict[str, Any],
+    model: ClusterModel,
+    params: SimParams,
+    placement: Placement,
+    extra_cfg: list[str],
+    neutral: bool = False,
+    netload: bool = False,
+) -> dict[str, Any]:
     """The request of a simulated run: ``base``'s benchmark on ``placement`` of ``model``.
 
     Clocks and pinning mean nothing in a simulation: the timer is MPI_Wtime (SMPI's
     simulated clock), ranks are not pinned, and result checks are refused (buffers shared).
     """
     if base["benchmark"] in ("tcp", "node"):
-        raise SimulateError(f"{base['benchmark']}: only MPI benchmarks (all, p2p, coll,"
-                            " contention) run under SMPI")
+        raise SimulateError(
+            f"{base['benchmark']}: only MPI benchmarks (all, p2p, coll, contention) run under SMPI"
+        )
     engine = dict(base["engine"])
     if engine.get("check"):
-        raise SimulateError("--check: simulated ranks share their buffers, so results cannot"
-                            " be checked; leave --check out")
+        raise SimulateError(
+            "--check: simulated ranks share their buffers, so results cannot"
+            " be checked; leave --check out"
+        )
     engine.update({"timer": "mpi_wtime", "pin": 0})
     if engine.get("sync") == "drift":
         engine["sync"] = "linear"  # one simulated clock: there is no drift to fit
     if engine.get("pairs") not in (None, "auto"):
-        engine["pairs"] = ",".join(p for p in str(engine["pairs"]).split(",")
-                                   if p in ("intra-node", "inter-node")) or "auto"
+        engine["pairs"] = (
+            ",".join(
+                p for p in str(engine["pairs"]).split(",") if p in ("intra-node", "inter-node")
+            )
+            or "auto"
+        )
     config = smpi.config(params, list(extra_cfg) + (smpi.neutral_factors() if neutral else []))
     request = copy.deepcopy(base)
     request.pop("vcluster", None)
     request.update({"mpi": "simgrid", "launcher": "smpirun", "np": placement.p, "engine": engine})
     request["simulate"] = {
-        "np": placement.p, "simgrid": smpi.version(), "config": config,
-        "model": model.to_json(), "params": params.to_json(),
-        "model_file": model_document(model, params), "netload": netload,
+        "np": placement.p,
+        "simgrid": smpi.version(),
+        "config": config,
+        "model": model.to_json(),
+        "params": params.to_json(),
+        "model_file": model_document(model, params),
+        "netload": netload,
         "rank_node": [int(n) for n in placement.node],
         "placement": placement.to_json(model),
-        "factors": "neutral (0:1)" if neutral else (
-            f"calibrated from {params.calibrated_from}" if params.calibrated else STAMPEDE_NOTE),
+        "factors": "neutral (0:1)"
+        if neutral
+        else (f"calibrated from {params.calibrated_from}" if params.calibrated else STAMPEDE_NOTE),
         "platform_xml": platform.platform_xml(model, params),
         "hostfile": platform.hostfile(model, placement),
     }
@@ -111,6 +140,7 @@ def simulated_request(base: dict[str, Any], model: ClusterModel, params: SimPara
 
 def model_document(model: ClusterModel, params: SimParams) -> dict[str, Any]:
     """A model file's content (readable by ``predict.load_model``) with ``simulation:``."""
+
     def link(ch: Link) -> dict[str, Any] | None:
         d = {}
         if ch.bandwidth_Bps:
@@ -119,30 +149,40 @@ def model_document(model: ClusterModel, params: SimParams) -> dict[str, Any]:
             d["latency"] = f"{ch.latency_s * 1e6:.6g}us"
         return d or None
 
-    doc: dict[str, Any] = {"name": model.name, "nodes": list(model.node_names),
-                           "sockets": model.sockets, "cores": model.cores}
-    channels = {k: link(v) for k, v in (("memory", model.memory), ("socket", model.socket_link),
-                                        ("nic", model.nic))}
+    doc: dict[str, Any] = {
+        "name": model.name,
+        "nodes": list(model.node_names),
+        "sockets": model.sockets,
+        "cores": model.cores,
+    }
+    channels = {
+        k: link(v)
+        for k, v in (("memory", model.memory), ("socket", model.socket_link), ("nic", model.nic))
+    }
     channels = {k: v for k, v in channels.items() if v}
     if channels:
         doc["channels"] = channels
     if model.switches:
-        doc["switches"] = [{"name": sw.name, "nodes": list(sw.nodes),
-                            "uplink": link(sw.uplink)} for sw in model.switches]
+        doc["switches"] = [
+            {"name": sw.name, "nodes": list(sw.nodes), "uplink": link(sw.uplink)}
+            for sw in model.switches
+        ]
     doc["simulation"] = params.to_yaml()
     return doc
 
 
-def write_model(path: str | Path, model: ClusterModel, params: SimParams,
-                flag: str | None = None) -> None:
+def write_model(
+    path: str | Path, model: ClusterModel, params: SimParams, flag: str | None = None
+) -> None:
     """Write the model file atomically: a failed write leaves the old file whole.
 
     Raises:
         UsageError: ``path`` is not a place for a regular file or the write failed
             (see :mod:`commscope.safe_write`); ``flag`` names the option that gave it.
     """
-    text = ("# Cluster model for commscope predict and simulate; 'simulation' written by\n"
-            "# commscope simulate calibrate.\n"
-            + yaml.safe_dump(model_document(model, params), sort_keys=False,
-                             default_flow_style=None))
+    text = (
+        "# Cluster model for commscope predict and simulate; 'simulation' written by\n"
+        "# commscope simulate calibrate.\n"
+        + yaml.safe_dump(model_document(model, params), sort_keys=False, default_flow_style=None)
+    )
     safe_write.write_text(path, text, flag)

@@ -69,8 +69,9 @@ def engine_path() -> Path:
     if path.is_file():
         return path
     try:
-        with engine.cmake_build("smpi", [ENGINE_NAME], [f"CMAKE_C_COMPILER={cc}"],
-                                f"the engine with {cc}") as build_dir:
+        with engine.cmake_build(
+            "smpi", [ENGINE_NAME], [f"CMAKE_C_COMPILER={cc}"], f"the engine with {cc}"
+        ) as build_dir:
             return engine.install_binary(build_dir / ENGINE_NAME, path)
     except EngineError as err:
         raise SimulateError(f"{err}; {INSTALL_HINT}") from err
@@ -84,12 +85,15 @@ def config(params: SimParams, extra: list[str] | tuple[str, ...] = ()) -> list[s
     if params.bw_factor:
         cfg.append("smpi/bw-factor:" + ";".join(f"{s}:{f:.9g}" for s, f in params.bw_factor))
     cfg.append(f"network/crosstraffic:{1 if params.crosstraffic else 0}")
-    cfg += [f"smpi/async-small-thresh:{params.eager_bytes}",
-            f"smpi/send-is-detached-thresh:{params.eager_bytes}"]
+    cfg += [
+        f"smpi/async-small-thresh:{params.eager_bytes}",
+        f"smpi/send-is-detached-thresh:{params.eager_bytes}",
+    ]
     for item in extra:
         if ":" not in item or item.startswith(":"):
-            raise SimulateError(f"--smpi-cfg {item}: give NAME:VALUE, e.g."
-                                " smpi/bcast:binomial_tree")
+            raise SimulateError(
+                f"--smpi-cfg {item}: give NAME:VALUE, e.g. smpi/bcast:binomial_tree"
+            )
     # Later options win in SimGrid, so the user's extras come last.
     return cfg + list(extra)
 
@@ -106,11 +110,19 @@ def job(sim: dict[str, Any], program: list[str], workdir: Path) -> Job:
     if sim.get("netload"):
         from commscope.simulate import netload
 
-        config += [*netload.TRACE_CONFIG,
-                   f"tracing/filename:{workdir / netload.TRACE_FILE}"]
-    argv = [run, "-np", str(sim["np"]), "-platform", str(workdir / "platform.xml"),
-            "-hostfile", str(workdir / "hostfile"), "--log=root.thres:warning",
-            *[f"--cfg={c}" for c in config], *program]
+        config += [*netload.TRACE_CONFIG, f"tracing/filename:{workdir / netload.TRACE_FILE}"]
+    argv = [
+        run,
+        "-np",
+        str(sim["np"]),
+        "-platform",
+        str(workdir / "platform.xml"),
+        "-hostfile",
+        str(workdir / "hostfile"),
+        "--log=root.thres:warning",
+        *[f"--cfg={c}" for c in config],
+        *program,
+    ]
     # smpirun's -tmpdir option is broken in 3.32; TMPDIR works.
     return Job(argv, {"TMPDIR": str(workdir)})
 
@@ -124,8 +136,9 @@ def keep_trace_results(sim: dict[str, Any], workdir: Path, store: Any, run_id: i
 
     model = model_from_dict(sim["model_file"], "the run's model")
     loads, duration = netload.link_loads(workdir / netload.TRACE_FILE, model, sim["rank_node"])
-    store.set_run_data(run_id, "netload", {
-        "duration_s": duration, "links": [x.to_json(duration) for x in loads]})
+    store.set_run_data(
+        run_id, "netload", {"duration_s": duration, "links": [x.to_json(duration) for x in loads]}
+    )
 
 
 def job_in(sim: dict[str, Any], program: list[str], workdir: Path) -> Job:

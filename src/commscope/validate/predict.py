@@ -76,24 +76,33 @@ def checked_placements(model: predict.ClusterModel, procs: int) -> list[predict.
 
     These are the rows of Peryshkova and Kurnosov 2018's table.
     """
-    return [pl for pl in predict.enumerate_placements(model, procs, ("block",))
-            if pl.sockets_used == 1]
+    return [
+        pl for pl in predict.enumerate_placements(model, procs, ("block",)) if pl.sockets_used == 1
+    ]
 
 
-def site_request(site: dict[str, Any], model: predict.ClusterModel,
-                 placement: predict.Placement) -> dict[str, Any]:
+def site_request(
+    site: dict[str, Any], model: predict.ClusterModel, placement: predict.Placement
+) -> dict[str, Any]:
     """Request fields that run ``placement`` where ``site`` says.
 
     That is the virtual cluster's first nodes, or the model's named hosts by ssh or within a
     Slurm allocation.
     """
     if "vcluster" in site:
-        return {"vcluster": dict(site["vcluster"], nodes=placement.nodes,
-                                 ranks_per_node=placement.per_node)}
+        return {
+            "vcluster": dict(
+                site["vcluster"], nodes=placement.nodes, ranks_per_node=placement.per_node
+            )
+        }
     names = [model.node_names[n] for n in placement.node_ids()]
     counts = [int((placement.node == n).sum()) for n in placement.node_ids()]
-    hosts = {"placement": {"hosts": [[h, c] for h, c in zip(names, counts, strict=True)],
-                           "cores": [model.cores_per_node] * len(names)}}
+    hosts = {
+        "placement": {
+            "hosts": [[h, c] for h, c in zip(names, counts, strict=True)],
+            "cores": [model.cores_per_node] * len(names),
+        }
+    }
     if "slurm" in site:
         return {**hosts, "launcher": "srun", "slurm": site["slurm"]}
     return hosts
@@ -108,30 +117,57 @@ def unpriced_levels(model: predict.ClusterModel, cost: CostModel, procs: int) ->
     return sorted(missing)
 
 
-def measure(store: Store, mpi: MPIInstall, model: predict.ClusterModel,
-            placement: predict.Placement, sizes: list[int], block: int, site: dict[str, Any],
-            budget_s: float = POINT_BUDGET_S, mca: dict[str, str] | None = None,
-            ) -> dict[int, tuple[float, int]]:
+def measure(
+    store: Store,
+    mpi: MPIInstall,
+    model: predict.ClusterModel,
+    placement: predict.Placement,
+    sizes: list[int],
+    block: int,
+    site: dict[str, Any],
+    budget_s: float = POINT_BUDGET_S,
+    mca: dict[str, str] | None = None,
+) -> dict[int, tuple[float, int]]:
     """Run alltoall_block on the placement's nodes; return {bytes: (time_s, run_id)}."""
-    request = {"benchmark": "coll", "mpi": mpi.choice, "np": placement.p, "launcher": "auto",
-               "timeout_s": 1800.0, "confidence": 0.95,
-               **site_request(site, model, placement),
-               "engine": {"ops": "alltoall_block", "sizes": sizes, "coll_sizes": sizes,
-                          "block": block, "max_launches": MAX_LAUNCHES,
-                          "coll_budget_s": budget_s,
-                          # Virtual nodes share this machine's cores: the engine spreads them.
-                          "pin": int("vcluster" in site)}}
+    request = {
+        "benchmark": "coll",
+        "mpi": mpi.choice,
+        "np": placement.p,
+        "launcher": "auto",
+        "timeout_s": 1800.0,
+        "confidence": 0.95,
+        **site_request(site, model, placement),
+        "engine": {
+            "ops": "alltoall_block",
+            "sizes": sizes,
+            "coll_sizes": sizes,
+            "block": block,
+            "max_launches": MAX_LAUNCHES,
+            "coll_budget_s": budget_s,
+            # Virtual nodes share this machine's cores: the engine spreads them.
+            "pin": int("vcluster" in site),
+        },
+    }
     if mca:
         request["mca"] = mca
-    run_id = store.create_run("validate", f"predict {placement.label}", mpi.tag, mpi.launcher,
-                              placement.p, request)
+    run_id = store.create_run(
+        "validate", f"predict {placement.label}", mpi.tag, mpi.launcher, placement.p, request
+    )
     runner.run(store, run_id, request, mpi)
     return {c.bytes: (summarize(c).time_s, run_id) for c in store.colls(run_id)}
 
 
-def check(store: Store, mpi: MPIInstall, model: predict.ClusterModel, cost: CostModel,
-          procs: int, sizes: list[int], block: int, site: dict[str, Any],
-          mca: dict[str, str] | None = None) -> tuple[list[PlacementCheck], list[SizeVerdict]]:
+def check(
+    store: Store,
+    mpi: MPIInstall,
+    model: predict.ClusterModel,
+    cost: CostModel,
+    procs: int,
+    sizes: list[int],
+    block: int,
+    site: dict[str, Any],
+    mca: dict[str, str] | None = None,
+) -> tuple[list[PlacementCheck], list[SizeVerdict]]:
     """Predict and measure every placement; judge the order per size.
 
     ``site`` says where the placements run: ``{"vcluster": {rate, subnet}}``, ``{"hosts":
@@ -140,15 +176,22 @@ def check(store: Store, mpi: MPIInstall, model: predict.ClusterModel, cost: Cost
     placements = checked_placements(model, procs)
     checks: list[PlacementCheck] = []
     for pl in placements:
-        predicted = [predict.predict(model, pl, predict.build("alltoall", procs, size,
-                                                              block=block or procs), cost).time_s
-                     for size in sizes]
-        measured = measure(store, mpi, model, pl, sizes, block, site, point_budget_s(predicted),
-                           mca)
+        predicted = [
+            predict.predict(
+                model, pl, predict.build("alltoall", procs, size, block=block or procs), cost
+            ).time_s
+            for size in sizes
+        ]
+        measured = measure(
+            store, mpi, model, pl, sizes, block, site, point_budget_s(predicted), mca
+        )
         for size, pred in zip(sizes, predicted, strict=True):
             t, run_id = measured[size]
-            checks.append(PlacementCheck(pl.label, pl.nodes, pl.per_node, size, pred, t,
-                                         (pred - t) / t, run_id))
+            checks.append(
+                PlacementCheck(
+                    pl.label, pl.nodes, pl.per_node, size, pred, t, (pred - t) / t, run_id
+                )
+            )
     verdicts = []
     for size in sizes:
         at_size = [c for c in checks if c.bytes == size]
@@ -156,13 +199,15 @@ def check(store: Store, mpi: MPIInstall, model: predict.ClusterModel, cost: Cost
         # the order and the errors, and named.
         mine = [c for c in at_size if math.isfinite(c.measured_s)]
         if len(mine) >= 2:
-            tau = float(sps.kendalltau([c.predicted_s for c in mine],
-                                       [c.measured_s for c in mine]).statistic)
+            tau = float(
+                sps.kendalltau(
+                    [c.predicted_s for c in mine], [c.measured_s for c in mine]
+                ).statistic
+            )
         else:
             tau = float("nan")
-        med = (statistics.median(abs(c.relative_error) for c in mine) if mine
-               else float("nan"))
-        verdicts.append(SizeVerdict(size, tau, med, tuple(c.placement for c in at_size
-                                                           if c not in mine)))
+        med = statistics.median(abs(c.relative_error) for c in mine) if mine else float("nan")
+        verdicts.append(
+            SizeVerdict(size, tau, med, tuple(c.placement for c in at_size if c not in mine))
+        )
     return checks, verdicts
-

@@ -40,36 +40,72 @@ class TimerVerdict:
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict, NaN as None."""
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v)
-                for k, v in asdict(self).items()}
+        return {
+            k: (None if isinstance(v, float) and math.isnan(v) else v)
+            for k, v in asdict(self).items()
+        }
 
 
-def _request(mpi: MPIInstall, np_: int, timer: str, sync: str,
-             where: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"benchmark": "validate-timers", "mpi": mpi.choice, "launcher": "auto",
-            **(where or {}), "np": np_, "timeout_s": 300.0, "confidence": 0.95,
-            "engine": {"ops": "waitpattern_null,waitpattern_up", "sizes": [0], "coll_sizes": [0],
-                       # synchronised once: the check is whether that one sync holds
-                       "timer": timer, "sync": sync, "resync": "run",
-                       "stop": "rse:0.05", "min_valid": 30,
-                       "max_launches": 2000, "coll_budget_s": 1.0}}
+def _request(
+    mpi: MPIInstall, np_: int, timer: str, sync: str, where: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "benchmark": "validate-timers",
+        "mpi": mpi.choice,
+        "launcher": "auto",
+        **(where or {}),
+        "np": np_,
+        "timeout_s": 300.0,
+        "confidence": 0.95,
+        "engine": {
+            "ops": "waitpattern_null,waitpattern_up",
+            "sizes": [0],
+            "coll_sizes": [0],
+            # synchronised once: the check is whether that one sync holds
+            "timer": timer,
+            "sync": sync,
+            "resync": "run",
+            "stop": "rse:0.05",
+            "min_valid": 30,
+            "max_launches": 2000,
+            "coll_budget_s": 1.0,
+        },
+    }
 
 
-def check_timer(store: Store, mpi: MPIInstall, np_: int, timer: str, sync: str,
-                tolerance_s: float = 1e-6, where: dict[str, Any] | None = None) -> TimerVerdict:
+def check_timer(
+    store: Store,
+    mpi: MPIInstall,
+    np_: int,
+    timer: str,
+    sync: str,
+    tolerance_s: float = 1e-6,
+    where: dict[str, Any] | None = None,
+) -> TimerVerdict:
     """Run both wait patterns under one timer and sync method and judge the result.
 
     ``where`` adds the request fields that place the ranks (hosts, a Slurm allocation).
     """
     request = _request(mpi, np_, timer, sync, where)
-    run_id = store.create_run("validate", f"timers {timer}/{sync}", mpi.tag, mpi.launcher, np_,
-                              request)
+    run_id = store.create_run(
+        "validate", f"timers {timer}/{sync}", mpi.tag, mpi.launcher, np_, request
+    )
     nan = float("nan")
     try:
         runner.run(store, run_id, request, mpi)
     except LaunchError as err:
-        return TimerVerdict(timer, sync, run_id, nan, nan, np_ * 1e-6, 0.0, nan, False,
-                            f"unavailable: {err.one_line().split(';')[0]}")
+        return TimerVerdict(
+            timer,
+            sync,
+            run_id,
+            nan,
+            nan,
+            np_ * 1e-6,
+            0.0,
+            nan,
+            False,
+            f"unavailable: {err.one_line().split(';')[0]}",
+        )
     # SciPy comes with the analysis: imported here, `commscope validate --help` starts without it.
     from commscope.analysis.coll import summarize
 
@@ -79,8 +115,9 @@ def check_timer(store: Store, mpi: MPIInstall, np_: int, timer: str, sync: str,
     share = (null.nc + up.nc) / launches if launches else 0.0
     end = store.segments(run_id)[-1].end or {}
     errors = [abs(c["error_s"]) for c in end.get("clock_check", [])]
-    errors += [abs(c.raw["clock_check"]["error_s"]) for c in by_op.values()
-               if c.raw.get("clock_check")]  # after each pattern, too
+    errors += [
+        abs(c.raw["clock_check"]["error_s"]) for c in by_op.values() if c.raw.get("clock_check")
+    ]  # after each pattern, too
     clock_error = max(errors, default=0.0)
     true_up = np_ * 1e-6
     problems = []
@@ -93,13 +130,28 @@ def check_timer(store: Store, mpi: MPIInstall, np_: int, timer: str, sync: str,
     if share < 0.5:
         problems.append(f"only {share:.0%} of launches valid")
     reason = "; ".join(problems) if problems else f"within {tolerance_s * 1e6:g} us"
-    return TimerVerdict(timer, sync, run_id, null.median_s, up.median_s, true_up, share,
-                        clock_error, not problems, reason)
+    return TimerVerdict(
+        timer,
+        sync,
+        run_id,
+        null.median_s,
+        up.median_s,
+        true_up,
+        share,
+        clock_error,
+        not problems,
+        reason,
+    )
 
 
-def check_timers(store: Store, mpi: MPIInstall, np_: int, timers: list[str], syncs: list[str],
-                 tolerance_s: float = 1e-6, where: dict[str, Any] | None = None,
-                 ) -> list[TimerVerdict]:
+def check_timers(
+    store: Store,
+    mpi: MPIInstall,
+    np_: int,
+    timers: list[str],
+    syncs: list[str],
+    tolerance_s: float = 1e-6,
+    where: dict[str, Any] | None = None,
+) -> list[TimerVerdict]:
     """Every timer under every sync method, one run each (stored, kind 'validate')."""
-    return [check_timer(store, mpi, np_, t, s, tolerance_s, where) for t in timers
-            for s in syncs]
+    return [check_timer(store, mpi, np_, t, s, tolerance_s, where) for t in timers for s in syncs]

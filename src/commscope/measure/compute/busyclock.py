@@ -51,20 +51,41 @@ def parse(output: Mapping[str, Any]) -> BusyClock:
     if not cpus:
         raise EngineError(f"{PROGRAM} measured no cpu")
     method = str(output.get("method", "dependent integer additions"))
-    how = (f"{method}; best of {output.get('repeats')} x {output.get('adds')} additions"
-           f" timed with {output.get('timer', 'a monotonic clock')}")
+    how = (
+        f"{method}; best of {output.get('repeats')} x {output.get('adds')} additions"
+        f" timed with {output.get('timer', 'a monotonic clock')}"
+    )
     return BusyClock(max(best), tuple(cpus), tuple(best), how)
 
 
-def argv(program: str, cpus: Iterable[int], adds: int = DEFAULT_ADDS,
-         repeats: int = DEFAULT_REPEATS, warmup_s: float = DEFAULT_WARMUP_S) -> list[str]:
+def argv(
+    program: str,
+    cpus: Iterable[int],
+    adds: int = DEFAULT_ADDS,
+    repeats: int = DEFAULT_REPEATS,
+    warmup_s: float = DEFAULT_WARMUP_S,
+) -> list[str]:
     """The program's argument list (never a shell string)."""
-    return [program, "--cpus", ",".join(str(int(c)) for c in cpus), "--adds", str(int(adds)),
-            "--repeats", str(int(repeats)), "--warmup", f"{float(warmup_s):g}"]
+    return [
+        program,
+        "--cpus",
+        ",".join(str(int(c)) for c in cpus),
+        "--adds",
+        str(int(adds)),
+        "--repeats",
+        str(int(repeats)),
+        "--warmup",
+        f"{float(warmup_s):g}",
+    ]
 
 
-def measure(cpus: Iterable[int], adds: int = DEFAULT_ADDS, repeats: int = DEFAULT_REPEATS,
-            warmup_s: float = DEFAULT_WARMUP_S, program: Path | None = None) -> BusyClock:
+def measure(
+    cpus: Iterable[int],
+    adds: int = DEFAULT_ADDS,
+    repeats: int = DEFAULT_REPEATS,
+    warmup_s: float = DEFAULT_WARMUP_S,
+    program: Path | None = None,
+) -> BusyClock:
     """Measure the busy clock of ``cpus``, every one of them busy at once.
 
     Args:
@@ -79,8 +100,7 @@ def measure(cpus: Iterable[int], adds: int = DEFAULT_ADDS, repeats: int = DEFAUL
     """
     cmd = argv(str(program or CLOCK_PROGRAM.find()), cpus, adds, repeats, warmup_s)
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S,
-                              check=False)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired as err:
         raise EngineError(f"{PROGRAM} took over {TIMEOUT_S:.0f} s") from err
     if done.returncode != 0:

@@ -93,12 +93,16 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def clock(cpus: Iterable[int], info: Mapping[int, Mapping[str, str]],
-          sysfs: Path = SYSFS_CPU) -> Clock | None:
+def clock(
+    cpus: Iterable[int], info: Mapping[int, Mapping[str, str]], sysfs: Path = SYSFS_CPU
+) -> Clock | None:
     """The highest clock among ``cpus``: cpufreq's maximum, else /proc/cpuinfo's cpu MHz."""
     wanted = list(cpus)
-    khz = [int(t) for c in wanted
-           if (t := _read(sysfs / f"cpu{c}" / "cpufreq" / "cpuinfo_max_freq")) and t.isdigit()]
+    khz = [
+        int(t)
+        for c in wanted
+        if (t := _read(sysfs / f"cpu{c}" / "cpufreq" / "cpuinfo_max_freq")) and t.isdigit()
+    ]
     if khz:
         return Clock(max(khz) / 1e6, "cpufreq cpuinfo_max_freq")
     mhz = []
@@ -112,9 +116,13 @@ def clock(cpus: Iterable[int], info: Mapping[int, Mapping[str, str]],
     return None
 
 
-def peak_model(cpus: Iterable[int], flops_override: float | None = None,
-               ghz_override: float | None = None, cpuinfo_text: str | None = None,
-               sysfs: Path = SYSFS_CPU) -> PeakModel:
+def peak_model(
+    cpus: Iterable[int],
+    flops_override: float | None = None,
+    ghz_override: float | None = None,
+    cpuinfo_text: str | None = None,
+    sysfs: Path = SYSFS_CPU,
+) -> PeakModel:
     """Read this machine's peak model for ``cpus``, with the user's overrides applied.
 
     Args:
@@ -131,8 +139,9 @@ def peak_model(cpus: Iterable[int], flops_override: float | None = None,
     first = info.get(wanted[0], next(iter(info.values()), {})) if wanted else {}
     model = first.get("model name") or first.get("cpu model") or "unknown CPU"
     if flops_override is not None:
-        fpc: FlopsPerCycle | None = FlopsPerCycle(flops_override, "given", "as given",
-                                                  "--peak-flops-per-cycle")
+        fpc: FlopsPerCycle | None = FlopsPerCycle(
+            flops_override, "given", "as given", "--peak-flops-per-cycle"
+        )
     else:
         fpc = flops_per_cycle(first.get("flags", "").split())
     if ghz_override is not None:
@@ -145,8 +154,10 @@ def peak_model(cpus: Iterable[int], flops_override: float | None = None,
 def _core_key(cpu: int, sysfs: Path) -> tuple[str, str]:
     # (package, core) from sysfs topology; unreadable topology makes the cpu a core of its own.
     topo = sysfs / f"cpu{cpu}" / "topology"
-    return (_read(topo / "physical_package_id") or f"cpu{cpu}",
-            _read(topo / "core_id") or f"cpu{cpu}")
+    return (
+        _read(topo / "physical_package_id") or f"cpu{cpu}",
+        _read(topo / "core_id") or f"cpu{cpu}",
+    )
 
 
 def physical_order(cpus: Iterable[int], sysfs: Path = SYSFS_CPU) -> list[int]:

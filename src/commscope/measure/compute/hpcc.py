@@ -41,33 +41,51 @@ _PTRANS = """##### This line (no. 32) is ignored (it serves as a separator). ###
 
 
 def parse_grid(text: str) -> tuple[int, int]:
-    """"2x4" -> (2, 4). Raises UsageError for anything else."""
+    """A process grid: "2x4" -> (2, 4). Raises UsageError for anything else."""
     p, sep, q = text.lower().partition("x")
     try:
         if not sep:
             raise strict.NumberError("no 'x'")
         return strict.whole(p, 1, MAX_RANKS), strict.whole(q, 1, MAX_RANKS)
     except strict.NumberError:
-        raise UsageError(f"--hpl-grid {strict.shown(text)}: give the process grid as PxQ,"
-                         " e.g. 1x2") from None
+        raise UsageError(
+            f"--hpl-grid {strict.shown(text)}: give the process grid as PxQ, e.g. 1x2"
+        ) from None
 
 
 def input_text(n: int, nb: int, p: int, q: int) -> str:
     """hpccinf.txt for one N, one NB and one P x Q grid, HPL's usual settings otherwise."""
     from commscope.measure.compute import linpack
+
     rows = [
-        ("HPL.out", "output file name (if any)"), ("8", "device out (6=stdout,7=stderr,file)"),
-        ("1", "# of problems sizes (N)"), (str(n), "Ns"), ("1", "# of NBs"), (str(nb), "NBs"),
-        ("0", "PMAP process mapping (0=Row-,1=Column-major)"), ("1", "# of process grids (P x Q)"),
-        (str(p), "Ps"), (str(q), "Qs"), (f"{linpack.THRESHOLD:g}", "threshold"),
-        ("1", "# of panel fact"), ("2", "PFACTs (0=left, 1=Crout, 2=Right)"),
-        ("1", "# of recursive stopping criterium"), ("4", "NBMINs (>= 1)"),
-        ("1", "# of panels in recursion"), ("2", "NDIVs"), ("1", "# of recursive panel fact."),
-        ("1", "RFACTs (0=left, 1=Crout, 2=Right)"), ("1", "# of broadcast"),
-        ("1", "BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)"), ("1", "# of lookahead depth"),
-        ("1", "DEPTHs (>=0)"), ("2", "SWAP (0=bin-exch,1=long,2=mix)"),
-        ("64", "swapping threshold"), ("0", "L1 in (0=transposed,1=no-transposed) form"),
-        ("0", "U  in (0=transposed,1=no-transposed) form"), ("1", "Equilibration (0=no,1=yes)"),
+        ("HPL.out", "output file name (if any)"),
+        ("8", "device out (6=stdout,7=stderr,file)"),
+        ("1", "# of problems sizes (N)"),
+        (str(n), "Ns"),
+        ("1", "# of NBs"),
+        (str(nb), "NBs"),
+        ("0", "PMAP process mapping (0=Row-,1=Column-major)"),
+        ("1", "# of process grids (P x Q)"),
+        (str(p), "Ps"),
+        (str(q), "Qs"),
+        (f"{linpack.THRESHOLD:g}", "threshold"),
+        ("1", "# of panel fact"),
+        ("2", "PFACTs (0=left, 1=Crout, 2=Right)"),
+        ("1", "# of recursive stopping criterium"),
+        ("4", "NBMINs (>= 1)"),
+        ("1", "# of panels in recursion"),
+        ("2", "NDIVs"),
+        ("1", "# of recursive panel fact."),
+        ("1", "RFACTs (0=left, 1=Crout, 2=Right)"),
+        ("1", "# of broadcast"),
+        ("1", "BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)"),
+        ("1", "# of lookahead depth"),
+        ("1", "DEPTHs (>=0)"),
+        ("2", "SWAP (0=bin-exch,1=long,2=mix)"),
+        ("64", "swapping threshold"),
+        ("0", "L1 in (0=transposed,1=no-transposed) form"),
+        ("0", "U  in (0=transposed,1=no-transposed) form"),
+        ("1", "Equilibration (0=no,1=yes)"),
         ("8", "memory alignment in double (> 0)"),
     ]
     head = "HPLinpack benchmark input file\nwritten by commscope\n"
@@ -98,38 +116,69 @@ def parse_summary(text: str, where: str) -> dict[str, str]:
 def to_record(s: dict[str, str], where: str) -> Linpack:
     """A linpack record from hpcc's summary; the residual is checked as for our own solves."""
     from commscope.measure.compute import linpack
+
     n, seconds = int(s["HPL_N"]), float(s["HPL_time"])
     p, q = int(s["HPL_nprow"]), int(s["HPL_npcol"])
-    scale = float(s["HPL_eps"]) * (float(s["HPL_AnormI"]) * float(s["HPL_XnormI"])
-                                   + float(s["HPL_BnormI"])) * n
+    scale = (
+        float(s["HPL_eps"])
+        * (float(s["HPL_AnormI"]) * float(s["HPL_XnormI"]) + float(s["HPL_BnormI"]))
+        * n
+    )
     residual = float(s["HPL_RnormI"]) / scale if scale > 0 else float("inf")
     linpack.check_residual(residual, n, p * q)
-    record = record_from_dict({
-        "type": "linpack", "cores": p * q, "threads": 1, "n": n, "routine": "hpl",
-        "times_s": [seconds], "gflops": [linpack.gflops(n, seconds)], "residual": residual,
-        "threshold": linpack.THRESHOLD, "affinity": [], "source": "hpcc", "grid": [p, q],
-        "nb": int(s["HPL_NB"]), "reported_gflops": float(s["HPL_Tflops"]) * 1e3,
-    }, where)
+    record = record_from_dict(
+        {
+            "type": "linpack",
+            "cores": p * q,
+            "threads": 1,
+            "n": n,
+            "routine": "hpl",
+            "times_s": [seconds],
+            "gflops": [linpack.gflops(n, seconds)],
+            "residual": residual,
+            "threshold": linpack.THRESHOLD,
+            "affinity": [],
+            "source": "hpcc",
+            "grid": [p, q],
+            "nb": int(s["HPL_NB"]),
+            "reported_gflops": float(s["HPL_Tflops"]) * 1e3,
+        },
+        where,
+    )
     assert isinstance(record, Linpack)
     return record
 
 
-def build_request(grid: str, sizes: list[int] | None, nb: int, peak: dict[str, Any],
-                  derivation: str, timeout_s: float) -> dict[str, Any]:
+def build_request(
+    grid: str,
+    sizes: list[int] | None,
+    nb: int,
+    peak: dict[str, Any],
+    derivation: str,
+    timeout_s: float,
+) -> dict[str, Any]:
     """A node run request for hpcc: the grid, the sizes and the P_peak facts of P x Q cores."""
     from commscope.measure.compute import linpack
+
     if shutil.which(PROGRAM) is None:
         raise UsageError("--hpl-grid: hpcc is not installed (Debian: apt-get install hpcc)")
     p, q = parse_grid(grid)
-    return {"benchmark": "node", "hpl": {"grid": [p, q], "nb": nb, "program": PROGRAM,
-                                         "mpi": "openmpi"},
-            "cores": [p * q], "sizes": sorted(set(sizes or DEFAULT_SIZES)),
-            "threshold": linpack.THRESHOLD, "flops": "2/3 N^3 + 2 N^2", "timeout_s": timeout_s,
-            "cpu": peak, "peak_derivation": {str(p * q): derivation}}
+    return {
+        "benchmark": "node",
+        "hpl": {"grid": [p, q], "nb": nb, "program": PROGRAM, "mpi": "openmpi"},
+        "cores": [p * q],
+        "sizes": sorted(set(sizes or DEFAULT_SIZES)),
+        "threshold": linpack.THRESHOLD,
+        "flops": "2/3 N^3 + 2 N^2",
+        "timeout_s": timeout_s,
+        "cpu": peak,
+        "peak_derivation": {str(p * q): derivation},
+    }
 
 
-def run(store: Store, run_id: int, request: dict[str, Any],
-        progress: Progress | None = None) -> NodeOutcome:
+def run(
+    store: Store, run_id: int, request: dict[str, Any], progress: Progress | None = None
+) -> NodeOutcome:
     """Run hpcc once per N not yet stored; one segment and one linpack point each.
 
     Raises:
@@ -149,20 +198,29 @@ def run(store: Store, run_id: int, request: dict[str, Any],
         try:
             with tempfile.TemporaryDirectory(prefix="commscope-hpcc-") as tmp:
                 (Path(tmp) / "hpccinf.txt").write_text(input_text(n, hpl["nb"], p, q))
-                result = launch.run_streaming(job, lambda _line: False,
-                                              float(request["timeout_s"]), cwd=tmp)
+                result = launch.run_streaming(
+                    job, lambda _line: False, float(request["timeout_s"]), cwd=tmp
+                )
                 out = Path(tmp) / "hpccoutf.txt"
                 if result.timed_out or result.returncode != 0 or not out.exists():
-                    why = "timed out" if result.timed_out else (
-                        result.stderr.strip().splitlines() or ["no output"])[-1]
+                    why = (
+                        "timed out"
+                        if result.timed_out
+                        else (result.stderr.strip().splitlines() or ["no output"])[-1]
+                    )
                     raise LaunchError(f"hpcc at N={n} on {p}x{q} ranks failed: {why}")
                 record = to_record(parse_summary(out.read_text(), f"hpcc N={n}"), f"hpcc N={n}")
         except BaseException as err:
-            cause = err.one_line() if isinstance(err, (ComputeError, LaunchError)) else (
-                interrupt_cause(err) if isinstance(err, KeyboardInterrupt) else repr(err))
-            message = (f"{cause}; lost: N={n} and the larger N after it; {new} new points"
-                       f" stored, run marked incomplete; measure the rest with"
-                       f" 'commscope run --resume {run_id}'")
+            cause = (
+                err.one_line()
+                if isinstance(err, (ComputeError, LaunchError))
+                else (interrupt_cause(err) if isinstance(err, KeyboardInterrupt) else repr(err))
+            )
+            message = (
+                f"{cause}; lost: N={n} and the larger N after it; {new} new points"
+                f" stored, run marked incomplete; measure the rest with"
+                f" 'commscope run --resume {run_id}'"
+            )
             store.finish_segment(segment, "incomplete", message)
             store.set_run_status(run_id, "incomplete", message)
             if isinstance(err, (ComputeError, LaunchError)):
@@ -174,8 +232,10 @@ def run(store: Store, run_id: int, request: dict[str, Any],
         store.finish_segment(segment, "complete", None, {"n": n, "grid": [p, q]})
         new += 1
         if progress:
-            progress(f"hpcc {p}x{q}: N={n:>6} {record.median_gflops:8.2f} GFLOPS,"
-                     f" {record.median_s:.3g} s, residual {record.residual:.3g}")
+            progress(
+                f"hpcc {p}x{q}: N={n:>6} {record.median_gflops:8.2f} GFLOPS,"
+                f" {record.median_s:.3g} s, residual {record.residual:.3g}"
+            )
     store.set_run_status(run_id, "complete", None)
     total = len(store.measured_keys(run_id))
     return NodeOutcome(run_id, new, total, {p * q: f"hpcc {p}x{q}: all sizes measured"})

@@ -72,7 +72,7 @@ def inf_norm(a: Matrix) -> float:
     """||A||_inf (largest absolute row sum), in column blocks so no n x n temporary is made."""
     rows = np.zeros(a.shape[0])
     for j in range(0, a.shape[1], _NORM_BLOCK):
-        rows += np.abs(a[:, j:j + _NORM_BLOCK]).sum(axis=1)
+        rows += np.abs(a[:, j : j + _NORM_BLOCK]).sum(axis=1)
     return float(rows.max()) if rows.size else 0.0
 
 
@@ -102,7 +102,8 @@ def check_residual(value: float, n: int, cores: int, threshold: float = THRESHOL
         raise ComputeError(
             f"N={n} on {cores} core{'s' if cores != 1 else ''}: scaled residual {value:.3g}"
             f" is not below {threshold:g}, the solution is wrong; suspect the BLAS/LAPACK"
-            " library or the memory (the point was not stored)")
+            " library or the memory (the point was not stored)"
+        )
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,8 @@ def solve(problem: Problem, work: Matrix) -> Solve:
         x, info = lapack.dgetrs(lu, piv, rhs, overwrite_b=1)
     t1, c1 = time.perf_counter(), time.process_time()
     if info != 0:
-        raise ComputeError(f"N={problem.n}: LAPACK returned info={info}"
-                           f" ({'singular matrix' if info > 0 else 'bad argument'})")
+        raise ComputeError(
+            f"N={problem.n}: LAPACK returned info={info}"
+            f" ({'singular matrix' if info > 0 else 'bad argument'})"
+        )
     return Solve(t1 - t0, c1 - c0, x)

@@ -83,8 +83,9 @@ def memory_budget(text: str, available: int) -> int:
         try:
             share = strict.real(spec[:-1], 0, 100, above=True) / 100
         except strict.NumberError:
-            raise UsageError(f"--max-memory {strict.shown(text)}: give a share such as 50% or a"
-                             " size like 8GiB") from None
+            raise UsageError(
+                f"--max-memory {strict.shown(text)}: give a share such as 50% or a size like 8GiB"
+            ) from None
         return int(available * share)
     return parse_size(spec, "--max-memory", most=MAX_MEMORY_BYTES)
 
@@ -92,11 +93,14 @@ def memory_budget(text: str, available: int) -> int:
 def memory_cap(budget: int) -> int:
     """The largest N whose point fits in ``budget`` bytes (two N x N matrices)."""
     from commscope.measure.compute import linpack
+
     return math.isqrt(budget // linpack.matrix_bytes(1))
 
 
-def busy_clocks(cpus: Mapping[int, Iterable[int]], meter: ClockMeter | None = None,
-                ) -> tuple[dict[int, peak.BusyClock], str | None]:
+def busy_clocks(
+    cpus: Mapping[int, Iterable[int]],
+    meter: ClockMeter | None = None,
+) -> tuple[dict[int, peak.BusyClock], str | None]:
     """The busy clock of each core count, measured on its cpus all busy at once.
 
     ``meter`` measures one group of cpus (default: ``busyclock.measure``).
@@ -115,13 +119,17 @@ def busy_clocks(cpus: Mapping[int, Iterable[int]], meter: ClockMeter | None = No
     return out, None
 
 
-def build_request(cores: str = DEFAULT_CORES, sizes: list[int] | None = None,
-                  max_memory: str = DEFAULT_MEMORY,
-                  time_budget_s: float = DEFAULT_TIME_BUDGET_S,
-                  repeats: int = DEFAULT_REPEATS, seed: int = DEFAULT_SEED,
-                  peak_flops_per_cycle: float | None = None,
-                  peak_ghz: float | None = None,
-                  clock_meter: ClockMeter | None = busyclock.measure) -> dict[str, Any]:
+def build_request(
+    cores: str = DEFAULT_CORES,
+    sizes: list[int] | None = None,
+    max_memory: str = DEFAULT_MEMORY,
+    time_budget_s: float = DEFAULT_TIME_BUDGET_S,
+    repeats: int = DEFAULT_REPEATS,
+    seed: int = DEFAULT_SEED,
+    peak_flops_per_cycle: float | None = None,
+    peak_ghz: float | None = None,
+    clock_meter: ClockMeter | None = busyclock.measure,
+) -> dict[str, Any]:
     """Everything a node run needs, checked, with this machine's CPU facts.
 
     Unless --peak-ghz is given, the busy clock of each core count is measured here on the cpus
@@ -132,6 +140,7 @@ def build_request(cores: str = DEFAULT_CORES, sizes: list[int] | None = None,
         UsageError: bad cores, sizes or memory budget.
     """
     from commscope.measure.compute import linpack
+
     allowed = pinning.allowed_cpus()
     counts = pinning.resolve_cores(cores, allowed)
     cpus = {str(c): list(pinning.choose_cpus(c, allowed)) for c in counts}
@@ -143,7 +152,8 @@ def build_request(cores: str = DEFAULT_CORES, sizes: list[int] | None = None,
         if big:
             raise UsageError(
                 f"--sizes: N={big[0]} needs {linpack.matrix_bytes(big[0]) / 1e9:.2f} GB, over"
-                f" the memory budget of {budget / 1e9:.2f} GB (--max-memory {max_memory})")
+                f" the memory budget of {budget / 1e9:.2f} GB (--max-memory {max_memory})"
+            )
         plan = sorted(set(sizes))
     else:
         plan = geometric_sizes(cap)
@@ -155,13 +165,25 @@ def build_request(cores: str = DEFAULT_CORES, sizes: list[int] | None = None,
     if peak_ghz is None and clock_meter is not None:
         peak = peak.with_busy(*busy_clocks({c: cpus[str(c)] for c in counts}, clock_meter))
     return {
-        "benchmark": "node", "cores": counts, "cpus": cpus, "sizes": plan,
-        "sizes_given": bool(sizes), "routine": linpack.ROUTINE,
-        "flops": "2/3 N^3 + 2 N^2", "threshold": linpack.THRESHOLD,
-        "memory": {"max_memory": max_memory, "available_bytes": available,
-                   "budget_bytes": budget, "n_cap": cap},
-        "time_budget_s": time_budget_s, "repeats": repeats, "seed": seed,
-        "min_point_s": MIN_POINT_S, "cpu": peak.to_json(),
+        "benchmark": "node",
+        "cores": counts,
+        "cpus": cpus,
+        "sizes": plan,
+        "sizes_given": bool(sizes),
+        "routine": linpack.ROUTINE,
+        "flops": "2/3 N^3 + 2 N^2",
+        "threshold": linpack.THRESHOLD,
+        "memory": {
+            "max_memory": max_memory,
+            "available_bytes": available,
+            "budget_bytes": budget,
+            "n_cap": cap,
+        },
+        "time_budget_s": time_budget_s,
+        "repeats": repeats,
+        "seed": seed,
+        "min_point_s": MIN_POINT_S,
+        "cpu": peak.to_json(),
         "peak_derivation": {str(c): peak.derivation(c) for c in counts},
     }
 
@@ -173,8 +195,9 @@ def repeats_for(solve_s: float, repeats: int) -> int:
     return max(repeats, min(MAX_REPEATS, math.ceil(MIN_POINT_S / solve_s)))
 
 
-def predict_cost(n_prev: int, solve_prev_s: float, other_prev_s: float, n_next: int,
-                 repeats: int) -> float:
+def predict_cost(
+    n_prev: int, solve_prev_s: float, other_prev_s: float, n_next: int, repeats: int
+) -> float:
     """Predicted seconds of the point at ``n_next`` from the one measured at ``n_prev``.
 
     Solves scale as N^3 (pessimistic: the rate still grows with N), the rest (generating A,
@@ -192,8 +215,9 @@ def predict_cost(n_prev: int, solve_prev_s: float, other_prev_s: float, n_next: 
 MIN_SHARE_WINDOW_S = 1.0
 
 
-def measure_point(n: int, place: pinning.Placement, repeats: int, seed: int,
-                  warmup: bool) -> Linpack:
+def measure_point(
+    n: int, place: pinning.Placement, repeats: int, seed: int, warmup: bool
+) -> Linpack:
     """Solve one random system of order ``n`` repeatedly where ``place`` says; check each.
 
     Raises:
@@ -202,20 +226,23 @@ def measure_point(n: int, place: pinning.Placement, repeats: int, seed: int,
     import numpy as np
 
     from commscope.measure.compute import linpack
+
     problem = linpack.make_problem(n, seed)
     work = np.empty((n, n), order="F")
     cores = len(place.cpus)
     warm = 0
     if warmup:
         first = linpack.solve(problem, work)
-        linpack.check_residual(linpack.scaled_residual(problem.a, first.x, problem.b,
-                                                       problem.a_norm), n, cores)
+        linpack.check_residual(
+            linpack.scaled_residual(problem.a, first.x, problem.b, problem.a_norm), n, cores
+        )
         warm = 1
     solves: list[linpack.Solve] = []
     residuals: list[float] = []
     busy0, cpu0, wall0 = pinning.busy_seconds(place.cpus), time.process_time(), time.perf_counter()
-    while len(solves) < repeats or (sum(s.seconds for s in solves) < MIN_POINT_S
-                                    and len(solves) < MAX_REPEATS):
+    while len(solves) < repeats or (
+        sum(s.seconds for s in solves) < MIN_POINT_S and len(solves) < MAX_REPEATS
+    ):
         s = linpack.solve(problem, work)
         r = linpack.scaled_residual(problem.a, s.x, problem.b, problem.a_norm)
         linpack.check_residual(r, n, cores)
@@ -223,13 +250,21 @@ def measure_point(n: int, place: pinning.Placement, repeats: int, seed: int,
         residuals.append(r)
     busy1, cpu1, wall1 = pinning.busy_seconds(place.cpus), time.process_time(), time.perf_counter()
     data = {
-        "type": "linpack", "cores": cores, "threads": place.threads, "n": n,
-        "routine": linpack.ROUTINE, "times_s": [s.seconds for s in solves],
+        "type": "linpack",
+        "cores": cores,
+        "threads": place.threads,
+        "n": n,
+        "routine": linpack.ROUTINE,
+        "times_s": [s.seconds for s in solves],
         "cpu_s": [s.cpu_seconds for s in solves],
         "gflops": [linpack.gflops(n, s.seconds) for s in solves],
-        "residual": max(residuals), "threshold": linpack.THRESHOLD,
-        "affinity": list(place.cpus), "warmup": warm, "seed": seed,
-        "blas": [dict(b) for b in place.blas], "source": "commscope",
+        "residual": max(residuals),
+        "threshold": linpack.THRESHOLD,
+        "affinity": list(place.cpus),
+        "warmup": warm,
+        "seed": seed,
+        "blas": [dict(b) for b in place.blas],
+        "source": "commscope",
     }
     if busy0 is not None and busy1 is not None and wall1 - wall0 >= MIN_SHARE_WINDOW_S:
         # What the cpus did beyond this process's own work: other processes, or the hypervisor.
@@ -259,8 +294,15 @@ class _Sweep:
     new_points: int = 0
 
 
-def _sweep(store: Store, run_id: int, segment: int, request: dict[str, Any], cores: int,
-           state: _Sweep, progress: Progress | None) -> str:
+def _sweep(
+    store: Store,
+    run_id: int,
+    segment: int,
+    request: dict[str, Any],
+    cores: int,
+    state: _Sweep,
+    progress: Progress | None,
+) -> str:
     """Measure one core count's sizes; return why the sweep ended."""
     stored = {p.n: p for p in store.linpacks(run_id) if p.cores == cores}
     budget = request["time_budget_s"] / len(request["cores"]) or math.inf
@@ -277,21 +319,30 @@ def _sweep(store: Store, run_id: int, segment: int, request: dict[str, Any], cor
                 cost = predict_cost(*last, n, repeats)
                 left = budget - (time.perf_counter() - started)
                 if cost > left:
-                    return (f"time budget: N={n} would take about {cost:.0f} s,"
-                            f" {max(left, 0):.0f} s of {budget:.0f} s left (--time-budget)")
+                    return (
+                        f"time budget: N={n} would take about {cost:.0f} s,"
+                        f" {max(left, 0):.0f} s of {budget:.0f} s left (--time-budget)"
+                    )
             t0 = time.perf_counter()
             solve_guess = (last[1] * (n / last[0]) ** 3) if last else 0.0
-            point = measure_point(n, place, repeats, request["seed"],
-                                  warmup=last is None or solve_guess < WARMUP_BELOW_S)
+            point = measure_point(
+                n,
+                place,
+                repeats,
+                request["seed"],
+                warmup=last is None or solve_guess < WARMUP_BELOW_S,
+            )
             store.add_point(run_id, segment, point)
             state.new_points += 1
             spent = time.perf_counter() - t0
             solving = point.median_s * (point.n_samples + int(point.raw["warmup"]))
             last = (n, point.median_s, max(spent - solving, 0.0))
             if progress:
-                progress(f"{cores} core{'s' if cores != 1 else ''}: N={n:>6}"
-                         f" {point.median_gflops:8.2f} GFLOPS, {point.n_samples} solves of"
-                         f" {point.median_s:.3g} s, residual {point.residual:.3g}")
+                progress(
+                    f"{cores} core{'s' if cores != 1 else ''}: N={n:>6}"
+                    f" {point.median_gflops:8.2f} GFLOPS, {point.n_samples} solves of"
+                    f" {point.median_s:.3g} s, residual {point.residual:.3g}"
+                )
     return "all sizes measured"
 
 
@@ -302,14 +353,15 @@ def _lost(request: dict[str, Any], state: _Sweep) -> str:
     if rest:
         text += f" and the larger N planned after it (up to {rest[-1]})"
     order = list(request["cores"])
-    later = order[order.index(state.cores) + 1:]
+    later = order[order.index(state.cores) + 1 :]
     if later:
         text += f", and every N on {', '.join(map(str, later))} cores"
     return text
 
 
-def run(store: Store, run_id: int, request: dict[str, Any],
-        progress: Progress | None = None) -> NodeOutcome:
+def run(
+    store: Store, run_id: int, request: dict[str, Any], progress: Progress | None = None
+) -> NodeOutcome:
     """Measure a stored node run's missing points, one segment per core count.
 
     Raises:
@@ -321,17 +373,34 @@ def run(store: Store, run_id: int, request: dict[str, Any],
     order = list(request["cores"])
     for cores in order:
         state.cores, state.n = cores, request["sizes"][0]
-        segment = store.start_segment(run_id, ["commscope-node", "--cores", str(cores),
-                                               "--sizes", ",".join(map(str, request["sizes"]))])
+        segment = store.start_segment(
+            run_id,
+            [
+                "commscope-node",
+                "--cores",
+                str(cores),
+                "--sizes",
+                ",".join(map(str, request["sizes"])),
+            ],
+        )
         try:
             stops[cores] = _sweep(store, run_id, segment, request, cores, state, progress)
         except BaseException as err:
-            cause = interrupt_cause(err) if isinstance(err, KeyboardInterrupt) else (
-                err.one_line() if isinstance(err, ComputeError) else f"{type(err).__name__}: {err}")
+            cause = (
+                interrupt_cause(err)
+                if isinstance(err, KeyboardInterrupt)
+                else (
+                    err.one_line()
+                    if isinstance(err, ComputeError)
+                    else f"{type(err).__name__}: {err}"
+                )
+            )
             total = len(store.measured_keys(run_id))
-            message = (f"{cause}; lost: {_lost(request, state)}; {state.new_points} new points"
-                       f" stored ({total} in run {run_id}), run marked incomplete; measure the"
-                       f" rest with 'commscope run --resume {run_id}'")
+            message = (
+                f"{cause}; lost: {_lost(request, state)}; {state.new_points} new points"
+                f" stored ({total} in run {run_id}), run marked incomplete; measure the"
+                f" rest with 'commscope run --resume {run_id}'"
+            )
             store.finish_segment(segment, "incomplete", message)
             store.set_run_status(run_id, "incomplete", message)
             if isinstance(err, ComputeError):
@@ -339,14 +408,19 @@ def run(store: Store, run_id: int, request: dict[str, Any],
             if isinstance(err, KeyboardInterrupt):
                 err.args = (message,)  # the CLI prints it
             raise
-        store.finish_segment(segment, "complete", stops[cores],
-                             {"cores": cores, "stop": stops[cores]})
+        store.finish_segment(
+            segment, "complete", stops[cores], {"cores": cores, "stop": stops[cores]}
+        )
     store.set_run_status(run_id, "complete", None)
     return NodeOutcome(run_id, state.new_points, len(store.measured_keys(run_id)), stops)
 
 
-def measure_node(store: Store, request: dict[str, Any] | None = None, label: str | None = None,
-                 progress: Progress | None = None) -> NodeOutcome:
+def measure_node(
+    store: Store,
+    request: dict[str, Any] | None = None,
+    label: str | None = None,
+    progress: Progress | None = None,
+) -> NodeOutcome:
     """Create a node run (default options when ``request`` is None) and measure it.
 
     This is what a job that characterises a whole machine calls to add the node figures.

@@ -29,8 +29,14 @@ from commscope.measure.compute import cpu
 _TASKS = Path("/proc/self/task")
 _STAT = Path("/proc/stat")
 # threadpool_info keys kept in records; "prefix" and "user_api" add nothing.
-_BLAS_KEYS = ("internal_api", "version", "num_threads", "threading_layer", "architecture",
-              "filepath")
+_BLAS_KEYS = (
+    "internal_api",
+    "version",
+    "num_threads",
+    "threading_layer",
+    "architecture",
+    "filepath",
+)
 
 
 @dataclass(frozen=True)
@@ -64,8 +70,10 @@ def resolve_cores(spec: str, allowed: list[int], sysfs: Path = cpu.SYSFS_CPU) ->
         else:
             raise UsageError(f"--cores {spec}: {item!r} is not a core count; give e.g. 1,2,all")
         if value > most:
-            raise UsageError(f"--cores {spec}: {value} cores asked, this process may use {most}"
-                             f" (cpus {','.join(map(str, allowed))})")
+            raise UsageError(
+                f"--cores {spec}: {value} cores asked, this process may use {most}"
+                f" (cpus {','.join(map(str, allowed))})"
+            )
         if value not in counts:
             counts.append(value)
     return counts
@@ -117,8 +125,11 @@ def _thread_affinities() -> set[frozenset[int]]:
 
 
 def _blas() -> list[dict[str, Any]]:
-    return [{k: lib.get(k) for k in _BLAS_KEYS} for lib in threadpool_info()
-            if lib.get("user_api") == "blas"]
+    return [
+        {k: lib.get(k) for k in _BLAS_KEYS}
+        for lib in threadpool_info()
+        if lib.get("user_api") == "blas"
+    ]
 
 
 @contextmanager
@@ -136,8 +147,10 @@ def placed(cpus: tuple[int, ...], threads: int) -> Iterator[Placement]:
         affinities = _thread_affinities()
         if affinities != {frozenset(cpus)}:
             found = sorted(sorted(a) for a in affinities)
-            raise ComputeError(f"pinning to cpus {list(cpus)} did not take: threads run on"
-                               f" {found}; is the process confined by a cgroup?")
+            raise ComputeError(
+                f"pinning to cpus {list(cpus)} did not take: threads run on"
+                f" {found}; is the process confined by a cgroup?"
+            )
         with threadpool_limits(limits=threads, user_api="blas"):
             blas = _blas()
             if not blas:
@@ -146,7 +159,8 @@ def placed(cpus: tuple[int, ...], threads: int) -> Iterator[Placement]:
             if wrong:
                 raise ComputeError(
                     f"{wrong[0]['filepath']} kept {wrong[0]['num_threads']} threads where"
-                    f" {threads} were asked; it may have been built for fewer threads")
+                    f" {threads} were asked; it may have been built for fewer threads"
+                )
             yield Placement(tuple(sorted(os.sched_getaffinity(0))), threads, tuple(blas))
     finally:
         _pin_all_threads(original)

@@ -38,8 +38,7 @@ CLIENT_FLAGS = {
     "seed": "--seed",
     "connect_timeout_s": "--connect-timeout",
 }
-TCP_PROGRAM = CProgram(PROGRAM, ("tcp/*.c", "tcp/*.h", "include/commscope.h", "src/jsonl.c"),
-                       "tcp")
+TCP_PROGRAM = CProgram(PROGRAM, ("tcp/*.c", "tcp/*.h", "include/commscope.h", "src/jsonl.c"), "tcp")
 _HOST = re.compile(r"[A-Za-z0-9_.:%-]+")
 
 
@@ -119,21 +118,35 @@ def parse_sockbufs(text: str) -> list[int]:
         else:
             value = parse_size(item) if item else -1
             if not 1 <= value <= MAX_SOCKBUF:
-                raise UsageError(f"--sockbuf {text!r}: give 'default' or sizes like 16K,64K,256K "
-                                 "(at most 1 GiB)")
+                raise UsageError(
+                    f"--sockbuf {text!r}: give 'default' or sizes like 16K,64K,256K (at most 1 GiB)"
+                )
         if value not in out:
             out.append(value)
     return out
 
 
-def client_argv(program: Path, options: dict[str, Any], host: str, port: int,
-                skip: Iterable[tuple[str, str, int]] = (), node: str | None = None) -> list[str]:
+def client_argv(
+    program: Path,
+    options: dict[str, Any],
+    host: str,
+    port: int,
+    skip: Iterable[tuple[str, str, int]] = (),
+    node: str | None = None,
+) -> list[str]:
     """The client's argument list for request options (never a shell string).
 
     ``skip`` holds keys already stored: ping-pong sizes and the stream are not measured again.
     """
-    argv = [str(program), "client", "--peer", host, "--port", str(port),
-            *flag_argv(options, CLIENT_FLAGS)]
+    argv = [
+        str(program),
+        "client",
+        "--peer",
+        host,
+        "--port",
+        str(port),
+        *flag_argv(options, CLIENT_FLAGS),
+    ]
     done = sorted({"stream" if op == "stream" else str(size) for op, _, size in skip})
     if done:
         argv += ["--skip", ",".join(done)]
@@ -142,8 +155,9 @@ def client_argv(program: Path, options: dict[str, Any], host: str, port: int,
     return argv
 
 
-def server_argv(program: Path, bind: str | None, port: int, node: str | None = None,
-                once: bool = False) -> list[str]:
+def server_argv(
+    program: Path, bind: str | None, port: int, node: str | None = None, once: bool = False
+) -> list[str]:
     """The server's argument list; port 0 lets the kernel pick a free one."""
     argv = [str(program), "serve", "--port", str(port)]
     if bind:

@@ -50,16 +50,23 @@ class Server:
         return "".join(self._stderr)
 
 
-def start(argv: list[str], what: str = "the tcp server",
-          ready_timeout_s: float = READY_TIMEOUT_S) -> Server:
+def start(
+    argv: list[str], what: str = "the tcp server", ready_timeout_s: float = READY_TIMEOUT_S
+) -> Server:
     """Start a server from ``argv`` and return once it listens.
 
     Raises:
         LaunchError: it could not start (e.g. its port is in use) or did not listen in time.
     """
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
     except OSError as err:
         raise LaunchError(f"cannot start {what} ({argv[0]}: {err.strerror})") from None
     assert proc.stdout is not None and proc.stderr is not None
@@ -112,12 +119,18 @@ class Endpoint:
 
 def _vcluster_nodes() -> tuple[Any, Any]:
     from commscope.measure import vcluster
+
     state = vcluster.status()
     if state is None or not state.healthy or len(state.nodes) < 2:
-        why = ("none is up" if state is None else "; ".join(state.problems)
-               or f"it has {len(state.nodes)} node")
-        raise LaunchError(f"no usable virtual cluster of 2 nodes ({why}); run 'commscope "
-                          "vcluster up --nodes 2' as root first")
+        why = (
+            "none is up"
+            if state is None
+            else "; ".join(state.problems) or f"it has {len(state.nodes)} node"
+        )
+        raise LaunchError(
+            f"no usable virtual cluster of 2 nodes ({why}); run 'commscope "
+            "vcluster up --nodes 2' as root first"
+        )
     return state.nodes[0], state.nodes[1]
 
 
@@ -142,11 +155,17 @@ def serving(where: dict[str, Any], program: Path) -> Iterator[Endpoint]:
         endpoint = Endpoint("127.0.0.1", server.port)
     elif kind == "vcluster":
         client, node = _vcluster_nodes()
-        argv = ["ip", "netns", "exec", node.name,
-                *server_argv(program, node.address, DEFAULT_PORT, node.name, once=True)]
+        argv = [
+            "ip",
+            "netns",
+            "exec",
+            node.name,
+            *server_argv(program, node.address, DEFAULT_PORT, node.name, once=True),
+        ]
         server = start(argv, what=f"the tcp server on {node.name}")
-        endpoint = Endpoint(node.address, server.port, ("ip", "netns", "exec", client.name),
-                            client.name)
+        endpoint = Endpoint(
+            node.address, server.port, ("ip", "netns", "exec", client.name), client.name
+        )
     else:
         raise LaunchError(f"unknown tcp placement {kind!r}; run the request again")
     try:

@@ -39,8 +39,12 @@ def _cause(stderr: str, result: launch.JobResult) -> str:
     return lines[-1] if lines else f"the client exited with status {result.returncode}"
 
 
-def run(store: Store, run_id: int, request: dict[str, Any],
-        progress: Callable[[int, int], None] | None = None) -> Outcome:
+def run(
+    store: Store,
+    run_id: int,
+    request: dict[str, Any],
+    progress: Callable[[int, int], None] | None = None,
+) -> Outcome:
     """Measure ``request`` (a "tcp" request) and store the records under ``run_id``.
 
     Keys already stored for the run are skipped, which is how --resume works.
@@ -54,8 +58,7 @@ def run(store: Store, run_id: int, request: dict[str, Any],
     options = request["tcp"]
     skip = store.measured_keys(run_id)
     total = expected_records(options)
-    state: dict[str, Any] = {"header": None, "end": None, "records": 0, "lines": 0,
-                             "segment": None}
+    state: dict[str, Any] = {"header": None, "end": None, "records": 0, "lines": 0, "segment": None}
 
     def on_line(line: str) -> bool:
         state["lines"] += 1
@@ -74,21 +77,31 @@ def run(store: Store, run_id: int, request: dict[str, Any],
 
     try:
         with serving(request["where"], program) as end:
-            argv = [*end.prefix, *prog.client_argv(program, options, end.host, end.port, skip,
-                                                   end.node)]
+            argv = [
+                *end.prefix,
+                *prog.client_argv(program, options, end.host, end.port, skip, end.node),
+            ]
             state["segment"] = segment = store.start_segment(run_id, argv)
-            result = launch.run_streaming(launch.Job(argv), on_line,
-                                          float(request.get("timeout_s", 3600)))
+            result = launch.run_streaming(
+                launch.Job(argv), on_line, float(request.get("timeout_s", 3600))
+            )
     except LaunchError as err:  # the server did not start: nothing was measured
         if state["segment"] is not None:
             store.finish_segment(state["segment"], "incomplete", err.one_line())
         store.set_run_status(run_id, "incomplete", err.one_line())
         raise
     except BaseException as err:  # interrupted or a bad record: keep what arrived, say so
-        cause = (interrupt_cause(err) if isinstance(err, KeyboardInterrupt)
-                 else err.one_line() if isinstance(err, CommscopeError) else "interrupted")
-        message = (f"{cause}; {state['records']} new points stored, run marked incomplete;"
-                   f" measure the rest with 'commscope run --resume {run_id}'")
+        cause = (
+            interrupt_cause(err)
+            if isinstance(err, KeyboardInterrupt)
+            else err.one_line()
+            if isinstance(err, CommscopeError)
+            else "interrupted"
+        )
+        message = (
+            f"{cause}; {state['records']} new points stored, run marked incomplete;"
+            f" measure the rest with 'commscope run --resume {run_id}'"
+        )
         if state["segment"] is not None:
             store.finish_segment(state["segment"], "incomplete", message)
         store.set_run_status(run_id, "incomplete", message)
@@ -104,9 +117,11 @@ def run(store: Store, run_id: int, request: dict[str, Any],
     if state["header"] is None and stored == 0:
         message = f"{cause}; nothing was measured"
     else:
-        message = (f"{cause}; {state['records']} new points stored ({stored} in run {run_id}),"
-                   f" run marked incomplete; measure the rest with 'commscope run --resume"
-                   f" {run_id}'")
+        message = (
+            f"{cause}; {state['records']} new points stored ({stored} in run {run_id}),"
+            f" run marked incomplete; measure the rest with 'commscope run --resume"
+            f" {run_id}'"
+        )
     store.finish_segment(segment, "incomplete", message)
     store.set_run_status(run_id, "incomplete", message)
     raise LaunchError(message)

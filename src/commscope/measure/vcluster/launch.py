@@ -44,8 +44,11 @@ def _host_list(state: ClusterState, ranks_per_node: int) -> str:
     return ",".join(f"{node.name}:{ranks_per_node}" for node in state.nodes)
 
 
-def openmpi_args(state: ClusterState, ranks_per_node: int, user_mca: dict[str, str] | None = None,
-                 ) -> tuple[list[str], dict[str, str]]:
+def openmpi_args(
+    state: ClusterState,
+    ranks_per_node: int,
+    user_mca: dict[str, str] | None = None,
+) -> tuple[list[str], dict[str, str]]:
     """Return the mpirun options and extra environment to run across the vcluster (Open MPI 4).
 
     The caller adds ``-np`` (at most ``ranks_per_node`` times the node count) and the program.

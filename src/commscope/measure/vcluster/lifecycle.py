@@ -66,8 +66,12 @@ def _build(state: ClusterState) -> None:
         slurm.start(state)
 
 
-def up(nodes: int, rate: str = DEFAULT_RATE, subnet: str = DEFAULT_SUBNET,
-       services: tuple[str, ...] = ()) -> ClusterState:
+def up(
+    nodes: int,
+    rate: str = DEFAULT_RATE,
+    subnet: str = DEFAULT_SUBNET,
+    services: tuple[str, ...] = (),
+) -> ClusterState:
     """Build a vcluster of ``nodes`` nodes, or return the one already up with these parameters.
 
     Args:

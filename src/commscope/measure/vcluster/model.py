@@ -172,8 +172,12 @@ def queue_bytes(rate_bps: int) -> int:
     return max(MIN_QUEUE_BYTES, math.ceil(rate_bps / 8 * QUEUE_SECONDS))
 
 
-def plan(nodes: int, rate: str = DEFAULT_RATE, subnet: str = DEFAULT_SUBNET,
-         services: tuple[str, ...] = ()) -> ClusterState:
+def plan(
+    nodes: int,
+    rate: str = DEFAULT_RATE,
+    subnet: str = DEFAULT_SUBNET,
+    services: tuple[str, ...] = (),
+) -> ClusterState:
     """Validate the inputs and return the cluster that :func:`up` would build.
 
     The bridge takes the subnet's first host address; node ``i`` (from 1) takes the next ones.
@@ -188,8 +192,7 @@ def plan(nodes: int, rate: str = DEFAULT_RATE, subnet: str = DEFAULT_SUBNET,
     rate_bps = parse_rate(rate)
     unknown = [s for s in services if s not in SERVICES]
     if unknown:
-        raise ClusterError(f"unknown vcluster service {unknown[0]!r}: use "
-                           f"{', '.join(SERVICES)}")
+        raise ClusterError(f"unknown vcluster service {unknown[0]!r}: use {', '.join(SERVICES)}")
     services = tuple(s for s in SERVICES if s in services)
     try:
         net = ipaddress.IPv4Network(subnet.strip(), strict=True)

@@ -32,20 +32,52 @@ NETNS_ETC = Path("/etc/netns")
 START_TIMEOUT_S = 20.0
 
 
-def node_prefix(node: str, argv: Sequence[str], bind: tuple[Path, Path] | None = None,
-                ) -> list[str]:
+def node_prefix(
+    node: str,
+    argv: Sequence[str],
+    bind: tuple[Path, Path] | None = None,
+) -> list[str]:
     """Return the argument list that runs ``argv`` as a process of vcluster node ``node``.
 
     ``bind`` = (source, target) mounts a folder of the node's own at ``target``, seen by
     this process and its children only (in a private mount namespace).
     """
     if bind is None:
-        return ["ip", "netns", "exec", node, "unshare", "--uts", "--ipc",
-                "sh", "-c", 'hostname "$1" && shift && exec "$@"', "vcluster", node, *argv]
-    return ["ip", "netns", "exec", node, "unshare", "--uts", "--ipc", "--mount",
-            "--propagation", "private", "sh", "-c",
-            'hostname "$1" && mount --bind "$2" "$3" && shift 3 && exec "$@"', "vcluster",
-            node, str(bind[0]), str(bind[1]), *argv]
+        return [
+            "ip",
+            "netns",
+            "exec",
+            node,
+            "unshare",
+            "--uts",
+            "--ipc",
+            "sh",
+            "-c",
+            'hostname "$1" && shift && exec "$@"',
+            "vcluster",
+            node,
+            *argv,
+        ]
+    return [
+        "ip",
+        "netns",
+        "exec",
+        node,
+        "unshare",
+        "--uts",
+        "--ipc",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        'hostname "$1" && mount --bind "$2" "$3" && shift 3 && exec "$@"',
+        "vcluster",
+        node,
+        str(bind[0]),
+        str(bind[1]),
+        *argv,
+    ]
 
 
 def write_node_hosts(state: ClusterState) -> None:
@@ -73,8 +105,9 @@ def remove_node_hosts(names: set[str]) -> list[str]:
     return removed
 
 
-def start(name: str, argv: Sequence[str], pidfile: Path | None = None,
-          log: Path | None = None) -> int:
+def start(
+    name: str, argv: Sequence[str], pidfile: Path | None = None, log: Path | None = None
+) -> int:
     """Start the daemon ``name`` detached from this process; record and return its pid.
 
     ``argv`` must not fork away (a daemon's foreground flag) unless ``pidfile`` names the
@@ -86,8 +119,9 @@ def start(name: str, argv: Sequence[str], pidfile: Path | None = None,
     PID_DIR.mkdir(parents=True, exist_ok=True)
     out = open(log or os.devnull, "ab")  # noqa: SIM115 - handed to the child, closed below
     try:
-        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+        )
     except OSError as err:
         raise ClusterError(f"cannot start {name} ({argv[0]}: {err.strerror})") from None
     finally:
@@ -161,8 +195,9 @@ def stop_all(nodes: Sequence[Node] | set[str]) -> list[str]:
             break
     left = [f"{what} (pid {pid})" for pid, what in living.items() if alive(pid)]
     if left:
-        raise ClusterError(f"could not stop {', '.join(left)}: kill it and run "
-                           "'commscope vcluster down' again")
+        raise ClusterError(
+            f"could not stop {', '.join(left)}: kill it and run 'commscope vcluster down' again"
+        )
     return [f"{what} (pid {pid})" for pid, what in sorted(living.items())]
 
 

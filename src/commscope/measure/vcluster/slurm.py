@@ -41,13 +41,17 @@ def require_tools() -> None:
     """Raise ClusterError unless Slurm and munge are installed and /etc/slurm is free."""
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
-        raise ClusterError(f"--slurm needs {', '.join(missing)}: install slurm-wlm and munge "
-                           "(Debian: apt-get install slurm-wlm munge)")
+        raise ClusterError(
+            f"--slurm needs {', '.join(missing)}: install slurm-wlm and munge "
+            "(Debian: apt-get install slurm-wlm munge)"
+        )
     for name in CONF_FILES:
         path = CONF_DIR / name
         if path.exists() and CONF_MARK not in path.read_text(errors="replace"):
-            raise ClusterError(f"{path} exists and is not commscope's: this machine has a Slurm "
-                               "of its own; use it instead of --slurm")
+            raise ClusterError(
+                f"{path} exists and is not commscope's: this machine has a Slurm "
+                "of its own; use it instead of --slurm"
+            )
 
 
 def cpus_per_node() -> int:
@@ -91,10 +95,15 @@ def slurm_conf(state: ClusterState) -> str:
         "KillWait=5",
         "InactiveLimit=0",
     ]
-    lines += [f"NodeName={n.name} NodeAddr={n.address} CPUs={cpus} Sockets=1 "
-              f"CoresPerSocket={cpus} ThreadsPerCore=1 State=UNKNOWN" for n in state.nodes]
-    lines.append(f"PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE "
-                 "OverSubscribe=NO State=UP")
+    lines += [
+        f"NodeName={n.name} NodeAddr={n.address} CPUs={cpus} Sockets=1 "
+        f"CoresPerSocket={cpus} ThreadsPerCore=1 State=UNKNOWN"
+        for n in state.nodes
+    ]
+    lines.append(
+        f"PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE "
+        "OverSubscribe=NO State=UP"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -104,7 +113,7 @@ def _write_conf(state: ClusterState) -> None:
         "cgroup.conf": f"{CONF_MARK}\nCgroupPlugin=cgroup/v1\nCgroupAutomount=no\n",
         "mpi.conf": f"{CONF_MARK}\nPMIxCliTmpDirBase={NODE_TMP}\n",
         "topology.conf": f"{CONF_MARK}\nSwitchName={state.bridge} "
-                         f"Nodes={','.join(n.name for n in state.nodes)}\n",
+        f"Nodes={','.join(n.name for n in state.nodes)}\n",
     }
     CONF_DIR.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():
@@ -117,11 +126,20 @@ def _start_munge() -> None:
     with open(key, "wb") as out:
         out.write(os.urandom(1024))
     key.chmod(0o400)
-    services.start("munged", ["munged", "--foreground", "--force", f"--socket={MUNGE_SOCKET}",
-                              f"--key-file={key}", f"--pid-file={MUNGE_DIR}/munged.pid",
-                              f"--seed-file={MUNGE_DIR}/munged.seed",
-                              f"--log-file={MUNGE_DIR}/munged.log"],
-                   log=MUNGE_DIR / "munged.out")
+    services.start(
+        "munged",
+        [
+            "munged",
+            "--foreground",
+            "--force",
+            f"--socket={MUNGE_SOCKET}",
+            f"--key-file={key}",
+            f"--pid-file={MUNGE_DIR}/munged.pid",
+            f"--seed-file={MUNGE_DIR}/munged.seed",
+            f"--log-file={MUNGE_DIR}/munged.log",
+        ],
+        log=MUNGE_DIR / "munged.out",
+    )
     deadline = time.monotonic() + services.START_TIMEOUT_S
     while not MUNGE_SOCKET.exists():
         if time.monotonic() > deadline:
@@ -146,8 +164,9 @@ def start(state: ClusterState) -> None:
         own_tmp = SLURM_DIR / f"tmp-{node.name}"
         own_tmp.mkdir(exist_ok=True)
         (SLURM_DIR / f"spool-{node.name}").mkdir(exist_ok=True)
-        argv = services.node_prefix(node.name, ["slurmd", "-D", "-N", node.name],
-                                    bind=(own_tmp, NODE_TMP))
+        argv = services.node_prefix(
+            node.name, ["slurmd", "-D", "-N", node.name], bind=(own_tmp, NODE_TMP)
+        )
         services.start(f"slurmd-{node.name}", argv, log=SLURM_DIR / f"slurmd-{node.name}.out")
     wait_idle(len(state.nodes))
 
@@ -161,15 +180,22 @@ def wait_idle(nodes: int, timeout_s: float = READY_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout_s
     seen = ""
     while time.monotonic() < deadline:
-        out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T"], capture_output=True,
-                             text=True, timeout=30, check=False)
+        out = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%N %T"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
         seen = " ".join(out.stdout.split()) or out.stderr.strip()
         states = out.stdout.split()[1::2]
         if out.returncode == 0 and len(states) == nodes and all(s == "idle" for s in states):
             return
         time.sleep(0.5)
-    raise ClusterError(f"Slurm's nodes did not come up in {timeout_s:.0f} s (sinfo: {seen}); "
-                       f"see the logs in {SLURM_DIR}")
+    raise ClusterError(
+        f"Slurm's nodes did not come up in {timeout_s:.0f} s (sinfo: {seen}); "
+        f"see the logs in {SLURM_DIR}"
+    )
 
 
 def remove_files() -> list[str]:

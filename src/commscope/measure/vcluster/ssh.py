@@ -29,37 +29,45 @@ def require_tools() -> None:
     """Raise ClusterError unless OpenSSH's server and client are installed."""
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
-        raise ClusterError(f"--ssh needs {', '.join(missing)}: install openssh-server and "
-                           "openssh-client (Debian: apt-get install openssh-server)")
+        raise ClusterError(
+            f"--ssh needs {', '.join(missing)}: install openssh-server and "
+            "openssh-client (Debian: apt-get install openssh-server)"
+        )
     if CLIENT_CONFIG.exists() and CLIENT_MARK not in CLIENT_CONFIG.read_text(errors="replace"):
         raise ClusterError(f"{CLIENT_CONFIG} exists and is not commscope's: move it away")
 
 
 def _keygen(path: Path, comment: str) -> None:
     try:
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment,
-                        "-f", str(path)], check=True, capture_output=True, timeout=30)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError) as err:
         raise ClusterError(f"ssh-keygen could not make {path}: {err}") from None
 
 
 def _sshd_config(state: ClusterState, index: int) -> str:
     node = state.nodes[index]
-    return "\n".join([
-        f"ListenAddress {node.address}",
-        f"HostKey {SSH_DIR}/host-{node.name}",
-        f"AuthorizedKeysFile {SSH_DIR}/authorized_keys",
-        f"PidFile {SSH_DIR}/sshd-{node.name}.pid",
-        "PermitRootLogin prohibit-password",
-        "PasswordAuthentication no",
-        "KbdInteractiveAuthentication no",
-        "UsePAM no",
-        "X11Forwarding no",
-        # MPI launchers open many sessions at once on a big job.
-        "MaxStartups 100",
-        "MaxSessions 100",
-        "",
-    ])
+    return "\n".join(
+        [
+            f"ListenAddress {node.address}",
+            f"HostKey {SSH_DIR}/host-{node.name}",
+            f"AuthorizedKeysFile {SSH_DIR}/authorized_keys",
+            f"PidFile {SSH_DIR}/sshd-{node.name}.pid",
+            "PermitRootLogin prohibit-password",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            "X11Forwarding no",
+            # MPI launchers open many sessions at once on a big job.
+            "MaxStartups 100",
+            "MaxSessions 100",
+            "",
+        ]
+    )
 
 
 def start(state: ClusterState) -> None:
@@ -84,20 +92,25 @@ def start(state: ClusterState) -> None:
         (SSH_DIR / f"sshd-{node.name}.conf").write_text(_sshd_config(state, i))
     (SSH_DIR / "known_hosts").write_text("\n".join(known) + "\n")
     CLIENT_CONFIG.parent.mkdir(parents=True, exist_ok=True)
-    CLIENT_CONFIG.write_text("\n".join([
-        CLIENT_MARK,
-        f"Host {NODE_PREFIX}*",
-        f"    IdentityFile {SSH_DIR}/id_ed25519",
-        f"    UserKnownHostsFile {SSH_DIR}/known_hosts",
-        "    StrictHostKeyChecking yes",
-        "    BatchMode yes",
-        "",
-    ]))
+    CLIENT_CONFIG.write_text(
+        "\n".join(
+            [
+                CLIENT_MARK,
+                f"Host {NODE_PREFIX}*",
+                f"    IdentityFile {SSH_DIR}/id_ed25519",
+                f"    UserKnownHostsFile {SSH_DIR}/known_hosts",
+                "    StrictHostKeyChecking yes",
+                "    BatchMode yes",
+                "",
+            ]
+        )
+    )
     for node in state.nodes:
         conf, log = SSH_DIR / f"sshd-{node.name}.conf", SSH_DIR / f"sshd-{node.name}.log"
         argv = services.node_prefix(node.name, [SSHD, "-f", str(conf), "-E", str(log)])
-        services.start(f"sshd-{node.name}", argv, pidfile=SSH_DIR / f"sshd-{node.name}.pid",
-                       log=log)
+        services.start(
+            f"sshd-{node.name}", argv, pidfile=SSH_DIR / f"sshd-{node.name}.pid", log=log
+        )
 
 
 def remove_files() -> list[str]:
