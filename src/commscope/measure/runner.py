@@ -17,8 +17,9 @@ from typing import Any, Protocol
 
 from commscope.data.record_parse import parse_record
 from commscope.data.records import Coll, Contention, End, Header, LogGP, Point
+from commscope.data.session import Measuring
 from commscope.data.store import Store
-from commscope.errors import CommscopeError, LaunchError, interrupt_cause
+from commscope.errors import LaunchError
 from commscope.measure import engine, launch
 from commscope.measure.exit_watch import ExitWatch
 from commscope.measure.launch import Job
@@ -252,15 +253,8 @@ def run(
             placement=placement,
             srun_mpi=allocation.get("plugin"),
         )
-    segment = store.start_segment(run_id, job.argv)
-    state: dict[str, Any] = {
-        "header": None,
-        "end": None,
-        "points": 0,
-        "lines": 0,
-        "stray": [],
-        "watch": None,
-    }
+    session = Measuring(store, run_id)
+    state: dict[str, Any] = {"header": None, "end": None, "lines": 0, "stray": [], "watch": None}
 
     def on_line(line: str) -> bool:
         state["lines"] += 1
@@ -270,87 +264,50 @@ def run(
         record = parse_record(line, where=f"engine output line {state['lines']}")
         if isinstance(record, Header):
             state["header"] = record
-            store.set_header(run_id, segment, record)
+            session.header(segment, record)
             if engine_name:
                 state["watch"] = ExitWatch(
                     {r["pid"]: r["rank"] for r in record.raw["ranks"]}, engine_name
                 )
             state["total"] = expected_points(as_recorded(request["engine"]), len(record.pairs))
         elif isinstance(record, (Point, Coll, Contention, LogGP)):
-            store.add_point(run_id, segment, record)
-            state["points"] += 1
+            session.add(segment, record)
         elif isinstance(record, End):
             state["end"] = record
         if progress and state["header"] is not None:
-            progress(len(skip) + state["points"], state["total"])
+            progress(len(skip) + session.new, state["total"])
         return isinstance(record, End)
 
-    result, first = None, ()
-    try:
-        result = launch.run_streaming(job, on_line, float(request.get("timeout_s", 3600)))
-        if simulation is not None and workdir is not None and result.returncode == 0:
-            simulation.keep_results(workdir, store, run_id)
-    except BaseException as err:  # interrupted or a bad record: keep what arrived, say so
-        _stopped(store, run_id, segment, state["points"], err)
-        raise
-    finally:
-        if state["watch"] is not None:
-            first = state["watch"].first()
-            state["watch"].stop()
-        if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
-    total = len(store.measured_keys(run_id))
-    ended = result.returncode == 0 or result.killed_after_output
-    if ended and state["end"] is not None and not result.timed_out:
-        # Every point arrived; a launcher stuck in MPI_Finalize afterwards loses nothing.
-        note = (
-            "killed after its end record: MPI_Finalize did not return"
-            if (result.killed_after_output)
-            else None
-        )
-        store.finish_segment(segment, "complete", note, state["end"].raw)
-        store.set_run_status(run_id, "complete", note)
-        return Outcome(run_id, state["points"], total)
-    if result.timed_out:
-        cause = f"timed out after {request.get('timeout_s')} s (raise --timeout)"
-    else:
-        # hydra reports a lost process on stdout, Open MPI on stderr: read both.
-        cause = _lost_rank("\n".join(state["stray"]) + "\n" + result.stderr, state["header"], first)
-    message = (
-        f"{cause}; {state['points']} new points stored ({total} in run {run_id}), run marked "
-        f"incomplete; measure the rest with 'commscope run --resume {run_id}'"
-    )
-    store.finish_segment(segment, "incomplete", message)
-    store.set_run_status(run_id, "incomplete", message)
-    raise LaunchError(message)
-
-
-def _stopped(store: Store, run_id: int, segment: int, new_points: int, err: BaseException) -> None:
-    """Mark the segment and the run incomplete after ``err`` stopped the job.
-
-    An interrupt (Ctrl-C, SIGTERM, SIGHUP) gets the run's state and how to resume it as its
-    message, which the CLI prints. A failing store is not written again: ``err`` is what the
-    user must see.
-    """
-    if isinstance(err, KeyboardInterrupt):
-        cause = interrupt_cause(err)
-    elif isinstance(err, CommscopeError):
-        cause = err.one_line()
-    else:
-        cause = f"{type(err).__name__}: {err}"
-    try:
-        total = len(store.measured_keys(run_id))
-        message = (
-            f"{cause}; {new_points} new points stored ({total} in run {run_id}), run"
-            f" marked incomplete; measure the rest with 'commscope run --resume"
-            f" {run_id}'"
-        )
-        store.finish_segment(segment, "incomplete", message)
-        store.set_run_status(run_id, "incomplete", message)
-    except CommscopeError:
-        return
-    if isinstance(err, KeyboardInterrupt):
-        err.args = (message,)
+    first: tuple[int, ...] = ()
+    with session.segment(job.argv) as segment:
+        try:
+            result = launch.run_streaming(job, on_line, float(request.get("timeout_s", 3600)))
+            if simulation is not None and workdir is not None and result.returncode == 0:
+                simulation.keep_results(workdir, store, run_id)
+        finally:
+            if state["watch"] is not None:
+                first = state["watch"].first()
+                state["watch"].stop()
+            if workdir is not None:
+                shutil.rmtree(workdir, ignore_errors=True)
+        ended = result.returncode == 0 or result.killed_after_output
+        if ended and state["end"] is not None and not result.timed_out:
+            # Every point arrived; a launcher stuck in MPI_Finalize afterwards loses nothing.
+            note = (
+                "killed after its end record: MPI_Finalize did not return"
+                if result.killed_after_output
+                else None
+            )
+            session.end_segment(segment, note, state["end"].raw)
+            session.complete(note)
+            return Outcome(run_id, session.new, len(session.measured()))
+        if result.timed_out:
+            cause = f"timed out after {request.get('timeout_s')} s (raise --timeout)"
+        else:
+            # hydra reports a lost process on stdout, Open MPI on stderr: read both.
+            stray = "\n".join(state["stray"]) + "\n" + result.stderr
+            cause = _lost_rank(stray, state["header"], first)
+        raise LaunchError(session.stop(cause))
 
 
 def default_ranks() -> int:

@@ -22,8 +22,9 @@ from typing import Any
 from commscope import strict
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import Linpack
+from commscope.data.session import Measuring
 from commscope.data.store import Store
-from commscope.errors import ComputeError, LaunchError, UsageError, interrupt_cause
+from commscope.errors import ComputeError, LaunchError, UsageError
 from commscope.limits import MAX_RANKS
 from commscope.measure import launch
 from commscope.measure import mpi as mpi_mod
@@ -189,13 +190,13 @@ def run(
     p, q = hpl["grid"]
     mpi = mpi_mod.resolve(hpl["mpi"])
     done = {p_.n for p_ in store.linpacks(run_id)}
-    new = 0
+    session = Measuring(store, run_id)
     for n in request["sizes"]:
         if n in done:
             continue
         job = launch.build_job(mpi, p * q, [PROGRAM])
-        segment = store.start_segment(run_id, job.argv)
-        try:
+        session.lost = lambda n=n: f"N={n} and the larger N after it"
+        with session.segment(job.argv) as segment:
             with tempfile.TemporaryDirectory(prefix="commscope-hpcc-") as tmp:
                 (Path(tmp) / "hpccinf.txt").write_text(input_text(n, hpl["nb"], p, q))
                 result = launch.run_streaming(
@@ -210,32 +211,13 @@ def run(
                     )
                     raise LaunchError(f"hpcc at N={n} on {p}x{q} ranks failed: {why}")
                 record = to_record(parse_summary(out.read_text(), f"hpcc N={n}"), f"hpcc N={n}")
-        except BaseException as err:
-            cause = (
-                err.one_line()
-                if isinstance(err, (ComputeError, LaunchError))
-                else (interrupt_cause(err) if isinstance(err, KeyboardInterrupt) else repr(err))
-            )
-            message = (
-                f"{cause}; lost: N={n} and the larger N after it; {new} new points"
-                f" stored, run marked incomplete; measure the rest with"
-                f" 'commscope run --resume {run_id}'"
-            )
-            store.finish_segment(segment, "incomplete", message)
-            store.set_run_status(run_id, "incomplete", message)
-            if isinstance(err, (ComputeError, LaunchError)):
-                raise type(err)(message) from None
-            if isinstance(err, KeyboardInterrupt):
-                err.args = (message,)  # the CLI prints it
-            raise
-        store.add_point(run_id, segment, record)
-        store.finish_segment(segment, "complete", None, {"n": n, "grid": [p, q]})
-        new += 1
+            session.add(segment, record)
+            session.end_segment(segment, None, {"n": n, "grid": [p, q]})
         if progress:
             progress(
                 f"hpcc {p}x{q}: N={n:>6} {record.median_gflops:8.2f} GFLOPS,"
                 f" {record.median_s:.3g} s, residual {record.residual:.3g}"
             )
-    store.set_run_status(run_id, "complete", None)
-    total = len(store.measured_keys(run_id))
-    return NodeOutcome(run_id, new, total, {p * q: f"hpcc {p}x{q}: all sizes measured"})
+    session.complete()
+    total = len(session.measured())
+    return NodeOutcome(run_id, session.new, total, {p * q: f"hpcc {p}x{q}: all sizes measured"})

@@ -30,8 +30,9 @@ from commscope import strict
 from commscope.data import peak
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import Linpack
+from commscope.data.session import Measuring
 from commscope.data.store import Store
-from commscope.errors import CommscopeError, ComputeError, UsageError, interrupt_cause
+from commscope.errors import CommscopeError, ComputeError, UsageError
 from commscope.measure.compute import busyclock, cpu, pinning
 from commscope.units import parse_size
 
@@ -291,12 +292,10 @@ class _Sweep:
 
     cores: int = 0
     n: int = 0
-    new_points: int = 0
 
 
 def _sweep(
-    store: Store,
-    run_id: int,
+    session: Measuring,
     segment: int,
     request: dict[str, Any],
     cores: int,
@@ -304,7 +303,7 @@ def _sweep(
     progress: Progress | None,
 ) -> str:
     """Measure one core count's sizes; return why the sweep ended."""
-    stored = {p.n: p for p in store.linpacks(run_id) if p.cores == cores}
+    stored = {p.n: p for p in session.store.linpacks(session.run_id) if p.cores == cores}
     budget = request["time_budget_s"] / len(request["cores"]) or math.inf
     repeats = request["repeats"]
     started = time.perf_counter()
@@ -332,8 +331,7 @@ def _sweep(
                 request["seed"],
                 warmup=last is None or solve_guess < WARMUP_BELOW_S,
             )
-            store.add_point(run_id, segment, point)
-            state.new_points += 1
+            session.add(segment, point)
             spent = time.perf_counter() - t0
             solving = point.median_s * (point.n_samples + int(point.raw["warmup"]))
             last = (n, point.median_s, max(spent - solving, 0.0))
@@ -370,49 +368,16 @@ def run(
     """
     state = _Sweep()
     stops: dict[int, str] = {}
-    order = list(request["cores"])
-    for cores in order:
+    session = Measuring(store, run_id)
+    session.lost = lambda: _lost(request, state)
+    for cores in request["cores"]:
         state.cores, state.n = cores, request["sizes"][0]
-        segment = store.start_segment(
-            run_id,
-            [
-                "commscope-node",
-                "--cores",
-                str(cores),
-                "--sizes",
-                ",".join(map(str, request["sizes"])),
-            ],
-        )
-        try:
-            stops[cores] = _sweep(store, run_id, segment, request, cores, state, progress)
-        except BaseException as err:
-            cause = (
-                interrupt_cause(err)
-                if isinstance(err, KeyboardInterrupt)
-                else (
-                    err.one_line()
-                    if isinstance(err, ComputeError)
-                    else f"{type(err).__name__}: {err}"
-                )
-            )
-            total = len(store.measured_keys(run_id))
-            message = (
-                f"{cause}; lost: {_lost(request, state)}; {state.new_points} new points"
-                f" stored ({total} in run {run_id}), run marked incomplete; measure the"
-                f" rest with 'commscope run --resume {run_id}'"
-            )
-            store.finish_segment(segment, "incomplete", message)
-            store.set_run_status(run_id, "incomplete", message)
-            if isinstance(err, ComputeError):
-                raise ComputeError(message) from None
-            if isinstance(err, KeyboardInterrupt):
-                err.args = (message,)  # the CLI prints it
-            raise
-        store.finish_segment(
-            segment, "complete", stops[cores], {"cores": cores, "stop": stops[cores]}
-        )
-    store.set_run_status(run_id, "complete", None)
-    return NodeOutcome(run_id, state.new_points, len(store.measured_keys(run_id)), stops)
+        sizes = ",".join(map(str, request["sizes"]))
+        with session.segment(["commscope-node", "--cores", str(cores), "--sizes", sizes]) as seg:
+            stops[cores] = _sweep(session, seg, request, cores, state, progress)
+            session.end_segment(seg, stops[cores], {"cores": cores, "stop": stops[cores]})
+    session.complete()
+    return NodeOutcome(run_id, session.new, len(session.measured()), stops)
 
 
 def measure_node(

@@ -12,8 +12,9 @@ from typing import Any
 
 from commscope.data.record_parse import parse_record
 from commscope.data.records import End, Header, Point, Stream
+from commscope.data.session import Measuring
 from commscope.data.store import Store
-from commscope.errors import CommscopeError, LaunchError, interrupt_cause
+from commscope.errors import LaunchError
 from commscope.measure import launch
 from commscope.measure.runner import Outcome
 from commscope.measure.tcp import program as prog
@@ -56,23 +57,23 @@ def run(
     """
     program = prog.find()
     options = request["tcp"]
-    skip = store.measured_keys(run_id)
+    session = Measuring(store, run_id)
+    skip = session.measured()
     total = expected_records(options)
-    state: dict[str, Any] = {"header": None, "end": None, "records": 0, "lines": 0, "segment": None}
+    state: dict[str, Any] = {"header": None, "end": None, "lines": 0, "segment": None}
 
     def on_line(line: str) -> bool:
         state["lines"] += 1
         record = parse_record(line, where=f"commscope-tcp output line {state['lines']}")
         if isinstance(record, Header):
             state["header"] = record
-            store.set_header(run_id, state["segment"], record)
+            session.header(state["segment"], record)
         elif isinstance(record, (Point, Stream)):
-            store.add_point(run_id, state["segment"], record)
-            state["records"] += 1
+            session.add(state["segment"], record)
         elif isinstance(record, End):
             state["end"] = record
         if progress:
-            progress(len(skip) + state["records"], total)
+            progress(len(skip) + session.new, total)
         return isinstance(record, End)
 
     try:
@@ -81,47 +82,16 @@ def run(
                 *end.prefix,
                 *prog.client_argv(program, options, end.host, end.port, skip, end.node),
             ]
-            state["segment"] = segment = store.start_segment(run_id, argv)
-            result = launch.run_streaming(
-                launch.Job(argv), on_line, float(request.get("timeout_s", 3600))
-            )
-    except LaunchError as err:  # the server did not start: nothing was measured
-        if state["segment"] is not None:
-            store.finish_segment(state["segment"], "incomplete", err.one_line())
-        store.set_run_status(run_id, "incomplete", err.one_line())
+            with session.segment(argv) as state["segment"]:
+                result = launch.run_streaming(
+                    launch.Job(argv), on_line, float(request.get("timeout_s", 3600))
+                )
+                if result.returncode == 0 and state["end"] is not None and not result.timed_out:
+                    session.end_segment(state["segment"], None, state["end"].raw)
+                    session.complete()
+                    return Outcome(run_id, session.new, len(session.measured()))
+                raise LaunchError(session.stop(_cause(result.stderr, result)))
+    except LaunchError as err:
+        if state["segment"] is None:  # the server did not start: nothing was measured
+            session.stop(err.one_line())
         raise
-    except BaseException as err:  # interrupted or a bad record: keep what arrived, say so
-        cause = (
-            interrupt_cause(err)
-            if isinstance(err, KeyboardInterrupt)
-            else err.one_line()
-            if isinstance(err, CommscopeError)
-            else "interrupted"
-        )
-        message = (
-            f"{cause}; {state['records']} new points stored, run marked incomplete;"
-            f" measure the rest with 'commscope run --resume {run_id}'"
-        )
-        if state["segment"] is not None:
-            store.finish_segment(state["segment"], "incomplete", message)
-        store.set_run_status(run_id, "incomplete", message)
-        if isinstance(err, KeyboardInterrupt):
-            err.args = (message,)  # the CLI prints it
-        raise
-    stored = len(store.measured_keys(run_id))
-    if result.returncode == 0 and state["end"] is not None and not result.timed_out:
-        store.finish_segment(segment, "complete", None, state["end"].raw)
-        store.set_run_status(run_id, "complete")
-        return Outcome(run_id, state["records"], stored)
-    cause = _cause(result.stderr, result)
-    if state["header"] is None and stored == 0:
-        message = f"{cause}; nothing was measured"
-    else:
-        message = (
-            f"{cause}; {state['records']} new points stored ({stored} in run {run_id}),"
-            f" run marked incomplete; measure the rest with 'commscope run --resume"
-            f" {run_id}'"
-        )
-    store.finish_segment(segment, "incomplete", message)
-    store.set_run_status(run_id, "incomplete", message)
-    raise LaunchError(message)
