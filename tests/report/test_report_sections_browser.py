@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from commscope.data.run_data import read_run
 from commscope.data.store import Store
 from commscope.report import html
 from tests import synthetic_contention, synthetic_loggp
@@ -25,7 +26,9 @@ def test_heatmap_and_loggp_plot_are_drawn_and_marked(tmp_path):
     )
     lg = synthetic_loggp.store_run(path, synthetic_loggp.records(synthetic_loggp.Model()))
     with Store.open(path) as store:
-        report = html.write_report(store, [cont, lg], tmp_path / "report.html")
+        report = html.write_report(
+            [read_run(store, i) for i in [cont, lg]], tmp_path / "report.html"
+        )
     dom = dump_dom(report, tmp_path / "profile-dom")
     assert "<title>commscope report</title>" in dom  # no script ran
     assert "<script" not in dom.replace("&lt;script", "")

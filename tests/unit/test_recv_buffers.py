@@ -13,6 +13,7 @@ from commscope.analysis import recv_buffers as rbuf
 from commscope.cli import run_cmd
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import Header, Point
+from commscope.data.run_data import read_run
 from commscope.data.store import Store
 from commscope.errors import UsageError
 from commscope.measure import runner
@@ -184,9 +185,9 @@ def test_the_report_draws_both_curves_and_the_reason_only_where_they_differ(tmp_
     differ = store(path, both(0.3), "one,each", "differ")
     same = store(path, both(0.0), "one,each", "same")
     with Store.open(path) as s:
-        page_differ = html.render(s, [differ])
-        page_same = html.render(s, [same])
-        drawn = html.run_context(s, same)
+        page_differ = html.render([read_run(s, differ)])
+        page_same = html.render([read_run(s, same)])
+        drawn = html.run_context(read_run(s, same))
     assert "Receive buffers" in page_differ and "measured both ways" in page_differ
     assert "64 MiB of receive buffers against 1 MiB: both curves are drawn" in page_differ
     assert "bw (receive buffer per message)" in page_differ  # the second curve's legend

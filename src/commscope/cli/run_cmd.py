@@ -704,10 +704,11 @@ def write_report(store: Any, run_id: int, report: str | None) -> Path | None:
     """
     if not report:
         return None
+    from commscope.data.run_data import read_run
     from commscope.report import html
 
     try:
-        return html.write_report(store, [run_id], report, "--report")
+        return html.write_report([read_run(store, run_id)], report, "--report")
     except UsageError as err:
         raise UsageError(
             f"{err.one_line()}; run {run_id} is stored, write its report with"

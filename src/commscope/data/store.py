@@ -367,6 +367,12 @@ class Store:
         """Return every run, oldest first."""
         return [self._run_info(row) for row in self._conn.execute(_RUN_QUERY + " ORDER BY r.id")]
 
+    def measurements(
+        self, run_id: int
+    ) -> list[Point | Coll | Contention | Stream | Linpack | LogGP]:
+        """Return every measured record of a run, decoded once, ordered by op, pair and bytes."""
+        return self._measurements(run_id)
+
     def points(self, run_id: int) -> list[Point]:
         """Return a run's point-to-point points ordered by op, pair and bytes."""
         return [p for p in self._measurements(run_id) if isinstance(p, Point)]

@@ -2,7 +2,7 @@
 
 The tables of Peryshkova and Kurnosov 2018 (contention-aware placement).
 
-``add(store, runs)`` puts a ``contention`` entry into each run's template context (None for
+``add(runs)`` puts a ``contention`` entry into each run's template context (None for
 runs without contention points); the partial template ``contention_section.html.j2`` shows
 it. Rows are message sizes, columns cf (transfers sharing the channel at once), the colour is
 the degradation on a log scale from 1. Two rules mark cells:
@@ -27,7 +27,6 @@ from matplotlib.colors import LogNorm
 from matplotlib.patches import Rectangle
 
 from commscope.analysis import contention as contention_analysis
-from commscope.data.store import Store
 from commscope.report.plotting import figure, to_svg
 from commscope.units import size_text
 
@@ -135,9 +134,9 @@ def level_context(table: contention_analysis.LevelTable) -> dict[str, Any]:
     }
 
 
-def add(store: Store, runs: list[dict[str, Any]]) -> None:
+def add(runs: list[dict[str, Any]]) -> None:
     """Add the ``contention`` entry to each run context built by ``html.run_context``."""
     for r in runs:
-        points = store.contentions(r["info"].id)
+        points = r["run"].contentions
         tables = contention_analysis.tables(points) if points else {}
         r["contention"] = [level_context(t) for t in tables.values()] or None

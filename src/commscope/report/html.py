@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,8 @@ from commscope.analysis import curve as curves
 from commscope.analysis import findings, load, p2p
 from commscope.analysis import recv_buffers as rbuf
 from commscope.data.records import Coll, Point
-from commscope.data.store import RunInfo, Store
+from commscope.data.run_data import RunData
+from commscope.data.store import RunInfo
 from commscope.report import (
     contention_section,
     figures,
@@ -135,11 +137,9 @@ def drawn_points(points: list[Point], contrasts: list[rbuf.Contrast]) -> list[Po
     return [p for p in points if (p.pair, p.op) not in same]
 
 
-def run_context(store: Store, run_id: int) -> dict[str, Any]:
+def run_context(run: RunData) -> dict[str, Any]:
     """Everything the template shows about one run."""
-    info = store.get_run(run_id)
-    points = store.points(run_id)
-    colls = store.colls(run_id)
+    info, points, colls = run.info, run.points, run.colls
     header = info.header or {}
     contrasts = rbuf.contrasts(points)
     rows = p2p.size_rows(points)
@@ -147,6 +147,7 @@ def run_context(store: Store, run_id: int) -> dict[str, Any]:
     points = drawn_points(points, contrasts)
     figs = p2p.pair_figures(points)
     return {
+        "run": run,
         "info": info,
         "name": run_name(info),
         "header": header,
@@ -154,7 +155,7 @@ def run_context(store: Store, run_id: int) -> dict[str, Any]:
         "nodes": list(dict.fromkeys(r.get("node", "") for r in header.get("ranks", []))),
         "options": _options(header),
         "imported": (info.request or {}).get("imported"),
-        "load_warnings": load.warnings([seg.end for seg in store.segments(run_id)]),
+        "load_warnings": load.warnings(run.ends),
         "figures": figs,
         "findings": findings.findings(figs),
         "recv_buffers": rbuf.describe(
@@ -175,12 +176,12 @@ def run_context(store: Store, run_id: int) -> dict[str, Any]:
     }
 
 
-def render(store: Store, run_ids: list[int]) -> str:
-    """Render the report for ``run_ids`` as HTML text."""
-    runs = [run_context(store, run_id) for run_id in run_ids]
-    node_section.add(store, runs)
-    loggp_section.add(store, runs)
-    contention_section.add(store, runs)
+def render(stored: Sequence[RunData]) -> str:
+    """Render the report of ``stored`` runs as HTML text."""
+    runs = [run_context(run) for run in stored]
+    node_section.add(runs)
+    loggp_section.add(runs)
+    contention_section.add(runs)
     return (
         environment()
         .get_template("report.html.j2")
@@ -188,18 +189,18 @@ def render(store: Store, run_ids: list[int]) -> str:
             runs=runs,
             version=__version__,
             generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            tcp=tcp_section.build(store, runs),
-            simulation=simulation_section.build(store, runs),
+            tcp=tcp_section.build(runs),
+            simulation=simulation_section.build(runs),
         )
     )
 
 
 def write_report(
-    store: Store, run_ids: list[int], path: str | os.PathLike[str], flag: str | None = None
+    runs: Sequence[RunData], path: str | os.PathLike[str], flag: str | None = None
 ) -> Path:
     """Write the report for ``run_ids`` to ``path`` atomically and return its full path.
 
     The path is checked before the report is rendered; ``flag`` names the option that gave it.
     """
     safe_write.check_target(path, flag)
-    return write_atomic(render(store, run_ids), path, flag)
+    return write_atomic(render(runs), path, flag)

@@ -1,6 +1,6 @@
 """LogGP in the HTML report: the fitted parameters per pair, a plot, and what stands out.
 
-``add(store, runs)`` puts a ``loggp`` entry into each run's template context (None for runs
+``add(runs)`` puts a ``loggp`` entry into each run's template context (None for runs
 without LogGP points); the partial template ``loggp_section.html.j2`` shows it. The plot shows,
 per size, the measured o_s(s), o_r(s) and g(s) with the fitted lines: those of the first regime
 (where L, o_s, o_r and g are their intercepts) and g's line over the large messages (whose
@@ -15,7 +15,6 @@ import numpy as np
 from markupsafe import Markup
 
 from commscope.analysis import loggp as loggp_analysis
-from commscope.data.store import Store
 from commscope.report.plotting import figure, finish, size_axis, to_svg
 
 _SERIES = (
@@ -54,10 +53,10 @@ def loggp_plot(fit: loggp_analysis.LogGPFit) -> str:
         return to_svg(fig)
 
 
-def add(store: Store, runs: list[dict[str, Any]]) -> None:
+def add(runs: list[dict[str, Any]]) -> None:
     """Add the ``loggp`` entry to each run context built by ``html.run_context``."""
     for r in runs:
-        points = store.loggps(r["info"].id)
+        points = r["run"].loggps
         if not points:
             r["loggp"] = None
             continue

@@ -1,6 +1,6 @@
 """Node compute in the HTML report: Linpack curve, figures, and compute against communication.
 
-``add(store, runs)`` puts a ``node`` entry into each run's template context (None for runs
+``add(runs)`` puts a ``node`` entry into each run's template context (None for runs
 without Linpack points); the partial template ``node_section.html.j2`` shows it. The line
 compares, at N_max on the most cores, sending one HPL panel (an N x 256 block column of
 doubles) at a measured pair's bandwidth with the trailing-matrix update it feeds at P_max.
@@ -17,7 +17,6 @@ from markupsafe import Markup
 from commscope.analysis import node as node_analysis
 from commscope.analysis.p2p import PairFigures
 from commscope.data.records import Linpack
-from commscope.data.store import Store
 from commscope.report.plotting import figure, finish, to_svg
 from commscope.units import rate_text, size_text, time_text
 
@@ -111,11 +110,11 @@ def balance_lines(
     return lines
 
 
-def add(store: Store, runs: list[dict[str, Any]]) -> None:
+def add(runs: list[dict[str, Any]]) -> None:
     """Add the ``node`` entry to each run context built by ``html.run_context``."""
     comm = [(r["name"], r["figures"]) for r in runs if r.get("figures")]
     for r in runs:
-        points = store.linpacks(r["info"].id)
+        points = r["run"].linpacks
         if not points:
             r["node"] = None
             continue

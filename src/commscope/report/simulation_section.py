@@ -1,6 +1,6 @@
 """Simulated runs in the HTML report: the model each ran on, network load, parameter sweeps.
 
-``build(store, runs)`` returns the ``simulation`` context, None when no run of the report is
+``build(runs)`` returns the ``simulation`` context, None when no run of the report is
 simulated; ``simulation_section.html.j2`` shows it once per report. Per simulated run: the
 model and placement, the link figures and where the SMPI factors come from, the SimGrid
 version and the wall time. Runs traced with ``--netload`` add the table of Rechistov et al.
@@ -19,7 +19,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from commscope.data.store import Store
+from commscope.data.run_data import RunData
 from commscope.report.plotting import figure, finish, to_svg
 from commscope.simulate import agreement
 from commscope.units import percent_text, size_text
@@ -53,14 +53,14 @@ def point_text(key: agreement.Key) -> str:
     return f"{op} {size_text(size)} ({where})"
 
 
-def _wall_s(store: Store, run_id: int) -> float | None:
-    segs = store.segments(run_id)
+def _wall_s(run: RunData) -> float | None:
+    segs = run.segments
     if not segs or segs[-1].ended_unix is None:
         return None
     return segs[-1].ended_unix - segs[0].started_unix
 
 
-def _run_row(store: Store, run: dict[str, Any]) -> dict[str, Any]:
+def _run_row(run: dict[str, Any]) -> dict[str, Any]:
     sim = run["info"].request["simulate"]
     params = sim["params"]
     placement = sim.get("placement") or {}
@@ -75,9 +75,9 @@ def _run_row(store: Store, run: dict[str, Any]) -> dict[str, Any]:
         "memory": params["memory"],
         "switch_latency_s": params.get("switch_latency_s", 0.0),
         "factors": sim.get("factors", ""),
-        "wall_s": _wall_s(store, run["info"].id),
+        "wall_s": _wall_s(run["run"]),
         "sweep": sim.get("sweep"),
-        "netload": store.run_data(run["info"].id, "netload"),
+        "netload": run["run"].netload,
     }
 
 
@@ -91,7 +91,7 @@ def _sweep_key(run: dict[str, Any]) -> tuple[str, str] | None:
     return sweep["parameter"], f"{info.kind} on {sim.get('np')} ranks of {model}"
 
 
-def sweeps(store: Store, runs: list[dict[str, Any]]) -> list[Sweep]:
+def sweeps(runs: list[dict[str, Any]]) -> list[Sweep]:
     """The sweeps among ``runs`` (simulated runs with a sweep record), two values at least."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in runs:
@@ -105,8 +105,8 @@ def sweeps(store: Store, runs: list[dict[str, Any]]) -> list[Sweep]:
             continue
         ids = [r["info"].id for r in members]
         times = [
-            agreement.point_times(store.points(i), store.colls(i), store.contentions(i))
-            for i in ids
+            agreement.point_times(r["run"].points, r["run"].colls, r["run"].contentions)
+            for r in members
         ]
         records = [r["info"].request["simulate"]["sweep"] for r in members]
         out.append(
@@ -167,14 +167,14 @@ def sweep_findings(sweep: Sweep) -> list[str]:
     ]
 
 
-def build(store: Store, runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+def build(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The report's simulation context, or None without simulated runs."""
     simulated = [r for r in runs if (r["info"].request or {}).get("simulate")]
     if not simulated:
         return None
-    found = sweeps(store, simulated)
+    found = sweeps(simulated)
     return {
-        "runs": [_run_row(store, r) for r in simulated],
+        "runs": [_run_row(r) for r in simulated],
         # SVG that matplotlib produced from numbers and escaped labels.
         "sweeps": [
             {

@@ -1,6 +1,6 @@
 """TCP in the HTML report: ends, streams, the socket-buffer sweep, and TCP beside MPI.
 
-``build(store, runs)`` returns the template context of the report's TCP section (None when the
+``build(runs)`` returns the template context of the report's TCP section (None when the
 report holds no TCP run); the partial template ``tcp_section.html.j2`` shows it. The runs of
 one ``commscope run tcp`` (one per socket buffer size) form the sweep. When the report also
 holds MPI runs with ping-pong points, or several TCP runs, their ping-pong curves share the
@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from commscope.analysis import curve as curves
 from commscope.analysis import tcp as tcp_analysis
-from commscope.data.store import RunInfo, Store
+from commscope.data.run_data import RunData
 from commscope.report.plotting import figure, finish, size_axis, to_svg
 from commscope.units import sockbuf_text
 
@@ -39,8 +39,9 @@ def _link(request: Mapping[str, Any]) -> tuple[float | None, str | None]:
         return None, None
 
 
-def tcp_run(store: Store, info: RunInfo, name: str) -> tcp_analysis.TcpRun:
+def tcp_run(run: RunData, name: str) -> tcp_analysis.TcpRun:
     """The TCP figures' view of one stored run."""
+    info = run.info
     request = info.request or {}
     header_tcp = (info.header or {}).get("tcp") or {}
     ends = tuple(tcp_analysis.EndFacts.from_header(e) for e in header_tcp.get("ends", []))
@@ -50,8 +51,8 @@ def tcp_run(store: Store, info: RunInfo, name: str) -> tcp_analysis.TcpRun:
         name,
         sockbuf,
         ends,
-        tuple(store.points(info.id)),
-        tuple(store.streams(info.id)),
+        tuple(run.points),
+        tuple(run.streams),
         link_Bps,
         link_source,
     )
@@ -72,13 +73,13 @@ class Line:
     saturation_bytes: int | None
 
 
-def lines(runs: Sequence[Mapping[str, Any]], store: Store) -> list[Line]:
+def lines(runs: Sequence[Mapping[str, Any]]) -> list[Line]:
     """The ping-pong curve of every pair of every run, MPI runs first, named by run."""
     out: list[Line] = []
     for r in runs:
         info = r["info"]
         transport = "TCP" if info.kind == TCP_KIND else "MPI"
-        points = store.points(info.id) if r.get("figures") else []
+        points = r["run"].points if r.get("figures") else []
         for f in r.get("figures") or []:
             c = curves.curve_of(points, "pingpong", f.pair)
             figs = f.curve("pingpong")
@@ -152,13 +153,13 @@ def saturation_plot(lines_: Sequence[Line]) -> str:
         return to_svg(fig)
 
 
-def plots(runs: Sequence[Mapping[str, Any]], store: Store) -> list[tuple[str, str, Markup]]:
+def plots(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, Markup]]:
     """Throughput, signature and saturation of every TCP run's ping-pong beside MPI's.
 
     Only when there is something to put side by side: an MPI run with ping-pong points, or
     more than one TCP curve (the buffer sweep).
     """
-    found = lines(runs, store)
+    found = lines(runs)
     tcp = [x for x in found if x.transport == "TCP"]
     if not tcp or len(tcp) == len(found) == 1:
         return []
@@ -185,9 +186,9 @@ def plots(runs: Sequence[Mapping[str, Any]], store: Store) -> list[tuple[str, st
     return [(title, caption, Markup(svg)) for title, caption, svg in out]
 
 
-def build(store: Store, runs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+def build(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The TCP section's context from the report's run contexts (``html.run_context``)."""
-    tcp = [tcp_run(store, r["info"], r["name"]) for r in runs if r["info"].kind == TCP_KIND]
+    tcp = [tcp_run(r["run"], r["name"]) for r in runs if r["info"].kind == TCP_KIND]
     if not tcp:
         return None
     return {
@@ -196,6 +197,6 @@ def build(store: Store, runs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | N
         "streams": [row for t in tcp for row in tcp_analysis.stream_rows(t)],
         "sweep": tcp_analysis.sweep_rows(tcp),
         "findings": tcp_analysis.findings(tcp),
-        "plots": plots(runs, store),
+        "plots": plots(runs),
         "sockbuf_text": sockbuf_text,
     }
