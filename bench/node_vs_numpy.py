@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from commscope.cli import default_store
+from commscope.data.location import default_store
 from commscope.data.store import Store
 from commscope.measure.compute import linpack, node, pinning
 

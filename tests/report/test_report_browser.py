@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from commscope import kinds
 from commscope.data.record_parse import parse_record
 from commscope.data.records import Header, Point
 from commscope.data.run_data import read_run
 from commscope.data.store import Store
-from commscope.report import compare_html, html
+from commscope.report import compare_html
 from tests import synthetic_runs
 from tests.conftest import need
 
@@ -137,7 +138,7 @@ def test_report_plots_are_drawn_and_a_script_label_shows_as_text(tmp_path):
     need(chromium() is not None, "headless Chromium (Debian package chromium) is not installed")
     synthetic_runs.store_run(tmp_path / "s.sqlite", ALERT)
     with Store.open(tmp_path / "s.sqlite") as store:
-        report = html.write_report([read_run(store, 1)], tmp_path / "report.html")
+        report = kinds.write_report([read_run(store, 1)], tmp_path / "report.html")
     dom = dump_dom(report, tmp_path / "profile-dom")
     assert "<title>commscope report</title>" in dom
     assert "run 1 &lt;script&gt;alert(1)&lt;/script&gt;</h2>" in dom
@@ -176,7 +177,7 @@ def test_tcp_section_beside_mpi_in_the_browser_keeps_hostile_labels_inert(tmp_pa
     mpi = synthetic_runs.store_run(path, "mpi", with_colls=False)
     tcp = synthetic_tcp.store_tcp_run(path, HOSTILE, 65536, retrans=3)
     with Store.open(path) as store:
-        report = html.write_report(
+        report = kinds.write_report(
             [read_run(store, i) for i in [mpi, tcp]], tmp_path / "report.html"
         )
     dom = dump_dom(report, tmp_path / "profile")

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
+from commscope import kinds
 from commscope.data.run_data import read_run
 from commscope.data.store import Store
-from commscope.report import html
 from tests import synthetic_contention, synthetic_loggp
 from tests.conftest import need
 from tests.report.test_report_browser import chromium, coloured_bands, dump_dom, screenshot
@@ -26,7 +26,7 @@ def test_heatmap_and_loggp_plot_are_drawn_and_marked(tmp_path):
     )
     lg = synthetic_loggp.store_run(path, synthetic_loggp.records(synthetic_loggp.Model()))
     with Store.open(path) as store:
-        report = html.write_report(
+        report = kinds.write_report(
             [read_run(store, i) for i in [cont, lg]], tmp_path / "report.html"
         )
     dom = dump_dom(report, tmp_path / "profile-dom")

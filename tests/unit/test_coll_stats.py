@@ -78,10 +78,13 @@ def test_the_valid_minimum_follows_the_run_s_stop_rule():
 def test_the_table_marks_a_flagged_point_and_says_why():
     from rich.console import Console
 
-    from commscope.cli import render
+    from commscope.analysis.coll import summaries
+    from commscope.kinds import coll as coll_kind
 
     console = Console(record=True, width=200)
-    render.coll_table(console, [coll([1e-3] * 12, [0] * 4 + [1] * 8)], 0.95)
+    rows = summaries([coll([1e-3] * 12, [0] * 4 + [1] * 8)], 0.95)
+    for item in coll_kind.table(coll_kind.CollRun(rows, 0.95, 0.25)):
+        console.print(item)
     text = console.export_text()
     assert "1000.00 !" in text
     assert "bcast 1024 B: too few valid launches" in text and "67% started late" in text

@@ -80,15 +80,15 @@ def test_the_cell_is_the_median_over_repetitions_of_the_slowest_process():
 def test_shown_tables_say_when_more_than_one_message_was_in_flight() -> None:
     from rich.console import Console
 
-    from commscope.cli.render import contention_tables
+    from commscope.kinds import contention
     from tests.synthetic_contention import records
 
     def title(in_flight: int) -> str:
         console = Console(record=True, width=200)
-        contention_tables(
-            console,
-            records("nic", lambda m, cf: cf * m / 1e9, [1 << 20], [1, 2], in_flight=in_flight),
-        )
+        points = records("nic", lambda m, cf: cf * m / 1e9, [1 << 20], [1, 2], in_flight=in_flight)
+        run = contention.ContentionRun(contention.contention_analysis.tables(points), [in_flight])
+        for item in contention.tables(run):
+            console.print(item)
         return console.export_text()
 
     assert "4 messages in flight" in title(4)

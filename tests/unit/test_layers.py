@@ -21,6 +21,7 @@ ALLOWED = {
     "simulate": {"data", "analysis", "predict", "measure"},
     "report": {"data", "analysis", "predict", "simulate"},
     "validate": {"data", "analysis", "predict", "measure"},
+    "kinds": {"data", "analysis", "report"},
     "cli": {
         "data",
         "importers",
@@ -29,6 +30,7 @@ ALLOWED = {
         "predict",
         "simulate",
         "report",
+        "kinds",
         "validate",
     },
 }

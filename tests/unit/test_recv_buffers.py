@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from commscope import kinds
 from commscope.analysis import p2p
 from commscope.analysis import recv_buffers as rbuf
 from commscope.cli import run_cmd
@@ -17,7 +18,6 @@ from commscope.data.run_data import read_run
 from commscope.data.store import Store
 from commscope.errors import UsageError
 from commscope.measure import runner
-from commscope.report import html
 
 SIZES = [65536, 1 << 20]
 WINDOW = 64
@@ -185,9 +185,9 @@ def test_the_report_draws_both_curves_and_the_reason_only_where_they_differ(tmp_
     differ = store(path, both(0.3), "one,each", "differ")
     same = store(path, both(0.0), "one,each", "same")
     with Store.open(path) as s:
-        page_differ = html.render([read_run(s, differ)])
-        page_same = html.render([read_run(s, same)])
-        drawn = html.run_context(read_run(s, same))
+        page_differ = kinds.render_report([read_run(s, differ)])
+        page_same = kinds.render_report([read_run(s, same)])
+        drawn = kinds.report_contexts([read_run(s, same)])[0]
     assert "Receive buffers" in page_differ and "measured both ways" in page_differ
     assert "64 MiB of receive buffers against 1 MiB: both curves are drawn" in page_differ
     assert "bw (receive buffer per message)" in page_differ  # the second curve's legend

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from commscope import importers
+from commscope import importers, kinds
 from commscope.analysis import coll as coll_analysis
 from commscope.data.run_data import read_run
 from commscope.data.store import Store
-from commscope.report import compare_html, figures, html
+from commscope.report import compare_html, figures
 from tests import synthetic_runs
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -24,7 +24,7 @@ def test_report_has_every_section_figure_and_no_fetch(tmp_path):
     path = tmp_path / "s.sqlite"
     run_id = synthetic_runs.store_run(path, HOSTILE)
     with Store.open(path) as store:
-        out = html.write_report([read_run(store, run_id)], tmp_path / "r.html")
+        out = kinds.write_report([read_run(store, run_id)], tmp_path / "r.html")
     page = out.read_text()
     for heading in (
         "Key figures",
@@ -51,7 +51,7 @@ def test_report_of_an_imported_run_without_header(tmp_path):
     imported = importers.load("imb", FIXTURES / "imb_mpi1.txt", pair="intra-node")
     with Store.open(tmp_path / "s.sqlite") as store:
         run_id = importers.store_imported(store, imported, "imb")
-        page = html.render([read_run(store, run_id)])
+        page = kinds.render_report([read_run(store, run_id)])
     assert "imported from" in page and "imb_mpi1.txt (imb output)" in page
     assert "intra-node" in page and "Collectives" in page
     assert svgs(page) >= 6
@@ -104,7 +104,7 @@ def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
             seg, "complete", end={"type": "end", "points": 14, "elapsed_s": 2.0, "load": [host]}
         )
         store.set_run_status(run_id, "complete")
-        page = html.write_report([read_run(store, run_id)], tmp_path / "r.html").read_text()
+        page = kinds.write_report([read_run(store, run_id)], tmp_path / "r.html").read_text()
     [row] = re.findall(r'<tr class="load-warning">.*?</tr>', page)
     names = "n0, &lt;script&gt;alert(1)&lt;/script&gt;"
     assert f"other processes took 30% of the 2 CPUs of {names} during the run" in row

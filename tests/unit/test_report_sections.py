@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
+from commscope import kinds
 from commscope.analysis import contention as contention_analysis
 from commscope.data.run_data import read_run
 from commscope.data.store import Store
-from commscope.report import contention_section, html, simulation_section
+from commscope.report import contention_section, simulation_section
 from tests import synthetic_contention, synthetic_loggp
 
 HOSTILE = "<script>alert(1)</script>"
@@ -59,7 +60,7 @@ def test_report_has_a_heatmap_per_level_and_the_verdict_table(tmp_path):
     path = tmp_path / "s.sqlite"
     run_id = synthetic_contention.store_run(path, recs, HOSTILE)
     with Store.open(path) as store:
-        page = html.render([read_run(store, run_id)])
+        page = kinds.render_report([read_run(store, run_id)])
     figures = re.findall(
         r'<figure class="plot heatmap" id="contention-1-(\w+)">'
         r"<figcaption>Contention heat map: ([^<]+) <span>.*?</span>"
@@ -84,7 +85,7 @@ def test_report_shows_loggp_parameters_findings_and_plot(tmp_path):
     path = tmp_path / "s.sqlite"
     run_id = synthetic_loggp.store_run(path, synthetic_loggp.records(model), HOSTILE)
     with Store.open(path) as store:
-        page = html.render([read_run(store, run_id)])
+        page = kinds.render_report([read_run(store, run_id)])
     assert "<h3>LogGP parameters</h3>" in page
     # L, o_s, o_r, g in us; G in ns/byte; 1/G in MB/s; 1/g messages per second.
     row = (
@@ -109,7 +110,7 @@ def test_runs_without_these_measurements_have_no_such_sections(tmp_path):
     path = tmp_path / "s.sqlite"
     run_id = synthetic_runs.store_run(path, "p2p only")
     with Store.open(path) as store:
-        page = html.render([read_run(store, run_id)])
+        page = kinds.render_report([read_run(store, run_id)])
     assert "<h3>LogGP parameters" not in page and "Contention heat map:" not in page
 
 

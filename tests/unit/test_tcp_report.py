@@ -6,10 +6,11 @@ import re
 
 import pytest
 
+from commscope import kinds
 from commscope.analysis import tcp as tcp_analysis
 from commscope.data.run_data import read_run
 from commscope.data.store import Store
-from commscope.report import html, tcp_section
+from commscope.report import tcp_section
 from tests import synthetic_runs, synthetic_tcp
 
 LINK_MBPS = 1000
@@ -30,7 +31,7 @@ def store_path(tmp_path):
 
 def section(path, ids):
     with Store.open(path) as store:
-        runs = [html.run_context(read_run(store, i)) for i in ids]
+        runs = [kinds.report_contexts([read_run(store, i)])[0] for i in ids]
         return tcp_section.build(runs)
 
 
@@ -78,7 +79,7 @@ def test_the_sweep_shows_requested_granted_and_capped_buffers(store_path):
 def test_tcp_sits_beside_mpi_in_the_plots(store_path):
     mpi = synthetic_runs.store_run(store_path, "mpi", with_colls=False)
     with Store.open(store_path) as store:
-        page = html.render([read_run(store, i) for i in [mpi, 1]])
+        page = kinds.render_report([read_run(store, i) for i in [mpi, 1]])
     assert "TCP: the network below MPI" in page
     titles = re.findall(r"<figcaption>(TCP [a-z]+) <span>\(TCP beside MPI", page)
     assert titles == ["TCP throughput", "TCP signature", "TCP saturation"]
@@ -92,12 +93,12 @@ def test_one_tcp_run_alone_has_tables_but_no_overlay_and_mpi_alone_no_section(st
     mpi = synthetic_runs.store_run(store_path, "mpi", with_colls=False)
     assert section(store_path, [mpi]) is None
     with Store.open(store_path) as store:
-        assert "TCP: the network below MPI" not in html.render([read_run(store, mpi)])
+        assert "TCP: the network below MPI" not in kinds.render_report([read_run(store, mpi)])
 
 
 def test_hostile_labels_are_escaped_in_tables_and_figures(store_path):
     with Store.open(store_path) as store:
-        page = html.render([read_run(store, i) for i in [1, 2, 3]])
+        page = kinds.render_report([read_run(store, i) for i in [1, 2, 3]])
     assert "<script>alert" not in page
     tcp = page.split('<section class="tcp"')[1]
     assert "&lt;script&gt;alert(&#39;tcp&#39;)&lt;/script&gt;$x$" in tcp  # tables, findings

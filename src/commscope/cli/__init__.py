@@ -24,6 +24,7 @@ from typing import NoReturn
 
 from commscope import __version__
 from commscope.cli.common import terminal_text
+from commscope.data.location import default_store
 from commscope.errors import CommscopeError, Interrupted
 
 SUBCOMMANDS = (
@@ -54,15 +55,6 @@ class OneLineParser(argparse.ArgumentParser):
         """
         text = terminal_text(" ".join(message.split()))
         self.exit(2, f"{self.prog}: error: {text} (see '{self.prog} --help')\n")
-
-
-def default_store() -> str:
-    """Return the store path: $COMMSCOPE_STORE, else $XDG_DATA_HOME/commscope/store.sqlite."""
-    if os.environ.get("COMMSCOPE_STORE"):
-        return os.environ["COMMSCOPE_STORE"]
-    home = os.path.expanduser("~")
-    data = os.environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
-    return os.path.join(data, "commscope", "store.sqlite")
 
 
 def build_parser() -> argparse.ArgumentParser:

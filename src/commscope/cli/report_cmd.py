@@ -21,13 +21,15 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the report and say where."""
-    from commscope import safe_write
+    from commscope import (
+        kinds,  # Matplotlib, Jinja2: only when a report is written
+        safe_write,
+    )
     from commscope.data.run_data import read_run
-    from commscope.report import html  # Matplotlib, Jinja2: only when a report is written
 
     safe_write.check_target(args.output, "-o")  # before the store is opened
     with common.open_store(args) as store:
         runs = [read_run(store, store.resolve_run(r)) for r in args.runs]
-    written = html.write_report(runs, args.output, "-o")
+    written = kinds.write_report(runs, args.output, "-o")
     print(f"report: {common.terminal_text(str(written))}")
     return 0

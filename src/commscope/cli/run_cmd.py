@@ -652,9 +652,6 @@ def show_outcome(
 ) -> int:
     """Write the report when asked, then print the run's key figures (or JSON)."""
     info = store.get_run(run_id)
-    points, colls = store.points(run_id), store.colls(run_id)
-    contentions = store.contentions(run_id)
-    loggps = store.loggps(run_id)
     written = write_report(store, run_id, report)
     if args.json:
         common.print_json(
@@ -668,27 +665,27 @@ def show_outcome(
             }
         )
         return 0
-    from commscope.cli import render  # numpy and SciPy: only when figures are printed
+    # numpy and SciPy: only when figures are printed
+    from commscope import kinds
+    from commscope.cli import render
+    from commscope.data.run_data import read_run
+    from commscope.kinds import p2p
 
+    run = read_run(store, run_id)
     out = common.console()
     out.print(render.run_title(info))
-    render.load_warnings(out, [seg.end for seg in store.segments(run_id)])
-    if points:
-        render.key_figures(out, points)
-        render.recv_buffers(out, info.header, points)
-    if colls:
-        from commscope.analysis.coll import min_valid_of
-
-        render.coll_table(
-            out,
-            colls,
-            request.get("confidence", 0.95),
-            min_valid_of((info.header or {}).get("options")),
-        )
-    if contentions:
-        render.contention_tables(out, contentions)
-    if loggps:
-        render.loggp_table(out, loggps)
+    render.load_warnings(out, run.ends)
+    for kind, summary in kinds.summaries(run, kinds.View()):
+        if summary is None:
+            continue
+        if kind is not p2p.KIND:
+            shown = kind.terminal(summary)
+        elif run.points:  # after a run: the key figures; `show` has every size
+            shown = [p2p.key_figures(run.points), *p2p.recv_buffers(run.info.header, run.points)]
+        else:
+            shown = []
+        for item in shown:
+            out.print(item)
     out.print(f"stored in {args.store} as run {run_id}; details: commscope show {run_id}")
     if written:
         out.print(f"report: {os.fspath(written)}")
@@ -704,11 +701,11 @@ def write_report(store: Any, run_id: int, report: str | None) -> Path | None:
     """
     if not report:
         return None
+    from commscope import kinds
     from commscope.data.run_data import read_run
-    from commscope.report import html
 
     try:
-        return html.write_report([read_run(store, run_id)], report, "--report")
+        return kinds.write_report([read_run(store, run_id)], report, "--report")
     except UsageError as err:
         raise UsageError(
             f"{err.one_line()}; run {run_id} is stored, write its report with"

@@ -142,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     # numpy and SciPy come with the analysis: imported when the command runs, not at start.
     from commscope.analysis import node as node_analysis
     from commscope.cli import render
+    from commscope.kinds import node as node_kind
 
     request = None if args.resume else _request(args)  # bad input fails before the store
     err = common.console(stderr=True)
@@ -179,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     out = common.console()
     out.print(render.run_title(info))
-    render.node_figures(out, summary)
+    for item in node_kind.figures(summary):
+        out.print(item)
     for cores, why in outcome.stops.items():
         out.print(f"{cores} core{'s' if cores != 1 else ''}: sweep ended: {why}")
     out.print(f"stored in {args.store} as run {run_id}; details: commscope show {run_id}")

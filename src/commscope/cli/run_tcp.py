@@ -24,7 +24,7 @@ from commscope.measure.tcp import session
 from commscope.units import netpipe_schedule, parse_size, parse_size_list, sockbuf_text
 
 if TYPE_CHECKING:
-    from commscope.cli import tcp_render
+    from commscope.kinds import tcp as tcp_render
 
 MODES = ("pingpong", "stream", "both")
 
@@ -204,7 +204,7 @@ def _measure(store: Store, run_id: int, request: dict[str, Any], quiet: bool) ->
 
 
 def _load(store: Store, run_id: int) -> tcp_render.TcpRun:
-    from commscope.cli import tcp_render
+    from commscope.kinds import tcp as tcp_render
 
     return tcp_render.TcpRun(store.get_run(run_id), store.points(run_id), store.streams(run_id))
 
@@ -212,7 +212,7 @@ def _load(store: Store, run_id: int) -> tcp_render.TcpRun:
 def run(args: argparse.Namespace) -> int:
     """Measure every requested socket buffer size (or resume one run) and print the figures."""
     # numpy and SciPy come with the rendering: imported when the command runs, not at start.
-    from commscope.cli import tcp_render
+    from commscope.kinds import tcp as tcp_render
 
     planned = [] if args.resume else requests(args)
     quiet = args.quiet or args.json
@@ -236,7 +236,8 @@ def run(args: argparse.Namespace) -> int:
     for role in ("client", "server"):
         if role in done[0].ends:
             out.print(f"{role} {tcp_render.end_text(done[0].ends[role])}")
-    tcp_render.summary_table(out, done)
+    for item in tcp_render.summary_view(done):
+        out.print(item)
     ids = " ".join(str(r.info.id) for r in done)
     out.print(
         f"stored in {args.store} as run {ids}; compare them with 'commscope compare {ids}'"

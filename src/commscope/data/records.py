@@ -449,4 +449,7 @@ class End:
     raw: dict[str, Any] = field(compare=False, repr=False)
 
 
-Record = Header | Point | Coll | Contention | Stream | Linpack | LogGP | End
+# Every record that is a measurement, stored as a point of its run (isinstance accepts the
+# union itself); a new kind's record class joins it.
+Measured = Point | Coll | Contention | Stream | Linpack | LogGP
+Record = Header | Measured | End

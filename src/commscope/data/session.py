@@ -15,11 +15,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from commscope.data.records import Coll, Contention, Header, Linpack, LogGP, Point, Stream
+from commscope.data.records import Header, Measured
 from commscope.data.store import Store
 from commscope.errors import CommscopeError, StoreError, interrupt_cause
 
-Measured = Point | Coll | Contention | Stream | Linpack | LogGP
 RESUME_HINT = "measure the rest with 'commscope run --resume {run_id}'"
 
 

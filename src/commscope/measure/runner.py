@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from commscope.data.record_parse import parse_record
-from commscope.data.records import Coll, Contention, End, Header, LogGP, Point
+from commscope.data.records import End, Header, Measured
 from commscope.data.session import Measuring
 from commscope.data.store import Store
 from commscope.errors import LaunchError
@@ -270,7 +270,7 @@ def run(
                     {r["pid"]: r["rank"] for r in record.raw["ranks"]}, engine_name
                 )
             state["total"] = expected_points(as_recorded(request["engine"]), len(record.pairs))
-        elif isinstance(record, (Point, Coll, Contention, LogGP)):
+        elif isinstance(record, Measured):
             session.add(segment, record)
         elif isinstance(record, End):
             state["end"] = record

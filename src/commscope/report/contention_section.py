@@ -2,9 +2,9 @@
 
 The tables of Peryshkova and Kurnosov 2018 (contention-aware placement).
 
-``add(runs)`` puts a ``contention`` entry into each run's template context (None for
-runs without contention points); the partial template ``contention_section.html.j2`` shows
-it. Rows are message sizes, columns cf (transfers sharing the channel at once), the colour is
+``commscope.kinds.contention`` puts a ``contention`` entry into each run's template context
+(None for runs without contention points); the partial template ``contention_section.html.j2``
+shows it. Rows are message sizes, columns cf (transfers sharing the channel at once), the colour is
 the degradation on a log scale from 1. Two rules mark cells:
 
 - outline: degradation above ``ONSET`` (1.1x): contention starts to show at this cf;
@@ -132,11 +132,3 @@ def level_context(table: contention_analysis.LevelTable) -> dict[str, Any]:
         "onset": onset,
         "above_cells": int(np.count_nonzero(table.above_cf)),
     }
-
-
-def add(runs: list[dict[str, Any]]) -> None:
-    """Add the ``contention`` entry to each run context built by ``html.run_context``."""
-    for r in runs:
-        points = r["run"].contentions
-        tables = contention_analysis.tables(points) if points else {}
-        r["contention"] = [level_context(t) for t in tables.values()] or None

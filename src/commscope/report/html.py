@@ -26,9 +26,7 @@ from commscope.data.records import Coll, Point
 from commscope.data.run_data import RunData
 from commscope.data.store import RunInfo
 from commscope.report import (
-    contention_section,
     figures,
-    loggp_section,
     node_section,
     simulation_section,
     tcp_section,
@@ -176,12 +174,13 @@ def run_context(run: RunData) -> dict[str, Any]:
     }
 
 
-def render(stored: Sequence[RunData]) -> str:
-    """Render the report of ``stored`` runs as HTML text."""
-    runs = [run_context(run) for run in stored]
-    node_section.add(runs)
-    loggp_section.add(runs)
-    contention_section.add(runs)
+def render(runs: Sequence[dict[str, Any]]) -> str:
+    """Render the report of runs as HTML text.
+
+    ``runs`` are run contexts: ``run_context`` plus each kind's entry and its template
+    (``commscope.kinds.report_contexts`` builds them).
+    """
+    node_section.add_balance_lines(runs)
     return (
         environment()
         .get_template("report.html.j2")
@@ -196,9 +195,9 @@ def render(stored: Sequence[RunData]) -> str:
 
 
 def write_report(
-    runs: Sequence[RunData], path: str | os.PathLike[str], flag: str | None = None
+    runs: Sequence[dict[str, Any]], path: str | os.PathLike[str], flag: str | None = None
 ) -> Path:
-    """Write the report for ``run_ids`` to ``path`` atomically and return its full path.
+    """Write the report of run contexts to ``path`` atomically and return its full path.
 
     The path is checked before the report is rendered; ``flag`` names the option that gave it.
     """

@@ -1,6 +1,6 @@
 """LogGP in the HTML report: the fitted parameters per pair, a plot, and what stands out.
 
-``add(runs)`` puts a ``loggp`` entry into each run's template context (None for runs
+``commscope.kinds.loggp`` puts a ``loggp`` entry into each run's template context (None for runs
 without LogGP points); the partial template ``loggp_section.html.j2`` shows it. The plot shows,
 per size, the measured o_s(s), o_r(s) and g(s) with the fitted lines: those of the first regime
 (where L, o_s, o_r and g are their intercepts) and g's line over the large messages (whose
@@ -9,10 +9,7 @@ slope is G).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
-from markupsafe import Markup
 
 from commscope.analysis import loggp as loggp_analysis
 from commscope.report.plotting import figure, finish, size_axis, to_svg
@@ -51,19 +48,3 @@ def loggp_plot(fit: loggp_analysis.LogGPFit) -> str:
         ax.set_xlim(0, float(c.bytes.max()) * 1.3)
         finish(ax, "message size (solid lines: fits over the small sizes)", "time (us, log)")
         return to_svg(fig)
-
-
-def add(runs: list[dict[str, Any]]) -> None:
-    """Add the ``loggp`` entry to each run context built by ``html.run_context``."""
-    for r in runs:
-        points = r["run"].loggps
-        if not points:
-            r["loggp"] = None
-            continue
-        fitted = loggp_analysis.fits(points)
-        r["loggp"] = {
-            "fits": fitted,
-            # SVG that matplotlib produced from numbers and escaped labels.
-            "plots": [(f.pair, Markup(loggp_plot(f))) for f in fitted],
-            "findings": loggp_analysis.findings(fitted),
-        }

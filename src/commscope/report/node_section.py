@@ -1,7 +1,7 @@
 """Node compute in the HTML report: Linpack curve, figures, and compute against communication.
 
-``add(runs)`` puts a ``node`` entry into each run's template context (None for runs
-without Linpack points); the partial template ``node_section.html.j2`` shows it. The line
+``commscope.kinds.node`` puts a ``node`` entry (summary and plot) into each run's template
+context; ``add_balance_lines`` adds, across the report's runs, the line that
 compares, at N_max on the most cores, sending one HPL panel (an N x 256 block column of
 doubles) at a measured pair's bandwidth with the trailing-matrix update it feeds at P_max.
 """
@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from markupsafe import Markup
 
 from commscope.analysis import node as node_analysis
 from commscope.analysis.p2p import PairFigures
@@ -110,18 +109,12 @@ def balance_lines(
     return lines
 
 
-def add(runs: list[dict[str, Any]]) -> None:
-    """Add the ``node`` entry to each run context built by ``html.run_context``."""
+def add_balance_lines(runs: Sequence[dict[str, Any]]) -> None:
+    """Add, to each run's ``node`` entry, how panel broadcasts compare with compute.
+
+    The bandwidths come from every point-to-point run of the report, this one included.
+    """
     comm = [(r["name"], r["figures"]) for r in runs if r.get("figures")]
     for r in runs:
-        points = r["run"].linpacks
-        if not points:
-            r["node"] = None
-            continue
-        summary = node_analysis.summarize(r["info"].request or {}, points)
-        r["node"] = {
-            "summary": summary,
-            # SVG that matplotlib produced from numbers and escaped labels.
-            "plot": Markup(gflops_plot(points, summary.figures)),
-            "lines": balance_lines(r["name"], summary.figures, comm),
-        }
+        if r.get("node"):
+            r["node"]["lines"] = balance_lines(r["name"], r["node"]["summary"].figures, comm)

@@ -14,6 +14,7 @@ below 400 us.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +92,7 @@ def _sweep_key(run: dict[str, Any]) -> tuple[str, str] | None:
     return sweep["parameter"], f"{info.kind} on {sim.get('np')} ranks of {model}"
 
 
-def sweeps(runs: list[dict[str, Any]]) -> list[Sweep]:
+def sweeps(runs: Sequence[dict[str, Any]]) -> list[Sweep]:
     """The sweeps among ``runs`` (simulated runs with a sweep record), two values at least."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in runs:
@@ -167,7 +168,7 @@ def sweep_findings(sweep: Sweep) -> list[str]:
     ]
 
 
-def build(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+def build(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The report's simulation context, or None without simulated runs."""
     simulated = [r for r in runs if (r["info"].request or {}).get("simulate")]
     if not simulated:

@@ -1,16 +1,21 @@
-"""Terminal and JSON views of TCP runs: ends, granted buffers, key figures, streams."""
+"""The TCP kind: runs of commscope-tcp, their ends, granted buffers, ping-pong and streams.
+
+The report's TCP section compares runs with each other, so it is built across runs by
+``commscope.report.tcp_section``; this kind has no per-run report entry.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from commscope.analysis import p2p
 from commscope.data.records import Point, Stream
+from commscope.data.run_data import RunData
 from commscope.data.store import RunInfo
+from commscope.kinds.base import Kind, View
 from commscope.units import size_text, sockbuf_text
 
 
@@ -75,7 +80,7 @@ def _pingpong(points: list[Point]) -> tuple[p2p.PairFigures | None, p2p.CurveFig
     return pair, pair.curve("pingpong") if pair else None
 
 
-def summary_table(console: Console, runs: list[TcpRun]) -> None:
+def summary_view(runs: list[TcpRun]) -> list[Any]:
     """One row per run: buffers asked and granted, latency, peak, saturation, stream rates."""
     table = Table(
         title="TCP: buffers granted (send/receive), ping-pong and stream (MB/s = 10^6 bytes/s)"
@@ -130,9 +135,7 @@ def summary_table(console: Console, runs: list[TcpRun]) -> None:
             )
         if run.info.status != "complete":
             notes.append(f"run {run.info.id} is {run.info.status}: {run.info.message}")
-    console.print(table)
-    for note in notes:
-        console.print(note)
+    return [table, *notes]
 
 
 def prog_text(sockbuf: int) -> str:
@@ -177,9 +180,23 @@ def run_json(run: TcpRun) -> dict[str, Any]:
     }
 
 
-def print_run(console: Console, run: TcpRun) -> None:
+def terminal(run: TcpRun) -> list[Any]:
     """Both ends, then the summary row of one run."""
-    for role in ("client", "server"):
-        if role in run.ends:
-            console.print(f"{role} {end_text(run.ends[role])}")
-    summary_table(console, [run])
+    ends = [
+        f"{role} {end_text(run.ends[role])}" for role in ("client", "server") if role in run.ends
+    ]
+    return [*ends, *summary_view([run])]
+
+
+def summarize(run: RunData, view: View) -> TcpRun | None:
+    """A TCP run's view; None for runs of other kinds."""
+    return TcpRun(run.info, run.points, run.streams) if run.info.kind == "tcp" else None
+
+
+KIND = Kind(
+    name="tcp",
+    records=(Point, Stream),
+    summarize=summarize,
+    to_json=lambda run: {"tcp": run_json(run) if run else None},
+    terminal=terminal,
+)

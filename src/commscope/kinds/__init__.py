@@ -1,0 +1,92 @@
+"""Benchmark kinds, one module each: its records, summary, JSON, terminal tables, report entry.
+
+``KINDS`` is the registry `show`, `run` and the report go through; CONTRIBUTING.md walks
+through adding a kind.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from commscope.data.run_data import RunData
+from commscope.kinds import coll, contention, loggp, node, p2p, tcp
+from commscope.kinds.base import Kind, View
+
+KINDS: tuple[Kind[Any], ...] = (
+    tcp.KIND,
+    p2p.KIND,
+    coll.KIND,
+    contention.KIND,
+    loggp.KIND,
+    node.KIND,
+)
+
+__all__ = [
+    "KINDS",
+    "Kind",
+    "View",
+    "render_report",
+    "report_contexts",
+    "summaries",
+    "terminal",
+    "to_json",
+    "write_report",
+]
+
+
+def summaries(run: RunData, view: View) -> list[tuple[Kind[Any], Any]]:
+    """Each kind's summary of ``run``, None where the run has none of its records."""
+    return [(kind, kind.summarize(run, view)) for kind in KINDS]
+
+
+def to_json(found: list[tuple[Kind[Any], Any]]) -> dict[str, Any]:
+    """Every kind's `show --json` keys, with empty values for kinds the run lacks."""
+    out: dict[str, Any] = {}
+    for kind, summary in found:
+        out.update(kind.to_json(summary))
+    return out
+
+
+def terminal(found: list[tuple[Kind[Any], Any]]) -> list[Any]:
+    """Every kind's terminal renderables, in the registry's order."""
+    return [
+        item for kind, summary in found if summary is not None for item in kind.terminal(summary)
+    ]
+
+
+def report_contexts(runs: Sequence[RunData], view: View | None = None) -> list[dict[str, Any]]:
+    """The report's context of each run: its page, then each kind's entry and template."""
+    from commscope.report import html  # matplotlib, Jinja2: only for a report
+
+    contexts = []
+    for run in runs:
+        context = html.run_context(run)
+        context["section_templates"] = []
+        for kind, summary in summaries(run, view or View()):
+            if kind.report is None:
+                continue
+            context[kind.name] = None if summary is None else kind.report(summary)
+            context["section_templates"].append(kind.template)
+        contexts.append(context)
+    return contexts
+
+
+def render_report(runs: Sequence[RunData], view: View | None = None) -> str:
+    """The HTML report of ``runs`` as text."""
+    from commscope.report import html
+
+    return html.render(report_contexts(runs, view))
+
+
+def write_report(
+    runs: Sequence[RunData], path: str | os.PathLike[str], flag: str | None = None
+) -> Path:
+    """Write the HTML report of ``runs`` to ``path`` (checked first, written atomically)."""
+    from commscope import safe_write
+    from commscope.report import html
+
+    safe_write.check_target(path, flag)
+    return html.write_report(report_contexts(runs), path, flag)

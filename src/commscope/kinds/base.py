@@ -1,0 +1,49 @@
+"""What a benchmark kind is: its records, its summary, and how the summary is shown.
+
+A kind binds the records it owns to the analysis that summarises them, the JSON `show --json`
+prints, the terminal tables (built here, printed by the CLI) and its report section (an entry
+in each run's report context and the template that draws it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from commscope.analysis.coll import DEFAULT_TRIM
+from commscope.data.run_data import RunData
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class View:
+    """How the user asked to see runs: the collectives' confidence level and trim."""
+
+    confidence: float | None = None  # None: the level the run was measured at
+    trim: float = DEFAULT_TRIM
+
+
+@dataclass(frozen=True)
+class Kind(Generic[S]):
+    """One benchmark kind.
+
+    Attributes:
+        name: the kind's name; its report entry's key in a run's context.
+        records: the record classes (``commscope.data.records``) it owns.
+        summarize: the analysis of a run's records; None when the run has none of them.
+        to_json: ``show --json`` keys for a summary (None gives the keys' empty values, so
+            the output has the same keys for every run).
+        terminal: Rich renderables for ``show``, in order.
+        report: the run's report entry for a summary, or None when the kind has no section.
+        template: the Jinja2 template drawing the report entry (``report/templates/``).
+    """
+
+    name: str
+    records: tuple[type, ...]
+    summarize: Callable[[RunData, View], S | None]
+    to_json: Callable[[S | None], dict[str, Any]]
+    terminal: Callable[[S], list[Any]]
+    report: Callable[[S], Any] | None = None
+    template: str | None = None

@@ -1,0 +1,162 @@
+"""The point-to-point kind: ping-pong, bw and bibw per pair and size.
+
+Its report part is the core of every run's page (key figures, curves, findings, the per-size
+table), built by ``commscope.report.html.run_context``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from commscope.analysis import p2p
+from commscope.analysis import recv_buffers as rbuf
+from commscope.data.records import Point
+from commscope.data.run_data import RunData
+from commscope.kinds.base import Kind, View
+
+MOST_INTERRUPTED = 12  # points named one by one; the rest are counted
+
+
+@dataclass(frozen=True)
+class P2PRun:
+    """A run's point-to-point records and the header that says how they were measured."""
+
+    header: dict[str, Any] | None
+    points: list[Point]
+
+
+def us(seconds: float | None) -> str:
+    """Microseconds with two decimals, empty when unknown."""
+    return "" if seconds is None else f"{seconds * 1e6:.2f}"
+
+
+def mbs(bps: float | None) -> str:
+    """MB/s (10^6 bytes/s) with one decimal, empty when unknown."""
+    return "" if bps is None else f"{bps / 1e6:.1f}"
+
+
+def summarize(run: RunData, view: View) -> P2PRun:
+    """Every run has this part: the receive-buffer policy comes from the header alone."""
+    return P2PRun(run.info.header, run.points)
+
+
+def to_json(run: P2PRun | None) -> dict[str, Any]:
+    """Key figures, per-size rows, receive buffers and interrupted samples."""
+    header, points = (run.header, run.points) if run else (None, [])
+    return {
+        "key_figures": [k.to_json() for k in p2p.key_figures(points)],
+        "sizes": [r.to_json() for r in p2p.size_rows(points)],
+        "recv_buffers": list(rbuf.run_policies(header, points)),
+        "recv_buffers_recorded": rbuf.recorded(header),
+        "recv_buffer_contrasts": [c.to_json() for c in rbuf.contrasts(points)],
+        "interrupted_samples": sum(len(p.interrupted) for p in points),
+        "interrupted_points": [x.to_json() for x in p2p.interrupted(points)],
+    }
+
+
+def key_figures(points: list[Point]) -> Table:
+    """Latency and peak bandwidth per pair."""
+    table = Table(title="key figures (MB/s = 10^6 bytes/s)")
+    for col in (
+        "pair",
+        "ranks",
+        "latency (us)",
+        "at bytes",
+        "peak bw (MB/s)",
+        "at bytes",
+        "peak bibw (MB/s)",
+    ):
+        table.add_column(col, justify="left" if col in ("pair", "ranks") else "right")
+    for k in p2p.key_figures(points):
+        table.add_row(
+            k.pair,
+            f"{k.ranks[0]}-{k.ranks[1]}",
+            us(k.latency_s),
+            str(k.latency_bytes or 0),
+            mbs(k.peak_bandwidth_Bps),
+            str(k.peak_bandwidth_bytes or ""),
+            mbs(k.peak_bidirectional_Bps),
+        )
+    return table
+
+
+def size_tables(points: list[Point]) -> list[Table]:
+    """Latency and bandwidths per size, one table per pair.
+
+    The bw and bibw columns with one receive buffer per message appear when measured.
+    """
+    rows = p2p.size_rows(points)
+    each = [
+        name
+        for name, field in (
+            ("bw each", "bandwidth_each_Bps"),
+            ("bibw each", "bidirectional_each_Bps"),
+        )
+        if any(getattr(r, field) is not None for r in rows)
+    ]
+    tables = []
+    for pair in p2p.pairs_in(points):
+        table = Table(title=f"{pair} (latency in us; bandwidth in MB/s = 10^6 bytes/s)")
+        for col in ("bytes", "latency", "pingpong bw", "bw", "bibw", *each):
+            table.add_column(col, justify="right")
+        for r in rows:
+            if r.pair == pair:
+                extra = {"bw each": r.bandwidth_each_Bps, "bibw each": r.bidirectional_each_Bps}
+                table.add_row(
+                    str(r.bytes),
+                    us(r.latency_s),
+                    mbs(r.pingpong_bandwidth_Bps),
+                    mbs(r.bandwidth_Bps),
+                    mbs(r.bidirectional_bandwidth_Bps),
+                    *(mbs(extra[name]) for name in each),
+                )
+        tables.append(table)
+    return tables
+
+
+def recv_buffers(
+    header: dict[str, Any] | None, points: list[Point], contrasts: bool = True
+) -> list[Any]:
+    """Which receive buffers bw and bibw used; with both, where they differ and why."""
+    policies = rbuf.run_policies(header, points)
+    if not policies:
+        return []
+    out: list[Any] = [
+        f"receive buffers (bw, bibw): {rbuf.describe(policies, rbuf.recorded(header))}"
+    ]
+    if contrasts:
+        out += [
+            Text(c.reason(), style="yellow" if c.material else "") for c in rbuf.contrasts(points)
+        ]
+    return out
+
+
+def interrupted(points: list[Point], most: int = MOST_INTERRUPTED) -> list[Any]:
+    """How many samples were interrupted, and the points where it was many."""
+    summary = p2p.interrupted_summary(points)
+    if not summary:
+        return []
+    named = p2p.interrupted(points)
+    out: list[Any] = [summary, *(Text(f"! {x.text()}", style="yellow") for x in named[:most])]
+    if len(named) > most:
+        out.append(Text(f"! and {len(named) - most} more points", style="yellow"))
+    return out
+
+
+def terminal(run: P2PRun) -> list[Any]:
+    """Key figures, per-size tables, receive buffers and interrupted samples."""
+    if not run.points:
+        return []
+    return [
+        key_figures(run.points),
+        *size_tables(run.points),
+        *recv_buffers(run.header, run.points),
+        *interrupted(run.points),
+    ]
+
+
+KIND = Kind(name="p2p", records=(Point,), summarize=summarize, to_json=to_json, terminal=terminal)
