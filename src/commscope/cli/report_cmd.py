@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from commscope.report import html  # Matplotlib, Jinja2: only when a report is written
 
     safe_write.check_target(args.output, "-o")  # before the store is opened
-    with common.open_store(args) as store:
+    with common.open_store(args, write=False) as store:
         ids = [store.resolve_run(r) for r in args.runs]
         written = html.write_report(store, ids, args.output, "-o")
     print(f"report: {common.terminal_text(str(written))}")

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from commscope.analysis.contention import tables as contention_tables
     from commscope.cli import render, tcp_render
 
-    with common.open_store(args) as store:
+    with common.open_store(args, write=False) as store:
         run_id = store.resolve_run(args.run)
         info = store.get_run(run_id)
         points = store.points(run_id)
