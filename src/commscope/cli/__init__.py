@@ -34,6 +34,7 @@ SUBCOMMANDS = (
     "report",
     "compare",
     "import",
+    "check-store",
     "validate",
     "engine",
     "vcluster",
