@@ -138,11 +138,12 @@ def test_a_dropped_table_is_named(store: Path) -> None:
     [
         ("points", "record_json", 3, '{"type": "point", "op": ', "point 3 record_json is not JSON"),
         ("runs", "request_json", 1, "[1, 2", "run 1 request_json is not JSON"),
-        ("runs", "header_json", 1, "NaN", "run 1 header_json is not JSON"),
+        ("runs", "header_json", 1, "{'a': 1}", "run 1 header_json is not JSON"),
         ("segments", "end_json", 1, "{}}", "segment 1 end_json is not JSON"),
         ("runs", "request_json", 1, "[1, 2]", "request_json is not a JSON object"),
         ("segments", "argv_json", 1, '{"a": 1}', "argv_json is not a JSON array"),
         ("segments", "end_json", 1, '{"type": "end"}', "end_json is not a valid record"),
+        ("segments", "end_json", 1, "NaN", "end_json is not a JSON object"),
         ("points", "record_json", 2, '{"type": "end", "points": 1, "elapsed_s": 1}', "holds a"),
     ],
 )

@@ -28,20 +28,19 @@ KIND_CLASSES: dict[str, type[Measurement]] = {
 }
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
-
-
 def decode(path: Path, text: Any, where: str, shape: type, readable: str) -> Any:
     """The JSON value of ``text``, which must be a ``shape`` (or NULL, giving None).
 
+    NaN and Infinity are read: imports before the input rules stored them, and export
+    refuses them by name.
+
     Raises:
-        StoreError: not JSON (NaN and Infinity included), or not a ``shape``.
+        StoreError: not JSON, or not a ``shape``.
     """
     if text is None:
         return None
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text)
     except (ValueError, TypeError, RecursionError):
         raise damaged(path, f"{where} is not JSON", readable) from None
     if not isinstance(data, shape):
@@ -61,9 +60,13 @@ def header(path: Path, text: Any, where: str, readable: str) -> dict[str, Any] |
 
 
 def end(path: Path, text: Any, where: str, readable: str) -> dict[str, Any] | None:
-    """An engine end record kept as JSON, checked against the record schema; None if NULL."""
+    """What a launch ended with, as JSON; None if NULL.
+
+    The engine's end record is checked against the record schema; node and hpcc launches
+    keep other objects (their matrix order, their process grid), which are only objects.
+    """
     data: dict[str, Any] | None = decode(path, text, where, dict, readable)
-    if data is not None:
+    if data is not None and data.get("type") == "end":
         _record(path, data, where, readable, End, validate=True)
     return data
 
