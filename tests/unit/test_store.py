@@ -37,7 +37,9 @@ def test_new_store_layout(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(points)")}
+    assert {"kind", "crc"} <= columns
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"schema_version", "runs", "segments", "points"} <= tables
     conn.close()
@@ -229,7 +231,7 @@ def test_schema_version_mismatch_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as info:
         Store.open(path)
     message = str(info.value)
-    assert "schema version 7" in message and "version 1" in message
+    assert "schema version 7" in message and "versions 1 and 2" in message
     assert "\n" not in message
 
 
@@ -248,38 +250,33 @@ def test_directory_refused(tmp_path: Path) -> None:
 
 
 def test_damaged_rows_are_reported(tmp_path: Path) -> None:
+    from commscope.data.store_schema import COLUMNS
+    from commscope.data.store_seal import row_crc
+
     header, points = fixture_records()
     path = tmp_path / "s.sqlite"
     with Store.open(path) as store:
         run, seg = new_run(store)
         store.add_point(run, seg, points[0])
     conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
     conn.execute("UPDATE runs SET header_json = ?", (json.dumps(points[0].raw),))
     conn.execute("UPDATE points SET record_json = ?", (json.dumps(header.raw),))
     conn.commit()
+    with Store.open(path, write=False) as store:
+        with pytest.raises(StoreError, match="run 1 .table runs. does not match its checksum"):
+            store.get_run(run)
+        with pytest.raises(StoreError, match="run 1 point 1 .table points. does not match"):
+            store.points(run)
+    # Sealed again, as if commscope had written them: the shape is still refused.
+    for table in ("runs", "points"):
+        for row in conn.execute(f"SELECT rowid AS r, * FROM {table}").fetchall():
+            crc = row_crc(COLUMNS[table], row)
+            conn.execute(f"UPDATE {table} SET crc = ? WHERE rowid = ?", (crc, row["r"]))
+    conn.commit()
     conn.close()
-    with Store.open(path) as store:
-        with pytest.raises(StoreError, match="holds a point record, not a header"):
-            _ = store.get_run(run).header_record
+    with Store.open(path, write=False) as store:
+        with pytest.raises(StoreError, match="header_json holds a point record, not a header"):
+            store.get_run(run)
         with pytest.raises(StoreError, match="holds a header record, not a point"):
             store.points(run)
-
-
-def test_a_store_from_before_end_records_gains_the_column_and_keeps_its_runs(tmp_path):
-    import sqlite3
-
-    from commscope.data.store import Store
-
-    path = tmp_path / "old.sqlite"
-    with Store.open(path) as store:
-        run_id = store.create_run("p2p", "old", "openmpi-4.1.4", "mpirun", 2, {"np": 2})
-        seg = store.start_segment(run_id, ["mpirun"])
-    db = sqlite3.connect(path)
-    db.execute("ALTER TABLE segments DROP COLUMN end_json")
-    db.commit()
-    db.close()
-    with Store.open(path) as store:
-        store.finish_segment(seg, "complete", None, {"type": "end", "points": 0})
-        (segment,) = store.segments(run_id)
-        assert segment.end == {"type": "end", "points": 0}
-        assert store.get_run(run_id).label == "old"

@@ -35,6 +35,7 @@ SUBCOMMANDS = (
     "report",
     "compare",
     "import",
+    "check-store",
     "validate",
     "engine",
     "vcluster",

@@ -39,9 +39,9 @@ def option(
     parser.add_argument(flag, default=default, help=text, **kwargs)
 
 
-def open_store(args: argparse.Namespace) -> Store:
-    """Open the store named by the global --store option."""
-    return Store.open(args.store)
+def open_store(args: argparse.Namespace, write: bool = True) -> Store:
+    """Open the store named by the global --store option; read-only unless ``write``."""
+    return Store.open(args.store, write=write)
 
 
 def resumable_request(store: Store, ref: str) -> tuple[int, dict[str, Any]]:

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         from commscope import safe_write
 
         safe_write.check_target(args.output, "-o")  # before the comparison is computed
-    with common.open_store(args) as store:
+    with common.open_store(args, write=False) as store:
         ids = [store.resolve_run(r) for r in args.runs]
         infos = [store.get_run(i) for i in ids]
         labels = _labels(args, infos)

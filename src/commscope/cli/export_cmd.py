@@ -42,7 +42,7 @@ def _json_line(data: Any, what: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Write the run to stdout."""
-    with common.open_store(args) as store:
+    with common.open_store(args, write=False) as store:
         run_id = store.resolve_run(args.run)
         info = store.get_run(run_id)
         points = store.points(run_id)

@@ -184,7 +184,7 @@ def _cost(args: argparse.Namespace, model: ClusterModel) -> CostModel:
     from commscope.predict.cost import HockneyCost, TableCost
 
     models: list[CostModel] = []
-    with common.open_store(args) as store:
+    with common.open_store(args, write=False) as store:
         if args.tables:
             run_id = store.resolve_run(args.tables)
             found = store.contentions(run_id)

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from commscope.data.run_data import read_run
 
     safe_write.check_target(args.output, "-o")  # before the store is opened
-    with common.open_store(args) as store:
+    with common.open_store(args, write=False) as store:
         runs = [read_run(store, store.resolve_run(r)) for r in args.runs]
     written = kinds.write_report(runs, args.output, "-o")
     print(f"report: {common.terminal_text(str(written))}")

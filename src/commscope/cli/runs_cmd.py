@@ -21,7 +21,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print one line per run, newest last."""
-    with common.open_store(args) as store:
+    with common.open_store(args, write=False) as store:
         runs = store.list_runs()
     if args.json:
         common.print_json(

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 <= args.trim < 0.5:
         raise UsageError(f"--trim {args.trim}: give a share in [0, 0.5)")
-    with common.open_store(args) as store:
+    with common.open_store(args, write=False) as store:
         run = read_run(store, store.resolve_run(args.run))
     info = run.info
     found = kinds.summaries(run, kinds.View(args.confidence, args.trim))

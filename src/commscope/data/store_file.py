@@ -1,48 +1,36 @@
-"""The store's SQLite file: recognising it, creating its tables and running write transactions.
+"""The store's SQLite file: recognising it, opening it to read or to write, checking it.
 
 A file that is not a commscope store is refused before SQLite touches it: the application id
 in the file's header marks ours, and the ``schema_version`` table says which layout it has.
-:class:`commscope.data.store.Store` opens the file through :func:`connect` and writes through
-:func:`write_transaction`; this module knows nothing about runs and points beyond the tables.
+Every open runs SQLite's integrity check and checks the tables (a damaged page can drop rows
+without any error, so nothing is read from a file that fails it). Reading commands open the
+file read-only: they never change it, so they work on a read-only file or folder and while a
+run is writing. Writing commands first verify every row's checksum, then bring a version 1
+store to version 2 (:mod:`commscope.data.store_schema`); they refuse a damaged store rather
+than write into it. :class:`commscope.data.store.Store` opens the file through :func:`connect`
+and writes through :func:`write_transaction`.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from commscope.data import store_schema as schema
+from commscope.data.store_seal import check, damaged
 from commscope.errors import StoreError
 
 APPLICATION_ID = 0x636D7363  # "cmsc"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = schema.SCHEMA_VERSION
 BUSY_TIMEOUT_MS = 5000
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-
-# Derived data kept with a run (e.g. a simulated run's network load), one JSON per kind.
-RUN_DATA_TABLE = """CREATE TABLE IF NOT EXISTS run_data (
-        run_id INTEGER REFERENCES runs(id), kind TEXT, data_json TEXT,
-        UNIQUE (run_id, kind))"""
-
-_TABLES = (
-    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS runs (
-        id INTEGER PRIMARY KEY, created_unix REAL, kind TEXT, label TEXT,
-        status TEXT CHECK (status IN ('running', 'complete', 'incomplete')),
-        mpi TEXT, launcher TEXT, nranks INTEGER, request_json TEXT, header_json TEXT,
-        message TEXT)""",
-    """CREATE TABLE IF NOT EXISTS segments (
-        id INTEGER PRIMARY KEY, run_id INTEGER REFERENCES runs(id), started_unix REAL,
-        ended_unix REAL, status TEXT, argv_json TEXT, header_json TEXT, message TEXT,
-        end_json TEXT)""",
-    """CREATE TABLE IF NOT EXISTS points (
-        id INTEGER PRIMARY KEY, run_id INTEGER REFERENCES runs(id),
-        segment_id INTEGER REFERENCES segments(id), op TEXT, pair TEXT, bytes INTEGER,
-        n_samples INTEGER, median_s REAL, record_json TEXT,
-        UNIQUE (run_id, op, pair, bytes))""",
-    "CREATE INDEX IF NOT EXISTS points_key ON points (run_id, op, pair, bytes)",
-    RUN_DATA_TABLE,
+_INTEGRITY_LINES = 20  # problems integrity_check lists at most
+_READ_ONLY_FIX = (
+    "make it writable (chmod u+w, chattr -i, or mount it read-write) or copy it and pass"
+    " --store COPY; reading commands work as it is"
 )
 
 
@@ -78,32 +66,108 @@ def probe(path: Path) -> bool:
     return False
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """Open the store file at ``path``, creating it (and its directory) when absent.
+def failure(path: Path, err: sqlite3.Error | UnicodeDecodeError, what: str) -> StoreError:
+    """The one-line error for SQLite failing to ``what`` ("read run 3's points")."""
+    text = " ".join(str(err).split())[:200]
+    if "readonly" in text or "read-only" in text:
+        return StoreError(f"{path} is read-only ({text}); {_READ_ONLY_FIX}")
+    damage = ("malformed", "not a database", "corrupt", "no such", "decode", "UTF-8")
+    if isinstance(err, UnicodeDecodeError) or any(word in text for word in damage):
+        return damaged(path, f"SQLite cannot {what} ({text})", "no table can be trusted")
+    return StoreError(
+        f"{path}: cannot {what} ({text}); check free space and that no other program locks"
+        " the store"
+    )
 
-    The connection runs in autocommit mode with rows as :class:`sqlite3.Row`; write through
-    :func:`write_transaction`.
+
+@contextmanager
+def reading(path: Path, what: str) -> Iterator[None]:
+    """Turn SQLite failures inside the block into one-line errors naming ``what``."""
+    try:
+        yield
+    except (sqlite3.Error, UnicodeDecodeError) as err:  # the latter: text that is not UTF-8
+        raise failure(path, err, what) from None
+
+
+def open_file(path: Path, write: bool) -> tuple[sqlite3.Connection, bool]:
+    """Connect to the store file without checking its contents; True when it is new.
+
+    Reading a store that is read-only opens a ``mode=ro`` URI, plus ``immutable=1`` when
+    the folder is not writable: a store in WAL mode needs its -shm file, which SQLite could
+    not create there.
 
     Raises:
-        StoreError: the file is not a commscope store, has another schema version, or
-            cannot be created.
+        StoreError: not a commscope store, read-only when ``write``, or cannot be opened.
     """
     new = probe(path)
+    folder = path.parent
+    why = _read_only(path, new)
+    # A reading command on a missing store creates it, as it always did. On a writable
+    # file it opens read-write with query_only set: closing then removes the -wal and -shm
+    # files, which a read-only connection would leave behind.
+    if new and why:
+        raise StoreError(f"{path} cannot be created ({why}); choose another --store path")
+    if write or new or not why:
+        if why:
+            raise StoreError(f"{path} is read-only ({why}); {_READ_ONLY_FIX}")
+        target, uri = str(path), False
+    else:
+        query = "mode=ro"
+        if not os.access(folder, os.W_OK):
+            wal = Path(f"{path}-wal")
+            if wal.exists() and wal.stat().st_size > 0:
+                raise StoreError(
+                    f"{path} has writes not yet merged from {wal.name} and its folder is"
+                    " read-only; open it once where the folder is writable, or copy the"
+                    " store with its -wal file and pass --store COPY"
+                )
+            query += "&immutable=1"
+        target, uri = f"{path.absolute().as_uri()}?{query}", True
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        folder.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, uri=uri
+        )
     except (OSError, sqlite3.Error) as err:
         raise StoreError(f"{path} cannot be opened ({err}); choose another --store path") from None
     conn.row_factory = sqlite3.Row
+    if not write and not new:
+        conn.execute("PRAGMA query_only = ON")
+    return conn, new
+
+
+def _read_only(path: Path, new: bool) -> str:
+    folder = path.parent
+    while new and not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the folders up to the store are created
+    if not new and not os.access(path, os.W_OK):
+        return "the file is not writable"
+    if folder.exists() and not os.access(folder, os.W_OK):
+        return f"its folder {folder} is not writable, and SQLite keeps its -wal file there"
+    return ""
+
+
+def connect(path: Path, write: bool = True) -> tuple[sqlite3.Connection, int]:
+    """Open and check the store at ``path``; the connection and the store's schema version.
+
+    ``write``: for a writing command (the file is created when absent, a version 1 store is
+    brought to version 2, every row's checksum is verified first). Otherwise the file is
+    opened read-only and a version 1 store is read as it is (see :class:`Store`). The
+    connection runs in autocommit mode with rows as :class:`sqlite3.Row`; write through
+    :func:`write_transaction`.
+
+    Raises:
+        StoreError: not a commscope store, another schema version, damaged, read-only for a
+            writing command, or cannot be created.
+    """
+    conn, new = open_file(path, write)
     try:
-        _setup(conn, path, new)
-    except sqlite3.DatabaseError as err:
-        conn.close()
-        raise _not_ours(path, str(err)) from None
+        with reading(path, "read its tables"):
+            version = _setup(conn, path, new, write)
     except BaseException:
         conn.close()
         raise
-    return conn
+    return conn, version
 
 
 @contextmanager
@@ -129,13 +193,10 @@ def write_transaction(
             conn.execute("ROLLBACK")
         if not isinstance(err, sqlite3.Error):
             raise
-        raise StoreError(
-            f"{path}: cannot {what} ({err}); check free space and that no other"
-            " program locks the store"
-        ) from None
+        raise failure(path, err, what) from None
 
 
-def _setup(conn: sqlite3.Connection, path: Path, new: bool) -> None:
+def _setup(conn: sqlite3.Connection, path: Path, new: bool, write: bool) -> int:
     # PRAGMAs take no parameters; the values are constants of this module.
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
@@ -146,33 +207,78 @@ def _setup(conn: sqlite3.Connection, path: Path, new: bool) -> None:
                 # Set while still in rollback-journal mode, so the id lands in the main
                 # file's header where probe() reads it.
                 c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                for statement in _TABLES:
-                    c.execute(statement)
-                c.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+                schema.create(c)
             elif app != APPLICATION_ID:
                 raise _not_ours(path, f"SQLite application_id {app:#x}")
+    version = _version(conn, path)
+    problems = schema.structure_problems(schema.table_columns(conn), version)
+    if problems:
+        raise damaged(path, "; ".join(problems), "no command reads from it")
+    bad = integrity_problems(conn)
+    if bad:
+        raise damaged(path, f"SQLite's integrity check fails ({bad[0]})", _passing(conn))
+    if not write:
+        return version
+    if version == schema.SCHEMA_VERSION:
+        verify_rows(conn, path)
+    else:  # before WAL mode is set: a refused migration leaves the file as it was
+        with write_transaction(conn, path, "bring the store to version 2") as c:
+            schema.migrate_v1(c, path)
+    conn.execute("PRAGMA journal_mode = WAL")
+    return schema.SCHEMA_VERSION
+
+
+def _version(conn: sqlite3.Connection, path: Path) -> int:
     try:
         rows = conn.execute("SELECT version FROM schema_version").fetchall()
-    except sqlite3.OperationalError:
-        raise _not_ours(path, "no schema_version table") from None
+    except sqlite3.OperationalError as err:
+        if "no such table" in str(err):
+            raise damaged(path, "its schema_version table is missing", "nothing") from None
+        raise
     versions = sorted({row[0] for row in rows})
-    if versions != [SCHEMA_VERSION]:
+    if len(versions) != 1 or versions[0] not in schema.READABLE_VERSIONS:
         found = ", ".join(str(v) for v in versions) or "none"
         raise StoreError(
-            f"{path} has store schema version {found}, this commscope"
-            f" reads version {SCHEMA_VERSION}; use a matching commscope or another --store path"
+            f"{path} has store schema version {found}, this commscope reads versions"
+            f" {' and '.join(map(str, schema.READABLE_VERSIONS))}; use a matching commscope"
+            " or another --store path"
         )
-    conn.execute("PRAGMA journal_mode = WAL")
-    _add_missing_columns(conn, path)
+    return int(versions[0])
 
 
-def _add_missing_columns(conn: sqlite3.Connection, path: Path) -> None:
-    # Columns added within schema version 1 (nullable, so old rows stay valid).
-    have = {row[1] for row in conn.execute("PRAGMA table_info(segments)")}
-    if "end_json" not in have:
-        with write_transaction(conn, path, "add the segments.end_json column") as c:
-            c.execute("ALTER TABLE segments ADD COLUMN end_json TEXT")
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if "run_data" not in tables:  # added within schema version 1
-        with write_transaction(conn, path, "add the run_data table") as c:
-            c.execute(RUN_DATA_TABLE)
+def integrity_problems(conn: sqlite3.Connection, table: str | None = None) -> list[str]:
+    """What SQLite's integrity check finds, in the whole file or in one table; [] when none."""
+    arg = _INTEGRITY_LINES if table is None else table  # a name from this package, not input
+    try:
+        lines = [str(r[0]) for r in conn.execute(f"PRAGMA integrity_check({arg})")]
+    except sqlite3.DatabaseError as err:
+        return [" ".join(str(err).split())]
+    return [] if lines == ["ok"] else lines
+
+
+def _passing(conn: sqlite3.Connection) -> str:
+    good = [t for t in schema.TABLES if not integrity_problems(conn, t)]
+    if not good:
+        return "no table passes it"
+    return f"tables {', '.join(good)} pass it, but rows may be missing from any"
+
+
+def verify_rows(conn: sqlite3.Connection, path: Path) -> None:
+    """Check every row's checksum: a writing command must not add to a damaged store.
+
+    Raises:
+        StoreError: a row does not match its checksum.
+    """
+    for table, columns in schema.COLUMNS.items():
+        for row in conn.execute(f"SELECT * FROM {table}"):
+            where = row_name(table, row)
+            check(path, table, columns, row, where, "nothing is written to a damaged store")
+
+
+def row_name(table: str, row: sqlite3.Row) -> str:
+    """How errors name a row: "run 3", "run 3 segment 4", "run 3 point 17"."""
+    if table == "runs":
+        return f"run {row['id']}"
+    if table == "run_data":
+        return f"run {row['run_id']} data {row['kind']!r}"
+    return f"run {row['run_id']} {table.removesuffix('s')} {row['id']}"

@@ -1,0 +1,193 @@
+"""What ``commscope check-store`` finds: the file's checks, then every row, run by run.
+
+Unlike :class:`commscope.data.store.Store`, which refuses at the first damage, this reads on
+past it: each row is checked (checksum, JSON, record schema) on its own and counted as
+readable or named as damaged, so the report says what each run still holds.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commscope.data import store_read as read
+from commscope.data import store_schema as schema
+from commscope.data.store_file import integrity_problems, open_file, probe, row_name
+from commscope.data.store_seal import Damage, check
+from commscope.errors import StoreError
+
+
+@dataclass
+class RunCheck:
+    """One run: what of it can be read and what is damaged."""
+
+    id: int
+    label: str | None = None
+    readable: Counter[str] = field(default_factory=Counter)  # "segment", "point", ...
+    damaged: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for ``--json``."""
+        return {
+            "id": self.id,
+            "label": self.label,
+            "readable": dict(self.readable),
+            "damaged": self.damaged,
+        }
+
+
+@dataclass
+class StoreCheck:
+    """Everything found in one store file."""
+
+    path: Path
+    version: int | None = None
+    problems: list[str] = field(default_factory=list)  # the file, its tables, SQLite's check
+    runs: dict[int, RunCheck] = field(default_factory=dict)
+    loose: list[str] = field(default_factory=list)  # damaged rows of no known run
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is damaged."""
+        return not (self.problems or self.loose or any(r.damaged for r in self.runs.values()))
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for ``--json``."""
+        return {
+            "store": str(self.path),
+            "ok": self.ok,
+            "schema_version": self.version,
+            "problems": self.problems,
+            "runs": [r.to_json() for r in self.runs.values()],
+            "other_damage": self.loose,
+        }
+
+
+def check_store(path: Path) -> StoreCheck:
+    """Check the store at ``path`` without changing it.
+
+    Raises:
+        StoreError: there is no store at ``path`` or it is not a commscope store.
+    """
+    if probe(path):
+        raise StoreError(f"no store at {path}; give the --store path of an existing store")
+    found = StoreCheck(path)
+    conn, _ = open_file(path, write=False)
+    try:
+        _check_file(conn, found)
+        tables = schema.table_columns(conn) if not _broken(found) else {}
+        for table, reader in _READERS.items():
+            # A table without its columns was named among the problems; its rows are not read.
+            if table in tables and not schema.missing_columns(
+                table, tables[table], found.version or 2
+            ):
+                _each_row(conn, found, table, reader)
+    except (sqlite3.Error, UnicodeDecodeError) as err:
+        found.problems.append(f"SQLite cannot read the file ({_text(err)})")
+    finally:
+        conn.close()
+    return found
+
+
+def _text(err: BaseException) -> str:
+    return " ".join(str(err).split())[:200]
+
+
+def _broken(found: StoreCheck) -> bool:
+    return any(p.startswith("SQLite cannot") for p in found.problems)
+
+
+def _check_file(conn: sqlite3.Connection, found: StoreCheck) -> None:
+    try:
+        versions = {row[0] for row in conn.execute("SELECT version FROM schema_version")}
+    except (sqlite3.Error, UnicodeDecodeError) as err:
+        found.problems.append(f"SQLite cannot read the schema version ({_text(err)})")
+        return
+    if len(versions) == 1 and next(iter(versions)) in schema.READABLE_VERSIONS:
+        found.version = int(next(iter(versions)))
+    else:
+        found.problems.append(f"schema version {sorted(versions, key=str)}, not 1 or 2")
+    found.problems += schema.structure_problems(schema.table_columns(conn), found.version or 2)
+    found.problems += [f"SQLite integrity check: {line}" for line in integrity_problems(conn)]
+
+
+def _each_row(
+    conn: sqlite3.Connection,
+    found: StoreCheck,
+    table: str,
+    reader: Callable[[StoreCheck, sqlite3.Row], str],
+) -> None:
+    for row in _rows(conn, found, table):
+        run_id = row["id"] if table == "runs" else row["run_id"]
+        if table == "runs":
+            found.runs.setdefault(run_id, RunCheck(run_id))
+        run = found.runs.get(run_id)
+        if run is None:
+            found.loose.append(f"{row_name(table, row)} belongs to no run in the store")
+            continue
+        try:
+            if found.version == 2:
+                check(found.path, table, schema.COLUMNS[table], row, row_name(table, row), "")
+            kind = reader(found, row)
+        except Damage as err:
+            run.damaged.append(err.what)
+            continue
+        if table == "runs":
+            run.label = row["label"]
+        run.readable[kind] += 1
+
+
+def _rows(conn: sqlite3.Connection, found: StoreCheck, table: str) -> Iterator[sqlite3.Row]:
+    """The table's rows in id order, as far as SQLite can read them."""
+    cursor = conn.execute(f"SELECT rowid AS _rowid, * FROM {table} ORDER BY rowid")
+    last = None
+    while True:
+        try:
+            row = cursor.fetchone()
+        except (sqlite3.Error, UnicodeDecodeError) as err:
+            after = f" after rowid {last}" if last is not None else ""
+            found.problems.append(f"{table}: rows{after} cannot be read ({_text(err)})")
+            return
+        if row is None:
+            return
+        last = row["_rowid"]
+        yield row
+
+
+def _run(found: StoreCheck, row: sqlite3.Row) -> str:
+    where = f"run {row['id']}"
+    read.decode(found.path, row["request_json"], f"{where} request_json", dict, "")
+    read.header(found.path, row["header_json"], f"{where} header_json", "")
+    return "run row"
+
+
+def _segment(found: StoreCheck, row: sqlite3.Row) -> str:
+    where = row_name("segments", row)
+    read.argv(found.path, row["argv_json"], f"{where} argv_json", "")
+    read.header(found.path, row["header_json"], f"{where} header_json", "")
+    end = row["end_json"] if "end_json" in row.keys() else None
+    read.end(found.path, end, f"{where} end_json", "")
+    return "segment"
+
+
+def _point(found: StoreCheck, row: sqlite3.Row) -> str:
+    record = read.measurement(found.path, row, row_name("points", row), "", validate=True)
+    return str(record.raw["type"])
+
+
+def _data(found: StoreCheck, row: sqlite3.Row) -> str:
+    where = row_name("run_data", row)
+    read.decode(found.path, row["data_json"], f"{where} data_json", object, "")
+    return "data"
+
+
+_READERS: dict[str, Callable[[StoreCheck, sqlite3.Row], str]] = {
+    "runs": _run,
+    "segments": _segment,
+    "points": _point,
+    "run_data": _data,
+}

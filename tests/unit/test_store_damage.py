@@ -1,0 +1,285 @@
+"""Damaged, read-only and version 1 stores through the real CLI: one line, never a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from commscope.cli import main
+from commscope.data.store import Store
+from tests.conftest import need
+from tests.damaged_stores import (
+    PAGE,
+    fixture_run,
+    fixture_store,
+    flip_text,
+    set_column,
+    v1_store,
+)
+
+OSU = Path(__file__).parent / "fixtures" / "osu_latency.txt"
+READERS = (
+    ("runs",),
+    ("runs", "--json"),
+    ("show", "1"),
+    ("export", "1"),
+    ("compare", "1", "2"),
+)
+WRITERS = (
+    ("import", "osu", str(OSU), "--label", "x", "--nranks", "2"),
+    ("run", "--resume", "1"),
+)
+
+
+def commscope(store: Path, *argv: str) -> tuple[int, str, str]:
+    """Run the CLI in this process; an exception other than SystemExit escapes."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["--store", str(store), *argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_one_line(err: str, *fragments: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def assert_refused_by_all(store: Path, *fragments: str, runs: str | None = None) -> None:
+    """Every reading and writing command refuses in one line, and nothing changes the file.
+
+    ``runs``: the listing the store gave before the damage, which ``runs`` still gives when
+    the damage is in records it does not read.
+    """
+    before = store.read_bytes()
+    for argv in READERS + WRITERS:
+        code, out, err = commscope(store, *argv)
+        if argv == ("runs",) and runs is not None:
+            assert (code, out, err) == (0, runs, ""), err
+        elif argv != ("runs", "--json") or runs is None:
+            assert code == 1, (argv, err)
+            assert_one_line(err, str(store), *fragments)
+        assert store.read_bytes() == before, argv
+    code, out, _ = commscope(store, "check-store")
+    assert code == 1 and "damaged: " in out, out
+    assert store.read_bytes() == before
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return fixture_store(tmp_path / "store.sqlite")
+
+
+def test_a_sound_store_reads_and_checks_ok(store: Path) -> None:
+    for argv in READERS:
+        code, out, err = commscope(store, *argv)
+        assert code == 0 and err == "", (argv, err)
+    code, out, _ = commscope(store, "check-store")
+    assert code == 0, out
+    assert "run 1 (fixture 1): rows ok; readable: 1 run row, 1 segment, 5 points, 1 data" in out
+    assert out.splitlines()[-1] == "ok: nothing is damaged"
+    code, out, _ = commscope(store, "check-store", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["ok"] and report["schema_version"] == 2
+    assert [r["readable"] for r in report["runs"]] == [
+        {"run row": 1, "segment": 1, "point": 5, "data": 1}
+    ] * 2
+
+
+# Run 1's first point (run 2's samples differ); "rse" -> "rsd" is still JSON, and only the
+# checksum can tell (the stop reason is not checked when a record is read back).
+FIRST_POINT = b'"samples_s": [1.7e-05, 1.6e-05, 1.8e-05], "stop": "rse"'
+
+
+def test_a_flipped_byte_in_a_record_is_caught_by_its_checksum(store: Path) -> None:
+    listing = commscope(store, "runs")[1]
+    flip_text(store, FIRST_POINT, len(FIRST_POINT) - 2)
+    code, out, _ = commscope(store, "check-store", "--json")
+    report = json.loads(out)
+    damaged = [r for r in report["runs"] if r["damaged"]]
+    assert code == 1 and len(damaged) == 1 and damaged[0]["readable"]["point"] == 4
+    assert "(table points) does not match its checksum" in damaged[0]["damaged"][0]
+    assert_refused_by_all(
+        store, "is damaged: run 1 point", "(table points) does not match", runs=listing
+    )
+
+
+def test_a_page_of_garbage_fails_the_integrity_check(store: Path) -> None:
+    data = bytearray(store.read_bytes())
+    data[2 * PAGE : 3 * PAGE] = bytes(range(256)) * (PAGE // 256)
+    store.write_bytes(bytes(data))
+    assert_refused_by_all(store, "is damaged")
+    code, out, _ = commscope(store, "check-store")
+    assert "commscope reads nothing more from it" in out.splitlines()[-1]
+
+
+def test_a_dropped_table_is_named(store: Path) -> None:
+    conn = sqlite3.connect(store)
+    conn.execute("DROP TABLE segments")
+    conn.commit()
+    conn.close()
+    assert_refused_by_all(store, "is damaged: no segments table")
+
+
+@pytest.mark.parametrize("seal", [False, True], ids=["unsealed", "sealed"])
+@pytest.mark.parametrize(
+    "table, column, rowid, value, fragment",
+    [
+        ("points", "record_json", 3, '{"type": "point", "op": ', "point 3 record_json is not JSON"),
+        ("runs", "request_json", 1, "[1, 2", "run 1 request_json is not JSON"),
+        ("runs", "header_json", 1, "{'a': 1}", "run 1 header_json is not JSON"),
+        ("segments", "end_json", 1, "{}}", "segment 1 end_json is not JSON"),
+        ("runs", "request_json", 1, "[1, 2]", "request_json is not a JSON object"),
+        ("segments", "argv_json", 1, '{"a": 1}', "argv_json is not a JSON array"),
+        ("segments", "end_json", 1, '{"type": "end"}', "end_json is not a valid record"),
+        ("segments", "end_json", 1, "NaN", "end_json is not a JSON object"),
+        ("points", "record_json", 2, '{"type": "end", "points": 1, "elapsed_s": 1}', "holds a"),
+    ],
+)
+def test_bad_json_is_one_line_naming_the_row(
+    store: Path, table: str, column: str, rowid: int, value: str, fragment: str, seal: bool
+) -> None:
+    set_column(store, table, column, rowid, value, seal)
+    # Unsealed, the checksum catches it first; sealed, only decoding the value can.
+    expected = fragment if seal else f"(table {table}) does not match its checksum"
+    code, out, _ = commscope(store, "check-store")
+    assert code == 1 and expected in out, out
+    assert "run 2 (fixture 2): rows ok" in out
+    before = store.read_bytes()
+    code, _, err = commscope(store, "show", "1")
+    assert code == 1
+    assert_one_line(err, f"{store} is damaged: run 1", expected, "other runs can still be read")
+    assert commscope(store, "show", "2")[0] == 0  # the other run is intact
+    if not seal:
+        # A sealed row is vouched for by its checksum: writers verify checksums, they do
+        # not decode every row (reading commands and check-store do).
+        code, _, err = commscope(store, *WRITERS[0])
+        assert code == 1 and store.read_bytes() == before
+        assert_one_line(err, "nothing is written to a damaged store")
+
+
+def test_a_traceback_never_reaches_a_real_process(store: Path, cli) -> None:
+    flip_text(store, FIRST_POINT, len(FIRST_POINT) - 2)
+    for argv in (("show", "1"), ("report", "1", "-o", str(store.parent / "r.html"))):
+        out = cli("--store", str(store), *argv)
+        assert out.returncode == 1, out.stderr
+        assert_one_line(out.stderr, "is damaged")
+    assert not (store.parent / "r.html").exists()
+
+
+# Read-only stores: root ignores file modes, so root makes them immutable instead.
+
+
+@contextlib.contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """Make ``path`` (a file or a folder) unwritable for the duration of the block."""
+    if os.geteuid() == 0:
+        need(shutil.which("chattr") is not None, "chattr, to make a file immutable as root")
+        done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
+        need(done.returncode == 0, f"chattr +i on {path}'s file system: {done.stderr.strip()}")
+        try:
+            yield
+        finally:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+    else:
+        mode = path.stat().st_mode
+        path.chmod(0o555 if path.is_dir() else 0o444)
+        try:
+            yield
+        finally:
+            path.chmod(mode)
+
+
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_a_read_only_store_is_read_and_writers_say_how_to_fix_it(tmp_path: Path, what: str):
+    store = fixture_store(tmp_path / "ro" / "store.sqlite")
+    expected = {argv: commscope(store, *argv)[1] for argv in READERS}
+    before = store.read_bytes()
+    with read_only(store if what == "file" else store.parent):
+        for argv in READERS:
+            code, out, err = commscope(store, *argv)
+            assert (code, err) == (0, "") and out == expected[argv], argv
+        assert commscope(store, "check-store")[0] == 0
+        for argv in WRITERS:
+            code, _, err = commscope(store, *argv)
+            assert code == 1
+            line = assert_one_line(err, f"{store} is read-only (")
+            assert "chattr -i" in line and "reading commands work as it is" in line
+    assert store.read_bytes() == before
+    if what == "folder":  # immutable=1 left no -wal or -shm behind
+        assert sorted(p.name for p in store.parent.iterdir()) == ["store.sqlite"]
+
+
+def test_unmerged_writes_in_a_read_only_folder_are_named(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    store = fixture_store(tmp_path / "store.sqlite")
+    folder.mkdir()
+    conn = sqlite3.connect(store)  # an uncheckpointed write stays in store.sqlite-wal
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("UPDATE runs SET label = 'changed' WHERE id = 2")
+    conn.commit()
+    for suffix in ("", "-wal"):
+        shutil.copy(f"{store}{suffix}", folder / f"store.sqlite{suffix}")
+    conn.close()
+    with read_only(folder):
+        code, _, err = commscope(folder / "store.sqlite", "runs")
+    assert code == 1
+    assert_one_line(err, "writes not yet merged from store.sqlite-wal", "folder is read-only")
+
+
+# Version 1 stores: read as they are, brought to version 2 by the first writing command.
+
+
+@pytest.mark.parametrize("with_end_json", [True, False], ids=["v1", "v1-before-end-records"])
+def test_a_version_1_store_is_read_as_it_is_then_migrated_by_a_writer(
+    tmp_path: Path, with_end_json: bool
+) -> None:
+    store = v1_store(tmp_path / "old.sqlite", with_end_json)
+    _, points, end = fixture_run()
+    before = store.read_bytes()
+    code, out, err = commscope(store, "export", "1")
+    assert (code, err) == (0, ""), err
+    with Store.open(store, write=False) as s:
+        assert s.points(1) == sorted(points, key=lambda p: p.key)
+        assert s.records(1, "coll") == []
+        assert s.segments(1)[0].end == (end.raw if with_end_json else None)
+    assert store.read_bytes() == before  # reading changed nothing
+    code, _, err = commscope(store, *WRITERS[0])
+    assert (code, err) == (0, ""), err
+    conn = sqlite3.connect(store)
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+    kinds = conn.execute("SELECT run_id, kind, COUNT(*) FROM points GROUP BY 1, 2").fetchall()
+    conn.close()
+    assert kinds == [(1, "point", 5), (2, "point", 24)]
+    with Store.open(store, write=False) as s:
+        assert s.points(1) == sorted(points, key=lambda p: p.key)
+        assert s.get_run(1).label == "old"
+    assert commscope(store, "export", "1")[1] == out
+    code, report, _ = commscope(store, "check-store", "--json")
+    assert code == 0, report
+
+
+def test_a_damaged_version_1_store_is_not_migrated(tmp_path: Path) -> None:
+    store = v1_store(tmp_path / "old.sqlite")
+    conn = sqlite3.connect(store)
+    conn.execute('UPDATE points SET record_json = \'{"type": "po\' WHERE id = 4')
+    conn.commit()
+    conn.close()
+    before = store.read_bytes()
+    code, _, err = commscope(store, *WRITERS[0])
+    assert code == 1
+    assert_one_line(err, "cannot be brought to store version 2: run 1 point 4 record_json")
+    assert store.read_bytes() == before
+    code, out, _ = commscope(store, "check-store")
+    assert code == 1 and "run 1 point 4 record_json is not JSON" in out, out
