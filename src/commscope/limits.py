@@ -40,6 +40,9 @@ MAX_SIMULATED_NODES = 256
 # Labels and names typed by users or read from files.
 MAX_LABEL_CHARS = 200
 
+# A host name (RFC 1123): node names of cluster models, written into hostfiles and rankfiles.
+MAX_HOST_NAME_CHARS = 253
+
 # Longest number written in text that is read at all (a 5,000-digit number is refused
 # before any conversion).
 MAX_NUMBER_CHARS = 40

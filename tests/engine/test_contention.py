@@ -44,7 +44,12 @@ def test_memory_level_pins_each_process_to_its_own_core(cli):
         assert len(p.samples_s) == 3 and all(t > 0 for rep in p.samples_s for t in rep)
     big = next(p for p in points if p.bytes == 1048576)
     small = next(p for p in points if p.bytes == 65536)
-    assert big.median_s > small.median_s
+    assert _best(big) > _best(small)
+
+
+def _best(point) -> float:
+    """The least disturbed repetition's time (its slowest process): physics, not load."""
+    return min(max(rep) for rep in point.samples_s)
 
 
 def test_messages_in_flight_are_posted_together_and_timed_per_message(cli):
@@ -76,8 +81,10 @@ def test_messages_in_flight_are_posted_together_and_timed_per_message(cli):
         with Store.open(cli.store) as store:
             [point] = store.contentions(json.loads(out.stdout)["run"])
         assert point.in_flight == w and point.raw["in_flight"] == w
-        medians[w] = point.median_s
-    # Both are times per message: four in flight share the copies but are divided by 4.
+        medians[w] = _best(point)
+    # Both are times per message: four in flight share the copies but are divided by 4
+    # (undivided, four would take 3.4x or more). Best repetitions: a median of five can be
+    # two preempted ones on this shared 2-core machine.
     ratio = medians[4] / medians[1]
     print(f"\n64 KiB per message, 4 in flight vs 1: {ratio:.2f}")
     assert 0.25 < ratio < 2.5, medians

@@ -162,9 +162,31 @@ def _link() -> st.SearchStrategy[Any]:
     )
 
 
+# Node names a hostfile, rankfile or launcher would take for something other than one host.
+HOSTILE_NODE_NAMES = [
+    "a;rm -rf ~",
+    "-oProxyCommand=x",
+    "two words",
+    "a\nb",
+    "a\rb",
+    "x\x1bq",
+    "\x00",
+    "",
+    " ",
+    "[/]",
+    "$(id)",
+    "n0,n1",
+    "n0:2",
+    "under_score",
+    "n0.",
+    "x" * 300,
+]
+
+
 def _names() -> st.SearchStrategy[Any]:
     name = st.one_of(
-        st.sampled_from(["n0", "n1", "n2", "n3", "a;rm -rf ~", "[/]", "", "x\x1bq", "n0"]),
+        st.sampled_from(["n0", "n1", "n2", "n3", "n0", "c1.example.org", "7"]),
+        st.sampled_from(HOSTILE_NODE_NAMES),
         st.text(max_size=12),
         st.integers(min_value=-5, max_value=10),
     )

@@ -13,8 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from commscope.limits import MAX_SIMULATED_NODES
+from commscope.predict.model import host_name_problem
 from tests.fuzz import harness
-from tests.fuzz.strategies import DEEP_MODEL, RAW_MODELS, model_document
+from tests.fuzz.strategies import DEEP_MODEL, HOSTILE_NODE_NAMES, RAW_MODELS, model_document
 
 PREDICT_EXAMPLES = 600
 SIMULATE_EXAMPLES = 400
@@ -64,6 +65,8 @@ def test_predict_models_are_refused_in_one_line_or_priced_finite(workdir, data, 
         return
     harness.accepted("predict --cluster")
     result = json.loads(outcome.out)
+    for name in result["cluster"]["nodes"]:
+        assert host_name_problem(name) is None, name
     for prediction in result["predictions"]:
         time_s = prediction["time_s"]
         assert time_s is None or (math.isfinite(time_s) and time_s >= 0), prediction
@@ -123,32 +126,29 @@ def _check_platform(request: dict) -> None:
         assert math.isfinite(value) and (value > 0 if attr == "bandwidth" else value >= 0), attr
 
 
+def _predict_two(workdir: Path, model: Path, *more: str) -> harness.Outcome:
+    """``predict alltoall --procs 2 --cluster MODEL MORE...`` on a fresh store."""
+    store = harness.fresh_store(workdir)
+    argv = ("predict", "alltoall", "--procs", "2", "--cluster", str(model), *more)
+    return harness.call("predict --cluster", store, *argv)
+
+
 def test_the_raw_models_are_all_refused(workdir):
     # The hand-written cases above come up only now and then in the generated ones.
     for text in [*RAW_MODELS, DEEP_MODEL]:
         model = workdir / "raw.yaml"
         model.write_text(text)
-        outcome = harness.call(
-            "predict --cluster",
-            harness.fresh_store(workdir),
-            "predict",
-            "alltoall",
-            "--procs",
-            "2",
-            "--cluster",
-            str(model),
-        )
-        harness.assert_one_line_refusal(outcome)
+        harness.assert_one_line_refusal(_predict_two(workdir, model))
     model = Path(workdir) / "binary.yaml"
     model.write_bytes(b"nodes: [\xff\xfe]\n")
-    outcome = harness.call(
-        "predict --cluster",
-        harness.fresh_store(workdir),
-        "predict",
-        "alltoall",
-        "--procs",
-        "2",
-        "--cluster",
-        str(model),
-    )
-    harness.assert_one_line_refusal(outcome)
+    harness.assert_one_line_refusal(_predict_two(workdir, model))
+
+
+def test_the_hostile_node_names_are_all_refused(workdir):
+    # Each would be written as it is into --write-hostfile and --write-rankfile.
+    for name in HOSTILE_NODE_NAMES:
+        model = workdir / "names.yaml"
+        model.write_text(yaml.safe_dump({"nodes": ["n0", name], "sockets": 1, "cores": 2}))
+        outcome = _predict_two(workdir, model, "--write-hostfile", str(workdir / "hosts"))
+        harness.assert_one_line_refusal(outcome)
+        assert "nodes[1]: node name" in outcome.err and not (workdir / "hosts").exists()

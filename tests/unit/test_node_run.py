@@ -78,11 +78,11 @@ def test_half_performance_comes_before_the_maximum(node_run):
     for f in result["node"]["figures"]:
         share = f["others_cpu_share"]
         if share is not None and share > BUSY_WARNING:
-            # Other processes on the same cores distort the curve's shape, not its checks.
-            pytest.skip(
-                f"SKIPPED, NOT TESTED: other processes took {share:.0%} of the cores"
-                f" during the {f['cores']}-core sweep"
-            )
+            # Other processes on the same cores distort the curve's shape, not its checks:
+            # what must hold then is that the figures say so.
+            assert f["warning"] and f"{share:.0%}" in f["warning"], f
+            assert f["n_half"] <= f["largest_n"], f
+            continue
         assert f["n_half"] < f["n_max"], f
 
 

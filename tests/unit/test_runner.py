@@ -61,7 +61,9 @@ def test_the_rank_seen_to_end_first_wins_over_the_launchers_report():
 
 
 def test_exit_watch_sees_which_process_ended_first():
-    procs = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
+    # Order, not speed: the others are alive (for minutes) until the watch has answered, so
+    # however late a loaded machine wakes its thread, rank 1 is the only one it can find.
+    procs = [subprocess.Popen(["sleep", "600"]) for _ in range(3)]
     other = subprocess.Popen(["cat"], stdin=subprocess.PIPE)  # not the engine: not watched
     try:
         watch = ExitWatch({p.pid: rank for rank, p in enumerate(procs)} | {other.pid: 9}, "sleep")
@@ -70,12 +72,11 @@ def test_exit_watch_sees_which_process_ended_first():
         other.wait()
         procs[1].kill()
         procs[1].wait()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 120
         while not watch.first() and time.monotonic() < deadline:
             time.sleep(0.01)
-        for p in procs:
-            p.kill()
         assert watch.first() == (1,)
+        assert all(p.poll() is None for p in (procs[0], procs[2]))
         watch.stop()
     finally:
         for p in (*procs, other):

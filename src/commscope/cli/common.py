@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import re
 import sys
@@ -12,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from commscope import limits, strict
+from commscope.cli import json_text
 from commscope.data.store import Store
 from commscope.errors import InputError, UsageError
 
@@ -63,9 +63,11 @@ def resumable_request(store: Store, ref: str) -> tuple[int, dict[str, Any]]:
 
 
 def print_json(data: Any) -> None:
-    """Machine-readable output: sizes in bytes, times in seconds, bandwidths in bytes/s."""
-    json.dump(data, sys.stdout, indent=2, sort_keys=False)
-    sys.stdout.write("\n")
+    """Machine-readable output: sizes in bytes, times in seconds, bandwidths in bytes/s.
+
+    Strict JSON: a number that is not finite is written as null (:mod:`.json_text`).
+    """
+    sys.stdout.write(json_text.text(data) + "\n")
 
 
 # C0 controls but tab and newline, DEL, and C1 controls (0x9b is a one-byte CSI).

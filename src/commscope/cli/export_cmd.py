@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 from typing import Any
 
-from commscope.cli import common
+from commscope.cli import common, json_text
 from commscope.errors import StoreError
 
 HELP = "export a run's points (raw samples included) as CSV or JSON lines"
@@ -32,7 +31,7 @@ def _json_line(data: Any, what: str) -> str:
             them can hold one.
     """
     try:
-        return json.dumps(data, allow_nan=False) + "\n"
+        return json_text.record_line(data)
     except ValueError:
         raise StoreError(
             f"{what} holds a number that is not finite (NaN or Infinity), which"

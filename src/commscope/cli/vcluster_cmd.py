@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from commscope.cli import common
 from commscope.errors import ClusterError, UsageError
@@ -101,7 +100,7 @@ def _status(as_json: bool) -> int:
             if state is None
             else {**state.to_json(), "healthy": state.healthy, "problems": list(state.problems)}
         )
-        print(json.dumps(data, indent=2))
+        common.print_json(data)
     elif state is None:
         print("no vcluster is up (start one with 'commscope vcluster up --nodes N')")
     else:

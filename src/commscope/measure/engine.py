@@ -56,12 +56,16 @@ def packaged_engine() -> Path | None:
     return path if path.is_file() else None
 
 
+# The checkout this module runs from in an editable install: src/commscope/measure/engine.py.
+_SOURCE_TREE = Path(__file__).resolve().parents[3]
+
+
 def engine_sources() -> Path:
     """The engine's CMake project shipped in the package (or the source tree when run from it)."""
     shipped = Path(str(resources.files("commscope"))) / "_engine_src"
     if (shipped / "CMakeLists.txt").is_file():
         return shipped
-    tree = Path(__file__).resolve().parents[2] / "engine"
+    tree = _SOURCE_TREE / "engine"
     if (tree / "CMakeLists.txt").is_file():
         return tree
     raise EngineError("engine sources are missing from this install; reinstall commscope")

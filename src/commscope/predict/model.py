@@ -15,16 +15,35 @@ rate); costs come from measured tables first, see :mod:`commscope.predict.cost`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from commscope import limits, strict
 from commscope.errors import PredictError
 
 LEVELS = ("memory", "socket", "nic")
 MEMORY, SOCKET, NIC = 0, 1, 2
+
+# Node names are written as they are into hostfiles, rankfiles and Slurm options, so only
+# RFC 1123 host names pass: no shell metacharacter, space, control character or leading dash.
+_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+HOST_NAME_RULE = (
+    "give a host name: dot-separated labels of 1 to 63 letters, digits and hyphens"
+    f" (not first or last), at most {limits.MAX_HOST_NAME_CHARS} characters"
+)
+
+
+def host_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a node name commscope may write out, or None when it is one."""
+    if len(name) > limits.MAX_HOST_NAME_CHARS:
+        return f"node name {strict.shown(name)} has {len(name)} characters; {HOST_NAME_RULE}"
+    if not all(_LABEL.fullmatch(label) for label in name.split(".")):
+        return f"node name {strict.shown(name)} is not a host name; {HOST_NAME_RULE}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -85,6 +104,9 @@ class ClusterModel:
             raise PredictError(f"{where}: a cluster model needs at least one node")
         if self.sockets < 1 or self.cores < 1:
             raise PredictError(f"{where}: sockets and cores per socket must be at least 1")
+        for name in self.node_names:
+            if problem := host_name_problem(name):
+                raise PredictError(f"{where}: {problem}")
         if len(set(self.node_names)) != len(self.node_names):
             raise PredictError(f"{where}: node names must be distinct")
         switch_of = np.full(len(self.node_names), -1, dtype=np.int64)

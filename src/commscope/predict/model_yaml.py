@@ -4,6 +4,7 @@ Format (every key but ``nodes``, ``sockets`` and ``cores`` may be left out)::
 
     name: rack1                 # shown in outputs; default: the file name
     nodes: 16                   # a count (names node0..node15) or a list of host names
+                                # (RFC 1123: letters, digits, hyphens, dots)
     sockets: 2                  # per node
     cores: 6                    # per socket
     channels:                   # nominal figures, used when no measurement covers a level
@@ -31,7 +32,7 @@ import yaml
 
 from commscope import limits, strict
 from commscope.errors import PredictError
-from commscope.predict.model import ClusterModel, Link, Switch
+from commscope.predict.model import ClusterModel, Link, Switch, host_name_problem
 
 # "simulation" holds SimGrid parameters (commscope.simulate.params); prediction ignores it.
 _TOP = ("name", "nodes", "sockets", "cores", "channels", "switches", "simulation")
@@ -62,7 +63,7 @@ RATE_FORMS = (
 )
 TIME_FORMS = f"e.g. 1.5us, 0.2ms, 2e-6 (seconds), from 0 to {limits.MAX_LATENCY_S:g} s"
 MAX_FILE_BYTES = 16 << 20  # a model of MAX_MODEL_NODES named nodes takes about 2 MB
-MAX_NAME_CHARS = 253  # a host name
+MAX_NAME_CHARS = limits.MAX_HOST_NAME_CHARS  # switch names: as long as a host name
 
 
 def _rate(value: float) -> float | None:
@@ -145,14 +146,23 @@ class _Reader:
         except strict.NumberError as err:
             raise self.fail(field, str(err)) from None
 
-    def name(self, value: Any, field: str, most: int) -> str:
+    def text(self, value: Any, field: str) -> str:
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise self.fail(field, f"{strict.shown(value)} is not a name; give text")
-        text = str(value)
+        return str(value)
+
+    def name(self, value: Any, field: str, most: int) -> str:
+        text = self.text(value, field)
         if not text.strip() or len(text) > most or _CONTROL.search(text):
             raise self.fail(
                 field, f"{strict.shown(text)}: give a name of 1 to {most} printable characters"
             )
+        return text
+
+    def host(self, value: Any, field: str) -> str:
+        text = self.text(value, field)
+        if problem := host_name_problem(text):
+            raise self.fail(field, problem)
         return text
 
     def link(self, value: Any, field: str) -> Link:
@@ -173,7 +183,7 @@ class _Reader:
                 raise self.fail(
                     "nodes", f"give a list of 1 to {limits.MAX_MODEL_NODES} host names, or a count"
                 )
-            names = tuple(self.name(n, f"nodes[{i}]", MAX_NAME_CHARS) for i, n in enumerate(value))
+            names = tuple(self.host(n, f"nodes[{i}]") for i, n in enumerate(value))
             if len(set(names)) != len(names):
                 raise self.fail("nodes", "host names must be distinct")
             return names
