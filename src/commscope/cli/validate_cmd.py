@@ -189,7 +189,7 @@ def _predict(args: argparse.Namespace) -> int:
     sizes = parse_size_list(args.sizes, "--sizes")
     mpi = mpi_mod.resolve(args.mpi)
     model, site = _site(args, mpi)
-    with common.open_store(args, write=False) as store:
+    with common.open_store(args) as store:
         run_id = store.resolve_run(args.tables)
         found = store.contentions(run_id)
         common.require(
