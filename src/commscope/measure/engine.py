@@ -61,7 +61,7 @@ def engine_sources() -> Path:
     shipped = Path(str(resources.files("commscope"))) / "_engine_src"
     if (shipped / "CMakeLists.txt").is_file():
         return shipped
-    tree = Path(__file__).resolve().parents[2] / "engine"
+    tree = Path(__file__).resolve().parents[3] / "engine"  # src/commscope/measure/engine.py
     if (tree / "CMakeLists.txt").is_file():
         return tree
     raise EngineError("engine sources are missing from this install; reinstall commscope")
@@ -71,7 +71,8 @@ def sources_digest() -> str:
     """Short hash of the engine sources: engines built from other sources are never reused."""
     root = engine_sources()
     h = hashlib.sha256()
-    kinds = (".c", ".h", ".txt", ".json")  # sources, CMakeLists.txt and CMakePresets.json
+    # sources, CMakeLists.txt, CMakePresets.json, options.json and cmake/options.cmake
+    kinds = (".c", ".h", ".txt", ".json", ".cmake")
     files = (p for p in root.rglob("*") if p.is_file() and p.suffix in kinds)
     for path in sorted(files):
         h.update(str(path.relative_to(root)).encode())
