@@ -94,9 +94,12 @@ static int parse_number(const spec *s, const char *text, double *out, char *err,
     errno = 0;
     double v = s->type == T_NUMBER ? strtod(text, &end) : (double)strtoll(text, &end, 10);
     if (end == text || *end || errno || !isfinite(v) || !in_bounds(s, v)) {
-        snprintf(err, errlen, "%s %s: expected %s %s %g %s %g", s->flag, text,
-                 s->type == T_NUMBER ? "a number" : "a whole number", s->above ? "above" : "from",
-                 s->lo, s->above ? "and at most" : "to", s->hi);
+        if (s->type == T_NUMBER)
+            snprintf(err, errlen, "%s %s: expected a number %s %g %s %g", s->flag, text,
+                     s->above ? "above" : "from", s->lo, s->above ? "and at most" : "to", s->hi);
+        else
+            snprintf(err, errlen, "%s %s: expected a whole number from %.0f to %.0f", s->flag,
+                     text, s->lo, s->hi);
         return -1;
     }
     *out = v;
@@ -306,9 +309,12 @@ void cs_options_print_table(FILE *out) {
         else if (!s->def_text) cs_json_literal(&j, "default", "null");
         else if (s->type == T_SIZES) write_list(&j, "default", s->def_text, 1);
         else cs_json_str(&j, "default", s->def_text);
-        if (numeric) {
+        if (s->type == T_NUMBER) {
             cs_json_num(&j, "min", s->lo);
             cs_json_num(&j, "max", s->hi);
+        } else if (numeric) { /* %.9g would round 2147483647 */
+            cs_json_int(&j, "min", (long long)s->lo);
+            cs_json_int(&j, "max", (long long)s->hi);
         } else {
             cs_json_literal(&j, "min", "null");
             cs_json_literal(&j, "max", "null");
@@ -331,9 +337,12 @@ void cs_options_usage(FILE *out) {
         const spec *s = &specs[i];
         fprintf(out, "  %s %s\n      %s", s->flag, type_names[s->type], s->help);
         if (*s->choices) fprintf(out, " {%s}", s->choices);
-        if (s->type == T_NUMBER || s->type == T_INT || s->type == T_SWITCH)
-            fprintf(out, " [%s %g to %g, default %g]", s->above ? "above" : "from", s->lo, s->hi,
-                    s->def_num);
+        if (s->type == T_NUMBER)
+            fprintf(out, s->above ? " [above %g and at most %g, default %g]"
+                                  : " [from %g to %g, default %g]",
+                    s->lo, s->hi, s->def_num);
+        else if (s->type == T_INT || s->type == T_SWITCH)
+            fprintf(out, " [from %.0f to %.0f, default %.0f]", s->lo, s->hi, s->def_num);
         else if (s->def_text && *s->def_text) fprintf(out, " [default %s]", s->def_text);
         fputc('\n', out);
     }
