@@ -233,3 +233,16 @@ def test_the_table_is_read_from_the_engine_sources():
 def test_run_options_group_every_run_row_once():
     groups = {run_options.group_of(s) for s in table() if s.run}
     assert groups == {"p2p", "coll", "contention"}
+
+
+def test_the_table_agrees_with_the_limits_the_schema_and_the_analysis():
+    from commscope import limits
+    from commscope.analysis import recv_buffers
+    from commscope.data import record_parse
+
+    assert spec("root").max == limits.MAX_RANKS - 1 and spec("block").max == limits.MAX_RANKS
+    assert spec("recv_buffers").choices == recv_buffers.POLICIES
+    schema = record_parse.load_schema()
+    recorded = schema["$defs"]["header"]["properties"]["options"]["properties"]
+    for value in recorded["recv_buffers"]["enum"]:
+        engine_options.check_value(spec("recv_buffers"), value)
