@@ -21,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from commscope.data.request import RunRequest
 from commscope.data.store import Store
 from commscope.measure import engine, runner
 from commscope.measure import mpi as mpi_mod
@@ -42,7 +43,7 @@ def commscope_run(
         "engine": {"ops": "bw,bibw", "sizes": sizes, "recv_buffers": "one,each"},
     }
     run_id = store.create_run("p2p", "recv buffers", mpi.tag, mpi.launcher, 2, request)
-    runner.run(store, run_id, request, mpi)
+    runner.run(store, run_id, RunRequest.from_json(request), mpi)
     return {(p.op, p.bytes): p.bandwidth_Bps for p in store.points(run_id)}
 
 

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from commscope.analysis.coll import summarize
+from commscope.data.request import RunRequest
 from commscope.data.store import Store
 from commscope.measure import engine, runner
 from commscope.measure import mpi as mpi_mod
@@ -53,7 +54,7 @@ def one_run(
         },
     }
     run_id = store.create_run("coll", f"repeatability {sync}", mpi.tag, mpi.launcher, np_, request)
-    runner.run(store, run_id, request, mpi)
+    runner.run(store, run_id, RunRequest.from_json(request), mpi)
     return {c.op: summarize(c).time_s for c in store.colls(run_id)}
 
 
@@ -67,7 +68,7 @@ def one_pingpong(store: Store, mpi: mpi_mod.MPIInstall, size: int) -> float:
         "engine": {"ops": "pingpong", "sizes": [size], "timer": "tsc"},
     }
     run_id = store.create_run("p2p", "repeatability floor", mpi.tag, mpi.launcher, 2, request)
-    runner.run(store, run_id, request, mpi)
+    runner.run(store, run_id, RunRequest.from_json(request), mpi)
     return store.points(run_id)[0].median_s
 
 

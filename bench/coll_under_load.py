@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from commscope.analysis.coll import CollSummary, summarize
+from commscope.data.request import RunRequest
 from commscope.data.store import Store
 from commscope.measure import engine, runner
 from commscope.measure import mpi as mpi_mod
@@ -44,7 +45,7 @@ def one_run(
         },
     }
     run_id = store.create_run("coll", f"under load {sync}", mpi.tag, mpi.launcher, 2, request)
-    runner.run(store, run_id, request, mpi)
+    runner.run(store, run_id, RunRequest.from_json(request), mpi)
     [point] = store.colls(run_id)
     return summarize(point)
 

@@ -16,6 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from commscope.data.request import RunRequest
 from commscope.data.store import Store
 from commscope.measure import engine, launch, runner
 from commscope.measure import mpi as mpi_mod
@@ -48,7 +49,7 @@ def commscope_round(
     }
     with Store.open(store_path) as store:
         run_id = store.create_run("p2p", "bench", mpi.tag, mpi.launcher, 2, request)
-        runner.run(store, run_id, request, mpi)
+        runner.run(store, run_id, RunRequest.from_json(request), mpi)
         points = store.points(run_id)
     by_size = {p.bytes: p for p in points}
     peak = max(p.bandwidth_Bps for p in points if p.bytes > 0)

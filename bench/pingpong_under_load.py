@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from commscope.data.request import RunRequest
 from commscope.data.store import Store
 from commscope.measure import engine, runner
 from commscope.measure import mpi as mpi_mod
@@ -50,7 +51,7 @@ def commscope_run(
         "engine": {"ops": "pingpong", "sizes": sizes},
     }
     run_id = store.create_run("p2p", label, mpi.tag, mpi.launcher, 2, request)
-    runner.run(store, run_id, request, mpi)
+    runner.run(store, run_id, RunRequest.from_json(request), mpi)
     out = {}
     for p in store.points(run_id):
         wall = 2 * p.iters_per_sample * np.asarray(p.samples_s)  # one sample's round trips

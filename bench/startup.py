@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from commscope.data.request import RunRequest
 from commscope.data.store import Store
 from commscope.measure import engine, launch, runner
 from commscope.measure import mpi as mpi_mod
@@ -84,7 +85,8 @@ def main() -> int:
             stored_argv = list(store.segments(first.id)[-1].argv)
         # The job runner.run builds for this request, launched here without commscope.
         mpi = mpi_mod.resolve(request["mpi"])
-        argv = runner.engine_argv(str(engine.find(mpi).path), request["engine"], set())
+        engine_options = RunRequest.from_json(request).engine
+        argv = runner.engine_argv(str(engine.find(mpi).path), engine_options, set())
         job = launch.build_job(mpi, request["np"], argv, request["launcher"])
         bare_env = dict(os.environ, **job.env)
         if job.argv != stored_argv:

@@ -66,63 +66,6 @@ typedef struct cs_pair {
 int cs_pairs_choose(const cs_topo *topo, const char *wanted, cs_pair *pairs, int *npairs,
                     char *err, size_t errlen);
 
-/* ---- options, identical on every rank ---- */
-typedef struct cs_options {
-    const char *ops;     /* comma list */
-    const char *pairs;   /* "auto" or comma list */
-    const char *timer;
-    size_t *sizes;       /* point-to-point sizes */
-    int nsizes;
-    size_t *coll_sizes;  /* collective sizes (default: the same list) */
-    int ncoll_sizes;
-    size_t *loggp_sizes; /* LogGP sizes (default: the point-to-point list) */
-    int nloggp_sizes;
-    const char *skip;    /* comma list of op:pair:bytes already measured */
-    int window;
-    int warmup;
-    int min_samples;
-    int max_samples;
-    double target_rse;
-    double point_budget_s;
-    double sample_min_s; /* a sample lasts at least this long (beats timer resolution) */
-    size_t window_bytes_cap; /* a window's bytes in flight never exceed this */
-    const char *recv_buffers; /* bw/bibw receive buffers, in the order measured: "one" (one
-                               * reused, as OSU and IMB), "each" (one per message) or both */
-    /* collectives: clock sync and the MPIPerf window scheduler */
-    const char *sync;    /* linear, ring, hierarchical, drift, or barrier (naive loops) */
-    const char *resync;  /* point: synchronise again before every point; run: once per run */
-    int sync_d;          /* stop a min-RTT search after d exchanges without a new minimum */
-    int sync_rounds;     /* drift: offset estimates fitted against time */
-    double sync_span_s;  /* drift: time over which the estimates are spread */
-    int k;               /* launches per stage */
-    int k0;              /* launches of stage 0 (initialisation, not counted) */
-    double g;            /* invalid fraction of a stage that widens the window */
-    double gamma;        /* window growth factor */
-    const char *stop;    /* a, b, or rse:X */
-    int min_valid;
-    int max_launches;
-    double coll_budget_s;
-    int naive_iters;     /* barrier mode: back-to-back calls per sample */
-    int root;
-    int block;           /* alltoall_block: operations per batch (0: all ranks) */
-    int cold;            /* rotate buffers larger than the last-level cache */
-    int check;           /* verify results once per point */
-    /* contention (Peryshkova and Kurnosov 2018, contention-aware placement): levels, most
-     * pairs, loop length, repetitions, pinning */
-    const char *levels;  /* comma list of memory, socket, nic */
-    int cf_max;          /* 0: as many pairs as the allocation allows */
-    int nruns;
-    int reps;
-    int in_flight;       /* messages each way posted per iteration (1: the paper's loop) */
-    int pin;             /* pin each rank to one core of its affinity (node-local rank order) */
-    int distort_rank;    /* testing: rank whose clock is distorted, -1 for none */
-    double distort_offset_s, distort_drift;
-} cs_options;
-
-int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t errlen);
-int cs_options_skipped(const cs_options *o, const char *op, const char *pair, size_t bytes);
-int cs_list_has(const char *list, const char *name); /* exact member of a comma list */
-
 /* ---- JSON lines on rank 0 ---- */
 typedef struct cs_json {
     FILE *out;
@@ -135,12 +78,43 @@ void cs_json_key(cs_json *j, const char *key);
 void cs_json_str(cs_json *j, const char *key, const char *value);
 void cs_json_int(cs_json *j, const char *key, long long value);
 void cs_json_num(cs_json *j, const char *key, double value);
+void cs_json_literal(cs_json *j, const char *key, const char *literal); /* null, true, false */
 void cs_json_raw_begin(cs_json *j, const char *key, char open); /* nested [ or { */
 void cs_json_raw_end(cs_json *j, char close);
 void cs_json_elem_int(cs_json *j, long long value);
 void cs_json_elem_num(cs_json *j, double value);
 void cs_json_elem_str(cs_json *j, const char *value);
 void cs_json_string_value(FILE *out, const char *s);
+
+/* ---- options, identical on every rank ---- */
+/* One member per row of engine/options.json (help texts there), by type: int and switch an
+ * int, number a double, sizes a size_t array with its count n<name>, the others a string. */
+#include "cs_options_table.h"
+
+#define CS_MEMBER_INT(name) int name;
+#define CS_MEMBER_SWITCH(name) int name;
+#define CS_MEMBER_NUMBER(name) double name;
+#define CS_MEMBER_SIZES(name) size_t *name; int n##name;
+#define CS_MEMBER_NAMES(name) const char *name;
+#define CS_MEMBER_CHOICE(name) const char *name;
+#define CS_MEMBER_TEXT(name) const char *name;
+#define CS_MEMBER_STOP(name) const char *name;
+#define CS_MEMBER_DISTORT(name) const char *name;
+#define CS_MEMBER(name, flag, type, ...) CS_MEMBER_##type(name)
+
+typedef struct cs_options {
+    CS_OPTIONS(CS_MEMBER)
+    /* --test-distort read: rank whose clock is distorted (-1 for none), offset and drift */
+    int distort_rank;
+    double distort_offset_s, distort_drift;
+} cs_options;
+
+int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t errlen);
+int cs_options_skipped(const cs_options *o, const char *op, const char *pair, size_t bytes);
+void cs_options_write(cs_json *j, const cs_options *o); /* the header's "options" member */
+void cs_options_print_table(FILE *out);                  /* --options-json */
+void cs_options_usage(FILE *out);                        /* --help */
+int cs_list_has(const char *list, const char *name); /* exact member of a comma list */
 
 /* ---- buffers ---- */
 void *cs_buffer_alloc(size_t bytes); /* page-aligned, touched, never NULL (dies instead) */

@@ -53,6 +53,11 @@ void cs_json_int(cs_json *j, const char *key, long long value) {
     fprintf(j->out, "%lld", value);
 }
 
+void cs_json_literal(cs_json *j, const char *key, const char *literal) {
+    cs_json_key(j, key);
+    fputs(literal, j->out);
+}
+
 static void number(FILE *out, double v) {
     if (isfinite(v)) fprintf(out, "%.9g", v);
     else fputs("null", out); /* JSON has no inf/nan */

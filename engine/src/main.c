@@ -7,25 +7,16 @@
 
 #include "commscope.h"
 
-static const char *usage =
-    "usage: commscope-engine [--ops pingpong,bw,bibw] [--sizes 0,8,1024,...] [--pairs auto|LIST]\n"
-    "         [--timer gettimeofday|mpi_wtime|monotonic_raw|tsc] [--window N] [--warmup N]\n"
-    "         [--min-samples N] [--max-samples N] [--target-rse X] [--point-budget SECONDS]\n"
-    "         [--sample-min-time SECONDS] [--skip op:pair:bytes,...] [--coll-sizes LIST]\n"
-    "         [--recv-buffers one|each|one,each (bw/bibw: one receive buffer reused, or one\n"
-    "          per message in flight, written as series bw_each/bibw_each)]\n"
-    "       LogGP (--ops loggp, Netgauge's PRTT(n,d,s) and overheads per pair):\n"
-    "         [--loggp-sizes LIST (default: --sizes)]\n"
-    "       collectives (--ops bcast,alltoall,...,waitpattern_null,waitpattern_up):\n"
-    "         [--sync linear|ring|hierarchical|drift|barrier] [--sync-d N] [--sync-rounds N]\n"
-    "         [--sync-span S] [--resync point|run] [--k N] [--k0 N] [--g F] [--gamma F] [--stop a|b|rse:X]\n"
-    "         [--min-valid N] [--max-launches N] [--coll-budget S] [--naive-iters N]\n"
-    "         [--root R] [--block B (alltoall_block)] [--buffers hot|cold] [--check 0|1] [--test-distort RANK:OFFSET:DRIFT]\n"
-    "       contention (--ops contention, sizes from --coll-sizes):\n"
-    "         [--levels memory,socket,nic] [--cf-max N] [--nruns N] [--reps N] [--in-flight W]\n"
-    "         [--pin 0|1]\n"
-    "       commscope-engine --version   (JSON: engine and MPI library versions, no MPI_Init)\n"
-    "Run under mpirun/mpiexec; rank 0 writes JSON lines to stdout.\n";
+/* --help: the options come from the table they are parsed by. */
+static void print_usage(void) {
+    printf("usage: commscope-engine [OPTION VALUE]...   (run under mpirun/mpiexec; rank 0 writes\n"
+           "JSON lines to stdout)\n"
+           "       commscope-engine --version        engine and MPI library versions (JSON)\n"
+           "       commscope-engine --options-json   the options below, as JSON\n"
+           "operations (--ops): pingpong,bw,bibw,loggp,contention,%s\n"
+           "options:\n", cs_coll_names());
+    cs_options_usage(stdout);
+}
 
 static const char *labels[] = {"intra-socket", "inter-socket", "intra-node", "inter-node"};
 
@@ -47,64 +38,6 @@ static void print_version(void) {
            "\"mpi_library_version\":", CS_ENGINE_VERSION, CS_SCHEMA_VERSION, major, minor);
     cs_json_string_value(stdout, lib);
     printf("}\n");
-}
-
-static void write_options(cs_json *j, const cs_options *o) {
-    cs_json_raw_begin(j, "options", '{');
-    cs_json_str(j, "ops", o->ops);
-    cs_json_str(j, "pairs", o->pairs);
-    cs_json_str(j, "timer", o->timer);
-    cs_json_raw_begin(j, "sizes", '[');
-    for (int i = 0; i < o->nsizes; i++) cs_json_elem_int(j, (long long)o->sizes[i]);
-    cs_json_raw_end(j, ']');
-    cs_json_raw_begin(j, "coll_sizes", '[');
-    for (int i = 0; i < o->ncoll_sizes; i++) cs_json_elem_int(j, (long long)o->coll_sizes[i]);
-    cs_json_raw_end(j, ']');
-    cs_json_raw_begin(j, "loggp_sizes", '[');
-    for (int i = 0; i < o->nloggp_sizes; i++) cs_json_elem_int(j, (long long)o->loggp_sizes[i]);
-    cs_json_raw_end(j, ']');
-    cs_json_str(j, "skip", o->skip);
-    cs_json_int(j, "window", o->window);
-    cs_json_str(j, "recv_buffers", o->recv_buffers);
-    cs_json_int(j, "window_bytes_cap", (long long)o->window_bytes_cap);
-    cs_json_int(j, "warmup", o->warmup);
-    cs_json_int(j, "min_samples", o->min_samples);
-    cs_json_int(j, "max_samples", o->max_samples);
-    cs_json_num(j, "target_rse", o->target_rse);
-    cs_json_num(j, "point_budget_s", o->point_budget_s);
-    cs_json_num(j, "sample_min_s", o->sample_min_s);
-    cs_json_str(j, "sync", o->sync);
-    cs_json_str(j, "resync", o->resync);
-    cs_json_int(j, "sync_d", o->sync_d);
-    cs_json_int(j, "sync_rounds", o->sync_rounds);
-    cs_json_num(j, "sync_span_s", o->sync_span_s);
-    cs_json_int(j, "k", o->k);
-    cs_json_int(j, "k0", o->k0);
-    cs_json_num(j, "g", o->g);
-    cs_json_num(j, "gamma", o->gamma);
-    cs_json_str(j, "stop", o->stop);
-    cs_json_int(j, "min_valid", o->min_valid);
-    cs_json_int(j, "max_launches", o->max_launches);
-    cs_json_num(j, "coll_budget_s", o->coll_budget_s);
-    cs_json_int(j, "naive_iters", o->naive_iters);
-    cs_json_int(j, "root", o->root);
-    cs_json_str(j, "buffers", o->cold ? "cold" : "hot");
-    cs_json_int(j, "check", o->check);
-    cs_json_str(j, "levels", o->levels);
-    cs_json_int(j, "cf_max", o->cf_max);
-    cs_json_int(j, "nruns", o->nruns);
-    cs_json_int(j, "reps", o->reps);
-    cs_json_int(j, "in_flight", o->in_flight);
-    cs_json_int(j, "pin", o->pin);
-    cs_json_int(j, "block", o->block);
-    if (o->distort_rank >= 0) {
-        cs_json_raw_begin(j, "test_distort", '{');
-        cs_json_int(j, "rank", o->distort_rank);
-        cs_json_num(j, "offset_s", o->distort_offset_s);
-        cs_json_num(j, "drift", o->distort_drift);
-        cs_json_raw_end(j, '}');
-    }
-    cs_json_raw_end(j, '}');
 }
 
 /* Every rank calls this (the clock table is gathered); rank 0 writes. */
@@ -168,7 +101,7 @@ static void write_header(cs_context *ctx, const cs_pair *pairs, int npairs, int 
         cs_json_raw_end(&j, '}');
     }
     cs_json_raw_end(&j, ']');
-    write_options(&j, o);
+    cs_options_write(&j, o);
     if (synced) cs_clock_write(ctx, &j);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -217,8 +150,9 @@ static void check_ops(const char *ops, int rank, int *p2p, int *coll) {
 
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0) { fputs(usage, stdout); return 0; }
+        if (strcmp(argv[i], "--help") == 0) { print_usage(); return 0; }
         if (strcmp(argv[i], "--version") == 0) { print_version(); return 0; }
+        if (strcmp(argv[i], "--options-json") == 0) { cs_options_print_table(stdout); return 0; }
     }
     MPI_Init(&argc, &argv);
     MPI_Errhandler handler;
@@ -233,7 +167,7 @@ int main(int argc, char **argv) {
     int has_p2p, has_coll;
     check_ops(opt.ops, rank, &has_p2p, &has_coll);
     cs_timer *timer = cs_timer_find(opt.timer);
-    if (!timer) cs_die("rank %d: --timer %s: unknown (gettimeofday, mpi_wtime, monotonic_raw, tsc)", rank, opt.timer);
+    if (!timer) cs_die("rank %d: --timer %s: not compiled in", rank, opt.timer);
     if (cs_timer_setup(timer, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
     if (opt.distort_rank == rank) cs_timer_distort(timer, opt.distort_offset_s, opt.distort_drift);
     if (opt.pin && cs_pin_to_core(err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);

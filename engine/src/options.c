@@ -1,225 +1,230 @@
-/* Command-line options; every rank parses the same argv, so every rank agrees. */
+/* Command-line options, declared once in engine/options.json (cs_options_table.h is generated
+ * from it): their parsing, defaults, bounds, the header's "options" record, --options-json and
+ * --help all walk the same table. Every rank parses the same argv, so every rank agrees. */
 #include <errno.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commscope.h"
 
-static int parse_sizes(const char *text, cs_options *o, size_t **sizes, int *nsizes, char *err,
-                       size_t errlen) {
-    (void)o;
+enum { T_INT, T_SWITCH, T_NUMBER, T_SIZES, T_NAMES, T_CHOICE, T_TEXT, T_STOP, T_DISTORT };
+static const char *type_names[] = {"int",   "switch", "number", "sizes",  "names",
+                                   "choice", "text",   "stop",   "distort"};
+
+typedef struct {
+    const char *name, *flag;
+    int type;
+    const char *def_text; /* strings and size lists; NULL: none */
+    double def_num, lo, hi;
+    int above; /* lo itself is refused */
+    const char *choices, *same_as, *record, *benchmarks, *help;
+    size_t at, count_at; /* member offsets; count_at only for sizes */
+} spec;
+
+/* Only a size list has a count member beside it. */
+#define COUNT_SIZES(name) offsetof(cs_options, n##name)
+#define COUNT_INT(name) 0
+#define COUNT_SWITCH(name) 0
+#define COUNT_NUMBER(name) 0
+#define COUNT_NAMES(name) 0
+#define COUNT_CHOICE(name) 0
+#define COUNT_TEXT(name) 0
+#define COUNT_STOP(name) 0
+#define COUNT_DISTORT(name) 0
+#define SPEC(name, flag, type, dtext, dnum, lo, hi, above, choices, same_as, record, bench, help) \
+    {#name, flag, T_##type, dtext, dnum, lo, hi, above, choices, same_as, record, bench, help, \
+     offsetof(cs_options, name), COUNT_##type(name)},
+
+static const spec specs[] = {CS_OPTIONS(SPEC)};
+#define NSPECS (sizeof specs / sizeof specs[0])
+
+#define MEMBER(o, s, type) ((type *)((char *)(o) + (s)->at))
+#define CMEMBER(o, s, type) ((const type *)((const char *)(o) + (s)->at))
+
+static const spec *find(const char *flag) {
+    for (size_t i = 0; i < NSPECS; i++)
+        if (strcmp(specs[i].flag, flag) == 0) return &specs[i];
+    return NULL;
+}
+
+static const spec *find_name(const char *name) {
+    for (size_t i = 0; i < NSPECS; i++)
+        if (strcmp(specs[i].name, name) == 0) return &specs[i];
+    return NULL;
+}
+
+static int parse_sizes(const spec *s, const char *text, cs_options *o, char *err, size_t errlen) {
     int n = 1;
     for (const char *p = text; *p; p++) n += *p == ',';
-    *sizes = malloc(sizeof(size_t) * (size_t)n);
-    if (!*sizes) {
-        snprintf(err, errlen, "out of memory for --sizes");
+    size_t *sizes = malloc(sizeof(size_t) * (size_t)n);
+    if (!sizes) {
+        snprintf(err, errlen, "out of memory for %s", s->flag);
         return -1;
     }
-    *nsizes = 0;
+    int count = 0;
     const char *p = text;
     while (*p) {
         char *end;
         errno = 0;
         unsigned long long v = strtoull(p, &end, 10);
         if (end == p || errno || (*end && *end != ',') || *p == '-') {
-            snprintf(err, errlen, "--sizes %s: expected comma-separated byte counts like 0,8,1024",
-                     text);
+            snprintf(err, errlen, "%s %s: expected comma-separated byte counts like 0,8,1024",
+                     s->flag, text);
+            free(sizes);
             return -1;
         }
-        (*sizes)[(*nsizes)++] = (size_t)v;
+        sizes[count++] = (size_t)v;
         p = *end ? end + 1 : end;
     }
+    *MEMBER(o, s, size_t *) = sizes;
+    *(int *)((char *)o + s->count_at) = count;
     return 0;
 }
 
-static int number(const char *flag, const char *text, double lo, double hi, double *out,
-                  char *err, size_t errlen) {
+static int in_bounds(const spec *s, double v) {
+    return v <= s->hi && (s->above ? v > s->lo : v >= s->lo);
+}
+
+static int parse_number(const spec *s, const char *text, double *out, char *err,
+                        size_t errlen) {
     char *end;
     errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || *end || errno || v < lo || v > hi) {
-        snprintf(err, errlen, "%s %s: expected a number in [%g, %g]", flag, text, lo, hi);
+    double v = s->type == T_NUMBER ? strtod(text, &end) : (double)strtoll(text, &end, 10);
+    if (end == text || *end || errno || !isfinite(v) || !in_bounds(s, v)) {
+        if (s->type == T_NUMBER)
+            snprintf(err, errlen, "%s %s: expected a number %s %g %s %g", s->flag, text,
+                     s->above ? "above" : "from", s->lo, s->above ? "and at most" : "to", s->hi);
+        else
+            snprintf(err, errlen, "%s %s: expected a whole number from %.0f to %.0f", s->flag,
+                     text, s->lo, s->hi);
         return -1;
     }
     *out = v;
     return 0;
 }
 
-/* Numeric options of the collectives; returns 1 when flag was one of them. */
-static int int_option(const char *flag, const char *val, int *rc, cs_options *o, char *err,
-                      size_t errlen) {
-    static const struct { const char *flag; double lo, hi; } table[] = {
-        {"--sync-d", 1, 1e6}, {"--sync-rounds", 2, 1000}, {"--sync-span", 0, 60}, {"--k", 1, 1e4},
-        {"--k0", 1, 1e4}, {"--g", 0, 1}, {"--gamma", 1, 100}, {"--min-valid", 1, 1e6},
-        {"--max-launches", 1, 1e7}, {"--coll-budget", 1e-3, 36000}, {"--naive-iters", 1, 1e6},
-        {"--root", 0, 1e7}, {"--check", 0, 1}, {"--cf-max", 0, 1e4}, {"--nruns", 1, 1e6},
-        {"--reps", 1, 1e4}, {"--pin", 0, 1}, {"--block", 0, 1e7}, {"--in-flight", 1, 1024}};
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        if (strcmp(flag, table[i].flag) != 0) continue;
-        double v;
-        *rc = number(flag, val, table[i].lo, table[i].hi, &v, err, errlen);
-        switch (i) {
-        case 0: o->sync_d = (int)v; break;
-        case 1: o->sync_rounds = (int)v; break;
-        case 2: o->sync_span_s = v; break;
-        case 3: o->k = (int)v; break;
-        case 4: o->k0 = (int)v; break;
-        case 5: o->g = v; break;
-        case 6: o->gamma = v; break;
-        case 7: o->min_valid = (int)v; break;
-        case 8: o->max_launches = (int)v; break;
-        case 9: o->coll_budget_s = v; break;
-        case 10: o->naive_iters = (int)v; break;
-        case 11: o->root = (int)v; break;
-        case 12: o->check = (int)v; break;
-        case 13: o->cf_max = (int)v; break;
-        case 14: o->nruns = (int)v; break;
-        case 15: o->reps = (int)v; break;
-        case 16: o->pin = (int)v; break;
-        case 17: o->block = (int)v; break;
-        default: o->in_flight = (int)v; break;
-        }
-        return 1;
+/* Each item of a comma list once, and (when the table names them) one of the choices. */
+static int names_ok(const spec *s, const char *text) {
+    if (!*text) return 0;
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, ",");
+        char item[64];
+        if (n == 0 || n >= sizeof item) return 0;
+        memcpy(item, p, n);
+        item[n] = '\0';
+        if (*s->choices && !cs_list_has(s->choices, item)) return 0;
+        for (const char *q = text; q < p; q += strcspn(q, ",") + 1)
+            if (strcspn(q, ",") == n && strncmp(q, item, n) == 0) return 0;
+        p += n;
+        if (*p == ',' && *++p == '\0') return 0;
     }
+    return 1;
+}
+
+static int stop_ok(const char *text) {
+    if (strcmp(text, "a") == 0 || strcmp(text, "b") == 0) return 1;
+    if (strncmp(text, "rse:", 4) != 0) return 0;
+    char *end;
+    double x = strtod(text + 4, &end);
+    return end != text + 4 && *end == '\0' && x > 0.0 && x < 1.0;
+}
+
+static int distort_read(const char *text, cs_options *o) {
+    int used = 0;
+    if (sscanf(text, "%d:%lf:%lf%n", &o->distort_rank, &o->distort_offset_s, &o->distort_drift,
+               &used) != 3 || text[used] != '\0')
+        return 0;
+    return o->distort_rank >= 0 && fabs(o->distort_offset_s) <= 1 && fabs(o->distort_drift) <= 0.01;
+}
+
+static int set_option(const spec *s, const char *val, cs_options *o, char *err, size_t errlen) {
+    double v;
+    const char *expected = NULL;
+    switch (s->type) {
+    case T_INT:
+    case T_SWITCH:
+        if (parse_number(s, val, &v, err, errlen) != 0) return -1;
+        *MEMBER(o, s, int) = (int)v;
+        return 0;
+    case T_NUMBER:
+        if (parse_number(s, val, &v, err, errlen) != 0) return -1;
+        *MEMBER(o, s, double) = v;
+        return 0;
+    case T_SIZES:
+        return parse_sizes(s, val, o, err, errlen);
+    case T_NAMES:
+        if (!names_ok(s, val)) expected = *s->choices ? "each item once from" : "a comma list";
+        break;
+    case T_CHOICE:
+        if (strchr(val, ',') || !cs_list_has(s->choices, val)) expected = "one of";
+        break;
+    case T_STOP:
+        if (!stop_ok(val)) expected = "a, b or rse:X with 0 < X < 1";
+        break;
+    case T_DISTORT:
+        if (!distort_read(val, o)) expected = "RANK:OFFSET_S:DRIFT, |offset| <= 1, |drift| <= 0.01";
+        break;
+    default:
+        break;
+    }
+    if (expected) {
+        snprintf(err, errlen, "%s %s: expected %s%s%s", s->flag, val, expected,
+                 *s->choices ? " " : "", s->choices);
+        return -1;
+    }
+    *MEMBER(o, s, const char *) = val;
     return 0;
 }
 
 int cs_options_parse(int argc, char **argv, cs_options *o, char *err, size_t errlen) {
     memset(o, 0, sizeof *o);
-    o->ops = "pingpong,bw,bibw";
-    o->pairs = "auto";
-    o->timer = "monotonic_raw";
-    o->skip = "";
-    o->window = 64;
-    o->warmup = 10;
-    o->min_samples = 10;
-    o->max_samples = 1000;
-    o->target_rse = 0.01;
-    o->point_budget_s = 0.25;
-    o->sample_min_s = 50e-6;
-    o->window_bytes_cap = (size_t)64 << 20;
-    o->recv_buffers = "one";
-    o->sync = "linear";
-    o->resync = "point";
-    o->sync_d = 100;
-    o->sync_rounds = 20;
-    o->sync_span_s = 1.0;
-    /* k and k' as the authors' mpiperf runs them (TEST_STAGE_NRUNS = 8 per stage,
-     * TEST_STAGE_NRUNS_INIT = 4 to initialise); g and gamma of Kurnosov 2012 (MPIPerf) */
-    o->k = 8;
-    o->k0 = 4;
-    o->g = 0.25;
-    o->gamma = 1.1;
-    /* Rule b of Kurnosov 2012 stops at 10 valid launches: here Alltoall 1 MiB then varied by
-     * 8.9 % from run to run, against 3.4 % with >= 100 valid and a relative SE of 1 %. */
-    o->stop = "rse:0.01";
-    o->min_valid = 100;
-    o->max_launches = 1000;
-    o->coll_budget_s = 1.0;
-    o->naive_iters = 10;
-    o->root = 0;
-    o->levels = "memory,socket,nic";
-    o->nruns = 10;
-    o->reps = 5;
-    o->in_flight = 1;
     o->distort_rank = -1;
-    const char *sizes = "0,8,1024,65536,1048576", *coll_sizes = NULL, *loggp_sizes = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *flag = argv[i];
+    int given[NSPECS] = {0};
+    for (size_t i = 0; i < NSPECS; i++) {
+        const spec *s = &specs[i];
+        if (s->type == T_INT || s->type == T_SWITCH) *MEMBER(o, s, int) = (int)s->def_num;
+        else if (s->type == T_NUMBER) *MEMBER(o, s, double) = s->def_num;
+        else if (s->type != T_SIZES) *MEMBER(o, s, const char *) = s->def_text;
+    }
+    for (int i = 1; i < argc; i += 2) {
+        const spec *s = find(argv[i]);
+        if (!s) {
+            snprintf(err, errlen, "unknown option %s (see commscope-engine --help)", argv[i]);
+            return -1;
+        }
         if (i + 1 >= argc) {
-            snprintf(err, errlen, "%s: missing value (see commscope-engine --help)", flag);
+            snprintf(err, errlen, "%s: missing value (see commscope-engine --help)", argv[i]);
             return -1;
         }
-        const char *val = argv[++i];
-        double v = 0;
-        int rc = 0;
-        if (strcmp(flag, "--ops") == 0) o->ops = val;
-        else if (strcmp(flag, "--pairs") == 0) o->pairs = val;
-        else if (strcmp(flag, "--timer") == 0) o->timer = val;
-        else if (strcmp(flag, "--sizes") == 0) sizes = val;
-        else if (strcmp(flag, "--coll-sizes") == 0) coll_sizes = val;
-        else if (strcmp(flag, "--loggp-sizes") == 0) loggp_sizes = val;
-        else if (strcmp(flag, "--skip") == 0) o->skip = val;
-        else if (strcmp(flag, "--window") == 0) {
-            rc = number(flag, val, 1, 4096, &v, err, errlen);
-            o->window = (int)v;
-        } else if (strcmp(flag, "--warmup") == 0) {
-            rc = number(flag, val, 0, 1e6, &v, err, errlen);
-            o->warmup = (int)v;
-        } else if (strcmp(flag, "--min-samples") == 0) {
-            rc = number(flag, val, 2, 1e6, &v, err, errlen);
-            o->min_samples = (int)v;
-        } else if (strcmp(flag, "--max-samples") == 0) {
-            rc = number(flag, val, 2, 1e7, &v, err, errlen);
-            o->max_samples = (int)v;
-        } else if (strcmp(flag, "--target-rse") == 0) {
-            rc = number(flag, val, 0, 1, &v, err, errlen);
-            o->target_rse = v;
-        } else if (strcmp(flag, "--point-budget") == 0) {
-            rc = number(flag, val, 1e-6, 3600, &v, err, errlen);
-            o->point_budget_s = v;
-        } else if (strcmp(flag, "--sample-min-time") == 0) {
-            rc = number(flag, val, 0, 10, &v, err, errlen);
-            o->sample_min_s = v;
-        } else if (strcmp(flag, "--sync") == 0) o->sync = val;
-        else if (strcmp(flag, "--stop") == 0) o->stop = val;
-        else if (strcmp(flag, "--levels") == 0) o->levels = val;
-        else if (strcmp(flag, "--recv-buffers") == 0) {
-            if (strcmp(val, "one") && strcmp(val, "each") && strcmp(val, "one,each") &&
-                strcmp(val, "each,one")) {
-                snprintf(err, errlen, "--recv-buffers %s: expected one, each, one,each or each,one",
-                         val);
-                return -1;
-            }
-            o->recv_buffers = val;
-        } else if (strcmp(flag, "--buffers") == 0) {
-            if (strcmp(val, "hot") && strcmp(val, "cold")) {
-                snprintf(err, errlen, "--buffers %s: expected hot or cold", val);
-                return -1;
-            }
-            o->cold = strcmp(val, "cold") == 0;
-        } else if (strcmp(flag, "--resync") == 0) {
-            if (strcmp(val, "point") && strcmp(val, "run")) {
-                snprintf(err, errlen, "--resync %s: expected point or run", val);
-                return -1;
-            }
-            o->resync = val;
-        } else if (strcmp(flag, "--test-distort") == 0) {
-            if (sscanf(val, "%d:%lf:%lf", &o->distort_rank, &o->distort_offset_s,
-                       &o->distort_drift) != 3) {
-                snprintf(err, errlen, "--test-distort %s: expected RANK:OFFSET_S:DRIFT", val);
-                return -1;
-            }
-        } else if (int_option(flag, val, &rc, o, err, errlen)) {
-            if (rc) return -1;
-        } else {
-            snprintf(err, errlen, "unknown option %s (see commscope-engine --help)", flag);
+        if (set_option(s, argv[i + 1], o, err, errlen) != 0) return -1;
+        given[s - specs] = 1;
+    }
+    /* Size lists not given: their default, or the list of the row they follow (earlier). */
+    for (size_t i = 0; i < NSPECS; i++) {
+        const spec *s = &specs[i];
+        if (s->type != T_SIZES || given[i]) continue;
+        if (s->def_text) {
+            if (parse_sizes(s, s->def_text, o, err, errlen) != 0) return -1;
+            continue;
+        }
+        const spec *from = s->same_as ? find_name(s->same_as) : NULL;
+        if (!from || from >= s || from->type != T_SIZES) {
+            snprintf(err, errlen, "%s: no default (options.json: same_as must name an earlier "
+                     "size list)", s->flag);
             return -1;
         }
-        if (rc) return -1;
+        *MEMBER(o, s, size_t *) = *MEMBER(o, from, size_t *);
+        *(int *)((char *)o + s->count_at) = *(const int *)((const char *)o + from->count_at);
     }
     if (o->max_samples < o->min_samples) {
         snprintf(err, errlen, "--max-samples %d is below --min-samples %d", o->max_samples,
                  o->min_samples);
         return -1;
     }
-    if (strcmp(o->stop, "a") && strcmp(o->stop, "b")) {
-        double x = strncmp(o->stop, "rse:", 4) == 0 ? atof(o->stop + 4) : 0.0;
-        if (!(x > 0.0 && x < 1.0)) {
-            snprintf(err, errlen, "--stop %s: expected a, b or rse:X with 0 < X < 1", o->stop);
-            return -1;
-        }
-    }
-    if (parse_sizes(sizes, o, &o->sizes, &o->nsizes, err, errlen) != 0) return -1;
-    if (!loggp_sizes) o->loggp_sizes = o->sizes, o->nloggp_sizes = o->nsizes;
-    else if (parse_sizes(loggp_sizes, o, &o->loggp_sizes, &o->nloggp_sizes, err, errlen) != 0)
-        return -1;
-    if (!coll_sizes) {
-        o->coll_sizes = o->sizes, o->ncoll_sizes = o->nsizes;
-        return 0;
-    }
-    return parse_sizes(coll_sizes, o, &o->coll_sizes, &o->ncoll_sizes, err, errlen);
+    return 0;
 }
 
 int cs_list_has(const char *list, const char *name) {
@@ -236,4 +241,109 @@ int cs_options_skipped(const cs_options *o, const char *op, const char *pair, si
     for (const char *p = o->skip; (p = strstr(p, key)) != NULL; p += len)
         if ((p == o->skip || p[-1] == ',') && (p[len] == '\0' || p[len] == ',')) return 1;
     return 0;
+}
+
+/* Array elements of a comma list ("" is an empty array). */
+static void write_list(cs_json *j, const char *key, const char *list, int as_ints) {
+    cs_json_raw_begin(j, key, '[');
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        char item[256];
+        snprintf(item, sizeof item, "%.*s", (int)n, p);
+        if (as_ints) cs_json_elem_int(j, strtoll(item, NULL, 10));
+        else cs_json_elem_str(j, item);
+        p += n + (p[n] == ',');
+    }
+    cs_json_raw_end(j, ']');
+}
+
+void cs_options_write(cs_json *j, const cs_options *o) {
+    cs_json_raw_begin(j, "options", '{');
+    for (size_t i = 0; i < NSPECS; i++) {
+        const spec *s = &specs[i];
+        switch (s->type) {
+        case T_INT:
+        case T_SWITCH:
+            cs_json_int(j, s->record, *CMEMBER(o, s, int));
+            break;
+        case T_NUMBER:
+            cs_json_num(j, s->record, *CMEMBER(o, s, double));
+            break;
+        case T_SIZES: {
+            const size_t *sizes = *CMEMBER(o, s, size_t *);
+            int n = *(const int *)((const char *)o + s->count_at);
+            cs_json_raw_begin(j, s->record, '[');
+            for (int k = 0; k < n; k++) cs_json_elem_int(j, (long long)sizes[k]);
+            cs_json_raw_end(j, ']');
+            break;
+        }
+        case T_DISTORT: /* written only when a clock is distorted */
+            if (o->distort_rank < 0) break;
+            cs_json_raw_begin(j, s->record, '{');
+            cs_json_int(j, "rank", o->distort_rank);
+            cs_json_num(j, "offset_s", o->distort_offset_s);
+            cs_json_num(j, "drift", o->distort_drift);
+            cs_json_raw_end(j, '}');
+            break;
+        default:
+            cs_json_str(j, s->record, *CMEMBER(o, s, const char *));
+        }
+    }
+    cs_json_raw_end(j, '}');
+}
+
+/* The compiled table, in the shape of options.json's rows with every field present. */
+void cs_options_print_table(FILE *out) {
+    cs_json j;
+    cs_json_begin(&j, out);
+    cs_json_raw_begin(&j, "options", '[');
+    for (size_t i = 0; i < NSPECS; i++) {
+        const spec *s = &specs[i];
+        int numeric = s->type == T_INT || s->type == T_SWITCH || s->type == T_NUMBER;
+        cs_json_raw_begin(&j, NULL, '{');
+        cs_json_str(&j, "name", s->name);
+        cs_json_str(&j, "flag", s->flag);
+        cs_json_str(&j, "type", type_names[s->type]);
+        if (s->type == T_NUMBER) cs_json_num(&j, "default", s->def_num);
+        else if (numeric) cs_json_int(&j, "default", (long long)s->def_num);
+        else if (!s->def_text) cs_json_literal(&j, "default", "null");
+        else if (s->type == T_SIZES) write_list(&j, "default", s->def_text, 1);
+        else cs_json_str(&j, "default", s->def_text);
+        if (s->type == T_NUMBER) {
+            cs_json_num(&j, "min", s->lo);
+            cs_json_num(&j, "max", s->hi);
+        } else if (numeric) { /* %.9g would round 2147483647 */
+            cs_json_int(&j, "min", (long long)s->lo);
+            cs_json_int(&j, "max", (long long)s->hi);
+        } else {
+            cs_json_literal(&j, "min", "null");
+            cs_json_literal(&j, "max", "null");
+        }
+        cs_json_literal(&j, "above", s->above ? "true" : "false");
+        write_list(&j, "choices", s->choices, 0);
+        if (s->same_as) cs_json_str(&j, "same_as", s->same_as);
+        else cs_json_literal(&j, "same_as", "null");
+        write_list(&j, "benchmarks", s->benchmarks, 0);
+        cs_json_str(&j, "record", s->record);
+        cs_json_str(&j, "help", s->help);
+        cs_json_raw_end(&j, '}');
+    }
+    cs_json_raw_end(&j, ']');
+    cs_json_end(&j);
+}
+
+void cs_options_usage(FILE *out) {
+    for (size_t i = 0; i < NSPECS; i++) {
+        const spec *s = &specs[i];
+        fprintf(out, "  %s %s\n      %s", s->flag, type_names[s->type], s->help);
+        if (*s->choices) fprintf(out, " {%s}", s->choices);
+        if (s->type == T_NUMBER)
+            fprintf(out, s->above ? " [above %g and at most %g, default %g]"
+                                  : " [from %g to %g, default %g]",
+                    s->lo, s->hi, s->def_num);
+        else if (s->type == T_INT || s->type == T_SWITCH)
+            fprintf(out, " [from %.0f to %.0f, default %.0f]", s->lo, s->hi, s->def_num);
+        else if (s->def_text && *s->def_text) fprintf(out, " [default %s]", s->def_text);
+        fputc('\n', out);
+    }
 }

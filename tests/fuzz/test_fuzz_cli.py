@@ -143,7 +143,7 @@ def _check_launch(request: dict) -> None:
 
 def _run_until_launch(store: Path, name: str, argv: list[str]) -> harness.Outcome | None:
     """Run `commscope run ARGV` up to the MPI look-up; None when it got there (and passed)."""
-    built: list[dict] = []
+    built: list = []
     original = run_cmd.build_request
 
     def keep(args):
@@ -162,7 +162,7 @@ def _run_until_launch(store: Path, name: str, argv: list[str]) -> harness.Outcom
             return harness.call(name, store, "run", *argv)
         except _Launch:
             harness.accepted(name)
-            _check_launch(built[-1])
+            _check_launch(built[-1].to_json())
             return None
 
 

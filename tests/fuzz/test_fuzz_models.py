@@ -84,7 +84,7 @@ class _Simulated(Exception):
 
 
 def _stop_before_smpirun(args, store, request, label, quiet):
-    raise _Simulated(request)
+    raise _Simulated(request.to_json())
 
 
 @harness.fuzz_settings(SIMULATE_EXAMPLES)

@@ -145,10 +145,11 @@ def test_store_keeps_loggp_points_apart_from_the_others(tmp_path):
 
 
 def test_the_runner_counts_and_passes_loggp_sizes_and_skips():
-    from commscope.measure import runner
+    from commscope.data.request import EngineOptions
+    from commscope.measure import engine_options, runner
 
-    opts = {"ops": "pingpong,loggp", "sizes": [0, 8, 1024], "loggp_sizes": [0, 1, 2, 4]}
-    assert runner.expected_points(opts, 2) == 2 * 3 + 2 * 4
+    opts = EngineOptions(ops="pingpong,loggp", sizes=(0, 8, 1024), loggp_sizes=(0, 1, 2, 4))
+    assert engine_options.expected_points(opts, 2) == 2 * 3 + 2 * 4
     argv = runner.engine_argv("/x/commscope-engine", opts, {("loggp", "intra-socket", 4)})
     assert argv[argv.index("--loggp-sizes") + 1] == "0,1,2,4"
     assert argv[argv.index("--skip") + 1] == "loggp:intra-socket:4"
@@ -162,12 +163,12 @@ def test_run_requests_loggp_alone_and_in_the_default_job():
 
     parser = argparse.ArgumentParser()
     run_cmd.setup_parser(parser)
-    alone = run_cmd.build_request(parser.parse_args(["loggp", "--sizes", "0,8,64K"]))
-    assert alone["engine"]["ops"] == "loggp"
-    assert alone["engine"]["loggp_sizes"] == [0, 8, 65536]
-    default = run_cmd.build_request(parser.parse_args([]))
-    ops = default["engine"]["ops"].split(",")
+    alone = run_cmd.build_request(parser.parse_args(["loggp", "--sizes", "0,8,64K"])).engine
+    assert alone.ops == "loggp"
+    assert alone.loggp_sizes == (0, 8, 65536)
+    default = run_cmd.build_request(parser.parse_args([])).engine
+    ops = (default.ops or "").split(",")
     assert ops[:4] == ["pingpong", "bw", "bibw", "loggp"]
     # The NetPIPE bases without the +-3-byte perturbations: 45 sizes up to 4 MiB.
-    assert default["engine"]["loggp_sizes"] == netpipe_schedule(4 << 20, 0)
-    assert len(default["engine"]["sizes"]) > len(default["engine"]["loggp_sizes"])
+    assert default.loggp_sizes == tuple(netpipe_schedule(4 << 20, 0))
+    assert len(default.sizes or ()) > len(default.loggp_sizes)

@@ -14,10 +14,11 @@ from commscope.analysis import recv_buffers as rbuf
 from commscope.cli import run_cmd
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import Header, Point
+from commscope.data.request import EngineOptions, RunRequest
 from commscope.data.run_data import read_run
 from commscope.data.store import Store
 from commscope.errors import UsageError
-from commscope.measure import runner
+from commscope.measure import engine_options, runner
 
 SIZES = [65536, 1 << 20]
 WINDOW = 64
@@ -89,36 +90,39 @@ def both(slower_each: float) -> list[Point]:
     return out
 
 
-def request(*argv: str) -> dict:
+def request(*argv: str) -> RunRequest:
     parser = argparse.ArgumentParser()
     run_cmd.setup_parser(parser)
     return run_cmd.build_request(parser.parse_args(["p2p", *argv]))
 
 
+def opts(**values) -> EngineOptions:
+    return EngineOptions.from_json(values)
+
+
 def test_a_p2p_request_defaults_to_one_buffer_and_takes_both_in_order():
-    assert request()["engine"]["recv_buffers"] == "one"
-    assert request("--recv-buffers", "each,one")["engine"]["recv_buffers"] == "each,one"
+    assert request().engine.recv_buffers == "one"
+    assert request("--recv-buffers", "each,one").engine.recv_buffers == "each,one"
     for bad in ("both", "one,one", "", "one,each,one"):
         with pytest.raises(UsageError, match="--recv-buffers"):
             request("--recv-buffers", bad)
 
 
 def test_the_engine_gets_the_flag_and_both_series_are_counted():
-    opts = request("--sizes", "8,1K", "--ops", "pingpong,bw,bibw", "--recv-buffers", "one,each")[
-        "engine"
-    ]
-    argv = runner.engine_argv("/x/commscope-engine", opts, set())
+    both = request("--sizes", "8,1K", "--ops", "pingpong,bw,bibw", "--recv-buffers", "one,each")
+    argv = runner.engine_argv("/x/commscope-engine", both.engine, set())
     assert argv[argv.index("--recv-buffers") + 1] == "one,each"
-    assert runner.expected_points(opts, 1) == 2 + 2 * 2 + 2 * 2
-    assert runner.expected_points({**opts, "recv_buffers": "one"}, 1) == 2 + 2 + 2
+    assert engine_options.expected_points(both.engine, 1) == 2 + 2 * 2 + 2 * 2
+    one = both.engine.replace(recv_buffers="one")
+    assert engine_options.expected_points(one, 1) == 2 + 2 + 2
 
 
 def test_a_stored_request_from_before_the_option_resumes_with_its_own_policy():
-    old = {"ops": "pingpong,bw", "sizes": [8]}
+    old = opts(ops="pingpong,bw", sizes=[8])
     argv = runner.engine_argv("/x/commscope-engine", old, set())
     assert argv[argv.index("--recv-buffers") + 1] == "each"
-    assert "--recv-buffers" not in runner.engine_argv("/x/e", {"ops": "pingpong"}, set())
-    kept = runner.engine_argv("/x/e", {"ops": "bw", "recv_buffers": "one"}, set())
+    assert "--recv-buffers" not in runner.engine_argv("/x/e", opts(ops="pingpong"), set())
+    kept = runner.engine_argv("/x/e", opts(ops="bw", recv_buffers="one"), set())
     assert kept[kept.index("--recv-buffers") + 1] == "one"
 
 

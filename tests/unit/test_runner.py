@@ -6,6 +6,7 @@ import subprocess
 import time
 
 from commscope.data.record_parse import parse_record
+from commscope.data.request import EngineOptions
 from commscope.measure.exit_watch import ExitWatch
 from commscope.measure.runner import _lost_rank, engine_argv
 
@@ -22,7 +23,9 @@ HEADER = parse_record(
 def test_engine_argv_is_a_list_with_sizes_joined_and_skips_sorted():
     argv = engine_argv(
         "/x/commscope-engine",
-        {"ops": "pingpong", "sizes": [0, 8, 1024], "target_rse": 0.02, "pairs": None},
+        EngineOptions.from_json(
+            {"ops": "pingpong", "sizes": [0, 8, 1024], "target_rse": 0.02, "pairs": None}
+        ),
         {("pingpong", "intra-socket", 8), ("bw", "intra-socket", 0)},
     )
     assert argv[0] == "/x/commscope-engine"

@@ -12,6 +12,7 @@ import pytest
 
 from commscope import cli
 from commscope.cli import common, runs_cmd
+from commscope.data.request import RunRequest
 from commscope.data.store import Store
 from commscope.errors import Interrupted, interrupt_cause
 from commscope.measure import launch, runner
@@ -126,7 +127,7 @@ def test_sigterm_marks_the_segment_and_run_incomplete_and_keeps_points(tmp_path,
     with Store.open(tmp_path / "s.sqlite") as store:
         run_id = store.create_run("p2p", None, "openmpi-4.1.4", "mpirun", 4, _request())
         with pytest.raises(Interrupted) as err:
-            runner.run(store, run_id, _request(), MPI)
+            runner.run(store, run_id, RunRequest.from_json(_request()), MPI)
         run = store.get_run(run_id)
         (segment,) = store.segments(run_id)
     assert run.status == "incomplete" and run.n_points == 3

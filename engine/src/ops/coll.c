@@ -219,7 +219,7 @@ static void setup(coll_state *s, cs_context *ctx, const cs_coll_op *op, size_t b
     for (int i = 0; i < s->n; i++) s->counts[i] = s->count, s->displs[i] = i * s->count;
     size_t each = (size_t)s->n * s->block;
     s->nbufs = 1;
-    if (ctx->opt->cold) { /* a rotation larger than twice the last-level cache */
+    if (strcmp(ctx->opt->buffers, "cold") == 0) { /* a rotation larger than twice the last-level cache */
         size_t want = 2 * last_level_cache() / (2 * (each ? each : 1)) + 1;
         s->nbufs = want < 2 ? 2 : want > 65536 ? 65536 : (int)want;
     }
@@ -334,7 +334,7 @@ static void write_record(cs_context *ctx, coll_state *s, const cs_sched_result *
     if (rooted) fprintf(stdout, "%d", s->root);
     else fputs("null", stdout);
     cs_json_str(&j, "method", strcmp(ctx->opt->sync, "barrier") == 0 ? "barrier" : "window");
-    cs_json_str(&j, "buffers", ctx->opt->cold ? "cold" : "hot");
+    cs_json_str(&j, "buffers", ctx->opt->buffers);
     cs_json_raw_begin(&j, "times_s", '[');
     for (int i = 0; i < res->n; i++) cs_json_elem_num(&j, res->times_s[i]);
     cs_json_raw_end(&j, ']');

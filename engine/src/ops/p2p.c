@@ -61,7 +61,7 @@ void cs_p2p_init(cs_context *ctx) {
     size_t slots = max;
     if (cs_list_has(o->recv_buffers, "each")) {
         slots = (size_t)o->window * max;
-        if (slots > o->window_bytes_cap) slots = o->window_bytes_cap;
+        if (slots > (size_t)o->window_bytes_cap) slots = (size_t)o->window_bytes_cap;
         if (slots < max) slots = max;
     }
     sbuf = cs_buffer_alloc(max);
@@ -80,8 +80,8 @@ void cs_p2p_init(cs_context *ctx) {
 static int window_for(const cs_options *o, int kind, size_t bytes) {
     if (kind == OP_PINGPONG) return 1;
     int w = o->window;
-    if (bytes > 0 && (size_t)w * bytes > o->window_bytes_cap) {
-        size_t fit = o->window_bytes_cap / bytes;
+    if (bytes > 0 && (size_t)w * bytes > (size_t)o->window_bytes_cap) {
+        size_t fit = (size_t)o->window_bytes_cap / bytes;
         w = fit < 1 ? 1 : (int)fit;
     }
     return w;

@@ -7,10 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from commscope import limits, safe_write, strict
-from commscope.cli import common, run_node, run_tcp, run_where
+from commscope import safe_write
+from commscope.cli import common, run_node, run_options, run_tcp, run_where
+from commscope.data.request import EngineOptions, RunRequest
 from commscope.errors import UsageError
-from commscope.measure import launch, runner
+from commscope.measure import engine_options, launch, runner
 from commscope.measure import mpi as mpi_mod
 from commscope.units import netpipe_schedule, parse_size, parse_size_list
 
@@ -99,145 +100,17 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         default=3,
         help="p2p: bytes added and removed around each schedule size (0: none)",
     )
+    groups = {
+        "p2p": p,
+        "coll": p.add_argument_group("collectives (the MPIPerf method, Kurnosov 2012)"),
+        "contention": p.add_argument_group(
+            "contention (t(m, cf) of Peryshkova and Kurnosov 2018, contention-aware placement)"
+        ),
+    }
+    run_options.add_options(groups, "p2p")
+    run_options.add_options(groups, "coll")
     common.option(
-        p,
-        "--pairs",
-        default="auto",
-        help="p2p: auto, or a list of intra-socket,inter-socket,intra-node,inter-node",
-    )
-    common.option(
-        p,
-        "--timer",
-        env="COMMSCOPE_TIMER",
-        default="monotonic_raw",
-        choices=("gettimeofday", "mpi_wtime", "monotonic_raw", "tsc"),
-        help="clock",
-    )
-    common.option(
-        p,
-        "--target-rse",
-        type=common.number(0, 1, above=True),
-        default=0.01,
-        help="p2p: stop a point when its relative standard error reaches this",
-    )
-    common.option(
-        p,
-        "--point-budget",
-        type=common.number(1e-6, 3600),
-        default=0.25,
-        help="p2p: seconds one point may take at most",
-    )
-    common.option(
-        p,
-        "--min-samples",
-        type=common.whole(2, 10**6),
-        default=10,
-        help="p2p: samples before the RSE rule",
-    )
-    common.option(
-        p,
-        "--max-samples",
-        type=common.whole(2, 10**7),
-        default=1000,
-        help="p2p: samples per point at most",
-    )
-    common.option(
-        p,
-        "--window",
-        type=common.whole(1, 4096),
-        default=64,
-        help="p2p: messages in flight for bw and bibw",
-    )
-    common.option(
-        p,
-        "--recv-buffers",
-        default="one",
-        help="p2p: bw/bibw receive buffers: one (reused by the whole window, as "
-        "osu_bw and IMB), each (one per message, as osu_bw -b multiple; stored as "
-        "bw_each, bibw_each) or one,each for both series",
-    )
-    common.option(
-        p,
-        "--warmup",
-        type=common.whole(0, 10**6),
-        default=10,
-        help="p2p: untimed iterations per point",
-    )
-    coll = p.add_argument_group("collectives (the MPIPerf method, Kurnosov 2012)")
-    common.option(
-        coll,
-        "--sync",
-        default="linear",
-        choices=("linear", "ring", "hierarchical", "drift", "barrier"),
-        help="clock synchronisation; 'barrier' times back-to-back loops as IMB/OSU do",
-    )
-    common.option(
-        coll,
-        "--resync",
-        default="point",
-        choices=("point", "run"),
-        help="point: synchronise the clocks again before every point (as mpiperf does "
-        "per test); run: once per run. Either way each point is checked for drift",
-    )
-    common.option(
-        coll,
-        "--sync-d",
-        type=common.whole(1, 10**6),
-        default=100,
-        help="stop a min-RTT search after this many exchanges without a new minimum",
-    )
-    common.option(
-        coll,
-        "--stop",
-        default="rse:0.01",
-        help="a: >100 launches or >30 valid; b: relative SE <= 0.05 with >= 10 valid; "
-        "rse:X: relative SE <= X with >= --min-valid valid",
-    )
-    common.option(
-        coll,
-        "--min-valid",
-        type=common.whole(1, 10**6),
-        default=100,
-        help="valid launches before the rse:X rule",
-    )
-    common.option(
-        coll,
-        "--max-launches",
-        type=common.whole(1, 10**7),
-        default=1000,
-        help="launches per point at most",
-    )
-    common.option(
-        coll,
-        "--coll-budget",
-        type=common.number(1e-3, 36000),
-        default=1.0,
-        help="seconds one collective point may take at most",
-    )
-    common.option(coll, "--k", type=common.whole(1, 10**4), default=8, help="launches per stage")
-    common.option(
-        coll,
-        "--k0",
-        type=common.whole(1, 10**4),
-        default=4,
-        help="launches of stage 0 (initialisation, not counted)",
-    )
-    common.option(
-        coll,
-        "--g",
-        type=common.number(0, 1),
-        default=0.25,
-        help="invalid share of a stage that widens the window",
-    )
-    common.option(
-        coll,
-        "--gamma",
-        type=common.number(1, 100),
-        default=1.1,
-        help="window margin: gamma x upper quartile of recent on-time launches",
-    )
-    common.option(
-        coll,
+        groups["coll"],
         "--confidence",
         type=float,
         default=0.95,
@@ -245,79 +118,12 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         help="confidence level of the intervals shown",
     )
     common.option(
-        coll,
-        "--buffers",
-        default="hot",
-        choices=("hot", "cold"),
-        help="cold: rotate buffers larger than the last-level cache",
-    )
-    common.option(
-        coll,
-        "--root",
-        type=common.whole(0, limits.MAX_RANKS - 1),
-        default=0,
-        help="root of rooted operations",
-    )
-    common.option(
-        coll,
-        "--block",
-        type=common.whole(0, limits.MAX_RANKS),
-        default=0,
-        help="alltoall_block: operations per batch (0: all ranks at once)",
-    )
-    coll.add_argument(
-        "--check", action="store_true", help="verify each operation's results once per point"
-    )
-    common.option(
-        coll,
-        "--naive-iters",
-        type=common.whole(1, 10**6),
-        default=10,
-        help="--sync barrier: back-to-back calls per sample",
-    )
-    coll.add_argument(
-        "--test-distort",
-        metavar="RANK:OFFSET:DRIFT",
-        help="testing: offset one rank's clock by OFFSET s and drift by DRIFT",
-    )
-    cont = p.add_argument_group(
-        "contention (t(m, cf) of Peryshkova and Kurnosov 2018, contention-aware placement)"
-    )
-    common.option(
-        cont,
+        groups["contention"],
         "--levels",
         default="auto",
         help="auto (every level the allocation has) or a list of memory,socket,nic",
     )
-    common.option(
-        cont,
-        "--cf-max",
-        type=common.whole(0, 10**4),
-        default=0,
-        help="most pairs sharing a channel (0: as many as the allocation allows)",
-    )
-    common.option(
-        cont,
-        "--nruns",
-        type=common.whole(1, 10**6),
-        default=10,
-        help="exchanges timed per repetition",
-    )
-    common.option(
-        cont,
-        "--reps",
-        type=common.whole(1, 10**4),
-        default=5,
-        help="repetitions per cell (their median is t(m, cf))",
-    )
-    common.option(
-        cont,
-        "--in-flight",
-        type=common.whole(1, 1024),
-        default=1,
-        help="messages each way posted per exchange (1: the paper's loop; more keep"
-        " the channel busy through each message's handshake)",
-    )
+    run_options.add_options(groups, "contention")
     p.add_argument(
         "--mca",
         action="append",
@@ -361,15 +167,6 @@ def _p2p_sizes(args: argparse.Namespace) -> list[int]:
     return netpipe_schedule(parse_size(args.max_size, "--max-size"), args.perturbation)
 
 
-def _recv_buffers(args: argparse.Namespace) -> str:
-    from commscope.analysis import recv_buffers
-
-    try:
-        return ",".join(recv_buffers.parse(args.recv_buffers))
-    except ValueError as err:
-        raise UsageError(f"--recv-buffers {err}") from None
-
-
 def _loggp_sizes(args: argparse.Namespace) -> list[int]:
     """LogGP sizes: --sizes for 'run loggp', else the NetPIPE bases without perturbation."""
     if args.sizes is not None and args.benchmark == "loggp":
@@ -393,11 +190,7 @@ def _levels(args: argparse.Namespace) -> str:
     """Requested contention levels; 'auto' keeps those the allocation can express."""
     requested: str = args.levels
     if requested != "auto":
-        for level in requested.split(","):
-            common.require(
-                level in ("memory", "socket", "nic"),
-                f"--levels {level}: choose from memory, socket, nic",
-            )
+        engine_options.check_value(engine_options.spec("levels"), requested)
         return requested
     several_nodes = (
         args.vcluster or args.hostfile or args.hosts or args.slurm or os.environ.get("SLURM_JOB_ID")
@@ -405,128 +198,43 @@ def _levels(args: argparse.Namespace) -> str:
     return "memory,nic" if several_nodes else "memory"
 
 
-def _check_stop(stop: str) -> None:
-    """Refuse a --stop rule other than a, b or rse:X with 0 < X < 1."""
-    if stop in ("a", "b"):
-        return
-    try:
-        ok = stop.startswith("rse:") and strict.real(stop[4:], 0, 1, above=True) < 1
-    except strict.NumberError:
-        ok = False
-    common.require(ok, f"--stop {strict.shown(stop)}: give a, b or rse:X with 0 < X < 1")
-
-
-def _check_distort(text: str | None) -> None:
-    """Refuse a --test-distort other than RANK:OFFSET_S:DRIFT with bounded numbers."""
-    if text is None:
-        return
-    parts = text.split(":")
-    try:
-        common.require(len(parts) == 3, "")
-        strict.whole(parts[0], 0, limits.MAX_RANKS - 1)
-        strict.real(parts[1], -1, 1)
-        strict.real(parts[2], -0.01, 0.01)
-    except (strict.NumberError, UsageError):
-        raise UsageError(
-            f"--test-distort {strict.shown(text)}: give RANK:OFFSET_S:DRIFT, e.g."
-            " 1:0.001:1e-4 (|offset| <= 1 s, |drift| <= 0.01)"
-        ) from None
-
-
-def build_request(args: argparse.Namespace) -> dict[str, Any]:
+def build_request(args: argparse.Namespace) -> RunRequest:
     """The stored request of an MPI run from its options; bad input fails here."""
-    common.require(args.max_samples >= args.min_samples, "--max-samples must be >= --min-samples")
-    _check_stop(args.stop)
-    _check_distort(args.test_distort)
+    run_options.check_given(args)
     if args.sizes is not None:  # checked even where the benchmark does not use them
         parse_size_list(args.sizes, "--sizes")
-    engine: dict[str, Any] = {"timer": args.timer}
+    engine: dict[str, Any] = {}
     ops: list[str] = []
     if args.benchmark in ("all", "p2p"):
-        p2p_ops = (args.ops if args.benchmark == "p2p" and args.ops else P2P_OPS).split(",")
-        ops += p2p_ops
-        engine.update(
-            {
-                "sizes": _p2p_sizes(args),
-                "pairs": args.pairs,
-                "window": args.window,
-                "recv_buffers": _recv_buffers(args),
-                "warmup": args.warmup,
-                "min_samples": args.min_samples,
-                "max_samples": args.max_samples,
-                "target_rse": args.target_rse,
-                "point_budget_s": args.point_budget,
-            }
-        )
+        ops += (args.ops if args.benchmark == "p2p" and args.ops else P2P_OPS).split(",")
+        engine["sizes"] = tuple(_p2p_sizes(args))
+        engine.update(run_options.values(args, "p2p"))
     if args.benchmark in ("all", "loggp"):
         # Netgauge's PRTT(n, d, s) and overheads; a few seconds, so part of 'all'.
         ops.append("loggp")
-        engine["loggp_sizes"] = _loggp_sizes(args)
-        engine.update(
-            {
-                "pairs": args.pairs,
-                "warmup": args.warmup,
-                "min_samples": args.min_samples,
-                "max_samples": args.max_samples,
-                "target_rse": args.target_rse,
-                "point_budget_s": args.point_budget,
-            }
-        )
+        engine["loggp_sizes"] = tuple(_loggp_sizes(args))
+        engine.update(run_options.values(args, "loggp"))
     if args.benchmark in ("all", "coll"):
         coll_ops = (args.ops if args.benchmark == "coll" and args.ops else COLL_OPS).split(",")
         ops += coll_ops
-        engine["coll_sizes"] = _coll_sizes(args, coll_ops)
+        engine["coll_sizes"] = tuple(_coll_sizes(args, coll_ops))
         engine.setdefault("sizes", engine["coll_sizes"])
-        engine.update(
-            {
-                "sync": args.sync,
-                "resync": args.resync,
-                "sync_d": args.sync_d,
-                "stop": args.stop,
-                "min_valid": args.min_valid,
-                "max_launches": args.max_launches,
-                "coll_budget_s": args.coll_budget,
-                "k": args.k,
-                "k0": args.k0,
-                "g": args.g,
-                "gamma": args.gamma,
-                "buffers": args.buffers,
-                "root": args.root,
-                "check": int(args.check),
-                "block": args.block,
-                "naive_iters": args.naive_iters,
-                "test_distort": args.test_distort,
-            }
-        )
+        engine.update(run_options.values(args, "coll"))
     if args.benchmark == "contention":
         ops.append("contention")
         sizes = parse_size_list(CONTENTION_SIZES if args.sizes is None else args.sizes, "--sizes")
-        engine.update(
-            {
-                "sizes": sizes,
-                "coll_sizes": sizes,
-                "levels": _levels(args),
-                "cf_max": args.cf_max,
-                "nruns": args.nruns,
-                "reps": args.reps,
-                "in_flight": args.in_flight,
-                "pin": 1,
-                "sync": args.sync,
-                "sync_d": args.sync_d,
-            }
-        )
+        engine.update(sizes=tuple(sizes), coll_sizes=tuple(sizes), levels=_levels(args), pin=1)
+        engine.update(run_options.values(args, "contention"))
     engine["ops"] = ",".join(ops)
-    request = {
-        "benchmark": args.benchmark,
-        "mpi": args.mpi,
-        "np": args.np or runner.default_ranks(),
-        "launcher": args.launcher,
-        "timeout_s": args.timeout,
-        "confidence": args.confidence,
-        "engine": engine,
-    }
-    if args.mca:
-        request["mca"] = launch.parse_mca(args.mca)
+    request = RunRequest(
+        benchmark=args.benchmark,
+        mpi=args.mpi,
+        np=args.np or runner.default_ranks(),
+        launcher=args.launcher,
+        timeout_s=args.timeout,
+        confidence=args.confidence,
+        mca=launch.parse_mca(args.mca) if args.mca else None,
+    )
     if args.vcluster:
         from commscope.measure import vcluster
 
@@ -537,29 +245,33 @@ def build_request(args: argparse.Namespace) -> dict[str, Any]:
                 "--nodes 2' as root first"
             )
         ranks_per_node = args.ranks_per_node or 2
-        request["np"] = len(state.nodes) * ranks_per_node
         # The nodes share this machine's cores: pin each rank to its own core within its node
         # (rotated by node index), or two measuring ranks may share one core.
         engine["pin"] = 1
-        request["vcluster"] = {
-            "nodes": len(state.nodes),
-            "ranks_per_node": ranks_per_node,
-            "rate": state.rate,
-            "subnet": state.subnet,
-        }
-    common.require(args.root < request["np"], f"--root {args.root}: not a rank")
-    return request
+        request = request.replace(
+            np=len(state.nodes) * ranks_per_node,
+            vcluster={
+                "nodes": len(state.nodes),
+                "ranks_per_node": ranks_per_node,
+                "rate": state.rate,
+                "subnet": state.subnet,
+            },
+        )
+    options = EngineOptions(**engine)
+    engine_options.check(options)
+    common.require(args.root < request.np, f"--root {args.root}: not a rank")
+    return request.replace(engine=options)
 
 
 def measure(
-    store: Any, run_id: int, request: dict[str, Any], mpi: mpi_mod.MPIInstall, quiet: bool
+    store: Any, run_id: int, request: RunRequest, mpi: mpi_mod.MPIInstall, quiet: bool
 ) -> runner.Outcome:
     """Run the engine for a stored request, with a progress bar unless ``quiet``."""
     simulation = None
-    if request.get("simulate"):
+    if request.simulate:
         from commscope.simulate.smpi import SimulatedLaunch
 
-        simulation = SimulatedLaunch(request["simulate"])
+        simulation = SimulatedLaunch(request.simulate)
     if quiet:
         return runner.run(store, run_id, request, mpi, simulation=simulation)
     from rich.progress import (
@@ -612,33 +324,34 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:
         return _resume(args)
     request = build_request(args)  # bad input fails before the store
-    if request["benchmark"] == "all" and not args.report:
+    if request.benchmark == "all" and not args.report:
         safe_write.check_target(DEFAULT_REPORT, "--report")
     run_where.check(args)
-    mpi = mpi_mod.resolve(request["mpi"])
-    launch.check_mca(mpi, request.get("mca"))  # before a run is stored
+    mpi = mpi_mod.resolve(request.mpi)
+    launch.check_mca(mpi, request.mca)  # before a run is stored
     with run_where.placed(args, mpi, request) as request, common.open_store(args) as store:
         run_id = store.create_run(
-            request["benchmark"], args.label, mpi.tag, mpi.launcher, request["np"], request
+            request.benchmark, args.label, mpi.tag, mpi.launcher, request.np, request.to_json()
         )
         outcome = measure(store, run_id, request, mpi, args.quiet or args.json)
-        report = args.report or (DEFAULT_REPORT if request["benchmark"] == "all" else None)
+        report = args.report or (DEFAULT_REPORT if request.benchmark == "all" else None)
         return show_outcome(args, store, run_id, request, outcome, report)
 
 
 def _resume(args: argparse.Namespace) -> int:
     """Measure what a stored incomplete run is missing, where it ran before."""
     with common.open_store(args) as store:
-        run_id, request = common.resumable_request(store, args.resume)
-        if request.get("simulate"):
+        run_id, stored = common.resumable_request(store, args.resume)
+        request = RunRequest.from_json(stored)
+        if request.simulate:
             from commscope.simulate import smpi
 
             mpi = smpi.install()
         else:
-            mpi = mpi_mod.resolve(request["mpi"])
+            mpi = mpi_mod.resolve(request.mpi)
         with run_where.resumed(request) as live:
             outcome = measure(store, run_id, live, mpi, args.quiet or args.json)
-        report = args.report or (DEFAULT_REPORT if request["benchmark"] == "all" else None)
+        report = args.report or (DEFAULT_REPORT if request.benchmark == "all" else None)
         return show_outcome(args, store, run_id, request, outcome, report)
 
 
@@ -646,7 +359,7 @@ def show_outcome(
     args: argparse.Namespace,
     store: Any,
     run_id: int,
-    request: dict[str, Any],
+    request: RunRequest,
     outcome: runner.Outcome,
     report: str | None,
 ) -> int:

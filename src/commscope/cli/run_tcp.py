@@ -160,7 +160,7 @@ def requests(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
         "min_samples": args.min_samples,
         "max_samples": args.max_samples,
         "target_rse": args.target_rse,
-        "point_budget_s": args.point_budget,
+        "point_budget_s": args.point_budget_s,
         "duration_s": args.duration,
         "mean_bytes": mean,
         "max_bytes": top,

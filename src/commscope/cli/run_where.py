@@ -6,10 +6,10 @@ import argparse
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from commscope import limits
 from commscope.cli import common
+from commscope.data.request import RunRequest
 from commscope.errors import UsageError
 from commscope.measure import hosts as hosts_mod
 from commscope.measure import slurm
@@ -91,12 +91,12 @@ def check(args: argparse.Namespace) -> None:
         )
 
 
-def uses_slurm(args: argparse.Namespace, request: dict[str, Any]) -> bool:
+def uses_slurm(args: argparse.Namespace, request: RunRequest) -> bool:
     """True when the run's ranks start with srun."""
-    if args.slurm or request.get("launcher") == "srun":
+    if args.slurm or request.launcher == "srun":
         return True
     return (
-        request.get("launcher") == "auto"
+        request.launcher == "auto"
         and bool(os.environ.get("SLURM_JOB_ID"))
         and not (args.hostfile or args.hosts or args.vcluster)
     )
@@ -106,8 +106,8 @@ def uses_slurm(args: argparse.Namespace, request: dict[str, Any]) -> bool:
 def placed(
     args: argparse.Namespace,
     mpi: MPIInstall,
-    request: dict[str, Any],
-) -> Iterator[dict[str, Any]]:
+    request: RunRequest,
+) -> Iterator[RunRequest]:
     """Fill in where ``request`` runs (hosts, allocation, rank count) and hold it meanwhile.
 
     Yields the request ready to store; an allocation made for it is released on exit.
@@ -116,8 +116,7 @@ def placed(
         placement = hosts_mod.placement_for(
             mpi, args.hostfile, args.hosts, args.ranks_per_node, args.np
         )
-        request["placement"] = placement.to_json()
-        request["np"] = placement.nranks
+        request = request.replace(placement=placement.to_json(), np=placement.nranks)
         _check_root(args, request)
         yield request
         return
@@ -130,27 +129,29 @@ def placed(
     else:
         allocation = slurm.current() or slurm.Allocation("", (), args.np or 0)
     try:
-        request["launcher"] = "srun"
-        request["np"] = args.np or allocation.ntasks or request["np"]
-        request["slurm"] = {**allocation.to_json(), "plugin": plugin}
+        request = request.replace(
+            launcher="srun",
+            np=args.np or allocation.ntasks or request.np,
+            slurm={**allocation.to_json(), "plugin": plugin},
+        )
         _check_root(args, request)
         yield request
     finally:
         slurm.release(allocation)
 
 
-def _check_root(args: argparse.Namespace, request: dict[str, Any]) -> None:
-    common.require(args.root < request["np"], f"--root {args.root}: not a rank")
+def _check_root(args: argparse.Namespace, request: RunRequest) -> None:
+    common.require(args.root < request.np, f"--root {args.root}: not a rank")
 
 
 @contextmanager
-def resumed(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def resumed(request: RunRequest) -> Iterator[RunRequest]:
     """The stored ``request`` with a live allocation when it ran under Slurm.
 
     A run whose allocation commscope made gets a new one of the same shape; a run made
     inside an allocation uses the one this process is in.
     """
-    stored = request.get("slurm")
+    stored = request.slurm
     if not stored:
         yield request
         return
@@ -166,6 +167,6 @@ def resumed(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "one (salloc ... commscope run --resume ...)"
         )
     try:
-        yield {**request, "slurm": {**stored, **allocation.to_json()}}
+        yield request.replace(slurm={**stored, **allocation.to_json()})
     finally:
         slurm.release(allocation)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from commscope import limits
 from commscope.cli import common, run_cmd
+from commscope.data.request import RunRequest
 from commscope.data.store import Store
 from commscope.errors import UsageError
 from commscope.units import parse_size
@@ -211,13 +212,13 @@ def _sweeps(
 
 
 def _simulate(
-    args: argparse.Namespace, store: Any, request: dict[str, Any], label: str | None, quiet: bool
+    args: argparse.Namespace, store: Any, request: RunRequest, label: str | None, quiet: bool
 ) -> int:
     from commscope.simulate import smpi
 
     mpi = smpi.install()
     run_id: int = store.create_run(
-        request["benchmark"], label, mpi.tag, mpi.launcher, request["np"], request
+        request.benchmark, label, mpi.tag, mpi.launcher, request.np, request.to_json()
     )
     run_cmd.measure(store, run_id, request, mpi, quiet)
     return run_id
@@ -241,12 +242,14 @@ def _run(args: argparse.Namespace) -> int:
     common.require(nodes <= model.nodes, f"--nodes {nodes}: {args.cluster} has {model.nodes}")
     placement = regular(model, nodes, args.ranks_per_node, args.order)
     base = run_cmd.build_request(bench)
-    if args.launches and "coll_sizes" in base["engine"]:
-        base["engine"].update({"k0": 1, "k": args.launches, "max_launches": args.launches})
-    if "sync" in base["engine"] and "--resync" not in args.bench:
+    engine = base.engine
+    if args.launches and engine.coll_sizes is not None:
+        engine = engine.replace(k0=1, k=args.launches, max_launches=args.launches)
+    if engine.sync is not None and "--resync" not in args.bench:
         # Simulated ranks read one simulated clock: synchronising again before every point
         # finds nothing and only adds its messages to the network load.
-        base["engine"]["resync"] = "run"
+        engine = engine.replace(resync="run")
+    base = base.replace(engine=engine)
     runs = []
     with common.open_store(args) as store:
         sweeps = _sweeps(args.sweep, params)
@@ -254,12 +257,13 @@ def _run(args: argparse.Namespace) -> int:
             request = setup.simulated_request(
                 base, model, p, placement, args.smpi_cfg, args.neutral, args.netload
             )
-            request["simulate"]["sweep"] = sweep
+            sim = {**(request.simulate or {}), "sweep": sweep}
+            request = request.replace(simulate=sim)
             label = " ".join(x for x in (args.label, tag) if x) or None
             if not (args.json or args.quiet):
                 common.console(stderr=True).print(
                     f"simulating {placement.label} of {model.describe()}"
-                    f"{' with ' + tag if tag else ''}; {request['simulate']['factors']}"
+                    f"{' with ' + tag if tag else ''}; {sim['factors']}"
                 )
             runs.append(_simulate(args, store, request, label, args.quiet or args.json))
         if len(runs) == 1:
@@ -279,9 +283,7 @@ def _run(args: argparse.Namespace) -> int:
             if not args.json:
                 seg = store.segments(rid)[-1]
                 wall = (seg.ended_unix or seg.started_unix) - seg.started_unix
-                common.console().print(
-                    f"simulated {request['np']} ranks in {wall:.1f} s of wall time"
-                )
+                common.console().print(f"simulated {request.np} ranks in {wall:.1f} s of wall time")
             return status
         times = [
             agreement.point_times(store.points(r), store.colls(r), store.contentions(r))
@@ -372,8 +374,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     tuned = cal.params
     if args.rounds:
         placement = setup.placement_of_run(model, info)
-        base = dict(info.request)
-        base["engine"] = dict(base["engine"], ops="pingpong")
+        base = RunRequest.from_json(info.request)
+        base = base.replace(engine=base.engine.replace(ops="pingpong"))
         with tempfile.TemporaryDirectory(prefix="commscope-calibrate-") as tmp:
             with Store.open(Path(tmp) / "rounds.sqlite") as scratch:
                 for _ in range(args.rounds):
@@ -429,7 +431,8 @@ def _validate(args: argparse.Namespace) -> int:
             model = setup.model_of_run(info)
             params = setup.params_for(model)
         placement = setup.placement_of_run(model, info)
-        request = setup.simulated_request(info.request, model, params, placement, args.smpi_cfg)
+        measured_request = RunRequest.from_json(info.request)
+        request = setup.simulated_request(measured_request, model, params, placement, args.smpi_cfg)
         label = args.label or f"model of run {run_id}"
         sim_id = _simulate(args, store, request, label, args.quiet or args.json)
         measured = agreement.point_times(
@@ -444,7 +447,7 @@ def _validate(args: argparse.Namespace) -> int:
             {
                 "measured_run": run_id,
                 "simulated_run": sim_id,
-                "factors": request["simulate"]["factors"],
+                "factors": (request.simulate or {})["factors"],
                 **result.to_json(),
             }
         )
@@ -463,6 +466,6 @@ def _validate(args: argparse.Namespace) -> int:
     out.print(table)
     out.print(
         f"{len(result.rows)} points; |relative error| median {100 * result.median_abs:.1f}"
-        f" %, 90th percentile {100 * result.p90_abs:.1f} %; {request['simulate']['factors']}"
+        f" %, 90th percentile {100 * result.p90_abs:.1f} %; {(request.simulate or {})['factors']}"
     )
     return 0

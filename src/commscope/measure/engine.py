@@ -75,7 +75,8 @@ def sources_digest() -> str:
     """Short hash of the engine sources: engines built from other sources are never reused."""
     root = engine_sources()
     h = hashlib.sha256()
-    kinds = (".c", ".h", ".txt", ".json")  # sources, CMakeLists.txt and CMakePresets.json
+    # sources, CMakeLists.txt, CMakePresets.json, options.json and cmake/options.cmake
+    kinds = (".c", ".h", ".txt", ".json", ".cmake")
     files = (p for p in root.rglob("*") if p.is_file() and p.suffix in kinds)
     for path in sorted(files):
         h.update(str(path.relative_to(root)).encode())

@@ -17,10 +17,11 @@ from typing import Any, Protocol
 
 from commscope.data.record_parse import parse_record
 from commscope.data.records import End, Header, Measured
+from commscope.data.request import EngineOptions, RunRequest
 from commscope.data.session import Measuring
 from commscope.data.store import Store
 from commscope.errors import LaunchError
-from commscope.measure import engine, launch
+from commscope.measure import engine, engine_options, launch
 from commscope.measure.exit_watch import ExitWatch
 from commscope.measure.launch import Job
 from commscope.measure.mpi import MPIInstall
@@ -46,72 +47,6 @@ class Simulation(Protocol):
         ...
 
 
-# Engine options a request may carry, in the engine's own flag spelling.
-ENGINE_FLAGS = {
-    "ops": "--ops",
-    "sizes": "--sizes",
-    "pairs": "--pairs",
-    "timer": "--timer",
-    "window": "--window",
-    "recv_buffers": "--recv-buffers",
-    "warmup": "--warmup",
-    "min_samples": "--min-samples",
-    "max_samples": "--max-samples",
-    "target_rse": "--target-rse",
-    "point_budget_s": "--point-budget",
-    "sample_min_s": "--sample-min-time",
-    "coll_sizes": "--coll-sizes",
-    "loggp_sizes": "--loggp-sizes",
-    "sync": "--sync",
-    "resync": "--resync",
-    "sync_d": "--sync-d",
-    "sync_rounds": "--sync-rounds",
-    "sync_span_s": "--sync-span",
-    "k": "--k",
-    "k0": "--k0",
-    "g": "--g",
-    "gamma": "--gamma",
-    "stop": "--stop",
-    "min_valid": "--min-valid",
-    "max_launches": "--max-launches",
-    "coll_budget_s": "--coll-budget",
-    "naive_iters": "--naive-iters",
-    "root": "--root",
-    "buffers": "--buffers",
-    "check": "--check",
-    "test_distort": "--test-distort",
-    "levels": "--levels",
-    "cf_max": "--cf-max",
-    "nruns": "--nruns",
-    "reps": "--reps",
-    "in_flight": "--in-flight",
-    "pin": "--pin",
-    "block": "--block",
-}
-P2P_OPS = ("pingpong", "bw", "bibw")
-WINDOWED_OPS = ("bw", "bibw")  # measured once per receive-buffer policy
-SIZELESS_OPS = ("barrier", "ibarrier", "waitpattern_null", "waitpattern_up")
-
-
-def expected_points(options: dict[str, Any], npairs: int) -> int | None:
-    """How many points the engine will write for these options (None: not known ahead)."""
-    ops = [op for op in str(options.get("ops", "")).split(",") if op]
-    if "contention" in ops:
-        return None  # the pairs per level depend on where the ranks landed
-    sizes = options.get("sizes") or []
-    coll_sizes = options.get("coll_sizes") or sizes
-    total = 0
-    policies = len(str(options.get("recv_buffers") or "one").split(","))
-    for op in ops:
-        if op in P2P_OPS:
-            total += npairs * len(sizes) * (policies if op in WINDOWED_OPS else 1)
-        elif op == "loggp":
-            total += npairs * len(options.get("loggp_sizes") or sizes)
-        else:
-            total += 1 if op in SIZELESS_OPS else len(coll_sizes)
-    return total
-
-
 @dataclass
 class Outcome:
     """How one engine launch ended."""
@@ -121,25 +56,9 @@ class Outcome:
     total_points: int
 
 
-def as_recorded(options: dict[str, Any]) -> dict[str, Any]:
-    """Request options with the defaults their run was measured under made explicit.
-
-    A stored request from before --recv-buffers existed measured bw and bibw with one
-    receive buffer per message; resuming it under today's default would mix policies in one
-    series, so it keeps "each".
-    """
-    ops = str(options.get("ops", "")).split(",")
-    if "recv_buffers" not in options and any(op in WINDOWED_OPS for op in ops):
-        return {**options, "recv_buffers": "each"}
-    return options
-
-
-def engine_argv(path: str, options: dict[str, Any], skip: set[tuple[str, str, int]]) -> list[str]:
+def engine_argv(path: str, options: EngineOptions, skip: set[tuple[str, str, int]]) -> list[str]:
     """Build the engine's argument list from request options (never a shell string)."""
-    argv = [path, *launch.flag_argv(as_recorded(options), ENGINE_FLAGS)]
-    if skip:
-        argv += ["--skip", ",".join(f"{op}:{pair}:{size}" for op, pair, size in sorted(skip))]
-    return argv
+    return [path, *engine_options.argv(options, skip)]
 
 
 def _lost_rank(stderr: str, header: Header | None, first: tuple[int, ...] = ()) -> str:
@@ -198,7 +117,7 @@ def _vcluster_launch(
 def run(
     store: Store,
     run_id: int,
-    request: dict[str, Any],
+    request: RunRequest,
     mpi: MPIInstall,
     extra_args: list[str] | None = None,
     extra_env: dict[str, str] | None = None,
@@ -217,36 +136,34 @@ def run(
     skip = store.measured_keys(run_id)
     workdir = None
     engine_name = None  # simulated ranks are threads of one process: nothing to watch
-    if request.get("simulate"):
+    if request.simulate:
         if simulation is None:
             raise LaunchError("a simulated run's request reached the runner without its simulation")
         workdir = Path(tempfile.mkdtemp(prefix="commscope-smpi-"))
         job = simulation.job(
-            engine_argv(str(simulation.engine_path()), request["engine"], skip), workdir
+            engine_argv(str(simulation.engine_path()), request.engine, skip), workdir
         )
     else:
         info = engine.find(mpi)
         engine_name = Path(info.path).name
-        mca = request.get("mca") or {}
+        mca = request.mca or {}
         launch.check_mca(mpi, mca)
-        if request.get("vcluster"):
-            vc = request["vcluster"]
+        if request.vcluster:
+            vc = request.vcluster
             extra_args, extra_env = _vcluster_launch(
                 mpi, vc["ranks_per_node"], vc.get("nodes"), mca
             )
             mca = {}  # merged into the vcluster's own parameters
-        argv = engine_argv(str(info.path), request["engine"], skip)
-        placement = (
-            launch.Placement.from_json(request["placement"]) if request.get("placement") else None
-        )
-        allocation = request.get("slurm") or {}
+        argv = engine_argv(str(info.path), request.engine, skip)
+        placement = launch.Placement.from_json(request.placement) if request.placement else None
+        allocation = request.slurm or {}
         if allocation.get("own"):  # steps of the allocation made for this run
             extra_env = {**(extra_env or {}), "SLURM_JOB_ID": allocation["job"]}
         job = launch.build_job(
             mpi,
-            request["np"],
+            request.np,
             argv,
-            request.get("launcher", "auto"),
+            request.launcher,
             extra_args=extra_args or [],
             extra_env=extra_env,
             mca=mca,
@@ -269,7 +186,7 @@ def run(
                 state["watch"] = ExitWatch(
                     {r["pid"]: r["rank"] for r in record.raw["ranks"]}, engine_name
                 )
-            state["total"] = expected_points(as_recorded(request["engine"]), len(record.pairs))
+            state["total"] = engine_options.expected_points(request.engine, len(record.pairs))
         elif isinstance(record, Measured):
             session.add(segment, record)
         elif isinstance(record, End):
@@ -281,7 +198,7 @@ def run(
     first: tuple[int, ...] = ()
     with session.segment(job.argv) as segment:
         try:
-            result = launch.run_streaming(job, on_line, float(request.get("timeout_s", 3600)))
+            result = launch.run_streaming(job, on_line, float(request.timeout_s))
             if simulation is not None and workdir is not None and result.returncode == 0:
                 simulation.keep_results(workdir, store, run_id)
         finally:
@@ -302,7 +219,7 @@ def run(
             session.complete(note)
             return Outcome(run_id, session.new, len(session.measured()))
         if result.timed_out:
-            cause = f"timed out after {request.get('timeout_s')} s (raise --timeout)"
+            cause = f"timed out after {request.timeout_s} s (raise --timeout)"
         else:
             # hydra reports a lost process on stdout, Open MPI on stderr: read both.
             stray = "\n".join(state["stray"]) + "\n" + result.stderr

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from commscope import safe_write
+from commscope.data.request import RunRequest
 from commscope.data.store import RunInfo
 from commscope.errors import SimulateError
 from commscope.predict.model import ClusterModel, Link
@@ -82,44 +82,37 @@ def placement_of_run(model: ClusterModel, info: RunInfo) -> Placement:
 
 
 def simulated_request(
-    base: dict[str, Any],
+    base: RunRequest,
     model: ClusterModel,
     params: SimParams,
     placement: Placement,
     extra_cfg: list[str],
     neutral: bool = False,
     netload: bool = False,
-) -> dict[str, Any]:
+) -> RunRequest:
     """The request of a simulated run: ``base``'s benchmark on ``placement`` of ``model``.
 
     Clocks and pinning mean nothing in a simulation: the timer is MPI_Wtime (SMPI's
     simulated clock), ranks are not pinned, and result checks are refused (buffers shared).
     """
-    if base["benchmark"] in ("tcp", "node"):
+    if base.benchmark in ("tcp", "node"):
         raise SimulateError(
-            f"{base['benchmark']}: only MPI benchmarks (all, p2p, coll, contention) run under SMPI"
+            f"{base.benchmark}: only MPI benchmarks (all, p2p, coll, contention) run under SMPI"
         )
-    engine = dict(base["engine"])
-    if engine.get("check"):
+    engine = base.engine
+    if engine.check:
         raise SimulateError(
             "--check: simulated ranks share their buffers, so results cannot"
             " be checked; leave --check out"
         )
-    engine.update({"timer": "mpi_wtime", "pin": 0})
-    if engine.get("sync") == "drift":
-        engine["sync"] = "linear"  # one simulated clock: there is no drift to fit
-    if engine.get("pairs") not in (None, "auto"):
-        engine["pairs"] = (
-            ",".join(
-                p for p in str(engine["pairs"]).split(",") if p in ("intra-node", "inter-node")
-            )
-            or "auto"
-        )
+    engine = engine.replace(timer="mpi_wtime", pin=0)
+    if engine.sync == "drift":
+        engine = engine.replace(sync="linear")  # one simulated clock: there is no drift to fit
+    if engine.pairs not in (None, "auto"):
+        kept = [p for p in str(engine.pairs).split(",") if p in ("intra-node", "inter-node")]
+        engine = engine.replace(pairs=",".join(kept) or "auto")
     config = smpi.config(params, list(extra_cfg) + (smpi.neutral_factors() if neutral else []))
-    request = copy.deepcopy(base)
-    request.pop("vcluster", None)
-    request.update({"mpi": "simgrid", "launcher": "smpirun", "np": placement.p, "engine": engine})
-    request["simulate"] = {
+    simulate = {
         "np": placement.p,
         "simgrid": smpi.version(),
         "config": config,
@@ -135,7 +128,14 @@ def simulated_request(
         "platform_xml": platform.platform_xml(model, params),
         "hostfile": platform.hostfile(model, placement),
     }
-    return request
+    return base.replace(
+        mpi="simgrid",
+        launcher="smpirun",
+        np=placement.p,
+        engine=engine,
+        vcluster=None,
+        simulate=simulate,
+    )
 
 
 def model_document(model: ClusterModel, params: SimParams) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from scipy import stats as sps
 
 from commscope import predict
 from commscope.analysis.coll import summarize
+from commscope.data.request import EngineOptions, RunRequest
 from commscope.data.store import Store
 from commscope.measure import runner
 from commscope.measure.mpi import MPIInstall
@@ -129,29 +130,33 @@ def measure(
     mca: dict[str, str] | None = None,
 ) -> dict[int, tuple[float, int]]:
     """Run alltoall_block on the placement's nodes; return {bytes: (time_s, run_id)}."""
-    request = {
-        "benchmark": "coll",
-        "mpi": mpi.choice,
-        "np": placement.p,
-        "launcher": "auto",
-        "timeout_s": 1800.0,
-        "confidence": 0.95,
+    engine = EngineOptions(
+        ops="alltoall_block",
+        sizes=tuple(sizes),
+        coll_sizes=tuple(sizes),
+        block=block,
+        max_launches=MAX_LAUNCHES,
+        coll_budget_s=budget_s,
+        # Virtual nodes share this machine's cores: the engine spreads them.
+        pin=int("vcluster" in site),
+    )
+    request = RunRequest(
+        benchmark="coll",
+        mpi=mpi.choice,
+        np=placement.p,
+        timeout_s=1800.0,
+        confidence=0.95,
+        engine=engine,
+        mca=mca or None,
         **site_request(site, model, placement),
-        "engine": {
-            "ops": "alltoall_block",
-            "sizes": sizes,
-            "coll_sizes": sizes,
-            "block": block,
-            "max_launches": MAX_LAUNCHES,
-            "coll_budget_s": budget_s,
-            # Virtual nodes share this machine's cores: the engine spreads them.
-            "pin": int("vcluster" in site),
-        },
-    }
-    if mca:
-        request["mca"] = mca
+    )
     run_id = store.create_run(
-        "validate", f"predict {placement.label}", mpi.tag, mpi.launcher, placement.p, request
+        "validate",
+        f"predict {placement.label}",
+        mpi.tag,
+        mpi.launcher,
+        placement.p,
+        request.to_json(),
     )
     runner.run(store, run_id, request, mpi)
     return {c.bytes: (summarize(c).time_s, run_id) for c in store.colls(run_id)}

@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from commscope.data.request import EngineOptions, RunRequest
 from commscope.data.store import Store
 from commscope.errors import LaunchError
 from commscope.measure import runner
@@ -48,29 +49,30 @@ class TimerVerdict:
 
 def _request(
     mpi: MPIInstall, np_: int, timer: str, sync: str, where: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    return {
-        "benchmark": "validate-timers",
-        "mpi": mpi.choice,
-        "launcher": "auto",
-        **(where or {}),
-        "np": np_,
-        "timeout_s": 300.0,
-        "confidence": 0.95,
-        "engine": {
-            "ops": "waitpattern_null,waitpattern_up",
-            "sizes": [0],
-            "coll_sizes": [0],
-            # synchronised once: the check is whether that one sync holds
-            "timer": timer,
-            "sync": sync,
-            "resync": "run",
-            "stop": "rse:0.05",
-            "min_valid": 30,
-            "max_launches": 2000,
-            "coll_budget_s": 1.0,
-        },
-    }
+) -> RunRequest:
+    engine = EngineOptions(
+        ops="waitpattern_null,waitpattern_up",
+        sizes=(0,),
+        coll_sizes=(0,),
+        # synchronised once: the check is whether that one sync holds
+        timer=timer,
+        sync=sync,
+        resync="run",
+        stop="rse:0.05",
+        min_valid=30,
+        max_launches=2000,
+        coll_budget_s=1.0,
+    )
+    placed = {k: v for k, v in (where or {}).items() if k != "np"}  # np_ is the count
+    return RunRequest(
+        benchmark="validate-timers",
+        mpi=mpi.choice,
+        np=np_,
+        timeout_s=300.0,
+        confidence=0.95,
+        engine=engine,
+        **placed,
+    )
 
 
 def check_timer(
@@ -88,7 +90,7 @@ def check_timer(
     """
     request = _request(mpi, np_, timer, sync, where)
     run_id = store.create_run(
-        "validate", f"timers {timer}/{sync}", mpi.tag, mpi.launcher, np_, request
+        "validate", f"timers {timer}/{sync}", mpi.tag, mpi.launcher, np_, request.to_json()
     )
     nan = float("nan")
     try:
