@@ -225,7 +225,7 @@ def build_request(args: argparse.Namespace) -> RunRequest:
         sizes = parse_size_list(CONTENTION_SIZES if args.sizes is None else args.sizes, "--sizes")
         engine.update(sizes=tuple(sizes), coll_sizes=tuple(sizes), levels=_levels(args), pin=1)
         engine.update(run_options.values(args, "contention"))
-    engine["ops"] = ",".join(ops)
+    engine["ops"] = ",".join(ops) or None  # none for tcp and node: simulate refuses them next
     request = RunRequest(
         benchmark=args.benchmark,
         mpi=args.mpi,
