@@ -24,6 +24,7 @@ import commscope
 from commscope.cli import json_text
 from commscope.data import store_schema, store_seal
 from commscope.data.record_parse import record_from_dict
+from commscope.data.request import RunRequest
 from commscope.data.store import Store
 from commscope.errors import LaunchError
 from tests import synthetic_contention, synthetic_runs
@@ -171,8 +172,9 @@ def test_predict_json(tmp_path):
     assert None in [p["time_s"] for p in data["predictions"]]
 
 
-def _store_points(store: Any, request: dict[str, Any], records: list[dict[str, Any]]) -> int:
-    run_id: int = store.create_run(request["benchmark"], "sim", "smpi", "smpirun", 2, request)
+def _store_points(store: Any, request: RunRequest, records: list[dict[str, Any]]) -> int:
+    stored = request.to_json()
+    run_id: int = store.create_run(stored["benchmark"], "sim", "smpi", "smpirun", 2, stored)
     segment = store.start_segment(run_id, ["smpirun"])
     for raw in records:
         store.add_point(run_id, segment, record_from_dict(raw, "test", validate=False))
@@ -253,13 +255,13 @@ def test_validate_predict_json(tmp_path):
     tables = _old_run(store, [r.raw for r in memory], "contention")
 
     def no_valid_launch(s, run_id, request, mpi):
-        size = request["engine"]["sizes"][0]
+        size = request.engine.sizes[0]
         segment = s.start_segment(run_id, ["mpirun"])
         raw = {
             "type": "coll",
             "op": "alltoall_block",
             "group": "world",
-            "nranks": request["np"],
+            "nranks": request.np,
             "bytes": size,
             "root": None,
             "method": "window",
