@@ -93,7 +93,7 @@ def test_simulate_models_are_refused_in_one_line_or_give_a_finite_platform(workd
     model = workdir / "cluster.yaml"
     model.write_bytes(data)
     with (
-        mock.patch("commscope.cli.simulate_cmd._simulate", _stop_before_smpirun),
+        mock.patch("commscope.cli.simulate_run.simulate_into", _stop_before_smpirun),
         mock.patch("commscope.simulate.smpi.version", lambda: "3.32"),
     ):
         try:

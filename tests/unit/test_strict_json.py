@@ -197,7 +197,7 @@ def _simulate(tmp_path: Path, store: Path, *argv: str, runs: list[list[dict[str,
     model = tmp_path / "m.yaml"
     model.write_text(MODEL + "channels: {nic: {bandwidth: 1e9, latency: 1us}}\n")
     with (
-        mock.patch("commscope.cli.simulate_cmd._simulate", _simulated(*runs)),
+        mock.patch("commscope.cli.simulate_run.simulate_into", _simulated(*runs)),
         mock.patch("commscope.simulate.smpi.version", lambda: "3.32"),
     ):
         return call(None, store, "simulate", argv[0], "--cluster", str(model), *argv[1:])

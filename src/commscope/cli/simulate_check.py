@@ -1,0 +1,143 @@
+"""`commscope simulate calibrate` and `validate`: a model fitted to, and checked on, a run."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from commscope.cli import common, simulate_run
+from commscope.data.request import RunRequest
+from commscope.data.store import Store
+from commscope.units import parse_size
+
+if TYPE_CHECKING:
+    from commscope.predict.model import ClusterModel
+
+
+def calibrate(args: argparse.Namespace) -> int:
+    """Fit SMPI's factors to a measured ping-pong run and write them into the model."""
+    from rich.table import Table
+
+    from commscope import safe_write
+    from commscope.simulate import calibrate, setup
+
+    out_path = args.output or args.cluster or "commscope-cluster.yaml"
+    out_flag = "-o" if args.output else "--cluster" if args.cluster else None
+    safe_write.check_target(out_path, out_flag)  # before the calibration rounds
+    with common.open_store(args) as store:
+        run_id = store.resolve_run(args.run)
+        info = store.get_run(run_id)
+        points = store.points(run_id)
+    common.require(
+        not info.request.get("simulate"),
+        f"run {run_id} is simulated; calibrate from a measured run",
+    )
+    if args.cluster:
+        model, params = setup.load(args.cluster)
+    else:
+        model = setup.model_of_run(info)
+        params = setup.params_for(model)
+    label = f"run {run_id} ({info.kind}, {info.mpi}, {len(model.node_names)} nodes)"
+    cal = calibrate.calibrate(points, params, model.nic.bandwidth_Bps, label)
+    tuned = cal.params
+    if args.rounds:
+        placement = setup.placement_of_run(model, info)
+        base = RunRequest.from_json(info.request)
+        base = base.replace(engine=base.engine.replace(ops="pingpong"))
+        with tempfile.TemporaryDirectory(prefix="commscope-calibrate-") as tmp:
+            with Store.open(Path(tmp) / "rounds.sqlite") as scratch:
+                for _ in range(args.rounds):
+                    request = setup.simulated_request(base, model, tuned, placement, [])
+                    rid = simulate_run.simulate_into(args, scratch, request, None, True)
+                    tuned = calibrate.refine(tuned, points, scratch.points(rid))
+    cal = dataclasses.replace(cal, params=tuned)
+    setup.write_model(out_path, model, cal.params, out_flag)
+    if args.json:
+        common.print_json(
+            {
+                "model": out_path,
+                "params": cal.params.to_json(),
+                "segments": [s.__dict__ for s in cal.inter],
+            }
+        )
+        return 0
+    out = common.console()
+    p = cal.params
+    out.print(f"calibrated from {label}; written to {out_path}")
+    out.print(
+        f"NIC: {p.nic_bw_Bps / 1e6:.2f} MB/s, {p.nic_lat_s * 1e6:.2f} us each (route"
+        f" {2 * p.nic_lat_s * 1e6:.2f} us); memory link: {p.memory_bw_Bps / 1e9:.3f} GB/s,"
+        f" {p.memory_lat_s * 1e6:.3f} us"
+    )
+    table = Table(title="SMPI factors per size segment (inter-node fit)")
+    for col in ("from", "to", "sizes", "lat-factor", "bw-factor"):
+        table.add_column(col, justify="right")
+    for seg, (_, lf), (_, bf) in zip(cal.inter, p.lat_factor, p.bw_factor, strict=True):
+        table.add_row(str(seg.start), str(seg.end - 1), str(seg.sizes), f"{lf:.3f}", f"{bf:.3f}")
+    out.print(table)
+    return 0
+
+
+def validate(args: argparse.Namespace) -> int:
+    """Simulate a measured run on the model and print simulated against measured."""
+    from rich.table import Table
+
+    from commscope.simulate import agreement, setup
+
+    min_b = parse_size(args.min_size, "--min-size")
+    max_b = parse_size(args.max_size, "--max-size") if args.max_size is not None else None
+    with common.open_store(args) as store:
+        run_id = store.resolve_run(args.run)
+        info = store.get_run(run_id)
+        common.require(
+            not info.request.get("simulate"),
+            f"run {run_id} is simulated; validate against a measured run",
+        )
+        model: ClusterModel
+        if args.cluster:
+            model, params = setup.load(args.cluster)
+        else:
+            model = setup.model_of_run(info)
+            params = setup.params_for(model)
+        placement = setup.placement_of_run(model, info)
+        measured_request = RunRequest.from_json(info.request)
+        request = setup.simulated_request(measured_request, model, params, placement, args.smpi_cfg)
+        label = args.label or f"model of run {run_id}"
+        sim_id = simulate_run.simulate_into(args, store, request, label, args.quiet or args.json)
+        measured = agreement.point_times(
+            store.points(run_id), store.colls(run_id), store.contentions(run_id)
+        )
+        simulated = agreement.point_times(
+            store.points(sim_id), store.colls(sim_id), store.contentions(sim_id)
+        )
+    result = agreement.agreement(measured, simulated, min_b, max_b)
+    if args.json:
+        common.print_json(
+            {
+                "measured_run": run_id,
+                "simulated_run": sim_id,
+                "factors": (request.simulate or {})["factors"],
+                **result.to_json(),
+            }
+        )
+        return 0
+    out = common.console()
+    table = Table(title=f"run {run_id} measured vs simulated run {sim_id}")
+    for col in ("point", "measured", "simulated", "error"):
+        table.add_column(col, justify="right")
+    for row in result.rows:
+        table.add_row(
+            simulate_run.key_text(row.key),
+            simulate_run.time_text(row.measured_s),
+            simulate_run.time_text(row.simulated_s),
+            f"{100 * row.error:+.1f} %",
+        )
+    out.print(table)
+    out.print(
+        f"{len(result.rows)} points; |relative error| median {100 * result.median_abs:.1f}"
+        f" %, 90th percentile {100 * result.p90_abs:.1f} %; {(request.simulate or {})['factors']}"
+    )
+    return 0
