@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from commscope.data.records import Coll, Contention, Linpack, LogGP, Point, Stream
-from commscope.data.store import RunInfo, SegmentInfo, Store
+from commscope.data.store import RunInfo, SegmentInfo, Store, of_class
 
 
 @dataclass(frozen=True)
@@ -36,19 +36,14 @@ class RunData:
 def read_run(store: Store, run_id: int) -> RunData:
     """Read run ``run_id`` with every record, decoding each record once."""
     records = store.measurements(run_id)
-
-    def of(cls: type[Any]) -> list[Any]:
-        return [r for r in records if isinstance(r, cls)]
-
     return RunData(
         info=store.get_run(run_id),
-        # The orders the store's accessors give (records arrive ordered by op, pair, bytes).
-        points=of(Point),
-        colls=of(Coll),
-        contentions=sorted(of(Contention), key=lambda p: (p.level, p.cf, p.bytes)),
-        streams=of(Stream),
-        linpacks=sorted(of(Linpack), key=lambda p: (p.cores, p.n)),
-        loggps=sorted(of(LogGP), key=lambda p: (p.pair, p.bytes)),
+        points=of_class(records, Point),
+        colls=of_class(records, Coll),
+        contentions=of_class(records, Contention),
+        streams=of_class(records, Stream),
+        linpacks=of_class(records, Linpack),
+        loggps=of_class(records, LogGP),
         segments=store.segments(run_id),
         netload=store.run_data(run_id, "netload"),
     )

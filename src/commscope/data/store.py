@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -101,6 +102,21 @@ class SegmentInfo:
     def header_record(self) -> Header | None:
         """This launch's engine header as a record; None if the engine wrote none."""
         return _header_record(self.header, f"segment {self.id} header")
+
+
+# Records arrive ordered by op, pair and bytes; these kinds read better in another order.
+_ORDER: dict[type, Callable[[Any], tuple[Any, ...]]] = {
+    Contention: lambda p: (p.level, p.cf, p.bytes),
+    Linpack: lambda p: (p.cores, p.n),
+    LogGP: lambda p: (p.pair, p.bytes),
+}
+
+
+def of_class(records: Sequence[object], cls: type[_M]) -> list[_M]:
+    """The records of class ``cls``, in the order the store's accessors give."""
+    out = [r for r in records if isinstance(r, cls)]
+    key = _ORDER.get(cls)
+    return sorted(out, key=key) if key else out
 
 
 class Store(StoreWrites):
@@ -232,7 +248,7 @@ class Store(StoreWrites):
 
     def _of(self, run_id: int, cls: type[_M]) -> list[_M]:
         kind = next(k for k, c in read.KIND_CLASSES.items() if c is cls)
-        return [r for r in self.records(run_id, kind) if isinstance(r, cls)]
+        return of_class(self.records(run_id, kind), cls)
 
     def points(self, run_id: int) -> list[Point]:
         """Return a run's point-to-point points ordered by op, pair and bytes."""
@@ -244,7 +260,7 @@ class Store(StoreWrites):
 
     def contentions(self, run_id: int) -> list[Contention]:
         """Return a run's contention points ordered by level, cf and bytes."""
-        return sorted(self._of(run_id, Contention), key=lambda p: (p.level, p.cf, p.bytes))
+        return self._of(run_id, Contention)
 
     def streams(self, run_id: int) -> list[Stream]:
         """Return a run's TCP stream records ordered by pair and mean message size."""
@@ -252,11 +268,11 @@ class Store(StoreWrites):
 
     def linpacks(self, run_id: int) -> list[Linpack]:
         """Return a run's Linpack points ordered by cores and matrix order."""
-        return sorted(self._of(run_id, Linpack), key=lambda p: (p.cores, p.n))
+        return self._of(run_id, Linpack)
 
     def loggps(self, run_id: int) -> list[LogGP]:
         """Return a run's LogGP points ordered by pair and bytes."""
-        return sorted(self._of(run_id, LogGP), key=lambda p: (p.pair, p.bytes))
+        return self._of(run_id, LogGP)
 
     def measured_keys(self, run_id: int) -> set[tuple[str, str, int]]:
         """Return the (op, pair, bytes) keys a run already has, e.g. to resume it."""

@@ -88,5 +88,5 @@ def write_report(
     from commscope import safe_write
     from commscope.report import html
 
-    safe_write.check_target(path, flag)
-    return html.write_report(report_contexts(runs), path, flag)
+    safe_write.check_target(path, flag)  # before the analysis
+    return safe_write.write_text(path, html.render(report_contexts(runs)), flag)

@@ -192,14 +192,3 @@ def render(runs: Sequence[dict[str, Any]]) -> str:
             simulation=simulation_section.build(runs),
         )
     )
-
-
-def write_report(
-    runs: Sequence[dict[str, Any]], path: str | os.PathLike[str], flag: str | None = None
-) -> Path:
-    """Write the report of run contexts to ``path`` atomically and return its full path.
-
-    The path is checked before the report is rendered; ``flag`` names the option that gave it.
-    """
-    safe_write.check_target(path, flag)
-    return write_atomic(render(runs), path, flag)
