@@ -18,6 +18,8 @@
 #define CS_ERRLEN 256
 #define CS_MAX_CPUS 256
 #define CS_NAMELEN 256
+/* Largest message: MPI counts are ints (commscope.limits.MAX_MESSAGE_BYTES). */
+#define CS_MAX_MESSAGE_BYTES 2147483647
 
 /* ---- timers: one struct of function pointers per clock, chosen by name at run time ---- */
 typedef struct cs_timer {

@@ -76,6 +76,13 @@ static int parse_sizes(const spec *s, const char *text, cs_options *o, char *err
             free(sizes);
             return -1;
         }
+        if (v > CS_MAX_MESSAGE_BYTES) {
+            /* MPI counts are ints: a larger size would wrap inside the operations. */
+            snprintf(err, errlen, "%s %s: expected byte counts up to %d (an MPI count is an int)",
+                     s->flag, text, CS_MAX_MESSAGE_BYTES);
+            free(sizes);
+            return -1;
+        }
         sizes[count++] = (size_t)v;
         p = *end ? end + 1 : end;
     }

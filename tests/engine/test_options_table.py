@@ -104,7 +104,13 @@ def test_every_option_round_trips_into_the_header(engine_path):
 
 
 def test_the_engine_refuses_what_the_table_bounds(engine_path):
-    for flag, value in (("--window", "0"), ("--window", "1.5"), ("--recv-buffers", "one,one")):
+    for flag, value in (
+        ("--window", "0"),
+        ("--window", "1.5"),
+        ("--recv-buffers", "one,one"),
+        ("--sizes", "8,2147483648"),  # above an int count (commscope.limits.MAX_MESSAGE_BYTES)
+        ("--coll-sizes", "18446744073709551615"),
+    ):
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         out = subprocess.run(
             ["mpirun.openmpi", "-np", "1", engine_path, flag, value],
