@@ -138,7 +138,16 @@ typedef struct cs_context {
     int npoints; /* points written so far (rank 0) */
     cs_clock clock;
     double t_bcast_s; /* upper estimate of broadcasting a double from rank 0 */
+    /* The MPI_Comm the point is measured on (rank and nranks are within it); NULL for
+     * MPI_COMM_WORLD. A pointer, so that programs without mpi.h can include this header. */
+    const void *comm;
 } cs_context;
+
+#ifdef MPI_VERSION
+static inline MPI_Comm cs_comm(const cs_context *ctx) {
+    return ctx->comm ? *(const MPI_Comm *)ctx->comm : MPI_COMM_WORLD;
+}
+#endif
 
 static inline double cs_global_now(const cs_context *ctx) {
     double t = ctx->timer->now();
@@ -159,7 +168,12 @@ typedef struct cs_coll_op cs_coll_op;
 const cs_coll_op *cs_coll_find(const char *name);
 const char *cs_coll_names(void); /* comma list, for messages */
 int cs_coll_sizeless(const cs_coll_op *op); /* barrier and wait patterns: measured once, 0 bytes */
-void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes);
+/* One point on ctx's communicator, recorded under group ("world" or "ranks 0-N"). */
+void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes, const char *group);
+/* One size of op on every --procs group (or the world), minus --skip'd points; an op this MPI
+ * library lacks is measured nowhere and its reason kept for the end record. */
+void cs_coll_run(cs_context *ctx, const cs_coll_op *op, int size_index);
+void cs_coll_write_refused(cs_json *j); /* end member "refused", rank 0 */
 
 /* Contention t(m, cf) at every requested level (collective). */
 void cs_contention_run(cs_context *ctx);

@@ -157,9 +157,9 @@ static double bcast_estimate(cs_context *ctx) {
     double worst = 0.0;
     for (int r = 0; r < 20; r++) {
         double t = cs_global_now(ctx);
-        MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        MPI_Bcast(&t, 1, MPI_DOUBLE, 0, cs_comm(ctx));
         double late = cs_global_now(ctx) - t, most;
-        MPI_Allreduce(&late, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Allreduce(&late, &most, 1, MPI_DOUBLE, MPI_MAX, cs_comm(ctx));
         if (most > worst) worst = most;
     }
     return worst;
@@ -167,10 +167,10 @@ static double bcast_estimate(cs_context *ctx) {
 
 /* One fresh estimate by the named method; drift and unknown names fall back to linear
  * (drift's line is fitted once; later estimates only re-anchor it). */
-static estimate estimate_by(const char *m, double (*now)(void), int d) {
-    if (strcmp(m, "ring") == 0) return ring(MPI_COMM_WORLD, now, d);
-    if (strcmp(m, "hierarchical") == 0) return hierarchical(MPI_COMM_WORLD, now, d);
-    return linear(MPI_COMM_WORLD, now, d);
+static estimate estimate_by(MPI_Comm comm, const char *m, double (*now)(void), int d) {
+    if (strcmp(m, "ring") == 0) return ring(comm, now, d);
+    if (strcmp(m, "hierarchical") == 0) return hierarchical(comm, now, d);
+    return linear(comm, now, d);
 }
 
 static int known(const char *m) {
@@ -192,7 +192,7 @@ int cs_clock_sync(cs_context *ctx, char *err, size_t errlen) {
     if (strcmp(m, "drift") == 0) {
         drift(ctx, now);
     } else {
-        estimate e = estimate_by(m, now, ctx->opt->sync_d);
+        estimate e = estimate_by(MPI_COMM_WORLD, m, now, ctx->opt->sync_d);
         /* The min-RTT method cannot tell path asymmetry: half the round trip bounds its error. */
         ctx->clock = (cs_clock){e.offset, 0.0, 0.0, e.rtt, 0.5 * e.rtt};
     }
@@ -205,7 +205,7 @@ int cs_clock_sync(cs_context *ctx, char *err, size_t errlen) {
 void cs_clock_resync(cs_context *ctx) {
     const char *m = ctx->opt->sync;
     cs_clock *c = &ctx->clock;
-    estimate e = estimate_by(m, ctx->timer->now, ctx->opt->sync_d);
+    estimate e = estimate_by(cs_comm(ctx), m, ctx->timer->now, ctx->opt->sync_d);
     if (ctx->rank != 0) {
         int fitted = strcmp(m, "drift") == 0;
         c->offset_s = e.offset;
@@ -223,11 +223,11 @@ void cs_clock_resync(cs_context *ctx) {
  * fit's residual) cannot explain. Collective. */
 void cs_clock_recheck(cs_context *ctx, double out[2]) {
     const cs_clock *c = &ctx->clock;
-    estimate e = estimate_by(ctx->opt->sync, ctx->timer->now, ctx->opt->sync_d);
+    estimate e = estimate_by(cs_comm(ctx), ctx->opt->sync, ctx->timer->now, ctx->opt->sync_d);
     double gap = e.offset - (c->offset_s + c->drift * (e.mid - c->ref_s));
     double mine[2] = {fabs(gap), fabs(gap) - (0.5 * e.rtt + c->error_s)};
     if (ctx->rank == 0) mine[0] = mine[1] = 0.0;
-    MPI_Reduce(mine, out, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(mine, out, 2, MPI_DOUBLE, MPI_MAX, 0, cs_comm(ctx));
 }
 
 void cs_clock_write(cs_context *ctx, cs_json *j) {

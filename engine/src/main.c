@@ -184,7 +184,7 @@ int main(int argc, char **argv) {
             MPI_Barrier(MPI_COMM_WORLD); /* rank 0 aborts the job */
         }
     }
-    cs_context ctx = {&opt, timer, &topo, rank, topo.nranks, 0, {0, 0, 0, 0, 0}, 0.0};
+    cs_context ctx = {&opt, timer, &topo, rank, topo.nranks, 0, {0, 0, 0, 0, 0}, 0.0, NULL};
     if (has_coll && cs_clock_sync(&ctx, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
     double t0 = MPI_Wtime();
     write_header(&ctx, pairs, npairs, has_coll);
@@ -213,9 +213,8 @@ int main(int argc, char **argv) {
                     op->measure(&ctx, &pairs[p], opt.sizes[s]);
                     if (topo.nranks > 2) cs_idle_barrier();
                 }
-            } else if (cs_coll_sizeless(coll) ? s == 0 && !cs_options_skipped(&opt, name, "world", 0)
-                                               : !cs_options_skipped(&opt, name, "world", opt.coll_sizes[s])) {
-                cs_coll_measure(&ctx, coll, opt.coll_sizes[s]);
+            } else {
+                cs_coll_run(&ctx, coll, s); /* every --procs group, minus --skip'd points */
             }
         }
     }
@@ -230,6 +229,7 @@ int main(int argc, char **argv) {
     }
     if (has_coll && strcmp(opt.sync, "barrier") != 0) cs_clock_check(&ctx, &j);
     cs_load_write(&ctx, &j);
+    if (rank == 0) cs_coll_write_refused(&j);
     if (rank == 0) cs_json_end(&j);
     MPI_Finalize();
     return 0;

@@ -148,7 +148,7 @@ void cs_schedule_run(cs_context *ctx, void (*launch)(void *state, long i), void 
             msg[0] = cs_global_now(ctx) + ctx->t_bcast_s;
             msg[1] = j == 0 ? 0.0 : b;
         }
-        MPI_Bcast(msg, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        MPI_Bcast(msg, 3, MPI_DOUBLE, 0, cs_comm(ctx));
         if (msg[2] != 0.0) break;
         double tau = msg[0], bj = msg[1], end = tau;
         for (int l = 0; l < nl; l++) {
@@ -163,9 +163,9 @@ void cs_schedule_run(cs_context *ctx, void (*launch)(void *state, long i), void 
         }
         launch_index += nl;
         double stage_end;
-        MPI_Reduce(mine, worst, nl, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        MPI_Reduce(flag, anyflag, nl, MPI_INT, MPI_BOR, 0, MPI_COMM_WORLD);
-        MPI_Reduce(&end, &stage_end, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(mine, worst, nl, MPI_DOUBLE, MPI_MAX, 0, cs_comm(ctx));
+        MPI_Reduce(flag, anyflag, nl, MPI_INT, MPI_BOR, 0, cs_comm(ctx));
+        MPI_Reduce(&end, &stage_end, 1, MPI_DOUBLE, MPI_MAX, 0, cs_comm(ctx));
         if (ctx->rank != 0) continue;
         if (j == 0) {
             b = o->gamma * (stage_end - tau) / o->k0;
@@ -213,11 +213,11 @@ void cs_naive_run(cs_context *ctx, void (*launch)(void *state, long i), void *st
     res->nstages = 0;
     res->stop = NULL;
     for (int stop = 0; !stop;) {
-        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Barrier(cs_comm(ctx));
         double t0 = ctx->timer->now();
         for (int i = 0; i < o->naive_iters; i++) launch(state, idx++);
         double per = (ctx->timer->now() - t0) / o->naive_iters, worst;
-        MPI_Reduce(&per, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&per, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, cs_comm(ctx));
         if (ctx->rank == 0) {
             res->times_s[res->n] = worst;
             res->flags[res->n] = 0;
@@ -230,6 +230,6 @@ void cs_naive_run(cs_context *ctx, void (*launch)(void *state, long i), void *st
             res->stop = should_stop(o, &rs, ctx->timer->now() - started);
             stop = res->stop != NULL;
         }
-        MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        MPI_Bcast(&stop, 1, MPI_INT, 0, cs_comm(ctx));
     }
 }

@@ -1,5 +1,5 @@
-/* Collective operations (all of MPI 2.2, the MPI-3 nonblocking ones) and the WaitPattern
- * timing tests of Kurnosov 2012 (MPIPerf), measured with the window scheduler or the naive
+/* Collective operations (all of MPI 2.2, the MPI-3 nonblocking ones; Alltoallw, the
+ * neighbourhood and the persistent ones are in coll_extra.c) and the WaitPattern timing tests of Kurnosov 2012 (MPIPerf), measured with the window scheduler or the naive
  * barrier loop.
  *
  * `bytes` is one block: what one rank sends to one peer (the whole message for bcast).
@@ -11,35 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commscope.h"
+#include "coll.h"
 
-enum kind { BARRIER, BCAST, GATHER, SCATTER, ALLGATHER, ALLTOALL, REDUCE, ALLREDUCE, REDSCAT,
-            REDSCAT_BLOCK, SCAN, EXSCAN, WAIT_NULL, WAIT_UP };
-
-typedef struct coll_state coll_state;
-typedef void (*coll_fn)(coll_state *s, char *sb, char *rb, MPI_Request *rq);
-
-struct cs_coll_op {
-    const char *name;
-    enum kind kind;
-    int vector;      /* the v-variant: explicit counts and displacements */
-    int nonblocking; /* start, then MPI_Wait: time to completion */
-    coll_fn call;
-};
-
-struct coll_state {
-    cs_context *ctx;
-    const cs_coll_op *op;
-    int n, rank, root, count;
-    MPI_Datatype type;
-    int *counts, *displs;
-    MPI_Request *reqs; /* alltoall_block: 2 * block requests */
-    char **sbufs, **rbufs;
-    int nbufs;
-    size_t bytes, block; /* block = count * type size */
-};
-
-#define W MPI_COMM_WORLD
+#define W s->comm
 static void c_barrier(coll_state *s, char *sb, char *rb, MPI_Request *rq) {
     (void)s; (void)sb; (void)rb;
     if (rq) MPI_Ibarrier(W, rq); else MPI_Barrier(W);
@@ -114,12 +88,12 @@ static void c_alltoall_block(coll_state *s, char *sb, char *rb, MPI_Request *rq)
         int ss = block < p - ii ? block : p - ii;
         for (int i = 0; i < ss; i++) {
             int src = (r + i + ii) % p;
-            MPI_Irecv(rb + (size_t)src * s->block, s->count, MPI_BYTE, src, 41, MPI_COMM_WORLD,
+            MPI_Irecv(rb + (size_t)src * s->block, s->count, MPI_BYTE, src, 41, s->comm,
                       &s->reqs[i]);
         }
         for (int i = 0; i < ss; i++) {
             int dst = (r - i - ii + p) % p;
-            MPI_Isend(sb + (size_t)dst * s->block, s->count, MPI_BYTE, dst, 41, MPI_COMM_WORLD,
+            MPI_Isend(sb + (size_t)dst * s->block, s->count, MPI_BYTE, dst, 41, s->comm,
                       &s->reqs[ss + i]);
         }
         MPI_Waitall(2 * ss, s->reqs, MPI_STATUSES_IGNORE);
@@ -136,7 +110,10 @@ static void c_wait_up(coll_state *s, char *sb, char *rb, MPI_Request *rq) {
 }
 #undef W
 
-#define PAIR(name, kind, vec, fn) {name, kind, vec, 0, fn}, {"i" name, kind, vec, 1, fn}
+#define PAIR(name, kind, vec, fn) {name, kind, vec, 0, fn, 0, 0}, {"i" name, kind, vec, 1, fn, 0, 0}
+/* Neighbourhood collectives on a periodic 1-D ring and a periodic 2-D grid (MPI_Dims_create). */
+#define GRIDS(name, kind, fn) {name "_1d", kind, 0, 0, fn, 1, 0}, {"i" name "_1d", kind, 0, 1, fn, 1, 0}, \
+                              {name "_2d", kind, 0, 0, fn, 2, 0}, {"i" name "_2d", kind, 0, 1, fn, 2, 0}
 static const cs_coll_op ops[] = {
     PAIR("barrier", BARRIER, 0, c_barrier),
     PAIR("bcast", BCAST, 0, c_bcast),
@@ -154,11 +131,20 @@ static const cs_coll_op ops[] = {
     PAIR("reduce_scatter_block", REDSCAT_BLOCK, 0, c_redscat_block),
     PAIR("scan", SCAN, 0, c_scan),
     PAIR("exscan", EXSCAN, 0, c_exscan),
-    {"alltoall_block", ALLTOALL, 0, 0, c_alltoall_block},
-    {"waitpattern_null", WAIT_NULL, 0, 0, c_wait_null},
-    {"waitpattern_up", WAIT_UP, 0, 0, c_wait_up},
+    {"alltoall_block", ALLTOALL, 0, 0, c_alltoall_block, 0, 0},
+    {"waitpattern_null", WAIT_NULL, 0, 0, c_wait_null, 0, 0},
+    {"waitpattern_up", WAIT_UP, 0, 0, c_wait_up, 0, 0},
+    PAIR("alltoallw", ALLTOALL, 2, c_alltoallw),
+    GRIDS("neighbor_allgather", NBR_ALLGATHER, c_nbr_allgather),
+    GRIDS("neighbor_alltoall", NBR_ALLTOALL, c_nbr_alltoall),
+    {"bcast_init", BCAST, 0, 0, c_bcast_init, 0, 1},
+    {"reduce_init", REDUCE, 0, 0, c_reduce_init, 0, 1},
+    {"allreduce_init", ALLREDUCE, 0, 0, c_allreduce_init, 0, 1},
+    {"allgather_init", ALLGATHER, 0, 0, c_allgather_init, 0, 1},
+    {"alltoall_init", ALLTOALL, 0, 0, c_alltoall_init, 0, 1},
 };
 #undef PAIR
+#undef GRIDS
 #define NOPS (sizeof ops / sizeof ops[0])
 
 const cs_coll_op *cs_coll_find(const char *name) {
@@ -168,7 +154,7 @@ const cs_coll_op *cs_coll_find(const char *name) {
 }
 
 const char *cs_coll_names(void) {
-    static char names[1024];
+    static char names[2048];
     if (!names[0])
         for (size_t i = 0; i < NOPS; i++) {
             if (i) strcat(names, ",");
@@ -186,7 +172,10 @@ static int reduction(const cs_coll_op *op) { return op->kind >= REDUCE && op->ki
 static void launch(void *state, long i) {
     coll_state *s = state;
     char *sb = s->sbufs[i % s->nbufs], *rb = s->rbufs[i % s->nbufs];
-    if (s->op->nonblocking) {
+    if (s->op->persistent) {
+        MPI_Start(&s->preqs[i % s->nbufs]);
+        MPI_Wait(&s->preqs[i % s->nbufs], MPI_STATUS_IGNORE);
+    } else if (s->op->nonblocking) {
         MPI_Request rq;
         s->op->call(s, sb, rb, &rq);
         MPI_Wait(&rq, MPI_STATUS_IGNORE);
@@ -205,6 +194,7 @@ static void setup(coll_state *s, cs_context *ctx, const cs_coll_op *op, size_t b
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
     s->op = op;
+    s->comm = cs_comm(ctx);
     s->n = ctx->nranks;
     s->rank = ctx->rank;
     s->root = ctx->opt->root;
@@ -217,7 +207,7 @@ static void setup(coll_state *s, cs_context *ctx, const cs_coll_op *op, size_t b
     s->reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)s->n);
     if (!s->counts || !s->displs || !s->reqs) cs_die("rank %d: out of memory", ctx->rank);
     for (int i = 0; i < s->n; i++) s->counts[i] = s->count, s->displs[i] = i * s->count;
-    size_t each = (size_t)s->n * s->block;
+    size_t each = (size_t)coll_blocks(op, s->n) * s->block;
     s->nbufs = 1;
     if (strcmp(ctx->opt->buffers, "cold") == 0) { /* a rotation larger than twice the last-level cache */
         size_t want = 2 * last_level_cache() / (2 * (each ? each : 1)) + 1;
@@ -230,9 +220,11 @@ static void setup(coll_state *s, cs_context *ctx, const cs_coll_op *op, size_t b
         s->sbufs[b] = cs_buffer_alloc(each);
         s->rbufs[b] = cs_buffer_alloc(each);
     }
+    coll_extra_setup(s);
 }
 
 static void teardown(coll_state *s) {
+    coll_extra_teardown(s);
     for (int b = 0; b < s->nbufs; b++) cs_buffer_free(s->sbufs[b]), cs_buffer_free(s->rbufs[b]);
     free(s->sbufs); free(s->rbufs); free(s->counts); free(s->displs); free(s->reqs);
 }
@@ -243,7 +235,7 @@ static unsigned char pattern(int src, int blk, size_t i) {
 }
 
 /* The block at buf must be what rank src put in its block blk_of_src. */
-static void expect_bytes(coll_state *s, const char *buf, int src, int blk_of_src) {
+void expect_bytes(coll_state *s, const char *buf, int src, int blk_of_src) {
     const unsigned char *p = (const unsigned char *)buf;
     for (size_t i = 0; i < s->block; i++)
         if (p[i] != pattern(src, blk_of_src, i))
@@ -269,7 +261,7 @@ static void check(coll_state *s) {
         for (int b = 0; b < n; b++)
             for (int e = 0; e < s->count; e++) d[(size_t)b * s->count + e] = r + 1 + (b + e) % 3;
     } else {
-        for (int b = 0; b < n; b++)
+        for (int b = 0; b < coll_blocks(s->op, n); b++)
             for (size_t i = 0; i < s->block; i++) sb[(size_t)b * s->block + i] = (char)pattern(r, b, i);
     }
     launch(s, 0);
@@ -287,6 +279,7 @@ static void check(coll_state *s) {
     case REDSCAT: case REDSCAT_BLOCK: expect_doubles(s, rb, r, all, n); break;
     case SCAN: expect_doubles(s, rb, 0, (r + 1) * (r + 2) / 2.0, r + 1); break;
     case EXSCAN: if (r > 0) expect_doubles(s, rb, 0, r * (r + 1) / 2.0, r); break;
+    case NBR_ALLGATHER: case NBR_ALLTOALL: coll_neighbor_check(s, rb); break;
     default: break;
     }
 }
@@ -296,12 +289,12 @@ static void overlap(coll_state *s, double out[4]) {
     enum { ITERS = 20 };
     double (*now)(void) = s->ctx->timer->now;
     MPI_Request rq;
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(s->comm);
     double t0 = now();
     for (int i = 0; i < ITERS; i++) launch(s, i);
     double pure = (now() - t0) / ITERS, cpu = 0.0;
-    MPI_Allreduce(MPI_IN_PLACE, &pure, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &pure, 1, MPI_DOUBLE, MPI_MAX, s->comm);
+    MPI_Barrier(s->comm);
     t0 = now();
     for (int i = 0; i < ITERS; i++) {
         s->op->call(s, s->sbufs[i % s->nbufs], s->rbufs[i % s->nbufs], &rq);
@@ -312,20 +305,20 @@ static void overlap(coll_state *s, double out[4]) {
     }
     double total = (now() - t0) / ITERS;
     cpu /= ITERS;
-    MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, &cpu, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_MAX, s->comm);
+    MPI_Allreduce(MPI_IN_PLACE, &cpu, 1, MPI_DOUBLE, MPI_MAX, s->comm);
     double pct = pure > 0 ? 100.0 * (1.0 - (total - cpu) / pure) : 0.0;
     out[0] = pure, out[1] = cpu, out[2] = total;
     out[3] = pct < 0 ? 0 : pct > 100 ? 100 : pct;
 }
 
-static void write_record(cs_context *ctx, coll_state *s, const cs_sched_result *res,
-                         const double *ov, const double *clock) {
+static void write_record(cs_context *ctx, coll_state *s, const char *group,
+                         const cs_sched_result *res, const double *ov, const double *clock) {
     cs_json j;
     cs_json_begin(&j, stdout);
     cs_json_str(&j, "type", "coll");
     cs_json_str(&j, "op", s->op->name);
-    cs_json_str(&j, "group", "world");
+    cs_json_str(&j, "group", group);
     cs_json_int(&j, "nranks", s->n);
     cs_json_int(&j, "bytes", (long long)s->bytes);
     int rooted = s->op->kind == BCAST || s->op->kind == GATHER || s->op->kind == SCATTER ||
@@ -367,7 +360,7 @@ static void write_record(cs_context *ctx, coll_state *s, const cs_sched_result *
     ctx->npoints++;
 }
 
-void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes) {
+void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes, const char *group) {
     const cs_options *o = ctx->opt;
     if (cs_coll_sizeless(op)) bytes = 0;
     if (bytes / (reduction(op) ? 8 : 1) * (size_t)ctx->nranks > 0x7fffffffu)
@@ -390,7 +383,7 @@ void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes) {
     if (op->nonblocking && op->kind != BARRIER) overlap(&s, ov);
     if (windowed) cs_clock_recheck(ctx, clock); /* did the clocks hold during the point? */
     if (ctx->rank == 0)
-        write_record(ctx, &s, &res, op->nonblocking && op->kind != BARRIER ? ov : NULL,
+        write_record(ctx, &s, group, &res, op->nonblocking && op->kind != BARRIER ? ov : NULL,
                      windowed ? clock : NULL);
     free(res.times_s); free(res.flags); free(res.stage); free(res.windows_s);
     teardown(&s);

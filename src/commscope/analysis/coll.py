@@ -168,9 +168,10 @@ def summarize(
 def summaries(
     points: list[Coll], level: float = 0.95, trim: float = DEFAULT_TRIM, min_valid: int = MIN_VALID
 ) -> list[CollSummary]:
-    """Summaries ordered by operation and size."""
+    """Summaries ordered by operation, size and process count."""
     return [
-        summarize(p, level, trim, min_valid) for p in sorted(points, key=lambda p: (p.op, p.bytes))
+        summarize(p, level, trim, min_valid)
+        for p in sorted(points, key=lambda p: (p.op, p.bytes, p.nranks))
     ]
 
 

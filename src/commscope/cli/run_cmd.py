@@ -80,7 +80,9 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         "--ops",
         help=f"operations (p2p: {P2P_OPS}; coll: {COLL_OPS}; also "
         "gatherv, scatterv, allgatherv, alltoallv, reduce_scatter(_block), scan, "
-        "exscan, their i- forms, alltoall_block, waitpattern_null, waitpattern_up)",
+        "exscan, their i- forms, alltoall_block, waitpattern_null, waitpattern_up, "
+        "(i)alltoallw, (i)neighbor_allgather_1d/_2d, (i)neighbor_alltoall_1d/_2d, "
+        "bcast_init, reduce_init, allreduce_init, allgather_init, alltoall_init (MPI-4))",
     )
     common.option(
         p,
@@ -178,7 +180,7 @@ def _coll_sizes(args: argparse.Namespace, ops: list[str]) -> list[int]:
     given = args.sizes is not None and args.benchmark == "coll"
     sizes = parse_size_list(args.sizes if given else COLL_SIZES, "--sizes")
     odd = [s for s in sizes if s % 8]
-    if odd and any(op.removeprefix("i") in REDUCTIONS for op in ops):
+    if odd and any(op.removeprefix("i").removesuffix("_init") in REDUCTIONS for op in ops):
         raise UsageError(
             f"--sizes {args.sizes}: reductions sum doubles, so sizes must be "
             f"multiples of 8 ({odd[0]} is not)"
@@ -260,6 +262,9 @@ def build_request(args: argparse.Namespace) -> RunRequest:
     options = EngineOptions(**engine)
     engine_options.check(options)
     common.require(args.root < request.np, f"--root {args.root}: not a rank")
+    if options.procs:  # each collective on the first P ranks, for every P
+        found = engine_options.procs(options.procs, request.np)
+        options = options.replace(procs=",".join(map(str, found)))
     return request.replace(engine=options)
 
 

@@ -6,13 +6,14 @@ Its report part (the table and the time-against-size plot) is built with the run
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
 from commscope.analysis import coll as coll_analysis
+from commscope.analysis import coll_scaling
 from commscope.data.records import Coll
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
@@ -26,34 +27,53 @@ class CollRun:
     rows: list[coll_analysis.CollSummary]
     level: float
     trim: float
+    scaling: list[coll_scaling.ScalingRow] = field(default_factory=list)  # --procs
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (op, why) the MPI lacks
+
+
+def refused_of(run: RunData) -> list[tuple[str, str]]:
+    """Operations the engine refused (not in this MPI library), from the end records."""
+    found = {}
+    for end in run.ends:
+        for r in (end or {}).get("refused", []):
+            found[str(r["op"])] = str(r["reason"])
+    return sorted(found.items())
 
 
 def summarize(run: RunData, view: View) -> CollRun | None:
     """One summary per operation, group and size; None without collectives."""
-    if not run.colls:
+    refused = refused_of(run)
+    if not run.colls and not refused:
         return None
     level = view.confidence or run.info.request.get("confidence", 0.95)
     min_valid = coll_analysis.min_valid_of((run.info.header or {}).get("options"))
     rows = coll_analysis.summaries(run.colls, level, view.trim, min_valid)
-    return CollRun(rows, level, view.trim)
+    return CollRun(rows, level, view.trim, coll_scaling.scaling(rows), refused)
 
 
 def table(run: CollRun) -> list[Any]:
     """The MPIPerf report: nt, nc, ns, T, SE, min, max, E and the interval, times in us.
 
     Points the analysis flags get a ``!`` after T and a line below the table saying why.
+    A run over several process counts (--procs) gets a p column and the scaling table.
     """
+    refused = [Text(f"{op} not measured: {why}", style="yellow") for op, why in run.refused]
+    if not run.rows:
+        return refused
+    several = len({s.nranks for s in run.rows}) > 1
     out = Table(
         title=f"collectives (times in us; {run.level:.0%} confidence;"
         f" {run.trim:.0%} trimmed at each end)"
     )
-    for col in ("op", "bytes", "nt", "nc", "ns", "T", "SE", "min", "max", "E", "CI", "stop"):
+    head = ("op", "p", "bytes") if several else ("op", "bytes")
+    for col in (*head, "nt", "nc", "ns", "T", "SE", "min", "max", "E", "CI", "stop"):
         out.add_column(col, justify="left" if col in ("op", "stop") else "right")
     out.add_column("overlap %", justify="right")
     for s in run.rows:
         ci = "" if s.nc == 0 else f"{us(s.ci_low_s)}-{us(s.ci_high_s)}"
         out.add_row(
             s.op,
+            *((str(s.nranks),) if several else ()),
             str(s.bytes),
             str(s.nt),
             str(s.nc),
@@ -70,13 +90,66 @@ def table(run: CollRun) -> list[Any]:
     warnings = [
         Text(f"! {coll_analysis.warning_text(s)}", style="yellow") for s in run.rows if s.warnings
     ]
-    return [out, *warnings]
+    return [out, *warnings, *scaling_table(run.scaling), *refused]
+
+
+def scaling_table(rows: list[coll_scaling.ScalingRow]) -> list[Any]:
+    """T (us) of each operation and size against the process count; empty without --procs."""
+    if not rows:
+        return []
+    procs = coll_scaling.process_counts(rows)
+    out = Table(title="collectives against process count (T in us; ! flagged point)")
+    out.add_column("op", justify="left")
+    out.add_column("bytes", justify="right")
+    for p in procs:
+        out.add_column(f"p={p}", justify="right")
+    out.add_column(f"T(p={procs[-1]}) / T(p={procs[0]})", justify="right")
+    for r in rows:
+        cells = []
+        for p in procs:
+            shown = us(r.time_at(p)) if p in r.procs else ""
+            cells.append(shown + (" !" if p in r.procs and r.flagged[r.procs.index(p)] else ""))
+        growth = r.growth()
+        out.add_row(r.op, str(r.bytes), *cells, "" if growth != growth else f"{growth:.2f}")
+    return [out]
+
+
+def report(run: CollRun) -> dict[str, Any]:
+    """The report entry: the scaling rows, a plot per operation, the refused operations."""
+    from markupsafe import Markup
+
+    from commscope.report import coll_scaling_section  # matplotlib: only for a report
+
+    ops = sorted({r.op for r in run.scaling})
+    return {
+        "scaling": run.scaling,
+        "procs": coll_scaling.process_counts(run.scaling),
+        # SVG that matplotlib produced from numbers and escaped labels.
+        "plots": [
+            (op, Markup(coll_scaling_section.scaling_plot([r for r in run.scaling if r.op == op])))
+            for op in ops
+        ],
+        "refused": run.refused,
+    }
+
+
+def to_json(run: CollRun | None) -> dict[str, Any]:
+    """``show --json``: the MPIPerf rows, the scaling over p, the refused operations."""
+    if run is None:
+        return {"collectives": [], "coll_scaling": [], "coll_refused": []}
+    return {
+        "collectives": [c.to_json() for c in run.rows],
+        "coll_scaling": [r.to_json() for r in run.scaling],
+        "coll_refused": [{"op": op, "reason": why} for op, why in run.refused],
+    }
 
 
 KIND = Kind(
     name="coll",
     records=(Coll,),
     summarize=summarize,
-    to_json=lambda run: {"collectives": [c.to_json() for c in run.rows] if run else []},
+    to_json=to_json,
     terminal=table,
+    report=report,
+    template="coll_scaling_section.html.j2",
 )

@@ -212,6 +212,26 @@ def argv(options: EngineOptions, skip: Iterable[tuple[str, str, int]] = ()) -> l
     return out
 
 
+def procs(text: str | None, nranks: int) -> tuple[int, ...]:
+    """The process counts of --procs, ascending without repeats (empty: the world alone).
+
+    Raises:
+        InputError: not a comma list of whole numbers from 2 to ``nranks``.
+    """
+    if not text:
+        return ()
+    fix = f"give process counts from 2 to the run's {nranks} ranks, e.g. 2,4 (or raise --np)"
+    counts = set()
+    for item in text.split(","):
+        try:
+            counts.add(strict.whole(item.strip(), 2, max(nranks, 2)))
+        except strict.NumberError:
+            raise InputError(f"--procs {strict.shown(text)}: {fix}") from None
+    if max(counts) > nranks:
+        raise InputError(f"--procs {strict.shown(text)}: {fix}")
+    return tuple(sorted(counts))
+
+
 def expected_points(options: EngineOptions, npairs: int) -> int | None:
     """How many points the engine will write for these options (None: not known ahead)."""
     options = as_recorded(options)
@@ -228,7 +248,8 @@ def expected_points(options: EngineOptions, npairs: int) -> int | None:
         elif op == "loggp":
             total += npairs * len(options.loggp_sizes or sizes)
         else:
-            total += 1 if op in SIZELESS_OPS else len(coll_sizes)
+            groups = len(options.procs.split(",")) if options.procs else 1
+            total += groups * (1 if op in SIZELESS_OPS else len(coll_sizes))
     return total
 
 
