@@ -233,21 +233,18 @@ void cs_matrix_run(cs_context *ctx) {
     int steps = serial ? n * n : n; /* serial: every a * n + b with a != b */
     step st;
     step_alloc(&st, n);
-    for (int k = serial ? 0 : 1; k < steps; k++) {
-        if (serial && k / n == k % n) continue;
-        plan(&st, ctx->rank, n, k, serial, 0, -1);
-        lat_step(ctx, &st);
-    }
     /* At k = n / 2 rank i sends to and receives from the same rank: both directions would
      * share one connection, which no other step does (on the virtual cluster one of them ran
-     * at half the rate, under Open MPI and MPICH alike), so each direction runs alone. */
-    for (int s = 0; s < o->nmatrix_sizes; s++)
+     * at half the rate, and round trips took 10-50 times longer, under Open MPI and MPICH
+     * alike), so each direction runs alone. */
+    for (int s = -1; s < o->nmatrix_sizes; s++) /* s = -1: latency */
         for (int k = serial ? 0 : 1; k < steps; k++) {
             if (serial && k / n == k % n) continue;
             int halves = !serial && 2 * k == n;
             for (int h = halves ? 0 : -1; h < (halves ? 2 : 0); h++) {
-                plan(&st, ctx->rank, n, k, serial, 1, h);
-                bw_step(ctx, "matrix_bw", "", &st, o->matrix_sizes[s]);
+                plan(&st, ctx->rank, n, k, serial, s >= 0, h);
+                if (s < 0) lat_step(ctx, &st);
+                else bw_step(ctx, "matrix_bw", "", &st, o->matrix_sizes[s]);
             }
         }
     step_free(&st);
