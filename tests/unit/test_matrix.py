@@ -285,3 +285,14 @@ def test_runs_without_matrix_points_have_no_matrix_section(tmp_path):
         run = read_run(store, run_id)
     assert matrix_kind.summarize(run, kinds.View()) is None
     assert "All-pairs matrix" not in kinds.render_report([run])
+
+
+@pytest.mark.parametrize("benchmark", ["matrix", "bisection"])
+def test_one_rank_is_refused_before_anything_is_stored(cli, benchmark):
+    out = cli("run", benchmark, "--np", "1")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        f"commscope run: error: --np 1: {benchmark} pairs ranks, so it needs at least 2; give"
+        " --np 2 or more, or run on 2 or more nodes"
+    ]
+    assert not cli.store.exists()

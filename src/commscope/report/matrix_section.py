@@ -34,6 +34,8 @@ def heat_map(m: matrix_analysis.Matrix) -> str:
             for i in range(n):
                 for j in range(n):
                     if not np.isnan(values[i, j]):
+                        r, g, b, _ = image.cmap(image.norm(values[i, j]))
+                        ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
                         ax.text(
                             j,
                             i,
@@ -41,7 +43,7 @@ def heat_map(m: matrix_analysis.Matrix) -> str:
                             ha="center",
                             va="center",
                             fontsize=7,
-                            color="white",
+                            color=ink,
                         )
         index = {name: i for i, name in enumerate(m.names)}
         for o in m.outliers:
