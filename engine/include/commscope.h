@@ -182,6 +182,11 @@ void cs_contention_run(cs_context *ctx);
 void cs_loggp_init(cs_context *ctx); /* allocate buffers for the largest LogGP size */
 void cs_loggp_run(cs_context *ctx, const cs_pair *pairs, int npairs);
 
+/* All-pairs matrix (mpiGraph's shifted schedule) and effective bisection (Netgauge): ops/pairs.c. */
+void cs_pairs_init(cs_context *ctx); /* buffers for the largest --matrix-sizes; needs 2 ranks */
+void cs_matrix_run(cs_context *ctx);
+void cs_bisection_run(cs_context *ctx);
+
 /* Clock synchronisation (collective); fills ctx->clock on every rank. */
 int cs_clock_sync(cs_context *ctx, char *err, size_t errlen);
 void cs_clock_write(cs_context *ctx, cs_json *j); /* header member, rank 0 (collective) */

@@ -64,6 +64,12 @@ NOT_DEFAULT = {
     "block": 1,
     "test_distort": "1:0.001:0.0001",
     "procs": "2",
+    "matrix_sizes": (1024,),
+    "matrix_window": 4,
+    "matrix_samples": 2,
+    "matrix_schedule": "serial",
+    "bisection_reps": 2,
+    "bisection_seed": 7,
 }
 
 

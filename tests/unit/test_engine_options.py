@@ -16,7 +16,7 @@ from commscope.errors import InputError, StoreError
 from commscope.measure import engine_options, runner
 from commscope.measure.engine_options import TYPES, spec, table
 
-BENCHMARKS = {"p2p", "loggp", "coll", "contention"}
+BENCHMARKS = {"p2p", "loggp", "coll", "contention", "matrix", "bisection"}
 PYTHON_TYPES = {
     "int": int,
     "switch": int,
@@ -232,7 +232,7 @@ def test_the_table_is_read_from_the_engine_sources():
 
 def test_run_options_group_every_run_row_once():
     groups = {run_options.group_of(s) for s in table() if s.run}
-    assert groups == {"p2p", "coll", "contention"}
+    assert groups == {"p2p", "coll", "contention", "matrix"}
 
 
 def test_the_table_agrees_with_the_limits_the_schema_and_the_analysis():

@@ -31,8 +31,11 @@ EXAMPLES = """examples:
   commscope run tcp --vcluster --tcp-mode both     ping-pong and the 10 s bidirectional stream
   commscope run node --cores 1,all       Linpack on this node: P_max, N_1/2, efficiency
   commscope run --resume latest          measure only what a failed run is missing
+  commscope run matrix --vcluster        every ordered node pair at once (mpiGraph's method)
+  commscope run bisection --vcluster --bisection-reps 20   Netgauge's effective bisection
 """
-BENCHMARKS = ("all", "p2p", "coll", "contention", "loggp", "tcp", "node")
+BENCHMARKS = ("all", "p2p", "coll", "contention", "loggp", "tcp", "node", "matrix", "bisection")
+PAIRED = ("matrix", "bisection")  # every rank paired with others, one rank per node
 DEFAULT_REPORT = "commscope-report.html"
 P2P_OPS = "pingpong,bw,bibw"
 COLL_OPS = "barrier,bcast,reduce,allreduce,gather,scatter,allgather,alltoall,ibcast,iallreduce"
@@ -108,6 +111,10 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         "contention": p.add_argument_group(
             "contention (t(m, cf) of Peryshkova and Kurnosov 2018, contention-aware placement)"
         ),
+        "matrix": p.add_argument_group(
+            "matrix and bisection (every node pair at once: mpiGraph; Netgauge's effective "
+            "bisection bandwidth; --sizes sets the window's message sizes)"
+        ),
     }
     run_options.add_options(groups, "p2p")
     run_options.add_options(groups, "coll")
@@ -126,6 +133,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         help="auto (every level the allocation has) or a list of memory,socket,nic",
     )
     run_options.add_options(groups, "contention")
+    run_options.add_options(groups, "matrix")
     p.add_argument(
         "--mca",
         action="append",
@@ -227,6 +235,11 @@ def build_request(args: argparse.Namespace) -> RunRequest:
         sizes = parse_size_list(CONTENTION_SIZES if args.sizes is None else args.sizes, "--sizes")
         engine.update(sizes=tuple(sizes), coll_sizes=tuple(sizes), levels=_levels(args), pin=1)
         engine.update(run_options.values(args, "contention"))
+    if args.benchmark in PAIRED:
+        ops.append(args.benchmark)
+        if args.sizes is not None:
+            engine["matrix_sizes"] = tuple(parse_size_list(args.sizes, "--sizes"))
+        engine.update(run_options.values(args, args.benchmark))
     engine["ops"] = ",".join(ops) or None  # none for tcp and node: simulate refuses them next
     request = RunRequest(
         benchmark=args.benchmark,
@@ -246,7 +259,7 @@ def build_request(args: argparse.Namespace) -> RunRequest:
                 "--vcluster: no virtual cluster is up; run 'commscope vcluster up "
                 "--nodes 2' as root first"
             )
-        ranks_per_node = args.ranks_per_node or 2
+        ranks_per_node = args.ranks_per_node or (1 if args.benchmark in PAIRED else 2)
         # The nodes share this machine's cores: pin each rank to its own core within its node
         # (rotated by node index), or two measuring ranks may share one core.
         engine["pin"] = 1
@@ -258,6 +271,11 @@ def build_request(args: argparse.Namespace) -> RunRequest:
                 "rate": state.rate,
                 "subnet": state.subnet,
             },
+        )
+    if args.benchmark in PAIRED and request.np < 2:
+        raise UsageError(
+            f"--np {request.np}: {args.benchmark} pairs ranks, so it needs at least 2; "
+            "give --np 2 or more, or run on 2 or more nodes"
         )
     options = EngineOptions(**engine)
     engine_options.check(options)
@@ -328,6 +346,8 @@ def run(args: argparse.Namespace) -> int:
         return run_node.run(args)
     if args.resume:
         return _resume(args)
+    if args.benchmark in PAIRED and args.ranks_per_node is None and (args.hostfile or args.hosts):
+        args.ranks_per_node = 1  # one rank per node: the matrix is of nodes
     request = build_request(args)  # bad input fails before the store
     if request.benchmark == "all" and not args.report:
         safe_write.check_target(DEFAULT_REPORT, "--report")

@@ -92,6 +92,9 @@ class Header:
         return tuple(dict.fromkeys(p.label for p in self.pairs))
 
 
+# Points of every rank paired with others (kinds/matrix.py), not of the p2p series.
+PAIRED_OPS = ("matrix_lat", "matrix_bw", "bisection_bw")
+
 MIN_KEPT_SHARE = 0.25  # untouched samples needed before held-up ones are left out
 
 

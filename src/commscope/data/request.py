@@ -64,6 +64,12 @@ class EngineOptions:
     block: int | None = None
     test_distort: str | None = None
     procs: str | None = None
+    matrix_sizes: Sizes | None = None
+    matrix_window: int | None = None
+    matrix_samples: int | None = None
+    matrix_schedule: str | None = None
+    bisection_reps: int | None = None
+    bisection_seed: int | None = None
 
     def given(self) -> dict[str, Any]:
         """The options that are set, by name, in declaration order (size lists as tuples)."""

@@ -6,10 +6,10 @@ object (and what the analysis makes of it), never the store.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from commscope.data.records import Coll, Contention, Linpack, LogGP, Point, Stream
+from commscope.data.records import PAIRED_OPS, Coll, Contention, Linpack, LogGP, Point, Stream
 from commscope.data.store import RunInfo, SegmentInfo, Store, of_class
 
 
@@ -26,6 +26,7 @@ class RunData:
     loggps: list[LogGP]
     segments: list[SegmentInfo]
     netload: Any  # a simulated run's network load per link, or None
+    paired: list[Point] = field(default_factory=list)  # matrix and bisection points
 
     @property
     def ends(self) -> list[dict[str, Any] | None]:
@@ -38,7 +39,7 @@ def read_run(store: Store, run_id: int) -> RunData:
     records = store.measurements(run_id)
     return RunData(
         info=store.get_run(run_id),
-        points=of_class(records, Point),
+        points=[p for p in of_class(records, Point) if p.op not in PAIRED_OPS],
         colls=of_class(records, Coll),
         contentions=of_class(records, Contention),
         streams=of_class(records, Stream),
@@ -46,4 +47,5 @@ def read_run(store: Store, run_id: int) -> RunData:
         loggps=of_class(records, LogGP),
         segments=store.segments(run_id),
         netload=store.run_data(run_id, "netload"),
+        paired=[p for p in of_class(records, Point) if p.op in PAIRED_OPS],
     )

@@ -232,7 +232,7 @@ def procs(text: str | None, nranks: int) -> tuple[int, ...]:
     return tuple(sorted(counts))
 
 
-def expected_points(options: EngineOptions, npairs: int) -> int | None:
+def expected_points(options: EngineOptions, npairs: int, nranks: int = 2) -> int | None:
     """How many points the engine will write for these options (None: not known ahead)."""
     options = as_recorded(options)
     ops = [op for op in (options.ops or "").split(",") if op]
@@ -247,10 +247,21 @@ def expected_points(options: EngineOptions, npairs: int) -> int | None:
             total += npairs * len(sizes) * (policies if op in WINDOWED_OPS else 1)
         elif op == "loggp":
             total += npairs * len(options.loggp_sizes or sizes)
+        elif op in ("matrix", "bisection"):
+            total += paired_points(options, op, nranks)
         else:
             groups = len(options.procs.split(",")) if options.procs else 1
             total += groups * (1 if op in SIZELESS_OPS else len(coll_sizes))
     return total
+
+
+def paired_points(options: EngineOptions, op: str, nranks: int) -> int:
+    """Points of matrix (latency and bandwidth per ordered pair and size) or bisection."""
+    sizes = len(options.matrix_sizes or spec("matrix_sizes").default)
+    if op == "matrix":
+        return nranks * (nranks - 1) * (1 + sizes)
+    reps = options.bisection_reps or spec("bisection_reps").default
+    return int(reps) * (nranks // 2) * sizes
 
 
 def recorded(options: EngineOptions) -> dict[str, Any]:

@@ -186,7 +186,9 @@ def run(
                 state["watch"] = ExitWatch(
                     {r["pid"]: r["rank"] for r in record.raw["ranks"]}, engine_name
                 )
-            state["total"] = engine_options.expected_points(request.engine, len(record.pairs))
+            state["total"] = engine_options.expected_points(
+                request.engine, len(record.pairs), record.nranks
+            )
         elif isinstance(record, Measured):
             session.add(segment, record)
         elif isinstance(record, End):

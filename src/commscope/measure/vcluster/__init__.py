@@ -16,7 +16,7 @@ Modules, one job each (import the names below from here):
 """
 
 from commscope.measure.vcluster.launch import AGENTS_DIR, agent_path, mpich_args, openmpi_args
-from commscope.measure.vcluster.lifecycle import NODE_IFACE, down, status, up
+from commscope.measure.vcluster.lifecycle import NODE_IFACE, down, set_rate, status, up
 from commscope.measure.vcluster.model import (
     BRIDGE,
     BURST_SECONDS,
@@ -77,6 +77,7 @@ __all__ = [
     "parse_rate",
     "plan",
     "queue_bytes",
+    "set_rate",
     "status",
     "up",
 ]

@@ -21,6 +21,7 @@ from commscope.measure.vcluster.model import (
     STATE_DIR,
     VETH_RE,
     ClusterState,
+    burst_bytes,
     parse_rate,
     plan,
     queue_bytes,
@@ -31,10 +32,15 @@ from commscope.measure.vcluster.system import HOSTS_FILE, HOSTS_MARK
 NODE_IFACE = "eth0"
 
 
+def _tbf(rate: str) -> list[str]:
+    """The tbf qdisc of a link of ``rate``: its bucket and queue follow from the rate."""
+    bps = parse_rate(rate)
+    return ["tbf", "rate", rate, "burst", str(burst_bytes(bps)), "limit", str(queue_bytes(bps))]
+
+
 def _build(state: ClusterState) -> None:
     """Create the bridge and every node of ``state``, in the order down() can undo."""
-    limit = queue_bytes(parse_rate(state.rate))
-    tbf = ["tbf", "rate", state.rate, "burst", str(state.burst_bytes), "limit", str(limit)]
+    tbf = _tbf(state.rate)  # the bucket is state.burst_bytes: plan() sized it alike
     bridge_cidr = f"{state.bridge_address}/{state.prefixlen}"
     system.run(["ip", "link", "add", state.bridge, "type", "bridge"])
     system.run(["ip", "addr", "add", bridge_cidr, "dev", state.bridge])
@@ -182,6 +188,26 @@ def down() -> list[str]:
             "'ip link del') and run 'commscope vcluster down' again"
         )
     return removed
+
+
+def set_rate(node: str, rate: str) -> None:
+    """Shape one node's link at ``rate``, both directions, e.g. to make one node slow.
+
+    The state file keeps the cluster's rate: this is a fault put in on purpose, undone by
+    calling it again with that rate or by :func:`down`.
+
+    Raises:
+        ClusterError: no vcluster, no such node, a bad rate, or tc failed.
+    """
+    system.require_root_and_tools()
+    state = system.read_state()
+    found = next((n for n in state.nodes if n.name == node), None) if state else None
+    if found is None:
+        names = ", ".join(n.name for n in state.nodes) if state else "none: no vcluster is up"
+        raise ClusterError(f"node {node}: not a vcluster node (nodes: {names})")
+    tbf = _tbf(rate.strip().lower())
+    system.run(["tc", "-n", found.name, "qdisc", "replace", "dev", NODE_IFACE, "root", *tbf])
+    system.run(["tc", "qdisc", "replace", "dev", found.veth, "root", *tbf])
 
 
 def status() -> ClusterState | None:

@@ -1,0 +1,124 @@
+"""The matrix kind: all node pairs at once (mpiGraph) and the effective bisection (Netgauge).
+
+It owns the ``matrix_lat``, ``matrix_bw`` and ``bisection_bw`` points (``RunData.paired``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from commscope.analysis import matrix as matrix_analysis
+from commscope.data.run_data import RunData
+from commscope.kinds.base import Kind, View
+from commscope.kinds.p2p import mbs, us
+
+
+@dataclass(frozen=True)
+class PairedRun:
+    """A run's matrices (latency, then bandwidth per size) and bisection distributions."""
+
+    matrices: list[matrix_analysis.Matrix]
+    bisection: list[matrix_analysis.Bisection]
+
+
+def summarize(run: RunData, view: View) -> PairedRun | None:
+    """The matrices with their outliers and the bisection; None without such points."""
+    if not run.paired:
+        return None
+    header = run.info.header
+    nranks = int(header["nranks"]) if header else 1 + max(max(p.ranks) for p in run.paired)
+    names = matrix_analysis.node_names(header, nranks)
+    return PairedRun(
+        matrix_analysis.matrices(run.paired, names), matrix_analysis.bisection(run.paired)
+    )
+
+
+def to_json(run: PairedRun | None) -> dict[str, Any]:
+    """``matrix``: each matrix with its outliers; ``bisection``: the distribution per size."""
+    return {
+        "matrix": [m.to_json() for m in run.matrices] if run else [],
+        "bisection": [b.to_json() for b in run.bisection] if run else [],
+    }
+
+
+def matrix_table(m: matrix_analysis.Matrix) -> Table:
+    """Rows send, columns receive; bandwidth in MB/s, latency in us."""
+    what = "latency (us)" if m.unit == "s" else "bandwidth (MB/s = 10^6 bytes/s)"
+    table = Table(title=f"{what}, {m.bytes}-byte messages: rows send, columns receive")
+    table.add_column("sender", justify="left")
+    for name in m.names:
+        table.add_column(name, justify="right")
+    shown = us if m.unit == "s" else mbs
+    for name, row in zip(m.names, m.values, strict=True):
+        table.add_row(name, *(shown(x) if x is not None else "-" for x in row))
+    return table
+
+
+def bisection_table(found: list[matrix_analysis.Bisection]) -> Table:
+    """Per size: the pairs' bandwidths over every matching; the mean is the effective one."""
+    table = Table(title="effective bisection bandwidth per pair (MB/s; Netgauge's method)")
+    for col in (
+        "bytes",
+        "matchings",
+        "pairs",
+        "min",
+        "median",
+        "mean (effective)",
+        "max",
+        "all pairs at once",
+    ):
+        table.add_column(col, justify="right")
+    for b in found:
+        table.add_row(
+            str(b.bytes),
+            str(b.matchings),
+            str(b.pairs),
+            mbs(b.min_Bps),
+            mbs(b.median_Bps),
+            mbs(b.mean_Bps),
+            mbs(b.max_Bps),
+            mbs(b.aggregate_Bps),
+        )
+    return table
+
+
+def terminal(run: PairedRun) -> list[Any]:
+    """Each matrix, the outliers (or that there are none), the bisection table."""
+    out: list[Any] = [matrix_table(m) for m in run.matrices]
+    out += [
+        Text(line, style="yellow" if "MADs worse" in line else "")
+        for line in matrix_analysis.findings(run.matrices)
+    ]
+    if run.bisection:
+        out.append(bisection_table(run.bisection))
+    return out
+
+
+def report(run: PairedRun) -> dict[str, Any]:
+    """The report entry: heat maps, outliers, the bisection distribution."""
+    from markupsafe import Markup
+
+    from commscope.report import matrix_section  # matplotlib: only for a report
+
+    return {
+        "matrices": run.matrices,
+        # SVG that matplotlib produced from numbers and escaped labels.
+        "plots": [(m, Markup(matrix_section.heat_map(m))) for m in run.matrices],
+        "findings": matrix_analysis.findings(run.matrices),
+        "bisection": run.bisection,
+    }
+
+
+KIND = Kind(
+    name="matrix",
+    records=(),
+    summarize=summarize,
+    to_json=to_json,
+    terminal=terminal,
+    report=report,
+    template="matrix_section.html.j2",
+)
