@@ -13,7 +13,7 @@ static void print_usage(void) {
            "JSON lines to stdout)\n"
            "       commscope-engine --version        engine and MPI library versions (JSON)\n"
            "       commscope-engine --options-json   the options below, as JSON\n"
-           "operations (--ops): pingpong,bw,bibw,loggp,contention,%s\n"
+           "operations (--ops): pingpong,bw,bibw,loggp,rma,contention,%s\n"
            "options:\n", cs_coll_names());
     cs_options_usage(stdout);
 }
@@ -133,7 +133,7 @@ static int share_pairs(int rank, const cs_topo *topo, const char *wanted, cs_pai
     return buf[0];
 }
 
-/* Checks every name; sets whether point-to-point (bit 1: pingpong/bw/bibw, bit 2: loggp) and
+/* Checks every name; sets whether point-to-point (bit 1: pingpong/bw/bibw, bit 2: loggp, bit 4: rma) and
  * collective operations are present. */
 static void check_ops(const char *ops, int rank, int *p2p, int *coll) {
     char copy[1024];
@@ -142,8 +142,9 @@ static void check_ops(const char *ops, int rank, int *p2p, int *coll) {
     for (char *save = NULL, *op = strtok_r(copy, ",", &save); op; op = strtok_r(NULL, ",", &save)) {
         if (cs_op_find(op)) *p2p |= 1;
         else if (strcmp(op, "loggp") == 0) *p2p |= 2;
+        else if (strcmp(op, "rma") == 0) *p2p |= 4;
         else if (cs_coll_find(op) || strcmp(op, "contention") == 0) *coll = 1;
-        else cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong,bw,bibw,loggp,contention,%s)", rank,
+        else cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong,bw,bibw,loggp,rma,contention,%s)", rank,
                     op, cs_coll_names());
     }
 }
@@ -192,6 +193,7 @@ int main(int argc, char **argv) {
 
     if (has_p2p & 1) cs_p2p_init(&ctx);
     if (has_p2p & 2) cs_loggp_init(&ctx);
+    if (has_p2p & 4) cs_rma_init(&ctx);
     char ops[1024];
     snprintf(ops, sizeof ops, "%s", opt.ops);
     for (char *save = NULL, *name = strtok_r(ops, ",", &save); name;
@@ -202,6 +204,10 @@ int main(int argc, char **argv) {
         }
         if (strcmp(name, "loggp") == 0) {
             cs_loggp_run(&ctx, pairs, npairs);
+            continue;
+        }
+        if (strcmp(name, "rma") == 0) {
+            cs_rma_run(&ctx, pairs, npairs);
             continue;
         }
         const cs_op *op = cs_op_find(name);

@@ -63,6 +63,8 @@ NOT_DEFAULT = {
     "pin": 1,
     "block": 1,
     "test_distort": "1:0.001:0.0001",
+    "rma_ops": "put",
+    "rma_sync": "lock",
 }
 
 
