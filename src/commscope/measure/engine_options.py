@@ -227,6 +227,10 @@ def expected_points(options: EngineOptions, npairs: int) -> int | None:
             total += npairs * len(sizes) * (policies if op in WINDOWED_OPS else 1)
         elif op == "loggp":
             total += npairs * len(options.loggp_sizes or sizes)
+        elif op == "rma":  # latency and bandwidth per operation and synchronisation
+            rma_ops = (options.rma_ops or spec("rma_ops").default).split(",")
+            syncs = (options.rma_sync or spec("rma_sync").default).split(",")
+            total += npairs * len(sizes) * len(rma_ops) * len(syncs) * 2
         else:
             total += 1 if op in SIZELESS_OPS else len(coll_sizes)
     return total
