@@ -204,7 +204,9 @@ def _levels(args: argparse.Namespace) -> str:
 def _rma_options(args: argparse.Namespace) -> dict[str, Any]:
     """One-sided: --ops picks put/get/acc, the p2p pairs and sampling options apply."""
     rma_ops = ",".join(op.strip() for op in (args.ops or RMA_OPS).split(","))
-    engine_options.check_value(engine_options.spec("rma_ops"), rma_ops)
+    items = rma_ops.split(",")
+    if not set(items) <= set(RMA_OPS.split(",")) or len(set(items)) < len(items):
+        raise UsageError(f"--ops {args.ops}: rma measures {RMA_OPS}; give a list of those")
     sizes = parse_size_list(args.sizes or RMA_SIZES, "--sizes")
     odd = [s for s in sizes if s % 8]
     if odd and "acc" in rma_ops.split(","):
