@@ -21,6 +21,7 @@ import re
 from commscope import strict
 from commscope.data.records import Coll
 from commscope.errors import UsageError
+from commscope.importers import osu_rma
 from commscope.importers.common import Collector, Imported, integer, malformed, number
 
 DEFAULT_WINDOW = 64
@@ -109,6 +110,8 @@ def parse(
             and line).
         UsageError: collectives are present but ``nranks`` was not given.
     """
+    if osu_rma.is_rma(lines):  # osu_put_latency and the other one-sided tests
+        return osu_rma.parse(path, lines, pair)
     out = Collector(path, lines, _EXPECTED)
     table: _Table | None = None
     for lineno, line in enumerate(lines, start=1):
