@@ -23,15 +23,14 @@ from __future__ import annotations
 import re
 
 from commscope import strict
+from commscope.importers import common
 from commscope.importers.common import Collector, Imported, integer, malformed, number
 
 DEFAULT_WINDOW = 64
-MAX_WINDOW = 1 << 16
 TITLE = re.compile(
     r"^#\s*OSU\s+MPI_(?P<op>\w+?)(?:-\w+)?\s+(?P<what>[\w\s-]+?)\s+Test\b", re.IGNORECASE
 )
 _SYNC = re.compile(r"^#\s*Synchronization:\s*(?P<sync>\S+)")
-_WINDOW = re.compile(r"window\s+size\s*[:=]\s*([^\s\]]*)", re.IGNORECASE)
 _OPS = {"put": "put", "get": "get", "accumulate": "acc"}
 _MODES = {"latency": "lat", "bandwidth": "bw"}
 SYNCS = {
@@ -103,9 +102,9 @@ def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
                     )
             elif test is not None and body.lower().startswith("size"):
                 test.header_seen = True
-            elif test is not None and (window := _WINDOW.search(body)):
+            elif test is not None:
                 try:
-                    test.window = strict.whole(window[1], 1, MAX_WINDOW)
+                    test.window = common.window_size(body) or test.window
                 except strict.NumberError as err:
                     raise out.fail(lineno, f"window size {err}") from None
             continue
