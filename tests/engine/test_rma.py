@@ -81,3 +81,16 @@ def test_selection_measures_only_what_was_asked(cli, family):
     ]
     # The point-to-point part of the run stays empty: one-sided points are not ping-pongs.
     assert shown["key_figures"] == [] and shown["sizes"] == []
+
+
+def test_an_mpi_without_a_one_sided_path_is_named_with_the_fix(cli):
+    # Open MPI's osc/rdma over the TCP BTL has no one-sided path: the state of two nodes
+    # joined by TCP, here between two local ranks.
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    out = cli(
+        "run", "rma", "--mpi", "openmpi", "--np", "2", "--sizes", "8", "--mca", "osc=rdma",
+        "--mca", "btl=self,tcp", "--json",
+    )  # fmt: skip
+    assert out.returncode != 0
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "MPI_Win_allocate" in lines[0] and "--mca osc=ucx" in lines[0]

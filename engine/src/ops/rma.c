@@ -280,7 +280,17 @@ void cs_rma_run(cs_context *ctx, const cs_pair *pairs, int npairs) {
             MPI_Comm_group(p.comm, &all);
             MPI_Group_incl(all, 1, &other, &p.peer);
             MPI_Group_free(&all);
-            MPI_Win_allocate((MPI_Aint)max, 1, MPI_INFO_NULL, p.comm, &p.base, &p.win);
+            /* An MPI without a one-sided path between the two ranks fails here: say so. */
+            MPI_Comm_set_errhandler(p.comm, MPI_ERRORS_RETURN);
+            int rc = MPI_Win_allocate((MPI_Aint)max, 1, MPI_INFO_NULL, p.comm, &p.base, &p.win);
+            if (rc != MPI_SUCCESS) {
+                char text[MPI_MAX_ERROR_STRING];
+                int len = 0;
+                MPI_Error_string(rc, text, &len);
+                cs_die("rank %d: MPI_Win_allocate for pair %s failed (%s): this MPI has no one-sided "
+                       "path between the ranks; Open MPI 4.1 across nodes over TCP needs --mca osc=ucx",
+                       ctx->rank, pair->label, text);
+            }
             p.local = cs_buffer_alloc(max);
             memset(p.base, 0, max);
             MPI_Barrier(p.comm); /* b's window is zeroed before a writes to it */
