@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import peers_rma
 from peers_figures import (
     A2A_SIZE,
     BW_SIZES,
@@ -497,6 +498,7 @@ def main() -> int:
                 rounds[-1][mpi] = cells
                 print_rows(str(r + 1), mpi, cell_rows(cells), round_ratios(cells))
                 print_notes(str(r + 1), mpi, cells)
+        peers_rma.rounds(setups, args.rounds, commscope_run, osu)  # one-sided put latency
     summarize_rounds(rounds, mpis)
     check_targets(rounds, mpis)
     print(

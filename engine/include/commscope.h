@@ -87,6 +87,7 @@ void cs_json_elem_int(cs_json *j, long long value);
 void cs_json_elem_num(cs_json *j, double value);
 void cs_json_elem_str(cs_json *j, const char *value);
 void cs_json_string_value(FILE *out, const char *s);
+void cs_json_pair(cs_json *j, const cs_pair *pair); /* "pair" label and "ranks" [a, b] */
 
 /* ---- options, identical on every rank ---- */
 /* One member per row of engine/options.json (help texts there), by type: int and switch an
@@ -161,6 +162,14 @@ typedef struct cs_op {
 } cs_op;
 
 const cs_op *cs_op_find(const char *name);
+/* Samples of a point so far; cs_rse_add takes one more and says whether to stop: 0 go on,
+ * 1 relative standard error <= --target-rse (after --min-samples), 2 --point-budget spent,
+ * 3 --max-samples reached. */
+typedef struct cs_rse {
+    int n;
+    double mean, m2;
+} cs_rse;
+int cs_rse_add(cs_rse *r, const cs_options *o, double x, double elapsed_s);
 void cs_p2p_init(cs_context *ctx); /* allocate buffers for the largest size */
 
 /* Collectives: every rank calls measure for each size. */
@@ -186,6 +195,9 @@ void cs_loggp_run(cs_context *ctx, const cs_pair *pairs, int npairs);
 void cs_pairs_init(cs_context *ctx); /* buffers for the largest --matrix-sizes; needs 2 ranks */
 void cs_matrix_run(cs_context *ctx);
 void cs_bisection_run(cs_context *ctx);
+/* One-sided MPI-3 RMA: put, get, accumulate latency and bandwidth under fence, lock, pscw. */
+void cs_rma_init(cs_context *ctx); /* allocate the sample array */
+void cs_rma_run(cs_context *ctx, const cs_pair *pairs, int npairs);
 
 /* Clock synchronisation (collective); fills ctx->clock on every rank. */
 int cs_clock_sync(cs_context *ctx, char *err, size_t errlen);

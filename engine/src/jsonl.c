@@ -94,3 +94,11 @@ void cs_json_elem_str(cs_json *j, const char *value) {
     sep(j);
     cs_json_string_value(j->out, value);
 }
+
+void cs_json_pair(cs_json *j, const cs_pair *pair) {
+    cs_json_str(j, "pair", pair->label);
+    cs_json_raw_begin(j, "ranks", '[');
+    cs_json_elem_int(j, pair->a);
+    cs_json_elem_int(j, pair->b);
+    cs_json_raw_end(j, ']');
+}

@@ -13,7 +13,7 @@ static void print_usage(void) {
            "JSON lines to stdout)\n"
            "       commscope-engine --version        engine and MPI library versions (JSON)\n"
            "       commscope-engine --options-json   the options below, as JSON\n"
-           "operations (--ops): pingpong,bw,bibw,loggp,contention,matrix,bisection,%s\n"
+           "operations (--ops): pingpong,bw,bibw,loggp,rma,contention,matrix,bisection,%s\n"
            "options:\n", cs_coll_names());
     cs_options_usage(stdout);
 }
@@ -134,7 +134,7 @@ static int share_pairs(int rank, const cs_topo *topo, const char *wanted, cs_pai
 }
 
 /* Checks every name; sets whether point-to-point (bit 1: pingpong/bw/bibw, bit 2: loggp, bit 4:
- * matrix/bisection) and
+ * matrix/bisection, bit 8: rma) and
  * collective operations are present. */
 static void check_ops(const char *ops, int rank, int *p2p, int *coll) {
     char copy[1024];
@@ -144,8 +144,9 @@ static void check_ops(const char *ops, int rank, int *p2p, int *coll) {
         if (cs_op_find(op)) *p2p |= 1;
         else if (strcmp(op, "loggp") == 0) *p2p |= 2;
         else if (strcmp(op, "matrix") == 0 || strcmp(op, "bisection") == 0) *p2p |= 4;
+        else if (strcmp(op, "rma") == 0) *p2p |= 8;
         else if (cs_coll_find(op) || strcmp(op, "contention") == 0) *coll = 1;
-        else cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong,bw,bibw,loggp,contention,matrix,bisection,%s)", rank,
+        else cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong,bw,bibw,loggp,rma,contention,matrix,bisection,%s)", rank,
                     op, cs_coll_names());
     }
 }
@@ -179,7 +180,7 @@ int main(int argc, char **argv) {
     if (opt.root >= topo.nranks) cs_die("rank %d: --root %d: only %d ranks", rank, opt.root, topo.nranks);
     cs_pair pairs[CS_MAX_PAIRS];
     int npairs = 0;
-    if (has_p2p & 3) { /* matrix and bisection pair every rank themselves */
+    if (has_p2p & 11) { /* p2p, loggp, rma; matrix and bisection pair every rank themselves */
         npairs = share_pairs(rank, &topo, opt.pairs, pairs, err);
         if (npairs < 0) {
             if (rank == 0) cs_die("rank 0: %s", err);
@@ -195,6 +196,7 @@ int main(int argc, char **argv) {
     if (has_p2p & 1) cs_p2p_init(&ctx);
     if (has_p2p & 2) cs_loggp_init(&ctx);
     if (has_p2p & 4) cs_pairs_init(&ctx);
+    if (has_p2p & 8) cs_rma_init(&ctx);
     char ops[1024];
     snprintf(ops, sizeof ops, "%s", opt.ops);
     for (char *save = NULL, *name = strtok_r(ops, ",", &save); name;
@@ -210,6 +212,10 @@ int main(int argc, char **argv) {
         if (strcmp(name, "matrix") == 0 || strcmp(name, "bisection") == 0) {
             if (strcmp(name, "matrix") == 0) cs_matrix_run(&ctx);
             else cs_bisection_run(&ctx);
+            continue;
+        }
+        if (strcmp(name, "rma") == 0) {
+            cs_rma_run(&ctx, pairs, npairs);
             continue;
         }
         const cs_op *op = cs_op_find(name);

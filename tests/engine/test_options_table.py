@@ -70,6 +70,8 @@ NOT_DEFAULT = {
     "matrix_schedule": "serial",
     "bisection_reps": 2,
     "bisection_seed": 7,
+    "rma_ops": "put",
+    "rma_sync": "lock",
 }
 
 

@@ -18,8 +18,10 @@ SOURCES = {
         "osu_bibw.txt",
         "osu_allreduce.txt",
         "osu_barrier.txt",
+        "osu_put_latency_fence.txt",
+        "osu_get_bw_pscw.txt",
     ],
-    "imb": ["imb_mpi1.txt"],
+    "imb": ["imb_mpi1.txt", "imb_rma.txt"],
     "netpipe": ["netpipe.out"],
 }
 EXAMPLES = {"osu": 2200, "imb": 1600, "netpipe": 1100}

@@ -193,7 +193,7 @@ static void measure(cs_context *ctx, const cs_pair *pair, size_t bytes, int kind
     }
 
     int n = 0, stop = 0;
-    double mean = 0.0, m2 = 0.0; /* Welford's running mean and squared deviations */
+    cs_rse rse = {0, 0.0, 0.0};
     double per_sample = kind == OP_PINGPONG ? 2.0 * (double)iters : (double)iters;
     long last = switches();
     while (!stop) {
@@ -203,15 +203,8 @@ static void measure(cs_context *ctx, const cs_pair *pair, size_t bytes, int kind
             iterate(kind, is_a, peer, bytes, stride, w, iters);
             double t1 = now();
             switched_a[n] = (int)(switches() - s0);
-            double x = (t1 - t0) / per_sample;
-            samples[n++] = x;
-            double d = x - mean;
-            mean += d / n;
-            m2 += d * (x - mean);
-            double rse = n > 1 && mean > 0 ? sqrt(m2 / (n - 1) / n) / mean : INFINITY;
-            if (n >= o->min_samples && rse <= o->target_rse) stop = 1;
-            else if (t1 - start >= o->point_budget_s && n >= 2) stop = 2;
-            else if (n >= o->max_samples) stop = 3;
+            samples[n++] = (t1 - t0) / per_sample;
+            stop = cs_rse_add(&rse, o, samples[n - 1], t1 - start);
             MPI_Send(&stop, 1, MPI_INT, peer, TAG_CTL, MPI_COMM_WORLD);
         } else {
             iterate(kind, is_a, peer, bytes, stride, w, iters);

@@ -27,6 +27,7 @@ EXAMPLES = """examples:
   commscope run contention --vcluster --sizes 1MiB,4MiB    t(m, cf) at the NIC level
   commscope run loggp --mpi mpich        LogGP's L, o_s, o_r, g, G (Netgauge's method)
   commscope run p2p --vcluster           intra- and inter-node pairs on the virtual cluster
+  commscope run rma --ops put,get --rma-sync fence,lock --check   one-sided, data verified
   commscope run tcp --peer node2 --sockbuf default,64K,256K   TCP below MPI, one run per buffer
   commscope run tcp --vcluster --tcp-mode both     ping-pong and the 10 s bidirectional stream
   commscope run node --cores 1,all       Linpack on this node: P_max, N_1/2, efficiency
@@ -34,13 +35,26 @@ EXAMPLES = """examples:
   commscope run matrix --vcluster        every ordered node pair at once (mpiGraph's method)
   commscope run bisection --vcluster --bisection-reps 20   Netgauge's effective bisection
 """
-BENCHMARKS = ("all", "p2p", "coll", "contention", "loggp", "tcp", "node", "matrix", "bisection")
+BENCHMARKS = (
+    "all",
+    "p2p",
+    "coll",
+    "contention",
+    "loggp",
+    "tcp",
+    "node",
+    "matrix",
+    "bisection",
+    "rma",
+)
 PAIRED = ("matrix", "bisection")  # every rank paired with others, one rank per node
 DEFAULT_REPORT = "commscope-report.html"
 P2P_OPS = "pingpong,bw,bibw"
 COLL_OPS = "barrier,bcast,reduce,allreduce,gather,scatter,allgather,alltoall,ibcast,iallreduce"
 COLL_SIZES = "8,64,512,4K,32K,256K,1MiB"
 CONTENTION_SIZES = "256K,1MiB,4MiB"
+RMA_OPS = "put,get,acc"
+RMA_SIZES = "8,64,512,4K,32K,256K,1MiB"
 REDUCTIONS = ("reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan")
 
 
@@ -81,7 +95,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     common.option(
         p,
         "--ops",
-        help=f"operations (p2p: {P2P_OPS}; coll: {COLL_OPS}; also "
+        help=f"operations (p2p: {P2P_OPS}; coll: {COLL_OPS}; rma: {RMA_OPS}; also "
         "gatherv, scatterv, allgatherv, alltoallv, reduce_scatter(_block), scan, "
         "exscan, their i- forms, alltoall_block, waitpattern_null, waitpattern_up, "
         "(i)alltoallw, (i)neighbor_allgather_1d/_2d, (i)neighbor_alltoall_1d/_2d, "
@@ -208,6 +222,26 @@ def _levels(args: argparse.Namespace) -> str:
     return "memory,nic" if several_nodes else "memory"
 
 
+def _rma_options(args: argparse.Namespace) -> dict[str, Any]:
+    """One-sided: --ops picks put/get/acc, the p2p pairs and sampling options apply."""
+    rma_ops = ",".join(op.strip() for op in (args.ops or RMA_OPS).split(","))
+    items = rma_ops.split(",")
+    if not set(items) <= set(RMA_OPS.split(",")) or len(set(items)) < len(items):
+        raise UsageError(f"--ops {args.ops}: rma measures {RMA_OPS}; give a list of those")
+    sizes = parse_size_list(args.sizes or RMA_SIZES, "--sizes")
+    odd = [s for s in sizes if s % 8]
+    if odd and "acc" in rma_ops.split(","):
+        raise UsageError(
+            f"--sizes {args.sizes}: acc sums doubles, so sizes must be multiples of 8"
+            f" ({odd[0]} is not); drop acc from --ops or round the sizes"
+        )
+    out = {k: v for k, v in run_options.values(args, "p2p").items() if k != "recv_buffers"}
+    out.update(run_options.values(args, "rma"), rma_ops=rma_ops, sizes=tuple(sizes))
+    if args.check:  # the option verifies results once per point, as for collectives
+        out["check"] = 1
+    return out
+
+
 def build_request(args: argparse.Namespace) -> RunRequest:
     """The stored request of an MPI run from its options; bad input fails here."""
     run_options.check_given(args)
@@ -230,6 +264,9 @@ def build_request(args: argparse.Namespace) -> RunRequest:
         engine["coll_sizes"] = tuple(_coll_sizes(args, coll_ops))
         engine.setdefault("sizes", engine["coll_sizes"])
         engine.update(run_options.values(args, "coll"))
+    if args.benchmark == "rma":
+        ops.append("rma")
+        engine.update(_rma_options(args))
     if args.benchmark == "contention":
         ops.append("contention")
         sizes = parse_size_list(CONTENTION_SIZES if args.sizes is None else args.sizes, "--sizes")

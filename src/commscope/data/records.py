@@ -452,6 +452,19 @@ class End:
     raw: dict[str, Any] = field(compare=False, repr=False)
 
 
+# One-sided (MPI-3 RMA) series are Points named OP_MODE_SYNC: MPI_Put, MPI_Get or
+# MPI_Accumulate, latency or bandwidth, under fence, passive-target lock + flush, or PSCW.
+RMA_OPERATIONS = ("put", "get", "acc")
+RMA_MODES = ("lat", "bw")
+RMA_SYNCS = ("fence", "lock", "pscw")
+RMA_OPS = tuple(f"{o}_{m}_{s}" for o in RMA_OPERATIONS for m in RMA_MODES for s in RMA_SYNCS)
+
+
+def is_rma(op: str) -> bool:
+    """Whether a Point's op is a one-sided series (kept out of the p2p kind)."""
+    return op in RMA_OPS
+
+
 # Every record that is a measurement, stored as a point of its run (isinstance accepts the
 # union itself); a new kind's record class joins it.
 Measured = Point | Coll | Contention | Stream | Linpack | LogGP

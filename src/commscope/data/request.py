@@ -70,6 +70,8 @@ class EngineOptions:
     matrix_schedule: str | None = None
     bisection_reps: int | None = None
     bisection_seed: int | None = None
+    rma_ops: str | None = None
+    rma_sync: str | None = None
 
     def given(self) -> dict[str, Any]:
         """The options that are set, by name, in declaration order (size lists as tuples)."""

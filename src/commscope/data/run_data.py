@@ -9,7 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from commscope.data.records import PAIRED_OPS, Coll, Contention, Linpack, LogGP, Point, Stream
+from commscope.data.records import (
+    PAIRED_OPS,
+    Coll,
+    Contention,
+    Linpack,
+    LogGP,
+    Point,
+    Stream,
+    is_rma,
+)
 from commscope.data.store import RunInfo, SegmentInfo, Store, of_class
 
 
@@ -27,6 +36,7 @@ class RunData:
     segments: list[SegmentInfo]
     netload: Any  # a simulated run's network load per link, or None
     paired: list[Point] = field(default_factory=list)  # matrix and bisection points
+    rma: list[Point] = field(default_factory=list)  # one-sided series, not in ``points``
 
     @property
     def ends(self) -> list[dict[str, Any] | None]:
@@ -39,7 +49,7 @@ def read_run(store: Store, run_id: int) -> RunData:
     records = store.measurements(run_id)
     return RunData(
         info=store.get_run(run_id),
-        points=[p for p in of_class(records, Point) if p.op not in PAIRED_OPS],
+        points=[p for p in of_class(records, Point) if p.op not in PAIRED_OPS and not is_rma(p.op)],
         colls=of_class(records, Coll),
         contentions=of_class(records, Contention),
         streams=of_class(records, Stream),
@@ -48,4 +58,5 @@ def read_run(store: Store, run_id: int) -> RunData:
         segments=store.segments(run_id),
         netload=store.run_data(run_id, "netload"),
         paired=[p for p in of_class(records, Point) if p.op in PAIRED_OPS],
+        rma=[p for p in of_class(records, Point) if is_rma(p.op)],
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,8 @@ from commscope.errors import InputError, UsageError
 PAIR_LABELS = ("intra-socket", "inter-socket", "intra-node", "inter-node", "unknown")
 _MAX_LINE_SHOWN = 60
 MAX_ITERS = 10**12  # iterations behind one reported figure
+MAX_WINDOW = 1 << 16  # messages in flight an OSU comment may name
+_WINDOW = re.compile(r"window\s+size\s*[:=]\s*([^\s\]]*)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,16 @@ def integer(text: str) -> int | None:
         return strict.whole(text, 0, 2**63 - 1)
     except strict.NumberError:
         return None
+
+
+def window_size(body: str) -> int | None:
+    """The window an OSU comment names ("[ pairs: 1 ] [ window size: 64 ]"), None if none.
+
+    Raises:
+        strict.NumberError: the named window is not a whole number from 1 to MAX_WINDOW.
+    """
+    found = _WINDOW.search(body)
+    return None if found is None else strict.whole(found[1], 1, MAX_WINDOW)
 
 
 class Collector:

@@ -13,6 +13,7 @@ each table becomes records:
   collective record named after the benchmark, holding its t_avg (or t[usec]) as one launch;
   group "world" when it ran on the most processes in the file, else "ranks 0-(N-1)".
 - Multi-group tables (-multi) and non-blocking overlap tables are skipped with a note.
+- IMB-RMA tables become one-sided series (``imb_rma``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import re
 
 from commscope import strict
+from commscope.importers import imb_rma
 from commscope.importers.common import Collector, Imported, integer, malformed, number
 from commscope.limits import MAX_RANKS
 
@@ -43,6 +45,7 @@ class _Table:
         self.columns: list[str] = []
         self.rows: list[tuple[int, str, list[float]]] = []  # (line number, text, values)
         self.skip: str | None = "a multi-group table" if name.startswith("Multi-") else None
+        self.mode: str | None = None  # IMB-RMA: NON-AGGREGATE or AGGREGATE
 
 
 def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
@@ -86,6 +89,8 @@ def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
         if text.startswith("#"):
             if bench := _BENCH.match(text):
                 tables.append(_Table(bench["name"], lineno))
+            elif table is not None and (mode := imb_rma.MODE.match(text)):
+                table.mode = mode["mode"]
             elif table is not None and (procs := _PROCS.match(text)):
                 if table.rows:
                     raise malformed(
@@ -125,6 +130,9 @@ def parse(path: str, lines: list[str], pair: str = "unknown") -> Imported:
     out = Collector(path, lines, _EXPECTED)
     most = max((t.nprocs or 2 for t in tables), default=2)
     for table in tables:
+        if not table.skip and imb_rma.handles(table.name):
+            notes += imb_rma.store(out, table, path, pair, _EXPECTED)
+            continue
         reason = table.skip or _store(out, table, path, pair, most)
         if reason and table.rows:
             notes.append(f"line {table.lineno}: {table.name} skipped ({reason})")

@@ -21,12 +21,11 @@ import re
 from commscope import strict
 from commscope.data.records import Coll
 from commscope.errors import UsageError
+from commscope.importers import common, osu_rma
 from commscope.importers.common import Collector, Imported, integer, malformed, number
 
 DEFAULT_WINDOW = 64
 _TITLE = re.compile(r"^#\s*OSU\s+MPI(?:-[\w.]+)?\s+(?P<name>.+?)\s+Test\b", re.IGNORECASE)
-_WINDOW = re.compile(r"window\s+size\s*[:=]\s*([^\s\]]*)", re.IGNORECASE)
-MAX_WINDOW = 1 << 16
 _COLLECTIVES = {
     "allgather": "allgather",
     "allgatherv": "allgatherv",
@@ -109,6 +108,8 @@ def parse(
             and line).
         UsageError: collectives are present but ``nranks`` was not given.
     """
+    if osu_rma.is_rma(lines):  # osu_put_latency and the other one-sided tests
+        return osu_rma.parse(path, lines, pair)
     out = Collector(path, lines, _EXPECTED)
     table: _Table | None = None
     for lineno, line in enumerate(lines, start=1):
@@ -136,9 +137,9 @@ def parse(
                     )
             elif table is not None and not table.header_seen and _header(table, body):
                 pass
-            elif table is not None and (window := _WINDOW.search(body)):
+            elif table is not None:
                 try:
-                    table.window = strict.whole(window[1], 1, MAX_WINDOW)
+                    table.window = common.window_size(body) or table.window
                 except strict.NumberError as err:
                     raise out.fail(lineno, f"window size {err}") from None
             continue

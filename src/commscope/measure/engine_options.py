@@ -249,6 +249,10 @@ def expected_points(options: EngineOptions, npairs: int, nranks: int = 2) -> int
             total += npairs * len(options.loggp_sizes or sizes)
         elif op in ("matrix", "bisection"):
             total += paired_points(options, op, nranks)
+        elif op == "rma":  # latency and bandwidth per operation and synchronisation
+            rma_ops = (options.rma_ops or spec("rma_ops").default).split(",")
+            syncs = (options.rma_sync or spec("rma_sync").default).split(",")
+            total += npairs * len(sizes) * len(rma_ops) * len(syncs) * 2
         else:
             groups = len(options.procs.split(",")) if options.procs else 1
             total += groups * (1 if op in SIZELESS_OPS else len(coll_sizes))
