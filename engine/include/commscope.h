@@ -166,6 +166,9 @@ void cs_contention_run(cs_context *ctx);
 void cs_loggp_init(cs_context *ctx); /* allocate buffers for the largest LogGP size */
 void cs_loggp_run(cs_context *ctx, const cs_pair *pairs, int npairs);
 
+/* osu_mbw_mr's multi-pair bandwidth and message rate, for each --pairs-per-step k (collective). */
+void cs_mbw_run(cs_context *ctx);
+
 /* Clock synchronisation (collective); fills ctx->clock on every rank. */
 int cs_clock_sync(cs_context *ctx, char *err, size_t errlen);
 void cs_clock_write(cs_context *ctx, cs_json *j); /* header member, rank 0 (collective) */

@@ -13,7 +13,7 @@ static void print_usage(void) {
            "JSON lines to stdout)\n"
            "       commscope-engine --version        engine and MPI library versions (JSON)\n"
            "       commscope-engine --options-json   the options below, as JSON\n"
-           "operations (--ops): pingpong,bw,bibw,loggp,contention,%s\n"
+           "operations (--ops): pingpong,bw,bibw,loggp,contention,mbw,%s\n"
            "options:\n", cs_coll_names());
     cs_options_usage(stdout);
 }
@@ -142,8 +142,9 @@ static void check_ops(const char *ops, int rank, int *p2p, int *coll) {
     for (char *save = NULL, *op = strtok_r(copy, ",", &save); op; op = strtok_r(NULL, ",", &save)) {
         if (cs_op_find(op)) *p2p |= 1;
         else if (strcmp(op, "loggp") == 0) *p2p |= 2;
+        else if (strcmp(op, "mbw") == 0) continue; /* its own pairs: none chosen here */
         else if (cs_coll_find(op) || strcmp(op, "contention") == 0) *coll = 1;
-        else cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong,bw,bibw,loggp,contention,%s)", rank,
+        else cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong,bw,bibw,loggp,contention,mbw,%s)", rank,
                     op, cs_coll_names());
     }
 }
@@ -202,6 +203,10 @@ int main(int argc, char **argv) {
         }
         if (strcmp(name, "loggp") == 0) {
             cs_loggp_run(&ctx, pairs, npairs);
+            continue;
+        }
+        if (strcmp(name, "mbw") == 0) {
+            cs_mbw_run(&ctx);
             continue;
         }
         const cs_op *op = cs_op_find(name);

@@ -63,6 +63,7 @@ NOT_DEFAULT = {
     "pin": 1,
     "block": 1,
     "test_distort": "1:0.001:0.0001",
+    "mbw_pairs": "1",
 }
 
 

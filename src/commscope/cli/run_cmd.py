@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from commscope import safe_write
-from commscope.cli import common, run_node, run_options, run_tcp, run_where
+from commscope.cli import common, run_mbw, run_node, run_options, run_tcp, run_where
 from commscope.data.request import EngineOptions, RunRequest
 from commscope.errors import UsageError
 from commscope.measure import engine_options, launch, runner
@@ -26,13 +26,14 @@ EXAMPLES = """examples:
   commscope run coll --sync barrier      the naive back-to-back loop, to see its error
   commscope run contention --vcluster --sizes 1MiB,4MiB    t(m, cf) at the NIC level
   commscope run loggp --mpi mpich        LogGP's L, o_s, o_r, g, G (Netgauge's method)
+  commscope run mbw --vcluster --pairs-per-step 1,2   osu_mbw_mr: k pairs across two nodes
   commscope run p2p --vcluster           intra- and inter-node pairs on the virtual cluster
   commscope run tcp --peer node2 --sockbuf default,64K,256K   TCP below MPI, one run per buffer
   commscope run tcp --vcluster --tcp-mode both     ping-pong and the 10 s bidirectional stream
   commscope run node --cores 1,all       Linpack on this node: P_max, N_1/2, efficiency
   commscope run --resume latest          measure only what a failed run is missing
 """
-BENCHMARKS = ("all", "p2p", "coll", "contention", "loggp", "tcp", "node")
+BENCHMARKS = ("all", "p2p", "coll", "contention", "loggp", "tcp", "node", "mbw")
 DEFAULT_REPORT = "commscope-report.html"
 P2P_OPS = "pingpong,bw,bibw"
 COLL_OPS = "barrier,bcast,reduce,allreduce,gather,scatter,allgather,alltoall,ibcast,iallreduce"
@@ -225,6 +226,9 @@ def build_request(args: argparse.Namespace) -> RunRequest:
         sizes = parse_size_list(CONTENTION_SIZES if args.sizes is None else args.sizes, "--sizes")
         engine.update(sizes=tuple(sizes), coll_sizes=tuple(sizes), levels=_levels(args), pin=1)
         engine.update(run_options.values(args, "contention"))
+    if args.benchmark == "mbw":
+        ops.append("mbw")
+        engine.update(run_mbw.engine_part(args))
     engine["ops"] = ",".join(ops) or None  # none for tcp and node: simulate refuses them next
     request = RunRequest(
         benchmark=args.benchmark,
@@ -257,6 +261,8 @@ def build_request(args: argparse.Namespace) -> RunRequest:
                 "subnet": state.subnet,
             },
         )
+    if args.benchmark == "mbw":
+        run_mbw.pair_steps(engine.get("mbw_pairs", "auto"), request.np)
     options = EngineOptions(**engine)
     engine_options.check(options)
     common.require(args.root < request.np, f"--root {args.root}: not a rank")

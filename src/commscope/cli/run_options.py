@@ -23,7 +23,7 @@ METAVARS = {"distort": "RANK:OFFSET:DRIFT"}
 
 def group_of(spec: OptionSpec) -> str:
     """Where --help lists an option: p2p (the main list), coll or contention."""
-    if {"p2p", "loggp"} & set(spec.benchmarks):
+    if {"p2p", "loggp", "mbw"} & set(spec.benchmarks):
         return "p2p"
     return "coll" if "coll" in spec.benchmarks else "contention"
 

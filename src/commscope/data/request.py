@@ -63,6 +63,7 @@ class EngineOptions:
     pin: int | None = None
     block: int | None = None
     test_distort: str | None = None
+    mbw_pairs: str | None = None
 
     def given(self) -> dict[str, Any]:
         """The options that are set, by name, in declaration order (size lists as tuples)."""

@@ -6,10 +6,10 @@ object (and what the analysis makes of it), never the store.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from commscope.data.records import Coll, Contention, Linpack, LogGP, Point, Stream
+from commscope.data.records import Coll, Contention, Linpack, LogGP, Point, Stream, mbw_pairs
 from commscope.data.store import RunInfo, SegmentInfo, Store
 
 
@@ -26,6 +26,8 @@ class RunData:
     loggps: list[LogGP]
     segments: list[SegmentInfo]
     netload: Any  # a simulated run's network load per link, or None
+    # multi-pair points (op mbw_k<k>): Points, kept apart from the pair-by-pair ones above
+    mbws: list[Point] = field(default_factory=list)
 
     @property
     def ends(self) -> list[dict[str, Any] | None]:
@@ -43,7 +45,7 @@ def read_run(store: Store, run_id: int) -> RunData:
     return RunData(
         info=store.get_run(run_id),
         # The orders the store's accessors give (records arrive ordered by op, pair, bytes).
-        points=of(Point),
+        points=[p for p in of(Point) if mbw_pairs(p.op) is None],
         colls=of(Coll),
         contentions=sorted(of(Contention), key=lambda p: (p.level, p.cf, p.bytes)),
         streams=of(Stream),
@@ -51,4 +53,5 @@ def read_run(store: Store, run_id: int) -> RunData:
         loggps=sorted(of(LogGP), key=lambda p: (p.pair, p.bytes)),
         segments=store.segments(run_id),
         netload=store.run_data(run_id, "netload"),
+        mbws=[p for p in of(Point) if mbw_pairs(p.op) is not None],
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from commscope.data.run_data import RunData
-from commscope.kinds import coll, contention, loggp, node, p2p, tcp
+from commscope.kinds import coll, contention, loggp, mbw, node, p2p, tcp
 from commscope.kinds.base import Kind, View
 
 KINDS: tuple[Kind[Any], ...] = (
@@ -22,6 +22,7 @@ KINDS: tuple[Kind[Any], ...] = (
     contention.KIND,
     loggp.KIND,
     node.KIND,
+    mbw.KIND,
 )
 
 __all__ = [

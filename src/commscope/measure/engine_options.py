@@ -227,6 +227,11 @@ def expected_points(options: EngineOptions, npairs: int) -> int | None:
             total += npairs * len(sizes) * (policies if op in WINDOWED_OPS else 1)
         elif op == "loggp":
             total += npairs * len(options.loggp_sizes or sizes)
+        elif op == "mbw":  # one point per size and pair count; "auto" counts come from the nodes
+            steps = options.mbw_pairs or spec("mbw_pairs").default
+            if steps == "auto":
+                return None
+            total += len(steps.split(",")) * len(sizes)
         else:
             total += 1 if op in SIZELESS_OPS else len(coll_sizes)
     return total
