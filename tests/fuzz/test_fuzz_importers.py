@@ -18,6 +18,7 @@ SOURCES = {
         "osu_bibw.txt",
         "osu_allreduce.txt",
         "osu_barrier.txt",
+        "osu_mbw_mr.txt",
     ],
     "imb": ["imb_mpi1.txt"],
     "netpipe": ["netpipe.out"],

@@ -52,7 +52,7 @@ class MbwStep:
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
-        return asdict(self)
+        return asdict(self) | {"rows": [asdict(r) for r in self.rows]}
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,13 @@ def findings(summaries: Iterable[MbwSummary]) -> list[str]:
         best = max(s.steps, key=lambda x: x.peak_Bps)
         first = s.steps[0]
         gain = best.peak_Bps / first.peak_Bps if first.peak_Bps > 0 else float("nan")
+        if s.saturation_pairs == first.pairs:
+            out.append(
+                f"{s.pair}: more pairs do not raise the aggregate bandwidth: {first.pairs}"
+                f" already reach{'es' if first.pairs == 1 else ''} {SATURATED:.0%} of its peak"
+                f" ({best.peak_Bps / 1e6:.1f} MB/s with {best.pairs})"
+            )
+            continue
         out.append(
             f"{s.pair}: the aggregate bandwidth saturates at {s.saturation_pairs} pair"
             f"{'' if s.saturation_pairs == 1 else 's'} (peak {best.peak_Bps / 1e6:.1f} MB/s"
