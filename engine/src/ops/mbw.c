@@ -7,10 +7,11 @@
  * i-th rank of the other ("inter-node"); on one node the first half sends to the second half
  * ("intra-node"). Each k of --pairs-per-step uses pairs 0..k-1; ranks outside wait asleep.
  *
- * A sample: the k pairs start together (a barrier of their 2k ranks), every sender runs `iters`
- * windows, and the sample is the slowest sender's time divided by `iters`: the time in which
- * all k x window messages of one window arrived. osu_mbw_mr divides by the senders' mean time
- * instead; the slowest one is the interval over which the aggregate rate really held.
+ * A sample: every sender runs `iters` windows, each after a barrier of the 2k ranks (as
+ * osu_mbw_mr does, so every window starts with all pairs at once and its receivers' state
+ * alike; the barriers are not timed), and the sample is the slowest sender's time in its
+ * windows divided by `iters`: the time in which all k x window messages of one window arrived. osu_mbw_mr divides by the senders' mean time instead; the slowest one is
+ * the interval over which the aggregate rate really held.
  * Warm-up, iterations per sample and the stopping rules (--target-rse after --min-samples,
  * --point-budget, --max-samples) are those of the p2p operations, decided by rank 0.
  *
@@ -97,9 +98,15 @@ static int steps_parse(const char *text, int max, int *steps) {
     return n;
 }
 
-/* One window and its ack, `iters` times. */
-static void windows(int sender, int peer, int c, int w, long iters) {
+/* One window and its ack, `iters` times, each after a barrier of the 2k ranks as in
+ * osu_mbw_mr (receives are posted before the sends arrive, every window alike); returns the
+ * time spent in the windows, barriers left out. */
+static double windows(int sender, int peer, int c, int w, long iters, MPI_Comm comm,
+                      double (*now)(void)) {
+    double busy = 0.0;
     for (long it = 0; it < iters; it++) {
+        MPI_Barrier(comm);
+        double t0 = now();
         for (int i = 0; i < w; i++) {
             if (sender) MPI_Isend(sbuf, c, MPI_BYTE, peer, TAG_MBW, MPI_COMM_WORLD, &reqs[i]);
             else MPI_Irecv(rbuf, c, MPI_BYTE, peer, TAG_MBW, MPI_COMM_WORLD, &reqs[i]);
@@ -107,7 +114,9 @@ static void windows(int sender, int peer, int c, int w, long iters) {
         MPI_Waitall(w, reqs, MPI_STATUSES_IGNORE);
         if (sender) MPI_Recv(&ack, 1, MPI_BYTE, peer, TAG_MBW_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         else MPI_Send(&ack, 1, MPI_BYTE, peer, TAG_MBW_ACK, MPI_COMM_WORLD);
+        busy += now() - t0;
     }
+    return busy;
 }
 
 static void write_point(cs_context *ctx, const mbw_layout *l, int k, size_t bytes, long iters,
@@ -154,15 +163,13 @@ static void measure(cs_context *ctx, const mbw_layout *l, int k, MPI_Comm comm, 
     int sender = me < k, peer = sender ? l->receivers[me] : l->senders[me - k];
     double (*now)(void) = ctx->timer->now;
     double start = now();
-    windows(sender, peer, c, w, o->warmup);
+    windows(sender, peer, c, w, o->warmup, comm, now);
 
     /* Windows per sample, from a short probe, so a sample outlasts the timer resolution. */
     long iters = 1;
-    MPI_Barrier(comm);
-    double t0 = now();
-    windows(sender, peer, c, w, 2);
+    double probe = windows(sender, peer, c, w, 2, comm, now);
     if (me == 0) {
-        double per = (now() - t0) / 2.0;
+        double per = probe / 2.0;
         double want = fmax(o->sample_min_s, 100.0 * ctx->timer->resolution_s);
         if (per > 0 && want > per) iters = (long)ceil(want / per);
         if (iters > (1L << 20)) iters = 1L << 20;
@@ -172,10 +179,8 @@ static void measure(cs_context *ctx, const mbw_layout *l, int k, MPI_Comm comm, 
     int n = 0, stop = 0;
     double mean = 0.0, m2 = 0.0; /* Welford's running mean and squared deviations */
     while (!stop) {
-        MPI_Barrier(comm);
-        double s0 = now();
-        windows(sender, peer, c, w, iters);
-        double mine = sender ? (now() - s0) / (double)iters : 0.0, x = 0.0;
+        double busy = windows(sender, peer, c, w, iters, comm, now);
+        double mine = sender ? busy / (double)iters : 0.0, x = 0.0;
         MPI_Reduce(&mine, &x, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
         if (me == 0) {
             samples[n++] = x;
