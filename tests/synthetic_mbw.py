@@ -11,7 +11,7 @@ from pathlib import Path
 
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import Point
-from commscope.data.store import Store
+from tests.synthetic_runs import store_records
 
 
 @dataclass(frozen=True)
@@ -62,11 +62,4 @@ def records(
 
 def store_run(path: Path, recs: list[Point], label: str = "mbw") -> int:
     """Store one complete run of mbw records and return its id."""
-    with Store.open(path) as store:
-        run_id = store.create_run("mbw", label, "synthetic", "none", 8, {})
-        seg = store.start_segment(run_id, ["synthetic"])
-        for rec in recs:
-            store.add_point(run_id, seg, rec)
-        store.finish_segment(seg, "complete")
-        store.set_run_status(run_id, "complete")
-    return run_id
+    return store_records(path, "mbw", recs, label, 8)
