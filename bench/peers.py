@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import peers_mbw
 import peers_rma
 from peers_figures import (
     A2A_SIZE,
@@ -505,6 +506,8 @@ def main() -> int:
         f"\n{args.rounds} round(s), {args.runs} Alltoall runs per tool and load, "
         f"{time.monotonic() - t_start:.0f} s in all"
     )
+    # Multi-pair bandwidth beside osu_mbw_mr: its own module, the same MPIs and rounds.
+    peers_mbw.compare(mpis, args.rounds, [1, 2], [8, 4096, 1 << 20], 64)
     return 0
 
 

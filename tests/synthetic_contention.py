@@ -11,7 +11,7 @@ from pathlib import Path
 
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import Contention
-from commscope.data.store import Store
+from tests.synthetic_runs import store_records
 
 TimeFn = Callable[[int, int], float]
 
@@ -60,11 +60,4 @@ def records(
 
 def store_run(path: Path, recs: list[Contention], label: str = "contention") -> int:
     """Store one complete run of contention records and return its id."""
-    with Store.open(path) as store:
-        run_id = store.create_run("contention", label, "synthetic", "none", 4, {})
-        seg = store.start_segment(run_id, ["synthetic"])
-        for rec in recs:
-            store.add_point(run_id, seg, rec)
-        store.finish_segment(seg, "complete")
-        store.set_run_status(run_id, "complete")
-    return run_id
+    return store_records(path, "contention", recs, label, 4)

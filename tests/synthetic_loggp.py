@@ -16,8 +16,8 @@ import numpy as np
 
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import LogGP
-from commscope.data.store import Store
 from commscope.units import netpipe_schedule
+from tests.synthetic_runs import store_records
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,4 @@ def records(
 
 def store_run(path: Path, recs: list[LogGP], label: str = "loggp") -> int:
     """Store one complete run of LogGP records and return its id."""
-    with Store.open(path) as store:
-        run_id = store.create_run("loggp", label, "synthetic", "none", 2, {})
-        seg = store.start_segment(run_id, ["synthetic"])
-        for rec in recs:
-            store.add_point(run_id, seg, rec)
-        store.finish_segment(seg, "complete")
-        store.set_run_status(run_id, "complete")
-    return run_id
+    return store_records(path, "loggp", recs, label, 2)

@@ -7,12 +7,13 @@ collective launches with invalid ones flagged) without running MPI.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from commscope.data.record_parse import record_from_dict
-from commscope.data.records import Coll, Header, Point
+from commscope.data.records import Coll, Header, Measured, Point
 from commscope.data.store import Store
 from commscope.units import netpipe_schedule
 
@@ -142,6 +143,20 @@ def store_run(path: Path, label: str, with_colls: bool = True) -> int:
         ]
         if with_colls:
             records += colls()
+        for rec in records:
+            store.add_point(run_id, seg, rec)
+        store.finish_segment(seg, "complete")
+        store.set_run_status(run_id, "complete")
+    return run_id
+
+
+def store_records(
+    path: Path, kind: str, records: Sequence[Measured], label: str, nranks: int
+) -> int:
+    """Store ``records`` as one complete run of benchmark ``kind`` and return its id."""
+    with Store.open(path) as store:
+        run_id = store.create_run(kind, label, "synthetic", "none", nranks, {})
+        seg = store.start_segment(run_id, ["synthetic"])
         for rec in records:
             store.add_point(run_id, seg, rec)
         store.finish_segment(seg, "complete")

@@ -198,6 +198,8 @@ void cs_bisection_run(cs_context *ctx);
 /* One-sided MPI-3 RMA: put, get, accumulate latency and bandwidth under fence, lock, pscw. */
 void cs_rma_init(cs_context *ctx); /* allocate the sample array */
 void cs_rma_run(cs_context *ctx, const cs_pair *pairs, int npairs);
+/* osu_mbw_mr's multi-pair bandwidth and message rate, for each --pairs-per-step k (collective). */
+void cs_mbw_run(cs_context *ctx);
 
 /* Clock synchronisation (collective); fills ctx->clock on every rank. */
 int cs_clock_sync(cs_context *ctx, char *err, size_t errlen);

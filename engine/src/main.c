@@ -13,7 +13,7 @@ static void print_usage(void) {
            "JSON lines to stdout)\n"
            "       commscope-engine --version        engine and MPI library versions (JSON)\n"
            "       commscope-engine --options-json   the options below, as JSON\n"
-           "operations (--ops): pingpong,bw,bibw,loggp,rma,contention,matrix,bisection,%s\n"
+           "operations (--ops): pingpong,bw,bibw,loggp,rma,contention,matrix,bisection,mbw,%s\n"
            "options:\n", cs_coll_names());
     cs_options_usage(stdout);
 }
@@ -145,8 +145,9 @@ static void check_ops(const char *ops, int rank, int *p2p, int *coll) {
         else if (strcmp(op, "loggp") == 0) *p2p |= 2;
         else if (strcmp(op, "matrix") == 0 || strcmp(op, "bisection") == 0) *p2p |= 4;
         else if (strcmp(op, "rma") == 0) *p2p |= 8;
+        else if (strcmp(op, "mbw") == 0) continue; /* its own pairs: none chosen here */
         else if (cs_coll_find(op) || strcmp(op, "contention") == 0) *coll = 1;
-        else cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong,bw,bibw,loggp,rma,contention,matrix,bisection,%s)", rank,
+        else cs_die("rank %d: --ops: unknown operation '%s' (known: pingpong,bw,bibw,loggp,rma,contention,matrix,bisection,mbw,%s)", rank,
                     op, cs_coll_names());
     }
 }
@@ -216,6 +217,10 @@ int main(int argc, char **argv) {
         }
         if (strcmp(name, "rma") == 0) {
             cs_rma_run(&ctx, pairs, npairs);
+            continue;
+        }
+        if (strcmp(name, "mbw") == 0) {
+            cs_mbw_run(&ctx);
             continue;
         }
         const cs_op *op = cs_op_find(name);

@@ -72,6 +72,7 @@ NOT_DEFAULT = {
     "bisection_seed": 7,
     "rma_ops": "put",
     "rma_sync": "lock",
+    "mbw_pairs": "1",
 }
 
 

@@ -20,6 +20,7 @@ SOURCES = {
         "osu_barrier.txt",
         "osu_put_latency_fence.txt",
         "osu_get_bw_pscw.txt",
+        "osu_mbw_mr.txt",
     ],
     "imb": ["imb_mpi1.txt", "imb_rma.txt"],
     "netpipe": ["netpipe.out"],

@@ -16,7 +16,7 @@ from commscope.errors import InputError, StoreError
 from commscope.measure import engine_options, runner
 from commscope.measure.engine_options import TYPES, spec, table
 
-BENCHMARKS = {"p2p", "loggp", "coll", "contention", "matrix", "bisection", "rma"}
+BENCHMARKS = {"p2p", "loggp", "coll", "contention", "matrix", "bisection", "rma", "mbw"}
 PYTHON_TYPES = {
     "int": int,
     "switch": int,

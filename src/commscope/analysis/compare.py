@@ -23,7 +23,7 @@ from scipy.stats import mannwhitneyu
 
 from commscope.analysis.curve import message_samples
 from commscope.analysis.p2p import OP_ORDER, PAIR_ORDER
-from commscope.data.records import Coll, Point
+from commscope.data.records import Coll, Point, mbw_pairs
 
 ALPHA = 0.01
 
@@ -165,7 +165,8 @@ def compare_runs(
 
 def shows_rate(kind: str, op: str) -> bool:
     """Whether a (kind, op) group reads best as bandwidth (bw, bibw) rather than time."""
-    return kind == "p2p" and op in ("bw", "bibw", "bw_each", "bibw_each")
+    multi_pair = mbw_pairs(op) is not None  # aggregate bandwidth of k pairs
+    return kind == "p2p" and (op in ("bw", "bibw", "bw_each", "bibw_each") or multi_pair)
 
 
 def grouped(rows: Sequence[CompareRow]) -> list[tuple[tuple[str, str, str], list[CompareRow]]]:

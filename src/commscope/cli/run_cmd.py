@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from commscope import safe_write
-from commscope.cli import common, run_node, run_options, run_tcp, run_where
+from commscope.cli import common, run_mbw, run_node, run_options, run_tcp, run_where
 from commscope.data.request import EngineOptions, RunRequest
 from commscope.errors import UsageError
 from commscope.measure import engine_options, launch, runner
@@ -26,6 +26,7 @@ EXAMPLES = """examples:
   commscope run coll --sync barrier      the naive back-to-back loop, to see its error
   commscope run contention --vcluster --sizes 1MiB,4MiB    t(m, cf) at the NIC level
   commscope run loggp --mpi mpich        LogGP's L, o_s, o_r, g, G (Netgauge's method)
+  commscope run mbw --vcluster --pairs-per-step 1,2   osu_mbw_mr: k pairs across two nodes
   commscope run p2p --vcluster           intra- and inter-node pairs on the virtual cluster
   commscope run rma --ops put,get --rma-sync fence,lock --check   one-sided, data verified
   commscope run tcp --peer node2 --sockbuf default,64K,256K   TCP below MPI, one run per buffer
@@ -46,6 +47,7 @@ BENCHMARKS = (
     "matrix",
     "bisection",
     "rma",
+    "mbw",
 )
 PAIRED = ("matrix", "bisection")  # every rank paired with others, one rank per node
 DEFAULT_REPORT = "commscope-report.html"
@@ -277,6 +279,9 @@ def build_request(args: argparse.Namespace) -> RunRequest:
         if args.sizes is not None:
             engine["matrix_sizes"] = tuple(parse_size_list(args.sizes, "--sizes"))
         engine.update(run_options.values(args, args.benchmark))
+    if args.benchmark == "mbw":
+        ops.append("mbw")
+        engine.update(run_mbw.engine_part(args))
     engine["ops"] = ",".join(ops) or None  # none for tcp and node: simulate refuses them next
     request = RunRequest(
         benchmark=args.benchmark,
@@ -314,6 +319,8 @@ def build_request(args: argparse.Namespace) -> RunRequest:
             f"--np {request.np}: {args.benchmark} pairs ranks, so it needs at least 2; "
             "give --np 2 or more, or run on 2 or more nodes"
         )
+    if args.benchmark == "mbw":
+        run_mbw.pair_steps(engine.get("mbw_pairs", "auto"), request.np)
     options = EngineOptions(**engine)
     engine_options.check(options)
     common.require(args.root < request.np, f"--root {args.root}: not a rank")

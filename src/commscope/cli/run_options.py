@@ -23,7 +23,7 @@ METAVARS = {"distort": "RANK:OFFSET:DRIFT"}
 
 def group_of(spec: OptionSpec) -> str:
     """Where --help lists an option: p2p (the main list), coll, contention or matrix."""
-    if {"p2p", "loggp", "rma"} & set(spec.benchmarks):
+    if {"p2p", "loggp", "rma", "mbw"} & set(spec.benchmarks):
         return "p2p"
     if {"matrix", "bisection"} & set(spec.benchmarks):
         return "matrix"

@@ -96,6 +96,13 @@ class Header:
 PAIRED_OPS = ("matrix_lat", "matrix_bw", "bisection_bw")
 
 MIN_KEPT_SHARE = 0.25  # untouched samples needed before held-up ones are left out
+MBW_OP_PREFIX = "mbw_k"  # op of k pairs sending at once: "mbw_k4" (osu_mbw_mr's method)
+
+
+def mbw_pairs(op: str) -> int | None:
+    """The pair count k of a multi-pair bandwidth op "mbw_k<k>"; None for every other op."""
+    k = op.removeprefix(MBW_OP_PREFIX)
+    return int(k) if k != op and k.isdigit() else None
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,8 @@ class Point:
     For op "pingpong" a sample is a one-way time (round trip / 2); for "bw" and "bibw" (and
     their one-buffer-per-message series "bw_each", "bibw_each") a sample is the time for one
     window of messages, carrying ``bytes_per_sample`` bytes.
+    For "mbw_k<k>" (k pairs at once) a sample is the time in which every pair's window
+    arrived: ``bytes_per_sample`` is k x window x bytes, the pairs are in ``raw["pairs"]``.
 
     ``switches`` holds (sample, a's count, b's count) for every sample in which the kernel took
     rank a's core away (during its timed region) or rank b's (since the end of its previous

@@ -72,6 +72,7 @@ class EngineOptions:
     bisection_seed: int | None = None
     rma_ops: str | None = None
     rma_sync: str | None = None
+    mbw_pairs: str | None = None
 
     def given(self) -> dict[str, Any]:
         """The options that are set, by name, in declaration order (size lists as tuples)."""

@@ -18,6 +18,7 @@ from commscope.data.records import (
     Point,
     Stream,
     is_rma,
+    mbw_pairs,
 )
 from commscope.data.store import RunInfo, SegmentInfo, Store, of_class
 
@@ -37,6 +38,8 @@ class RunData:
     netload: Any  # a simulated run's network load per link, or None
     paired: list[Point] = field(default_factory=list)  # matrix and bisection points
     rma: list[Point] = field(default_factory=list)  # one-sided series, not in ``points``
+    # multi-pair points (op mbw_k<k>): Points, kept apart from the pair-by-pair ones above
+    mbws: list[Point] = field(default_factory=list)
 
     @property
     def ends(self) -> list[dict[str, Any] | None]:
@@ -49,7 +52,11 @@ def read_run(store: Store, run_id: int) -> RunData:
     records = store.measurements(run_id)
     return RunData(
         info=store.get_run(run_id),
-        points=[p for p in of_class(records, Point) if p.op not in PAIRED_OPS and not is_rma(p.op)],
+        points=[
+            p
+            for p in of_class(records, Point)
+            if p.op not in PAIRED_OPS and not is_rma(p.op) and mbw_pairs(p.op) is None
+        ],
         colls=of_class(records, Coll),
         contentions=of_class(records, Contention),
         streams=of_class(records, Stream),
@@ -59,4 +66,5 @@ def read_run(store: Store, run_id: int) -> RunData:
         netload=store.run_data(run_id, "netload"),
         paired=[p for p in of_class(records, Point) if p.op in PAIRED_OPS],
         rma=[p for p in of_class(records, Point) if is_rma(p.op)],
+        mbws=[p for p in of_class(records, Point) if mbw_pairs(p.op) is not None],
     )

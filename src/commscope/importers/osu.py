@@ -12,6 +12,10 @@ row per size. How each becomes records:
   with bytes_per_sample set to match, so the stored bandwidth is exactly the reported one.
 - Collectives report the average latency over ranks in microseconds: one launch time. The
   output does not say how many processes ran, so the caller must.
+- osu_mbw_mr reports MB/s and messages/s summed over its pairs ("# [ pairs: N ]"): a point of
+  op mbw_k<N>, as `commscope run mbw` stores it, whose sample is the time one window of every
+  pair takes at the reported rate (N x window x size / rate); messages/s must agree with
+  MB/s / size, as osu_mbw_mr computes it.
 """
 
 from __future__ import annotations
@@ -19,13 +23,16 @@ from __future__ import annotations
 import re
 
 from commscope import strict
-from commscope.data.records import Coll
+from commscope.data.records import MBW_OP_PREFIX, Coll, Point, mbw_pairs
 from commscope.errors import UsageError
 from commscope.importers import common, osu_rma
 from commscope.importers.common import Collector, Imported, integer, malformed, number
 
 DEFAULT_WINDOW = 64
 _TITLE = re.compile(r"^#\s*OSU\s+MPI(?:-[\w.]+)?\s+(?P<name>.+?)\s+Test\b", re.IGNORECASE)
+_PAIRS = re.compile(r"\bpairs\s*:\s*([^\s\]]*)", re.IGNORECASE)
+_MBW = "multiple bandwidth / message rate"
+MAX_PAIRS = 1 << 19
 _COLLECTIVES = {
     "allgather": "allgather",
     "allgatherv": "allgatherv",
@@ -63,12 +70,15 @@ class _Table:
         self.has_size = True
         self.iterations_col: int | None = None
         self.header_seen = False
+        self.pairs: int | None = None  # osu_mbw_mr: pairs sending at once
 
 
 def _table_for(name: str) -> _Table | None:
     key = " ".join(name.lower().split())
     if key in _P2P:
         return _Table(name, _P2P[key], False)
+    if key == _MBW:
+        return _Table(name, "mbw", False)
     if key.endswith(" latency") and key[: -len(" latency")] in _COLLECTIVES:
         return _Table(name, _COLLECTIVES[key[: -len(" latency")]], True)
     return None
@@ -142,6 +152,11 @@ def parse(
                     table.window = common.window_size(body) or table.window
                 except strict.NumberError as err:
                     raise out.fail(lineno, f"window size {err}") from None
+            if table is not None and (pairs := _PAIRS.search(body)):
+                try:
+                    table.pairs = strict.whole(pairs[1], 1, MAX_PAIRS)
+                except strict.NumberError as err:
+                    raise out.fail(lineno, f"pairs {err}") from None
             continue
         if table is None or not table.header_seen:
             raise malformed(
@@ -152,13 +167,18 @@ def parse(
     if not records:
         raise malformed(path, len(lines), lines[-1] if lines else "", "no data rows", _EXPECTED)
     has_coll = any(isinstance(r, Coll) for r in records)
-    return Imported("osu", path, records, nranks if has_coll else 2)
+    # osu_mbw_mr's N pairs ran on 2N processes
+    ranks = max((2 * (mbw_pairs(r.op) or 1) for r in records if isinstance(r, Point)), default=2)
+    return Imported("osu", path, records, nranks if has_coll else ranks)
 
 
 def _row(
     out: Collector, table: _Table, path: str, lineno: int, line: str, pair: str, nranks: int | None
 ) -> None:
     tokens = line.split()
+    if table.op == "mbw":
+        _mbw_row(out, table, path, lineno, line, pair)
+        return
     if table.has_size:
         size = integer(tokens[0])
         value = number(tokens[1]) if len(tokens) > 1 else None
@@ -212,3 +232,38 @@ def _row(
             iters=iters,
             what=f"a rate of {value:g} MB/s",
         )
+
+
+def _mbw_row(out: Collector, table: _Table, path: str, lineno: int, line: str, pair: str) -> None:
+    """One osu_mbw_mr row: size, MB/s over all pairs, messages/s over all pairs."""
+    if table.pairs is None:
+        raise malformed(
+            path, lineno, line, "osu_mbw_mr data before its '# [ pairs: N ]' line", _EXPECTED
+        )
+    tokens = line.split()
+    size = integer(tokens[0])
+    values = [number(t) for t in tokens[1:]]
+    if size is None or size == 0 or len(tokens) not in (2, 3) or None in values:
+        why = "not a size above 0, MB/s and (optionally) messages/s"
+        raise malformed(path, lineno, line, why, _EXPECTED)
+    mbs = float(values[0] or 0)
+    rate = float(values[-1] or 0) if len(values) == 2 else mbs * 1e6 / size  # -r 0: no rate
+    # Both printed with two decimals: MB/s / size may differ from messages/s by that rounding.
+    slack = 0.005 * 1e6 / size + 0.005 + 1e-9 * rate
+    if mbs <= 0 or abs(rate - mbs * 1e6 / size) > slack:
+        raise out.fail(
+            lineno,
+            f"{rate:g} messages/s is not {mbs:g} MB/s / {size} bytes above 0,"
+            " as osu_mbw_mr prints it",
+        )
+    moved = table.pairs * table.window * size
+    out.point(
+        lineno,
+        op=f"{MBW_OP_PREFIX}{table.pairs}",
+        pair=pair,
+        nbytes=size,
+        bytes_per_sample=moved,
+        sample_s=moved / (mbs * 1e6),
+        window=table.window,
+        what=f"a rate of {mbs:g} MB/s",
+    )

@@ -253,6 +253,11 @@ def expected_points(options: EngineOptions, npairs: int, nranks: int = 2) -> int
             rma_ops = (options.rma_ops or spec("rma_ops").default).split(",")
             syncs = (options.rma_sync or spec("rma_sync").default).split(",")
             total += npairs * len(sizes) * len(rma_ops) * len(syncs) * 2
+        elif op == "mbw":  # one point per size and pair count; "auto" counts come from the nodes
+            steps = options.mbw_pairs or spec("mbw_pairs").default
+            if steps == "auto":
+                return None
+            total += len(steps.split(",")) * len(sizes)
         else:
             groups = len(options.procs.split(",")) if options.procs else 1
             total += groups * (1 if op in SIZELESS_OPS else len(coll_sizes))
