@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from commscope.data.mpi_config import RUN_DATA_KIND, ProtocolLimits
 from commscope.data.records import Coll, Contention, Linpack, LogGP, Point, Stream
 from commscope.data.store import RunInfo, SegmentInfo, Store
 
@@ -26,6 +27,7 @@ class RunData:
     loggps: list[LogGP]
     segments: list[SegmentInfo]
     netload: Any  # a simulated run's network load per link, or None
+    protocol_limits: ProtocolLimits | None = None  # the MPI's eager limits, when recorded
 
     @property
     def ends(self) -> list[dict[str, Any] | None]:
@@ -51,4 +53,5 @@ def read_run(store: Store, run_id: int) -> RunData:
         loggps=sorted(of(LogGP), key=lambda p: (p.pair, p.bytes)),
         segments=store.segments(run_id),
         netload=store.run_data(run_id, "netload"),
+        protocol_limits=ProtocolLimits.from_json(store.run_data(run_id, RUN_DATA_KIND)),
     )
