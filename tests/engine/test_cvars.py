@@ -90,6 +90,8 @@ def test_mpich_gets_given_and_inherited_cvars_and_records_them(cli):
         assert limits["limits"] or limits["unknown"]
     shown = cli("show", str(run.id), check=True).stdout
     assert f"--cvar {CVAR}=binomial" in shown and "eager limits (recorded):" in shown
+    as_json = json.loads(cli("show", str(run.id), "--json", check=True).stdout)
+    assert as_json["protocol_limits"] == limits
 
 
 def test_mpich_ranks_see_the_cvar_a_value_mpich_refuses_stops_them(cli):
