@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from commscope.data.mpi_config import RUN_DATA_KIND, ProtocolLimits
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import Coll, Header, Measured, Point
 from commscope.data.store import Store
@@ -131,10 +133,18 @@ def colls(seed: int = 1) -> list[Coll]:
     return out
 
 
-def store_run(path: Path, label: str, with_colls: bool = True) -> int:
-    """Store one complete synthetic run and return its id."""
+def store_run(
+    path: Path,
+    label: str,
+    with_colls: bool = True,
+    limits: ProtocolLimits | None = None,
+    request: dict[str, Any] | None = None,
+) -> int:
+    """Store one complete synthetic run (with its eager limits, if given) and return its id."""
     with Store.open(path) as store:
-        run_id = store.create_run("p2p", label, "openmpi-4.1.4", "mpirun", 4, {"np": 4})
+        run_id = store.create_run("p2p", label, "openmpi-4.1.4", "mpirun", 4, request or {"np": 4})
+        if limits is not None:
+            store.set_run_data(run_id, RUN_DATA_KIND, limits.to_json())
         seg = store.start_segment(run_id, ["mpirun", "-n", "4", "commscope-engine"])
         store.set_header(run_id, seg, header())
         records: list[Point | Coll] = [

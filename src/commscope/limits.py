@@ -46,3 +46,6 @@ MAX_HOST_NAME_CHARS = 253
 # Longest number written in text that is read at all (a 5,000-digit number is refused
 # before any conversion).
 MAX_NUMBER_CHARS = 40
+
+# A value of an MPI setting (--cvar): paths of tuning files fit, pasted scripts do not.
+MAX_SETTING_CHARS = 1024

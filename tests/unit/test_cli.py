@@ -21,6 +21,10 @@ import pytest
         ["run", "p2p", "--mca", "btl"],
         ["run", "tcp", "--mca", "btl=tcp"],
         ["run", "--resume", "latest", "--mca", "btl=tcp"],
+        ["run", "p2p", "--cvar", "CH4_EAGER"],
+        ["run", "p2p", "--cvar", "X=\x1b[2J"],
+        ["run", "tcp", "--cvar", "X=1"],
+        ["run", "--resume", "latest", "--cvar", "X=1"],
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(cli, args):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from commscope import importers, kinds
 from commscope.analysis import coll as coll_analysis
+from commscope.data.mpi_config import EagerLimit, ProtocolLimits
 from commscope.data.run_data import read_run
 from commscope.data.store import Store
 from commscope.report import compare_html, figures
@@ -20,9 +21,14 @@ def svgs(page: str) -> int:
     return len(re.findall(r"<svg[\s>]", page))
 
 
+VADER = EagerLimit("Open MPI", "vader", "intra-node", "btl_vader_eager_limit", 4096, "--mca")
+
+
 def test_report_has_every_section_figure_and_no_fetch(tmp_path):
     path = tmp_path / "s.sqlite"
-    run_id = synthetic_runs.store_run(path, HOSTILE)
+    limits = ProtocolLimits("Open MPI", (VADER,), {"btl_vader_eager_limit": "4096"})
+    request = {"np": 4, "mca": {"btl_vader_eager_limit": "4096"}}
+    run_id = synthetic_runs.store_run(path, HOSTILE, limits=limits, request=request)
     with Store.open(path) as store:
         out = kinds.write_report([read_run(store, run_id)], tmp_path / "r.html")
     page = out.read_text()
@@ -42,7 +48,10 @@ def test_report_has_every_section_figure_and_no_fetch(tmp_path):
     assert "<script" not in page.replace("&lt;script", "")
     assert "run 1 &lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
-    assert "likely the eager/rendezvous threshold" in page
+    # The intra-socket step contains the recorded limit: named; the header shows the setup.
+    assert "3075 B and 4093 B (near 4 KiB): the Open MPI vader eager limit (4096 B)." in page
+    assert "--mca btl_vader_eager_limit=4096" in page
+    assert "intra-node vader 4096 B (btl_vader_eager_limit, --mca)" in page
     assert "3075 B &rarr; 4093 B" in page  # the threshold in the key-figures table
     assert page.count("<details>") == 2  # per-size and collective tables folded
 

@@ -2,12 +2,15 @@
 
 Each finding is one sentence whose numbers all come from the measured data via
 ``p2p.pair_figures``; the wording says "likely" where it names a cause the data only suggests.
+A step in time is named as a protocol switch only when it matches an eager limit recorded
+with the run (``data.mpi_config``); otherwise it is "a step at" its sizes, with no claim.
 """
 
 from __future__ import annotations
 
 from commscope.analysis.p2p import CurveFigures, PairFigures, beyond_saturation
 from commscope.analysis.regimes import Threshold
+from commscope.data.mpi_config import EagerLimit, ProtocolLimits
 from commscope.units import percent_text, rate_text, size_text, time_text
 
 OP_NAMES = {
@@ -19,11 +22,12 @@ OP_NAMES = {
 }
 
 
-def findings(pairs: list[PairFigures]) -> list[str]:
+def findings(pairs: list[PairFigures], limits: ProtocolLimits | None = None) -> list[str]:
     """Sentences about latency, thresholds, saturation, bandwidth, cache dips and pairs.
 
     Args:
         pairs: ``p2p.pair_figures`` of one run, nearest pair first.
+        limits: the eager limits recorded with the run (None: unknown, as for TCP runs).
 
     Returns:
         The findings, most basic first; empty when nothing was measured.
@@ -33,7 +37,7 @@ def findings(pairs: list[PairFigures]) -> list[str]:
         out += _latency(pair)
         main = pair.curve("pingpong") or (pair.curves[0] if pair.curves else None)
         if main is not None:
-            out += _thresholds(main)
+            out += _thresholds(main, limits)
             out += _saturation(main)
         for curve in pair.curves:
             out += _bandwidth(curve)
@@ -60,33 +64,52 @@ def _gap(th: Threshold) -> str:
     return f"between {below} and {above}{near}"
 
 
-def _thresholds(curve: CurveFigures) -> list[str]:
-    late = [th for th in curve.thresholds if beyond_saturation(th, curve.saturation_bytes)]
-    ups = [th for th in curve.thresholds if th.jump > 0 and th not in late]
-    biggest = max(ups, key=lambda th: th.jump, default=None)
+def _step(th: Threshold) -> str:
+    """A step named by its sizes alone: ``a step at 8 KiB (between 6147 B and 8189 B)``."""
+    at = size_text(th.nominal_bytes) if th.nominal_bytes else size_text(th.above_bytes, exact=True)
+    below, above = size_text(th.below_bytes, exact=True), size_text(th.above_bytes, exact=True)
+    return f"a step at {at} (between {below} and {above})"
+
+
+def threshold_findings(pairs: list[PairFigures], limits: ProtocolLimits | None) -> list[str]:
+    """The threshold sentences alone, as the terminal shows them."""
+    out: list[str] = []
+    for pair in pairs:
+        main = pair.curve("pingpong") or (pair.curves[0] if pair.curves else None)
+        if main is not None:
+            out += _thresholds(main, limits)
+    return out
+
+
+def _named(curve: CurveFigures, limits: ProtocolLimits | None) -> dict[Threshold, EagerLimit]:
+    """Each recorded limit of the curve's path against the biggest step that matches it."""
+    named: dict[Threshold, EagerLimit] = {}
+    for limit in limits.for_pair(curve.pair) if limits else []:
+        steps = [th for th in curve.thresholds if limit.matches(th.below_bytes, th.above_bytes)]
+        best = max(steps, key=lambda th: abs(th.jump), default=None)
+        if best is not None and best not in named:
+            named[best] = limit
+    return named
+
+
+def _thresholds(curve: CurveFigures, limits: ProtocolLimits | None = None) -> list[str]:
+    named = _named(curve, limits)
     out = []
     for th in curve.thresholds:
-        if th in late and th.jump > 0:
+        change = (
+            f"time jumps by {percent_text(th.jump)}"
+            if th.jump > 0
+            else f"time falls by {percent_text(-th.jump)}"
+        )
+        if th in named:
+            out.append(f"{_where(curve)}: {change} {_gap(th)}: {named[th].name()}.")
+        elif th.jump > 0 and beyond_saturation(th, curve.saturation_bytes):
             out.append(
-                f"{_where(curve)}: time jumps by {percent_text(th.jump)} {_gap(th)}, past the"
-                " saturation point: likely a cache or memory effect rather than a protocol"
-                " switch."
-            )
-        elif th.jump < 0:
-            out.append(
-                f"{_where(curve)}: time falls by {percent_text(-th.jump)} {_gap(th)}: a faster"
-                " protocol takes over there (often rendezvous with a single copy)."
-            )
-        elif th is biggest:
-            out.append(
-                f"{_where(curve)}: time jumps by {percent_text(th.jump)} {_gap(th)}: likely the"
-                " eager/rendezvous threshold."
+                f"{_where(curve)}: {_step(th)}, past the saturation point: {change};"
+                " likely a cache or memory effect."
             )
         else:
-            out.append(
-                f"{_where(curve)}: time jumps by {percent_text(th.jump)} {_gap(th)}: another"
-                " protocol switch (e.g. an inline-send or buffer limit)."
-            )
+            out.append(f"{_where(curve)}: {_step(th)}: {change}.")
     return out
 
 

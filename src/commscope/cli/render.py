@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from commscope.analysis import load as load_analysis
+from commscope.data import mpi_config
 from commscope.data.store import RunInfo
 
 
@@ -24,10 +25,9 @@ def run_title(run: RunInfo) -> str:
     if run.kind == "node":  # one process, no MPI
         return f"run {run.id}{label}: node compute, {run.status}"
     mpi = f"{run.mpi}, " if run.mpi else ""  # TCP and imported runs have no MPI
-    settings = run.request.get("mca") or {}
-    mca = "".join(f", --mca {name}={value}" for name, value in settings.items())
+    settings = mpi_config.settings_text(run.request)
     title = f"run {run.id}{label}: {run.kind}, {run.status}, {mpi}{run.nranks} ranks"
-    return title + where_text(run.request) + mca
+    return title + where_text(run.request) + (f", {settings}" if settings else "")
 
 
 def where_text(request: dict[str, Any]) -> str:

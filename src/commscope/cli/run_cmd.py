@@ -11,7 +11,7 @@ from commscope import safe_write
 from commscope.cli import common, run_mbw, run_node, run_options, run_tcp, run_where
 from commscope.data.request import EngineOptions, RunRequest
 from commscope.errors import UsageError
-from commscope.measure import engine_options, launch, runner
+from commscope.measure import cvars, engine_options, launch, runner
 from commscope.measure import mpi as mpi_mod
 from commscope.units import netpipe_schedule, parse_size, parse_size_list
 
@@ -158,6 +158,15 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         help="Open MPI parameter for the job, repeatable (e.g. btl_tcp_flags=send,"
         "inplace,need-ack,need-csum,hetero-rdma); stored with the run",
     )
+    p.add_argument(
+        "--cvar",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="MPICH control variable for the job, repeatable, MPIR_CVAR_ prefix optional (e.g."
+        " CH4_OFI_EAGER_MAX_MSG_SIZE=16384); MPIR_CVAR_ variables set here are passed too;"
+        " stored with the run",
+    )
     common.option(
         p,
         "--timeout",
@@ -291,6 +300,7 @@ def build_request(args: argparse.Namespace) -> RunRequest:
         timeout_s=args.timeout,
         confidence=args.confidence,
         mca=launch.parse_mca(args.mca) if args.mca else None,
+        cvar=cvars.parse(args.cvar) if args.cvar else None,
     )
     if args.vcluster:
         from commscope.measure import vcluster
@@ -368,15 +378,19 @@ def measure(
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark(s), print the key figures, write the report when asked."""
-    if args.mca and args.resume:
-        raise UsageError(
-            f"--mca {args.mca[0]}: a resumed run keeps the parameters stored with it; drop --mca"
-        )
-    if args.mca and (run_tcp.wanted(args) or run_node.wanted(args)):
-        raise UsageError(
-            f"--mca {args.mca[0]}: only MPI communication runs (p2p, coll, "
-            "contention, loggp, all) take Open MPI parameters"
-        )
+    for flag, given, what in (
+        ("--mca", args.mca, "Open MPI parameters"),
+        ("--cvar", args.cvar, "MPICH settings"),
+    ):
+        if given and args.resume:
+            raise UsageError(
+                f"{flag} {given[0]}: a resumed run keeps the {what} stored with it; drop {flag}"
+            )
+        if given and (run_tcp.wanted(args) or run_node.wanted(args)):
+            raise UsageError(
+                f"{flag} {given[0]}: only MPI communication runs (p2p, coll, "
+                f"contention, loggp, all) take {what}"
+            )
     if run_where.chosen(args) and (run_tcp.wanted(args) or run_node.wanted(args)):
         raise UsageError(
             f"{run_where.chosen(args)[0]}: only MPI runs (p2p, coll, contention, "
@@ -398,6 +412,9 @@ def run(args: argparse.Namespace) -> int:
     run_where.check(args)
     mpi = mpi_mod.resolve(request.mpi)
     launch.check_mca(mpi, request.mca)  # before a run is stored
+    cvars.check(mpi, request.cvar)
+    if mpi.family == "mpich":  # the ranks inherit these: record them with the run
+        request = request.replace(cvar={**cvars.from_environment(), **(request.cvar or {})} or None)
     with run_where.placed(args, mpi, request) as request, common.open_store(args) as store:
         run_id = store.create_run(
             request.benchmark, args.label, mpi.tag, mpi.launcher, request.np, request.to_json()

@@ -64,12 +64,15 @@ def run(args: argparse.Namespace) -> int:
                 "message": info.message,
                 "load": [asdict(h) for end in run.ends for h in load_analysis.hosts(end)],
                 "load_warnings": load_analysis.warnings(run.ends),
+                "protocol_limits": run.protocol_limits.to_json() if run.protocol_limits else None,
                 **kinds.to_json(found),
             }
         )
         return 0
     out = common.console()
     out.print(render.run_title(info))
+    if run.protocol_limits:
+        out.print(f"eager limits (recorded): {run.protocol_limits.text()}")
     if info.message:
         out.print(info.message)
     render.load_warnings(out, run.ends)

@@ -478,3 +478,15 @@ def is_rma(op: str) -> bool:
 # union itself); a new kind's record class joins it.
 Measured = Point | Coll | Contention | Stream | Linpack | LogGP
 Record = Header | Measured | End
+
+
+def family(op: str) -> str:
+    """The family of a Point's op: ``paired`` (matrix, bisection), ``rma``, ``mbw`` or ``p2p``.
+
+    Each family has its own kind; only ``p2p`` points are pair-by-pair curves.
+    """
+    if op in PAIRED_OPS:
+        return "paired"
+    if is_rma(op):
+        return "rma"
+    return "mbw" if mbw_pairs(op) is not None else "p2p"

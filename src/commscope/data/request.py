@@ -110,7 +110,7 @@ class EngineOptions:
 
 # Request fields every stored MPI request has, with what requests from older versions lacked.
 _DEFAULTS: dict[str, Any] = {"mpi": None, "launcher": "auto", "timeout_s": 3600.0}
-_PARTS = ("mca", "vcluster", "placement", "slurm", "simulate")
+_PARTS = ("mca", "vcluster", "placement", "slurm", "simulate", "cvar")
 _OPTIONAL = ("confidence", *_PARTS)
 
 
@@ -136,6 +136,7 @@ class RunRequest:
     placement: dict[str, Any] | None = None
     slurm: dict[str, Any] | None = None
     simulate: dict[str, Any] | None = None
+    cvar: dict[str, str] | None = None  # MPICH's MPIR_CVAR_ settings, given or inherited
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

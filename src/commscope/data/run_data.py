@@ -9,17 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from commscope.data.records import (
-    PAIRED_OPS,
-    Coll,
-    Contention,
-    Linpack,
-    LogGP,
-    Point,
-    Stream,
-    is_rma,
-    mbw_pairs,
-)
+from commscope.data.mpi_config import RUN_DATA_KIND, ProtocolLimits
+from commscope.data.records import Coll, Contention, Linpack, LogGP, Point, Stream, family
 from commscope.data.store import RunInfo, SegmentInfo, Store, of_class
 
 
@@ -40,6 +31,7 @@ class RunData:
     rma: list[Point] = field(default_factory=list)  # one-sided series, not in ``points``
     # multi-pair points (op mbw_k<k>): Points, kept apart from the pair-by-pair ones above
     mbws: list[Point] = field(default_factory=list)
+    protocol_limits: ProtocolLimits | None = None  # the MPI's eager limits, when recorded
 
     @property
     def ends(self) -> list[dict[str, Any] | None]:
@@ -50,13 +42,14 @@ class RunData:
 def read_run(store: Store, run_id: int) -> RunData:
     """Read run ``run_id`` with every record, decoding each record once."""
     records = store.measurements(run_id)
+    points = of_class(records, Point)
+
+    def of_family(name: str) -> list[Point]:
+        return [p for p in points if family(p.op) == name]
+
     return RunData(
         info=store.get_run(run_id),
-        points=[
-            p
-            for p in of_class(records, Point)
-            if p.op not in PAIRED_OPS and not is_rma(p.op) and mbw_pairs(p.op) is None
-        ],
+        points=of_family("p2p"),
         colls=of_class(records, Coll),
         contentions=of_class(records, Contention),
         streams=of_class(records, Stream),
@@ -64,7 +57,8 @@ def read_run(store: Store, run_id: int) -> RunData:
         loggps=of_class(records, LogGP),
         segments=store.segments(run_id),
         netload=store.run_data(run_id, "netload"),
-        paired=[p for p in of_class(records, Point) if p.op in PAIRED_OPS],
-        rma=[p for p in of_class(records, Point) if is_rma(p.op)],
-        mbws=[p for p in of_class(records, Point) if mbw_pairs(p.op) is not None],
+        paired=of_family("paired"),
+        rma=of_family("rma"),
+        mbws=of_family("mbw"),
+        protocol_limits=ProtocolLimits.from_json(store.run_data(run_id, RUN_DATA_KIND)),
     )

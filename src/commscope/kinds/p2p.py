@@ -12,8 +12,10 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from commscope.analysis import p2p
+from commscope.analysis import findings, p2p
 from commscope.analysis import recv_buffers as rbuf
+from commscope.data import mpi_config
+from commscope.data.mpi_config import ProtocolLimits
 from commscope.data.records import Point
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
@@ -27,6 +29,7 @@ class P2PRun:
 
     header: dict[str, Any] | None
     points: list[Point]
+    limits: ProtocolLimits | None = None  # the eager limits steps may be named by
 
 
 def us(seconds: float | None) -> str:
@@ -41,7 +44,8 @@ def mbs(bps: float | None) -> str:
 
 def summarize(run: RunData, view: View) -> P2PRun:
     """Every run has this part: the receive-buffer policy comes from the header alone."""
-    return P2PRun(run.info.header, run.points)
+    limits = mpi_config.naming_limits(run.info.kind, run.protocol_limits)
+    return P2PRun(run.info.header, run.points, limits)
 
 
 def to_json(run: P2PRun | None) -> dict[str, Any]:
@@ -147,6 +151,14 @@ def interrupted(points: list[Point], most: int = MOST_INTERRUPTED) -> list[Any]:
     return out
 
 
+def thresholds(run: P2PRun) -> list[str]:
+    """The report's threshold findings, from the same points the report draws."""
+    from commscope.report.html import drawn_points
+
+    figs = p2p.pair_figures(drawn_points(run.points, rbuf.contrasts(run.points)))
+    return findings.threshold_findings(figs, run.limits)
+
+
 def terminal(run: P2PRun) -> list[Any]:
     """Key figures, per-size tables, receive buffers and interrupted samples."""
     if not run.points:
@@ -154,6 +166,7 @@ def terminal(run: P2PRun) -> list[Any]:
     return [
         key_figures(run.points),
         *size_tables(run.points),
+        *thresholds(run),
         *recv_buffers(run.header, run.points),
         *interrupted(run.points),
     ]

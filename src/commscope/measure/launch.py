@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commscope.errors import LaunchError, UsageError
+from commscope.measure import cvars as cvar_settings
 from commscope.measure.mpi import MPIInstall
 
 LAUNCHERS = ("auto", "mpirun", "mpiexec", "srun")
@@ -41,8 +42,7 @@ def check_mca(mpi: MPIInstall, mca: dict[str, str] | None) -> None:
     if mca and mpi.family != "openmpi":
         raise UsageError(
             f"--mca {next(iter(mca))}: MCA parameters are Open MPI's and this run "
-            f"uses {mpi.tag}; give MPICH settings as MPIR_CVAR_ environment "
-            "variables instead"
+            f"uses {mpi.tag}; give MPICH settings with --cvar MPIR_CVAR_NAME=VALUE instead"
         )
 
 
@@ -126,6 +126,7 @@ def build_job(
     mca: dict[str, str] | None = None,
     placement: Placement | None = None,
     srun_mpi: str | None = None,
+    cvars: dict[str, str] | None = None,
 ) -> Job:
     """Return the job that starts ``program`` on ``nranks`` ranks, one per core when possible.
 
@@ -140,15 +141,18 @@ def build_job(
         mca: Open MPI parameters (mpirun options; environment under srun).
         placement: hosts and ranks on each (a hostfile run); their cores decide binding.
         srun_mpi: srun's ``--mpi`` plugin (pmix for Open MPI, pmi2 for MPICH).
+        cvars: MPICH control variables (the ranks' environment).
     """
     if launcher not in LAUNCHERS:
         raise UsageError(f"--launcher {launcher}: choose one of {', '.join(LAUNCHERS)}")
     if nranks < 1:
         raise UsageError(f"--np {nranks}: need at least 1 rank")
     check_mca(mpi, mca)
+    cvar_settings.check(mpi, cvars)
     mca = mca or {}
     cores = cores or os.cpu_count() or 1
     env = dict(root_env())
+    env.update(cvars or {})  # hydra and srun hand the environment to every rank
     if placement is not None:
         nranks = placement.nranks
     if launcher == "srun":

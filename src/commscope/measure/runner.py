@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from commscope.data import mpi_config
 from commscope.data.record_parse import parse_record
 from commscope.data.records import End, Header, Measured
 from commscope.data.request import EngineOptions, RunRequest
 from commscope.data.session import Measuring
 from commscope.data.store import Store
 from commscope.errors import LaunchError
-from commscope.measure import engine, engine_options, launch
+from commscope.measure import engine, engine_options, launch, protocol_limits
 from commscope.measure.exit_watch import ExitWatch
 from commscope.measure.launch import Job
 from commscope.measure.mpi import MPIInstall
@@ -85,6 +86,11 @@ def _lost_rank(stderr: str, header: Header | None, first: tuple[int, ...] = ()) 
             return f"rank {info['rank']} (pid {pid_text} on {info['node']}) was lost{how}"
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not set(ln) <= set("-=* ")]
     return lines[-1] if lines else "the job ended without its end record"
+
+
+def job_mca(argv: list[str]) -> dict[str, str]:
+    """The MCA parameters a job's mpirun options set (the user's and the vcluster's)."""
+    return {argv[i + 1]: argv[i + 2] for i in range(len(argv) - 2) if argv[i] == "--mca"}
 
 
 def _vcluster_launch(
@@ -169,7 +175,13 @@ def run(
             mca=mca,
             placement=placement,
             srun_mpi=allocation.get("plugin"),
+            cvars=request.cvar,
         )
+        # Read before the launch, so a run that fails still says how its MPI was set up.
+        limits = protocol_limits.read(
+            mpi, {**job_mca(job.argv), **(request.mca or {})}, request.cvar or {}
+        )
+        store.set_run_data(run_id, mpi_config.RUN_DATA_KIND, limits.to_json())
     session = Measuring(store, run_id)
     state: dict[str, Any] = {"header": None, "end": None, "lines": 0, "stray": [], "watch": None}
 

@@ -22,6 +22,7 @@ from commscope.analysis import coll as coll_analysis
 from commscope.analysis import curve as curves
 from commscope.analysis import findings, load, p2p
 from commscope.analysis import recv_buffers as rbuf
+from commscope.data import mpi_config
 from commscope.data.records import Coll, Point
 from commscope.data.run_data import RunData
 from commscope.data.store import RunInfo
@@ -155,7 +156,11 @@ def run_context(run: RunData) -> dict[str, Any]:
         "imported": (info.request or {}).get("imported"),
         "load_warnings": load.warnings(run.ends),
         "figures": figs,
-        "findings": findings.findings(figs),
+        "findings": findings.findings(
+            figs, mpi_config.naming_limits(info.kind, run.protocol_limits)
+        ),
+        "mpi_settings": mpi_config.settings_text(info.request or {}),
+        "protocol_limits": run.protocol_limits.text() if run.protocol_limits else None,
         "recv_buffers": rbuf.describe(
             rbuf.run_policies(info.header, points), rbuf.recorded(info.header)
         ),
