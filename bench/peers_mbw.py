@@ -24,7 +24,8 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
-from types import ModuleType
+
+import peers_run
 
 from commscope.data.store import Store
 from commscope.measure import launch
@@ -37,13 +38,6 @@ GOAL = 0.05  # |commscope / OSU - 1| at most this, per the median of the rounds
 OSU_ITERATIONS = 100
 
 
-def peers() -> ModuleType:
-    """bench/peers.py's runner and builds; imported late, as peers.py imports this module."""
-    import peers as module
-
-    return module
-
-
 def cs_mbw(
     cs: list[str], store: Path, env: dict[str, str], mpi: str, k: int, size: int, window: int
 ) -> tuple[float, float]:
@@ -52,7 +46,7 @@ def cs_mbw(
     argv = [*cs, "--store", str(store), "run", "mbw", "--mpi", mpi, "--np", str(2 * k),
             "--pairs-per-step", str(k), "--sizes", str(size), "--window", str(window),
             "--min-samples", str(OSU_ITERATIONS), "--json", "--quiet"]  # fmt: skip
-    o = peers().run_cmd(argv, env)
+    o = peers_run.run_cmd(argv, env)
     if o.error:
         return math.nan, math.nan
     with Store.open(store) as s:
@@ -64,17 +58,17 @@ def osu_mbw(
     mpi: mpi_mod.MPIInstall, built: Path, env: dict[str, str], k: int, size: int, window: int
 ) -> float:
     """osu_mbw_mr's aggregate bytes/s for k pairs at one size (NaN when absent)."""
-    osu = built / peers().OSU_PT2PT / "osu_mbw_mr"
+    osu = built / peers_run.OSU_PT2PT / "osu_mbw_mr"
     program = [str(osu), "-W", str(window), "-m", f"{size}:{size}"]
     row = re.compile(rf"^{size}\s+([\d.]+)\s+[\d.]+\s*$", re.MULTILINE)
-    o = peers().run_cmd(launch.build_job(mpi, 2 * k, program).argv, env, row)
+    o = peers_run.run_cmd(launch.build_job(mpi, 2 * k, program).argv, env, row)
     m = row.search(o.stdout)
     return float(m.group(1)) * 1e6 if m else math.nan
 
 
 def compare(mpis: list[str], rounds: int, pairs: list[int], sizes: list[int], window: int) -> int:
     """Print per-round figures and ratios, then the medians against the goal."""
-    cs = peers().commscope_argv()
+    cs = peers_run.commscope_argv()
     env = dict(os.environ, **launch.root_env())
     ratios: dict[tuple[str, int, int], list[float]] = {}
     print(f"\nmbw beside osu_mbw_mr (window {window}; MB/s = 10^6 bytes/s, aggregate over pairs)")
@@ -82,7 +76,7 @@ def compare(mpis: list[str], rounds: int, pairs: list[int], sizes: list[int], wi
           f" {'osu':>11} {'ratio':>7} {'mean ratio':>10}")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="commscope-mbw-") as tmp:
         store = Path(tmp) / "store.sqlite"
-        build, script = peers().build_peers, peers().BUILD_SCRIPT
+        build, script = peers_run.build_peers, peers_run.BUILD_SCRIPT
         installs = {m: (mpi_mod.resolve(m), build(m, script)) for m in mpis}
         for r in range(1, rounds + 1):
             for name, (mpi, built) in installs.items():

@@ -76,7 +76,7 @@ def main() -> int:
     sys.path.insert(0, str(Path(__file__).parent))
     import tempfile
 
-    import peers  # the launch, build and run helpers of the main comparison
+    import peers_run as peers  # the launch, build and run helpers
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from commscope.data.records import RMA_OPS
+from commscope.data.point_ops import RMA_OPS
 from commscope.data.store import Store
 from tests.conftest import have_mpi, need
 

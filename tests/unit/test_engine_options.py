@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from commscope.cli import run_cmd, run_options
+from commscope.cli import run_cmd, run_options, run_request
 from commscope.data.request import EngineOptions, RunRequest
 from commscope.errors import InputError, StoreError
 from commscope.measure import engine_options, runner
@@ -78,7 +78,7 @@ def test_run_declares_every_run_row_with_its_default_and_help():
         if s.type != "switch":
             assert action.default == s.default, s.name
     defaults = parser.parse_args([])
-    request = run_cmd.build_request(defaults).engine
+    request = run_request.build_request(defaults).engine
     for name, value in request.given().items():
         if spec(name).run:
             assert value == spec(name).default or spec(name).type == "switch", name

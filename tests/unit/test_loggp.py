@@ -158,15 +158,15 @@ def test_the_runner_counts_and_passes_loggp_sizes_and_skips():
 def test_run_requests_loggp_alone_and_in_the_default_job():
     import argparse
 
-    from commscope.cli import run_cmd
+    from commscope.cli import run_cmd, run_request
     from commscope.units import netpipe_schedule
 
     parser = argparse.ArgumentParser()
     run_cmd.setup_parser(parser)
-    alone = run_cmd.build_request(parser.parse_args(["loggp", "--sizes", "0,8,64K"])).engine
+    alone = run_request.build_request(parser.parse_args(["loggp", "--sizes", "0,8,64K"])).engine
     assert alone.ops == "loggp"
     assert alone.loggp_sizes == (0, 8, 65536)
-    default = run_cmd.build_request(parser.parse_args([])).engine
+    default = run_request.build_request(parser.parse_args([])).engine
     ops = (default.ops or "").split(",")
     assert ops[:4] == ["pingpong", "bw", "bibw", "loggp"]
     # The NetPIPE bases without the +-3-byte perturbations: 45 sizes up to 4 MiB.

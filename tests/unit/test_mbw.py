@@ -12,7 +12,7 @@ from rich.console import Console
 
 from commscope import importers, kinds
 from commscope.analysis import mbw
-from commscope.cli import run_cmd, run_mbw
+from commscope.cli import run_cmd, run_mbw, run_request
 from commscope.data.request import EngineOptions
 from commscope.data.run_data import read_run
 from commscope.data.store import Store
@@ -199,10 +199,10 @@ def _args(*argv: str) -> argparse.Namespace:
 
 
 def test_run_mbw_requests_osu_sizes_and_checks_the_pair_counts():
-    request = run_cmd.build_request(_args("mbw", "--np", "8", "--max-size", "1KiB"))
+    request = run_request.build_request(_args("mbw", "--np", "8", "--max-size", "1KiB"))
     e = request.engine
     assert e.ops == "mbw" and e.sizes == tuple(1 << i for i in range(11)) and e.mbw_pairs == "auto"
-    given = run_cmd.build_request(
+    given = run_request.build_request(
         _args("mbw", "--np", "8", "--pairs-per-step", "1,4", "--sizes", "8,1K", "--window", "16")
     )
     assert given.engine.mbw_pairs == "1,4" and given.engine.window == 16
@@ -210,7 +210,7 @@ def test_run_mbw_requests_osu_sizes_and_checks_the_pair_counts():
     assert engine_options.expected_points(EngineOptions(ops="mbw", sizes=(8,)), 1) is None
     for bad, fix in (("1,5", "from 1 to 4 (half of 8 ranks)"), ("2,2", "distinct"), ("x", "1,2")):
         with pytest.raises(UsageError, match=re.escape(fix)):
-            run_cmd.build_request(_args("mbw", "--np", "8", "--pairs-per-step", bad))
+            run_request.build_request(_args("mbw", "--np", "8", "--pairs-per-step", bad))
     assert run_mbw.pair_steps("auto", 2) is None
 
 

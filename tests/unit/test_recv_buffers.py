@@ -11,7 +11,7 @@ import pytest
 from commscope import kinds
 from commscope.analysis import p2p
 from commscope.analysis import recv_buffers as rbuf
-from commscope.cli import run_cmd
+from commscope.cli import run_cmd, run_request
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import Header, Point
 from commscope.data.request import EngineOptions, RunRequest
@@ -93,7 +93,7 @@ def both(slower_each: float) -> list[Point]:
 def request(*argv: str) -> RunRequest:
     parser = argparse.ArgumentParser()
     run_cmd.setup_parser(parser)
-    return run_cmd.build_request(parser.parse_args(["p2p", *argv]))
+    return run_request.build_request(parser.parse_args(["p2p", *argv]))
 
 
 def opts(**values) -> EngineOptions:

@@ -11,8 +11,9 @@ from rich.console import Console
 
 from commscope import kinds
 from commscope.analysis import rma
+from commscope.data.point_ops import RMA_OPS
 from commscope.data.record_parse import record_from_dict
-from commscope.data.records import RMA_OPS, Point
+from commscope.data.records import Point
 from commscope.data.run_data import read_run
 from commscope.data.store import Store
 from commscope.kinds import rma as rma_kind

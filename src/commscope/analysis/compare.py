@@ -23,7 +23,8 @@ from scipy.stats import mannwhitneyu
 
 from commscope.analysis.curve import message_samples
 from commscope.analysis.p2p import OP_ORDER, PAIR_ORDER
-from commscope.data.records import Coll, Point, mbw_pairs
+from commscope.data.point_ops import mbw_pairs
+from commscope.data.records import Coll, Point
 
 ALPHA = 0.01
 

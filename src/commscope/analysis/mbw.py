@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from commscope.analysis.p2p import PAIR_ORDER
-from commscope.data.records import Point, mbw_pairs
+from commscope.data.point_ops import mbw_pairs
+from commscope.data.records import Point
 
 SATURATED = 0.9  # share of the highest peak at which the bandwidth counts as saturated
 

@@ -1,6 +1,6 @@
 """One-sided communication (MPI-3 RMA): latency and bandwidth per operation and synchronisation.
 
-The records are Points whose op is OP_MODE_SYNC (``records.RMA_OPS``): put, get or acc
+The records are Points whose op is OP_MODE_SYNC (``point_ops.RMA_OPS``): put, get or acc
 (MPI_Accumulate), lat (one operation and its synchronisation per sample) or bw (a window of
 operations per epoch), under fence, lock (passive target, OSU's default: a shared lock held
 over the point, MPI_Win_flush per epoch) or pscw. Imported OSU and IMB figures use the same
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from commscope.analysis.p2p import PAIR_ORDER
-from commscope.data.records import RMA_OPERATIONS, RMA_SYNCS, Point, is_rma
+from commscope.data.point_ops import RMA_OPERATIONS, RMA_SYNCS, is_rma
+from commscope.data.records import Point
 
 
 @dataclass(frozen=True)

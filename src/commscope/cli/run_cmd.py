@@ -8,12 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from commscope import safe_write
-from commscope.cli import common, run_mbw, run_node, run_options, run_tcp, run_where
-from commscope.data.request import EngineOptions, RunRequest
+from commscope.cli import common, run_node, run_options, run_tcp, run_where
+from commscope.cli.run_request import (
+    COLL_OPS,
+    COLL_SIZES,
+    P2P_OPS,
+    PAIRED,
+    RMA_OPS,
+    build_request,
+)
+from commscope.data.request import RunRequest
 from commscope.errors import UsageError
-from commscope.measure import cvars, engine_options, launch, runner
+from commscope.measure import cvars, launch, runner
 from commscope.measure import mpi as mpi_mod
-from commscope.units import netpipe_schedule, parse_size, parse_size_list
 
 HELP = "measure communication performance and store it (default: characterise this machine)"
 EXAMPLES = """examples:
@@ -49,15 +56,8 @@ BENCHMARKS = (
     "rma",
     "mbw",
 )
-PAIRED = ("matrix", "bisection")  # every rank paired with others, one rank per node
+
 DEFAULT_REPORT = "commscope-report.html"
-P2P_OPS = "pingpong,bw,bibw"
-COLL_OPS = "barrier,bcast,reduce,allreduce,gather,scatter,allgather,alltoall,ibcast,iallreduce"
-COLL_SIZES = "8,64,512,4K,32K,256K,1MiB"
-CONTENTION_SIZES = "256K,1MiB,4MiB"
-RMA_OPS = "put,get,acc"
-RMA_SIZES = "8,64,512,4K,32K,256K,1MiB"
-REDUCTIONS = ("reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan")
 
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
@@ -194,150 +194,6 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     run_node.add_options(p)
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def _p2p_sizes(args: argparse.Namespace) -> list[int]:
-    if args.sizes is not None and args.benchmark == "p2p":
-        return parse_size_list(args.sizes, "--sizes")
-    return netpipe_schedule(parse_size(args.max_size, "--max-size"), args.perturbation)
-
-
-def _loggp_sizes(args: argparse.Namespace) -> list[int]:
-    """LogGP sizes: --sizes for 'run loggp', else the NetPIPE bases without perturbation."""
-    if args.sizes is not None and args.benchmark == "loggp":
-        return parse_size_list(args.sizes, "--sizes")
-    return netpipe_schedule(parse_size(args.max_size, "--max-size"), 0)
-
-
-def _coll_sizes(args: argparse.Namespace, ops: list[str]) -> list[int]:
-    given = args.sizes is not None and args.benchmark == "coll"
-    sizes = parse_size_list(args.sizes if given else COLL_SIZES, "--sizes")
-    odd = [s for s in sizes if s % 8]
-    if odd and any(op.removeprefix("i").removesuffix("_init") in REDUCTIONS for op in ops):
-        raise UsageError(
-            f"--sizes {args.sizes}: reductions sum doubles, so sizes must be "
-            f"multiples of 8 ({odd[0]} is not)"
-        )
-    return sizes
-
-
-def _levels(args: argparse.Namespace) -> str:
-    """Requested contention levels; 'auto' keeps those the allocation can express."""
-    requested: str = args.levels
-    if requested != "auto":
-        engine_options.check_value(engine_options.spec("levels"), requested)
-        return requested
-    several_nodes = (
-        args.vcluster or args.hostfile or args.hosts or args.slurm or os.environ.get("SLURM_JOB_ID")
-    )
-    return "memory,nic" if several_nodes else "memory"
-
-
-def _rma_options(args: argparse.Namespace) -> dict[str, Any]:
-    """One-sided: --ops picks put/get/acc, the p2p pairs and sampling options apply."""
-    rma_ops = ",".join(op.strip() for op in (args.ops or RMA_OPS).split(","))
-    items = rma_ops.split(",")
-    if not set(items) <= set(RMA_OPS.split(",")) or len(set(items)) < len(items):
-        raise UsageError(f"--ops {args.ops}: rma measures {RMA_OPS}; give a list of those")
-    sizes = parse_size_list(args.sizes or RMA_SIZES, "--sizes")
-    odd = [s for s in sizes if s % 8]
-    if odd and "acc" in rma_ops.split(","):
-        raise UsageError(
-            f"--sizes {args.sizes}: acc sums doubles, so sizes must be multiples of 8"
-            f" ({odd[0]} is not); drop acc from --ops or round the sizes"
-        )
-    out = {k: v for k, v in run_options.values(args, "p2p").items() if k != "recv_buffers"}
-    out.update(run_options.values(args, "rma"), rma_ops=rma_ops, sizes=tuple(sizes))
-    if args.check:  # the option verifies results once per point, as for collectives
-        out["check"] = 1
-    return out
-
-
-def build_request(args: argparse.Namespace) -> RunRequest:
-    """The stored request of an MPI run from its options; bad input fails here."""
-    run_options.check_given(args)
-    if args.sizes is not None:  # checked even where the benchmark does not use them
-        parse_size_list(args.sizes, "--sizes")
-    engine: dict[str, Any] = {}
-    ops: list[str] = []
-    if args.benchmark in ("all", "p2p"):
-        ops += (args.ops if args.benchmark == "p2p" and args.ops else P2P_OPS).split(",")
-        engine["sizes"] = tuple(_p2p_sizes(args))
-        engine.update(run_options.values(args, "p2p"))
-    if args.benchmark in ("all", "loggp"):
-        # Netgauge's PRTT(n, d, s) and overheads; a few seconds, so part of 'all'.
-        ops.append("loggp")
-        engine["loggp_sizes"] = tuple(_loggp_sizes(args))
-        engine.update(run_options.values(args, "loggp"))
-    if args.benchmark in ("all", "coll"):
-        coll_ops = (args.ops if args.benchmark == "coll" and args.ops else COLL_OPS).split(",")
-        ops += coll_ops
-        engine["coll_sizes"] = tuple(_coll_sizes(args, coll_ops))
-        engine.setdefault("sizes", engine["coll_sizes"])
-        engine.update(run_options.values(args, "coll"))
-    if args.benchmark == "rma":
-        ops.append("rma")
-        engine.update(_rma_options(args))
-    if args.benchmark == "contention":
-        ops.append("contention")
-        sizes = parse_size_list(CONTENTION_SIZES if args.sizes is None else args.sizes, "--sizes")
-        engine.update(sizes=tuple(sizes), coll_sizes=tuple(sizes), levels=_levels(args), pin=1)
-        engine.update(run_options.values(args, "contention"))
-    if args.benchmark in PAIRED:
-        ops.append(args.benchmark)
-        if args.sizes is not None:
-            engine["matrix_sizes"] = tuple(parse_size_list(args.sizes, "--sizes"))
-        engine.update(run_options.values(args, args.benchmark))
-    if args.benchmark == "mbw":
-        ops.append("mbw")
-        engine.update(run_mbw.engine_part(args))
-    engine["ops"] = ",".join(ops) or None  # none for tcp and node: simulate refuses them next
-    request = RunRequest(
-        benchmark=args.benchmark,
-        mpi=args.mpi,
-        np=args.np or runner.default_ranks(),
-        launcher=args.launcher,
-        timeout_s=args.timeout,
-        confidence=args.confidence,
-        mca=launch.parse_mca(args.mca) if args.mca else None,
-        cvar=cvars.parse(args.cvar) if args.cvar else None,
-    )
-    if args.vcluster:
-        from commscope.measure import vcluster
-
-        state = vcluster.status()
-        if state is None or not state.healthy:
-            raise UsageError(
-                "--vcluster: no virtual cluster is up; run 'commscope vcluster up "
-                "--nodes 2' as root first"
-            )
-        ranks_per_node = args.ranks_per_node or (1 if args.benchmark in PAIRED else 2)
-        # The nodes share this machine's cores: pin each rank to its own core within its node
-        # (rotated by node index), or two measuring ranks may share one core.
-        engine["pin"] = 1
-        request = request.replace(
-            np=len(state.nodes) * ranks_per_node,
-            vcluster={
-                "nodes": len(state.nodes),
-                "ranks_per_node": ranks_per_node,
-                "rate": state.rate,
-                "subnet": state.subnet,
-            },
-        )
-    if args.benchmark in PAIRED and request.np < 2:
-        raise UsageError(
-            f"--np {request.np}: {args.benchmark} pairs ranks, so it needs at least 2; "
-            "give --np 2 or more, or run on 2 or more nodes"
-        )
-    if args.benchmark == "mbw":
-        run_mbw.pair_steps(engine.get("mbw_pairs", "auto"), request.np)
-    options = EngineOptions(**engine)
-    engine_options.check(options)
-    common.require(args.root < request.np, f"--root {args.root}: not a rank")
-    if options.procs:  # each collective on the first P ranks, for every P
-        found = engine_options.procs(options.procs, request.np)
-        options = options.replace(procs=",".join(map(str, found)))
-    return request.replace(engine=options)
 
 
 def measure(

@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from commscope.cli import common, run_cmd
+from commscope.cli import common, run_cmd, run_request
 from commscope.data.request import RunRequest
 from commscope.errors import UsageError
 
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     nodes = args.nodes or min(2, model.nodes)
     common.require(nodes <= model.nodes, f"--nodes {nodes}: {args.cluster} has {model.nodes}")
     placement = regular(model, nodes, args.ranks_per_node, args.order)
-    base = run_cmd.build_request(bench)
+    base = run_request.build_request(bench)
     engine = base.engine
     if args.launches and engine.coll_sizes is not None:
         engine = engine.replace(k0=1, k=args.launches, max_launches=args.launches)

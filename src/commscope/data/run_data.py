@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commscope.data.mpi_config import RUN_DATA_KIND, ProtocolLimits
-from commscope.data.records import Coll, Contention, Linpack, LogGP, Point, Stream, family
+from commscope.data.point_ops import family
+from commscope.data.records import Coll, Contention, Linpack, LogGP, Point, Stream
 from commscope.data.store import RunInfo, SegmentInfo, Store, of_class
 
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 import re
 
 from commscope import strict
-from commscope.data.records import MBW_OP_PREFIX, Coll, Point, mbw_pairs
+from commscope.data.point_ops import MBW_OP_PREFIX, mbw_pairs
+from commscope.data.records import Coll, Point
 from commscope.errors import UsageError
 from commscope.importers import common, osu_rma
 from commscope.importers.common import Collector, Imported, integer, malformed, number
