@@ -31,15 +31,16 @@ def test_two_pairs_share_the_link_one_pair_fills_most_of_it(cli, cluster):
         run = read_run(store, json.loads(out.stdout)["run"])
     nodes = [r["node"] for r in run.info.header["ranks"]]
     assert nodes == ["csnode1", "csnode1", "csnode2", "csnode2"]
-    assert {p.pair for p in run.mbws} == {"inter-node"}
+    points = run.family("mbw")
+    assert {p.pair for p in points} == {"inter-node"}
     # Rank i of the first node sends to rank i of the second.
-    assert {tuple(map(tuple, p.raw["pairs"])) for p in run.mbws} == {((0, 2),), ((0, 2), (1, 3))}
-    (summary,) = mbw.summarize(run.mbws)
+    assert {tuple(map(tuple, p.raw["pairs"])) for p in points} == {((0, 2),), ((0, 2), (1, 3))}
+    (summary,) = mbw.summarize(points)
     rate = parse_rate(RATE) / 8  # bytes per second of the shaped link
     by_k = {step.pairs: step for step in summary.steps}
     # The noise of this run: how far a sample of the two-pair points strays from its median.
     noise = max(
-        float(np.ptp(p.samples_s) / np.median(p.samples_s)) for p in run.mbws if p.op == "mbw_k2"
+        float(np.ptp(p.samples_s) / np.median(p.samples_s)) for p in points if p.op == "mbw_k2"
     )
     print(
         f"\n{RATE} = {rate / 1e6:.1f} MB/s: k=1 peak {by_k[1].peak_Bps / 1e6:.2f} MB/s,"

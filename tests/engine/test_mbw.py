@@ -30,17 +30,17 @@ def test_every_size_has_one_and_two_pairs_and_rates_agree(cli, family):
     assert run.points == []  # nothing pair-by-pair
     assert run.info.header["options"]["mbw_pairs"] == "auto"
     # auto on 4 ranks of one node: k = 1 and 2 (first half sends to the second half).
-    assert sorted(p.key for p in run.mbws) == sorted(
+    assert sorted(p.key for p in run.family("mbw")) == sorted(
         (f"mbw_k{k}", "intra-node", s) for k in (1, 2) for s in SIZES
     )
-    for p in run.mbws:
+    for p in run.family("mbw"):
         k = int(p.op.removeprefix("mbw_k"))
         assert p.raw["pairs"] == [[i, 2 + i] for i in range(k)] and p.ranks == (0, 2)
         assert p.window == 16 and p.bytes_per_sample == k * 16 * p.bytes
         assert p.stop in ("rse", "budget", "max_samples") and p.n_samples >= 2
         assert min(p.samples_s) > 0
 
-    (summary,) = mbw.summarize(run.mbws)
+    (summary,) = mbw.summarize(run.family("mbw"))
     assert [s.pairs for s in summary.steps] == [1, 2]
     for step in summary.steps:
         assert [r.bytes for r in step.rows] == list(SIZES)

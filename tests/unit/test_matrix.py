@@ -246,7 +246,7 @@ def test_kind_json_tables_and_report_name_the_slow_node(tmp_path):
     with Store.open(tmp_path / "s.sqlite") as store:
         run = read_run(store, run_id)
     # The p2p series never see these points.
-    assert run.points == [] and len(run.paired) == len(pts)
+    assert run.points == [] and len(run.family("paired")) == len(pts)
     summary = matrix_kind.summarize(run, kinds.View())
     assert summary is not None
     shown = json.loads(json.dumps(matrix_kind.to_json(summary)))

@@ -81,7 +81,7 @@ def test_runs_keep_mbw_points_apart_and_the_kind_shows_them(tmp_path):
     run_id = syn.store_run(path, syn.records(MODEL), HOSTILE)
     with Store.open(path) as store:
         run = read_run(store, run_id)
-        assert run.points == [] and len(run.mbws) == 9
+        assert run.points == [] and len(run.family("mbw")) == 9
         assert store.measured_keys(run_id) >= {("mbw_k4", "inter-node", 1 << 20)}
         summaries = mbw_kind.summarize(run, kinds.View())
         page = kinds.render_report([run])

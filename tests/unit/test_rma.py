@@ -121,7 +121,7 @@ def test_the_run_keeps_rma_points_apart_from_p2p(tmp_path):
     run_id = store_run(path, records(("put_lat_lock", "get_bw_fence")))
     with Store.open(path) as store:
         run = read_run(store, run_id)
-    assert run.points == [] and len(run.rma) == 2 * len(SIZES)
+    assert run.points == [] and len(run.family("rma")) == 2 * len(SIZES)
     found = kinds.summaries(run, kinds.View())
     out = kinds.to_json(found)
     assert out["key_figures"] == [] and out["sizes"] == []

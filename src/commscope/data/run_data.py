@@ -28,11 +28,13 @@ class RunData:
     loggps: list[LogGP]
     segments: list[SegmentInfo]
     netload: Any  # a simulated run's network load per link, or None
-    paired: list[Point] = field(default_factory=list)  # matrix and bisection points
-    rma: list[Point] = field(default_factory=list)  # one-sided series, not in ``points``
-    # multi-pair points (op mbw_k<k>): Points, kept apart from the pair-by-pair ones above
-    mbws: list[Point] = field(default_factory=list)
+    # Points of the other families (data/point_ops.family: paired, rma, mbw), by family.
+    families: dict[str, list[Point]] = field(default_factory=dict)
     protocol_limits: ProtocolLimits | None = None  # the MPI's eager limits, when recorded
+
+    def family(self, name: str) -> list[Point]:
+        """The run's Points of family ``name`` (``points`` holds the p2p family)."""
+        return self.points if name == "p2p" else self.families.get(name, [])
 
     @property
     def ends(self) -> list[dict[str, Any] | None]:
@@ -43,14 +45,13 @@ class RunData:
 def read_run(store: Store, run_id: int) -> RunData:
     """Read run ``run_id`` with every record, decoding each record once."""
     records = store.measurements(run_id)
-    points = of_class(records, Point)
-
-    def of_family(name: str) -> list[Point]:
-        return [p for p in points if family(p.op) == name]
+    families: dict[str, list[Point]] = {}
+    for p in of_class(records, Point):
+        families.setdefault(family(p.op), []).append(p)
 
     return RunData(
         info=store.get_run(run_id),
-        points=of_family("p2p"),
+        points=families.pop("p2p", []),
         colls=of_class(records, Coll),
         contentions=of_class(records, Contention),
         streams=of_class(records, Stream),
@@ -58,8 +59,6 @@ def read_run(store: Store, run_id: int) -> RunData:
         loggps=of_class(records, LogGP),
         segments=store.segments(run_id),
         netload=store.run_data(run_id, "netload"),
-        paired=of_family("paired"),
-        rma=of_family("rma"),
-        mbws=of_family("mbw"),
+        families=families,
         protocol_limits=ProtocolLimits.from_json(store.run_data(run_id, RUN_DATA_KIND)),
     )

@@ -1,6 +1,6 @@
 """The matrix kind: all node pairs at once (mpiGraph) and the effective bisection (Netgauge).
 
-It owns the ``matrix_lat``, ``matrix_bw`` and ``bisection_bw`` points (``RunData.paired``).
+It owns the ``matrix_lat``, ``matrix_bw`` and ``bisection_bw`` points (the ``paired`` family).
 """
 
 from __future__ import annotations
@@ -27,14 +27,13 @@ class PairedRun:
 
 def summarize(run: RunData, view: View) -> PairedRun | None:
     """The matrices with their outliers and the bisection; None without such points."""
-    if not run.paired:
+    points = run.family("paired")
+    if not points:
         return None
     header = run.info.header
-    nranks = int(header["nranks"]) if header else 1 + max(max(p.ranks) for p in run.paired)
+    nranks = int(header["nranks"]) if header else 1 + max(max(p.ranks) for p in points)
     names = matrix_analysis.node_names(header, nranks)
-    return PairedRun(
-        matrix_analysis.matrices(run.paired, names), matrix_analysis.bisection(run.paired)
-    )
+    return PairedRun(matrix_analysis.matrices(points, names), matrix_analysis.bisection(points))
 
 
 def to_json(run: PairedRun | None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from commscope.kinds.p2p import mbs
 
 def summarize(run: RunData, view: View) -> list[mbw_analysis.MbwSummary] | None:
     """One summary per pair label; None without mbw points."""
-    return mbw_analysis.summarize(run.mbws) if run.mbws else None
+    return mbw_analysis.summarize(run.family("mbw")) if run.family("mbw") else None
 
 
 def _rate(per_s: float) -> str:

@@ -20,7 +20,7 @@ from commscope.kinds.p2p import mbs, us
 
 def summarize(run: RunData, view: View) -> rma_analysis.RmaSummary | None:
     """Series and key figures; None without one-sided records."""
-    return rma_analysis.summarize(run.rma) if run.rma else None
+    return rma_analysis.summarize(run.family("rma")) if run.family("rma") else None
 
 
 def to_json(summary: rma_analysis.RmaSummary | None) -> dict[str, Any]:
