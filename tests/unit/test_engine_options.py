@@ -122,6 +122,13 @@ def test_argv_follows_the_table_with_lists_joined_and_unset_options_left_out():
     ]
 
 
+def test_argv_leaves_out_empty_defaults_that_smpirun_would_drop():
+    # smpirun's script loses an empty argument, so "--procs ''" read the next flag as its value.
+    assert engine_options.argv(EngineOptions(ops="bcast", procs="", skip="")) == ["--ops", "bcast"]
+    argv = engine_options.argv(EngineOptions(ops="bcast", procs="2,4"))
+    assert argv[argv.index("--procs") + 1] == "2,4"
+
+
 def test_the_header_options_the_engine_records_fill_in_defaults():
     recorded = engine_options.recorded(EngineOptions(ops="barrier", sizes=(8,)))
     assert list(recorded) == [s.record for s in table() if s.type != "distort"]

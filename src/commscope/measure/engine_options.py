@@ -207,7 +207,9 @@ def argv(options: EngineOptions, skip: Iterable[tuple[str, str, int]] = ()) -> l
     given = as_recorded(options.replace(skip=done or options.skip)).given()
     out: list[str] = []
     for s in table():
-        if s.name in given:
+        # An empty value that is also the default is left out: smpirun's script drops empty
+        # arguments, and the engine would then read the next flag as the value.
+        if s.name in given and not (given[s.name] == "" == s.default):
             out += [s.flag, _text(given[s.name])]
     return out
 
