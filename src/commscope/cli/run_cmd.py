@@ -31,6 +31,8 @@ EXAMPLES = """examples:
   commscope run coll --ops alltoall,bcast --sizes 8,1KiB,1MiB --timer tsc --sync ring \\
       --confidence 0.95 --stop rse:0.05
   commscope run coll --sync barrier      the naive back-to-back loop, to see its error
+  commscope run coll --np 8 --procs 2,4,8 --ops allreduce   time against the process count
+  commscope run p2p --mpi mpich --cvar CH4_OFI_EAGER_MAX_MSG_SIZE=16384   MPICH settings, stored
   commscope run contention --vcluster --sizes 1MiB,4MiB    t(m, cf) at the NIC level
   commscope run loggp --mpi mpich        LogGP's L, o_s, o_r, g, G (Netgauge's method)
   commscope run mbw --vcluster --pairs-per-step 1,2   osu_mbw_mr: k pairs across two nodes
