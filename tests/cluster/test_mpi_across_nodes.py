@@ -9,6 +9,7 @@ import pytest
 from commscope.data.store import Store
 from commscope.measure import vcluster
 from tests.conftest import have_mpi, need
+from tests.noise import median_rel_error, ratio_rel_error, widened
 
 pytestmark = pytest.mark.cluster
 GBIT_BPS = 1e9 / 8  # bytes per second of a 1 gbit link
@@ -46,10 +47,15 @@ def test_two_nodes_show_intra_and_inter_node_side_by_side(cli, cluster, family):
     lat = {p.pair: p.latency_s for p in points if p.op == "pingpong" and p.bytes == 8}
     intra = next(k for k in lat if k != "inter-node")
     assert lat[intra] < lat["inter-node"], lat
-    peak = max(p.bandwidth_Bps for p in points if p.op == "bw" and p.pair == "inter-node")
+    top = max(
+        (p for p in points if p.op == "bw" and p.pair == "inter-node"),
+        key=lambda p: p.bandwidth_Bps,
+    )
     # At 1 gbit this host's CPU is the limit (Open MPI's 1 MiB ping-pong: 78 MB/s; MPICH's bw
     # once 58 % of the rate): the floor says the shaped link carries the traffic, not its rate.
-    assert 0.50 * GBIT_BPS <= peak <= 1.00 * GBIT_BPS, f"{peak / GBIT_BPS:.0%} of 1 gbit"
+    lo, hi = widened(0.50, 1.00, median_rel_error(top.kept_samples_s))
+    share = top.bandwidth_Bps / GBIT_BPS
+    assert lo <= share <= hi, f"{share:.0%} of 1 gbit, allowed {lo:.0%} to {hi:.0%}"
     assert run.request["vcluster"] == {
         "nodes": 2,
         "ranks_per_node": 2,
@@ -67,9 +73,9 @@ def test_four_nodes_one_rank_each(cli, cluster):
     assert {p.pair for p in points} == {"inter-node"}
 
 
-def _one_way_time(cli, size: int) -> float:
+def _inter_node_pingpong(cli, size: int):
     _, points = _p2p(cli, "openmpi", str(size), ops="pingpong")
-    return next(p.latency_s for p in points if p.pair == "inter-node")
+    return next(p for p in points if p.pair == "inter-node")
 
 
 @pytest.mark.parametrize("cluster", [(2, "10mbit")], indirect=True)
@@ -78,15 +84,19 @@ def test_a_10mbit_link_is_about_ten_times_slower_than_100mbit(cli, cluster):
     # 78-118 MB/s depending on the host, so a 100mbit/1gbit ratio read 6.5 to 9.8.
     need(have_mpi("openmpi"), "openmpi is not installed")
     size = 256 << 10
-    slow = _one_way_time(cli, size)
+    slow_point = _inter_node_pingpong(cli, size)
     vcluster.down()
     vcluster.up(2, "100mbit")
-    fast = _one_way_time(cli, size)
+    fast_point = _inter_node_pingpong(cli, size)
+    slow, fast = slow_point.latency_s, fast_point.latency_s
+    # 7 to 13: the token buckets' bursts and the latency share move the ideal 10; the medians'
+    # own uncertainty widens that band.
+    lo, hi = widened(7, 13, ratio_rel_error(slow_point.kept_samples_s, fast_point.kept_samples_s))
     print(
         f"\n256 KiB one-way: 10mbit {slow * 1e3:.2f} ms, 100mbit {fast * 1e3:.2f} ms, "
-        f"ratio {slow / fast:.1f}"
+        f"ratio {slow / fast:.1f} (allowed {lo:.2f} to {hi:.2f})"
     )
-    assert 7 <= slow / fast <= 13
+    assert lo <= slow / fast <= hi
 
 
 NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
@@ -118,8 +128,14 @@ def test_nic_contention_of_two_pairs_is_close_to_two(cli, cluster):
     with Store.open(cli.store) as store:
         from commscope.analysis.contention import tables
 
-        nic = tables(store.contentions(json.loads(out.stdout)["run"]))["nic"]
+        cells = store.contentions(json.loads(out.stdout)["run"])
+    nic = tables(cells)["nic"]
     assert nic.cfs.tolist() == [1, 2]
+    # t(m, cf) is the median over repetitions of the slowest process: its noise is theirs.
+    slowest = {(c.cf, c.bytes): [max(rep) for rep in c.samples_s] for c in cells}
+    sizes = nic.sizes.tolist()
+    err = [ratio_rel_error(slowest[(1, m)], slowest[(2, m)]) for m in sizes]
+    err_one = [median_rel_error(slowest[(1, m)]) for m in sizes]
     ratios = nic.degradation[:, 1]
     # One pair: each direction carries m in 2 t (t is half the exchange), at 6.25 MB/s.
     one_way = nic.sizes / (2 * nic.t_s[:, 0]) / 6.25e6
@@ -128,6 +144,10 @@ def test_nic_contention_of_two_pairs_is_close_to_two(cli, cluster):
         f" one pair uses {one_way.round(2).tolist()} of the rate each way"
     )
     # A link shared fairly by two pairs: each takes about twice as long.
-    assert all(1.6 <= r <= 2.4 for r in ratios), ratios
+    for m, r, e in zip(sizes, ratios, err, strict=True):
+        lo, hi = widened(1.6, 2.4, e)
+        assert lo <= r <= hi, f"{m} B: t(m,2)/t(m,1) = {r:.2f}, allowed {lo:.2f} to {hi:.2f}"
     # Both directions at once (with the PUT protocol one pair got 0.5 of it each way).
-    assert all(0.7 <= f <= 1.02 for f in one_way), one_way
+    for m, f, e in zip(sizes, one_way, err_one, strict=True):
+        lo, hi = widened(0.7, 1.02, e)
+        assert lo <= f <= hi, f"{m} B: {f:.2f} of the rate each way, allowed {lo:.2f} to {hi:.2f}"
