@@ -131,6 +131,9 @@ def test_drift_aware_sync_survives_a_distorted_clock_where_linear_does_not(cli):
         drift, drift_check, header, _ = _distorted_null(cli, "drift")
         assert header["options"]["test_distort"] == {"rank": 1, "offset_s": 1.0, "drift": 1e-4}
         fitted = header["clock_sync"]["ranks"][1]
+        # As in the test above, an offset from an exchange of round trip rtt is off by up to
+        # rtt / 2 whatever the load: times may be off by that much more than the 1 us rule.
+        bound = 1e-6 + fitted["rtt_s"] / 2
         # The offset is quoted at the fit's reference time, when the 100 ppm drift has added
         # to the 1 s for as long as the timer has run (0.06 s seen in CI): within 0.2 s. A
         # disturbed run (a sync round trip of tenths of a second on a busy host) is retried
@@ -138,15 +141,16 @@ def test_drift_aware_sync_survives_a_distorted_clock_where_linear_does_not(cli):
         held = (
             fitted["offset_s"] == pytest.approx(-1.0, abs=0.2)
             and fitted["drift"] == pytest.approx(-1e-4, rel=0.05)  # the rate was found
-            and abs(drift["time_s"]) <= 1e-6
-            and drift_check["error_s"] <= 1e-6
+            and abs(drift["time_s"]) <= bound
+            and drift_check["unexplained_s"] <= 1e-6
         )
         if held:
             break
     assert fitted["offset_s"] == pytest.approx(-1.0, abs=0.2)
     assert fitted["drift"] == pytest.approx(-1e-4, rel=0.05)
-    assert abs(drift["time_s"]) <= 1e-6
-    assert drift_check["error_s"] <= 1e-6  # still synchronised after the launches
+    assert abs(drift["time_s"]) <= bound, (drift["time_s"], bound)
+    # Still synchronised after the launches: no disagreement the round trips cannot explain.
+    assert drift_check["unexplained_s"] <= 1e-6, drift_check
     assert "clock_drift" not in drift["warnings"]
 
     linear, linear_check, linear_header, _ = _distorted_null(cli, "linear")
