@@ -274,6 +274,7 @@ def run(args: argparse.Namespace) -> int:
     if mpi.family == "mpich":  # the ranks inherit these: record them with the run
         request = request.replace(cvar={**cvars.from_environment(), **(request.cvar or {})} or None)
     with run_where.placed(args, mpi, request) as request, common.open_store(args) as store:
+        request = run_where.one_sided_component(request, mpi)
         run_id = store.create_run(
             request.benchmark, args.label, mpi.tag, mpi.launcher, request.np, request.to_json()
         )

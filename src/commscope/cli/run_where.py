@@ -170,3 +170,32 @@ def resumed(request: RunRequest) -> Iterator[RunRequest]:
         yield request.replace(slurm={**stored, **allocation.to_json()})
     finally:
         slurm.release(allocation)
+
+
+def host_count(request: RunRequest) -> int:
+    """How many hosts the ranks of ``request`` span (1 for this machine alone)."""
+    if request.vcluster:
+        return int(request.vcluster["nodes"])
+    if request.placement:
+        return len(request.placement["hosts"])
+    if request.slurm:
+        return max(len(request.slurm["nodes"]), 1)
+    return 1
+
+
+def one_sided_component(request: RunRequest, mpi: MPIInstall) -> RunRequest:
+    """Open MPI one-sided runs across hosts use osc/ucx unless the run names a component.
+
+    Open MPI 4.1 has no one-sided path over TCP of its own (osc/rdma wants RDMA hardware,
+    osc/pt2pt is gone): MPI_Win_allocate fails across nodes without UCX. The choice is
+    recorded with the run's other MCA parameters.
+    """
+    mca = request.mca or {}
+    if (
+        request.benchmark != "rma"
+        or mpi.family != "openmpi"
+        or "osc" in mca
+        or host_count(request) < 2
+    ):
+        return request
+    return request.replace(mca={**mca, "osc": "ucx"})
