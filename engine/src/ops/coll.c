@@ -142,6 +142,10 @@ static const cs_coll_op ops[] = {
     {"allreduce_init", ALLREDUCE, 0, 0, c_allreduce_init, 0, 1},
     {"allgather_init", ALLGATHER, 0, 0, c_allgather_init, 0, 1},
     {"alltoall_init", ALLTOALL, 0, 0, c_alltoall_init, 0, 1},
+    {"barrier_init", BARRIER, 0, 0, c_barrier_init, 0, 1},
+    {"reduce_scatter_block_init", REDSCAT_BLOCK, 0, 0, c_redscat_block_init, 0, 1},
+    {"scan_init", SCAN, 0, 0, c_scan_init, 0, 1},
+    {"exscan_init", EXSCAN, 0, 0, c_exscan_init, 0, 1},
 };
 #undef PAIR
 #undef GRIDS

@@ -58,5 +58,9 @@ void c_reduce_init(coll_state *s, char *sb, char *rb, MPI_Request *rq);
 void c_allreduce_init(coll_state *s, char *sb, char *rb, MPI_Request *rq);
 void c_allgather_init(coll_state *s, char *sb, char *rb, MPI_Request *rq);
 void c_alltoall_init(coll_state *s, char *sb, char *rb, MPI_Request *rq);
+void c_barrier_init(coll_state *s, char *sb, char *rb, MPI_Request *rq);
+void c_redscat_block_init(coll_state *s, char *sb, char *rb, MPI_Request *rq);
+void c_scan_init(coll_state *s, char *sb, char *rb, MPI_Request *rq);
+void c_exscan_init(coll_state *s, char *sb, char *rb, MPI_Request *rq);
 
 #endif

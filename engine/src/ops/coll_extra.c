@@ -123,6 +123,20 @@ void c_alltoall_init(coll_state *s, char *sb, char *rb, MPI_Request *rq) {
     int c = s->count;
     MPI_Alltoall_init(sb, c, s->type, rb, c, s->type, s->comm, MPI_INFO_NULL, rq);
 }
+void c_barrier_init(coll_state *s, char *sb, char *rb, MPI_Request *rq) {
+    (void)sb; (void)rb;
+    MPI_Barrier_init(s->comm, MPI_INFO_NULL, rq);
+}
+void c_redscat_block_init(coll_state *s, char *sb, char *rb, MPI_Request *rq) {
+    MPI_Reduce_scatter_block_init(sb, rb, s->count, MPI_DOUBLE, MPI_SUM, s->comm, MPI_INFO_NULL,
+                                  rq);
+}
+void c_scan_init(coll_state *s, char *sb, char *rb, MPI_Request *rq) {
+    MPI_Scan_init(sb, rb, s->count, MPI_DOUBLE, MPI_SUM, s->comm, MPI_INFO_NULL, rq);
+}
+void c_exscan_init(coll_state *s, char *sb, char *rb, MPI_Request *rq) {
+    MPI_Exscan_init(sb, rb, s->count, MPI_DOUBLE, MPI_SUM, s->comm, MPI_INFO_NULL, rq);
+}
 #else
 #define REFUSED(fn)                                                                  \
     void fn(coll_state *s, char *sb, char *rb, MPI_Request *rq) {                    \
@@ -134,5 +148,9 @@ REFUSED(c_reduce_init)
 REFUSED(c_allreduce_init)
 REFUSED(c_allgather_init)
 REFUSED(c_alltoall_init)
+REFUSED(c_barrier_init)
+REFUSED(c_redscat_block_init)
+REFUSED(c_scan_init)
+REFUSED(c_exscan_init)
 #undef REFUSED
 #endif

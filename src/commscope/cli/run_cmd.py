@@ -103,7 +103,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         "gatherv, scatterv, allgatherv, alltoallv, reduce_scatter(_block), scan, "
         "exscan, their i- forms, alltoall_block, waitpattern_null, waitpattern_up, "
         "(i)alltoallw, (i)neighbor_allgather_1d/_2d, (i)neighbor_alltoall_1d/_2d, "
-        "bcast_init, reduce_init, allreduce_init, allgather_init, alltoall_init (MPI-4))",
+        "persistent (MPI-4) bcast_init, reduce_init, allreduce_init, allgather_init, "
+        "alltoall_init, barrier_init, reduce_scatter_block_init, scan_init, exscan_init)",
     )
     common.option(
         p,
