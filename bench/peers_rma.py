@@ -6,7 +6,10 @@ commscope's ``run rma --ops put --rma-sync lock``. One size per invocation, alte
 two tools; per round the ratio commscope / OSU, then the median over rounds against the goal
 (within 5 %). OSU 7.4 calls MPI_Wtime twice inside every iteration of that loop (for its
 per-iteration statistics, asked for or not), so at small sizes its figure holds two timer
-calls that commscope's does not; the lines say how large that is against the timer's cost.
+calls that commscope's does not. The verdict compares with OSU's figure less those two calls
+(the timer's cost per call as the engine measured it in the same round); the raw ratio is
+printed too. OSU prints microseconds with two decimals, so at 8 B (0.09 us) its own rounding
+is worth several per cent: the goal widens by that share.
 
     flock /tmp/commscope-bench.lock .venv/bin/python bench/peers_rma.py [--rounds 5]
         [--mpi openmpi,mpich]
@@ -49,26 +52,38 @@ def rounds(
 ) -> None:
     """Print n rounds per MPI and size, then the medians against the goal."""
     print("\none-sided put latency (us): commscope put_lat_lock vs osu_put_latency (flush)")
-    print(f"{'round':>5} {'mpi':<8} {'bytes':>6} {'commscope':>10} {'OSU':>8} {'ratio':>6}")
-    ratios: dict[tuple[str, int], list[float]] = {}
-    timers: dict[str, float] = {}
+    print(
+        f"{'round':>5} {'mpi':<8} {'bytes':>6} {'commscope':>10} {'OSU':>8} {'ratio':>6}"
+        f" {'OSU-2t':>8} {'ratio':>6}"
+    )
+    raw: dict[tuple[str, int], list[float]] = {}
+    fair: dict[tuple[str, int], list[float]] = {}
+    rounding: dict[tuple[str, int], float] = {}
     for r in range(n):
         for mpi, s in setups.items():
             for size in SIZES:
                 cs, timer_s = cs_put(commscope_run, s, size)
                 _, osu_us = osu(s, OSU_PUT, size)
+                # OSU's loop less its two MPI_Wtime calls per iteration.
+                osu_less_us = osu_us - 2 * timer_s * 1e6 if math.isfinite(timer_s) else osu_us
                 ratio = cs / (osu_us / 1e6) if osu_us else math.nan
-                ratios.setdefault((mpi, size), []).append(ratio)
-                timers[mpi] = timer_s
+                ratio_less = cs / (osu_less_us / 1e6) if osu_less_us > 0 else math.nan
+                raw.setdefault((mpi, size), []).append(ratio)
+                fair.setdefault((mpi, size), []).append(ratio_less)
+                rounding[(mpi, size)] = 0.005 / osu_less_us if osu_less_us > 0 else math.inf
                 print(
                     f"{r + 1:>5} {mpi:<8} {size:>6} {cs * 1e6:>10.3f} {osu_us:>8.2f} {ratio:>6.2f}"
+                    f" {osu_less_us:>8.3f} {ratio_less:>6.2f}"
                 )
-    for (mpi, size), found in ratios.items():
+    for key, found in fair.items():
+        mpi, size = key
         med = statistics.median(found)
-        verdict = "PASS" if abs(med - 1) <= GOAL else "MISS"
+        goal = GOAL + rounding[key]
+        verdict = "PASS" if abs(med - 1) <= goal else "MISS"
         print(
-            f"{verdict} {mpi} {size} B: median ratio {med:.3f} (goal within {GOAL:.0%});"
-            f" two timer calls cost ~{2 * timers[mpi] * 1e6:.3f} us"
+            f"{verdict} {mpi} {size} B: median ratio {med:.3f} against OSU less its two timer"
+            f" calls (raw {statistics.median(raw[key]):.3f}); goal within {goal:.1%}"
+            f" ({GOAL:.0%} plus OSU's 0.005 us rounding)"
         )
 
 
