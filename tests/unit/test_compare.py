@@ -7,17 +7,17 @@ import json
 import numpy as np
 import pytest
 
-from commscope.analysis.compare import compare_runs, mann_whitney_p
+from commscope.analysis.compare import compare_runs, grouped, mann_whitney_p
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import Coll, Point
 from commscope.data.store import Store
 
 
-def pp(nbytes, samples, op="pingpong", window=None):
+def pp(nbytes, samples, op="pingpong", window=None, pair="inter-node"):
     data = {
         "type": "point",
         "op": op,
-        "pair": "inter-node",
+        "pair": pair,
         "ranks": [0, 1],
         "bytes": nbytes,
         "bytes_per_sample": nbytes * (window or 1),
@@ -90,6 +90,13 @@ def test_single_values_get_no_p_value_and_missing_sizes_none():
     assert d.p_value is None and not d.significant
     assert d.relative_difference == pytest.approx(0.5)
     assert by_size[16].values[1] is None and by_size[16].differences == (None,)
+
+
+def test_pairs_of_no_fixed_rank_keep_their_sizes_together():
+    # A node matrix names its pairs "0->1", "1->0": one group per pair, whatever the sizes.
+    run = [pp(m, [1e-6], op="matrix_lat", pair=pair) for m in (8, 64) for pair in ("1->0", "0->1")]
+    groups = [key for key, _ in grouped(compare_runs([(1, run), (2, run)]))]
+    assert groups == [("p2p", "matrix_lat", "0->1"), ("p2p", "matrix_lat", "1->0")]
 
 
 def test_bandwidth_runs_with_other_windows_compare_per_message():

@@ -118,11 +118,12 @@ def _difference(
     return Difference(run_id, rel, p, p is not None and p < alpha)
 
 
-def _order(key: tuple[str, str, str, int]) -> tuple[int, int, str, int, int]:
+def _order(key: tuple[str, str, str, int]) -> tuple[int, int, str, int, str, int]:
     kind, op, pair, size = key
     op_rank = OP_ORDER.index(op) if op in OP_ORDER else len(OP_ORDER)
     pair_rank = PAIR_ORDER.index(pair) if pair in PAIR_ORDER else len(PAIR_ORDER)
-    return (0 if kind == "p2p" else 1, op_rank, op, pair_rank, size)
+    # Pairs of no fixed rank (a matrix's "0->1") by name, so each pair's sizes stay together.
+    return (0 if kind == "p2p" else 1, op_rank, op, pair_rank, pair, size)
 
 
 def compare_runs(
