@@ -174,7 +174,9 @@ int main(int argc, char **argv) {
     if (!timer) cs_die("rank %d: --timer %s: not compiled in", rank, opt.timer);
     if (cs_timer_setup(timer, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
     if (opt.distort_rank == rank) cs_timer_distort(timer, opt.distort_offset_s, opt.distort_drift);
-    if (opt.pin && cs_pin_to_core(err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);
+    int by_package = strcmp(opt.matrix_per, "socket") == 0; /* a matrix of sockets */
+    if ((opt.pin || by_package) && cs_pin_to_core(by_package, err, sizeof err) != 0)
+        cs_die("rank %d: %s", rank, err);
 
     cs_topo topo;
     if (cs_topo_gather(&topo, err, sizeof err) != 0) cs_die("rank %d: %s", rank, err);

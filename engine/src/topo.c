@@ -22,6 +22,42 @@ static int affinity_list(int *cpus, int max) {
     return n;
 }
 
+static int package_of_cpu(int cpu) {
+    char path[128];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+    FILE *f = fopen(path, "r");
+    int id = -1;
+    if (f) {
+        if (fscanf(f, "%d", &id) != 1) id = -1;
+        fclose(f);
+    }
+    return id;
+}
+
+/* The cpus of this machine's k-th package (physical ids in increasing order); *npkg gets the
+ * number of packages. */
+static int package_cpus(int k, int *cpus, int max, int *npkg) {
+    int ids[CS_MAX_CPUS], of[CS_MAX_CPUS], ncpu = 0;
+    for (int c = 0; c < CPU_SETSIZE && ncpu < CS_MAX_CPUS; c++) {
+        int id = package_of_cpu(c);
+        if (id >= 0) of[ncpu] = c, ids[ncpu++] = id;
+    }
+    int want = -1, last = -1; /* walk the distinct ids upwards: the k-th is wanted */
+    *npkg = 0;
+    for (;;) {
+        int next = -1;
+        for (int i = 0; i < ncpu; i++)
+            if (ids[i] > last && (next < 0 || ids[i] < next)) next = ids[i];
+        if (next < 0) break;
+        if ((*npkg)++ == k) want = next;
+        last = next;
+    }
+    int n = 0;
+    for (int i = 0; i < ncpu && n < max; i++)
+        if (ids[i] == want) cpus[n++] = of[i];
+    return n;
+}
+
 #ifdef CS_HAVE_HWLOC
 /* Socket (hwloc package) holding all of this process's allowed cpus, or -1. */
 static int socket_of_binding(const cs_rankinfo *me, const char **source) {
@@ -43,17 +79,6 @@ static int socket_of_binding(const cs_rankinfo *me, const char **source) {
     return socket;
 }
 #else
-static int package_of_cpu(int cpu) {
-    char path[128];
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
-    FILE *f = fopen(path, "r");
-    int id = -1;
-    if (f) {
-        if (fscanf(f, "%d", &id) != 1) id = -1;
-        fclose(f);
-    }
-    return id;
-}
 
 static int socket_of_binding(const cs_rankinfo *me, const char **source) {
     *source = "sysfs";
@@ -67,7 +92,7 @@ static int socket_of_binding(const cs_rankinfo *me, const char **source) {
 }
 #endif
 
-int cs_pin_to_core(char *err, size_t errlen) {
+int cs_pin_to_core(int by_package, char *err, size_t errlen) {
     int rank, local, leader;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm node;
@@ -89,14 +114,28 @@ int cs_pin_to_core(char *err, size_t errlen) {
     MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, MPI_COMM_WORLD);
     for (int r = 0; r < leader; r++) node_index += leaders[r] == r;
     free(leaders);
-    int cpus[CS_MAX_CPUS], n = affinity_list(cpus, CS_MAX_CPUS);
-    if (n == 0) {
+    int cpus[CS_MAX_CPUS], n, npkg = 0;
+    if (by_package) { /* node-local rank i on a core of package i */
+        n = package_cpus(local, cpus, CS_MAX_CPUS, &npkg);
+        if (npkg == 0) {
+            snprintf(err, errlen, "--matrix-per socket: cannot read this node's sockets from "
+                                  "/sys/devices/system/cpu; use --matrix-per node");
+            return -1;
+        }
+        if (n == 0) {
+            snprintf(err, errlen,
+                     "--matrix-per socket: this node has %d socket(s) and more ranks than that; "
+                     "give --ranks-per-node %d or fewer",
+                     npkg, npkg);
+            return -1;
+        }
+    } else if ((n = affinity_list(cpus, CS_MAX_CPUS)) == 0) {
         snprintf(err, errlen, "--pin: cannot read this rank's cpu affinity");
         return -1;
     }
     cpu_set_t one;
     CPU_ZERO(&one);
-    int cpu = cpus[(local + node_index) % n];
+    int cpu = cpus[((by_package ? 0 : local) + node_index) % n];
     CPU_SET(cpu, &one);
     if (sched_setaffinity(0, sizeof one, &one) != 0) {
         snprintf(err, errlen, "--pin: sched_setaffinity to cpu %d failed", cpu);

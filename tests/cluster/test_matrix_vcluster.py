@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from commscope.data.store import Store
-from commscope.measure import vcluster
+from commscope.measure import runner, vcluster
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.cluster
@@ -65,3 +66,38 @@ def test_the_bandwidth_matrix_names_the_slow_node_and_no_other(cli, cluster, fam
     assert named == {SLOW} and not any("->" in text.split(":")[0] for text in findings)
     assert f"{SLOW} as sender" in page and f"{SLOW} as receiver" in page
     assert "<h3>All-pairs matrix</h3>" in page and page.count("<svg") >= 2
+
+
+@pytest.mark.parametrize("cluster", [(2, "200mbit")], indirect=True)
+def test_a_matrix_of_sockets_puts_one_rank_on_each_socket_of_each_node(cli, cluster):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    sockets = runner.sockets_here()  # every virtual node has this machine's sockets
+    out = cli(
+        "run", "matrix", "--vcluster", "--matrix-per", "socket", "--sizes", "64K",
+        "--matrix-samples", "3", "--json", timeout=900,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    run_id = json.loads(out.stdout)["run"]
+    with Store.open(cli.store) as store:
+        run = store.get_run(run_id)
+    assert run.request["vcluster"]["ranks_per_node"] == sockets
+    assert run.header["options"]["matrix_per"] == "socket"
+    ranks = run.header["ranks"]
+    assert len(ranks) == 2 * sockets
+    for r in ranks:  # pinned to one cpu of its own socket
+        (cpu,) = r["affinity"]
+        package = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/physical_package_id")
+        assert int(package.read_text()) == r["socket"], r
+    assert sorted({(r["node"], r["socket"]) for r in ranks}) == sorted(
+        (r["node"], r["socket"]) for r in ranks
+    )  # no socket of a node holds two ranks
+    names = json.loads(cli("show", str(run_id), "--json", check=True).stdout)["matrix"][0]
+    assert names["nodes"] == [f"{r['node']}/s{r['socket']}" for r in ranks]
+
+    # More ranks on a node than it has sockets: refused in one line that names the fix.
+    out = cli(
+        "run", "matrix", "--vcluster", "--matrix-per", "socket", "--ranks-per-node",
+        str(sockets + 1), "--sizes", "64K", timeout=900,
+    )  # fmt: skip
+    assert out.returncode != 0
+    assert f"give --ranks-per-node {sockets} or fewer" in out.stderr, out.stderr

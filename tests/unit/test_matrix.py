@@ -195,6 +195,14 @@ def test_node_names_fall_back_to_ranks_when_ranks_share_a_node():
     assert mx.node_names(many, 3) == NODES[:3]
 
 
+def test_a_matrix_of_sockets_names_each_rank_by_node_and_socket():
+    ranks = [{"rank": i, "node": f"n{i // 2}", "socket": i % 2} for i in range(4)]
+    header = {"ranks": ranks, "options": {"matrix_per": "socket"}}
+    assert mx.node_names(header, 4) == ("n0/s0", "n0/s1", "n1/s0", "n1/s1")
+    # The same ranks measured one per node would be named by rank within the node.
+    assert mx.node_names({"ranks": ranks}, 4) == ("n0/r0", "n0/r1", "n1/r2", "n1/r3")
+
+
 def _header(n: int, names: tuple[str, ...]) -> Header:
     rec = record_from_dict(
         {

@@ -126,10 +126,16 @@ class Matrix:
 def node_names(header: Mapping[str, Any] | None, nranks: int) -> tuple[str, ...]:
     """A name per rank from a run's header.
 
-    Its node's name, or "node/rN" where ranks share a node (several ranks on one machine).
+    Its node's name; "node/sK" for a matrix of sockets (``--matrix-per socket``: K is the
+    socket its rank ran on); "node/rN" where ranks share a node otherwise.
     """
-    by_rank = {int(r["rank"]): str(r["node"]) for r in (header or {}).get("ranks", ())}
-    nodes = [by_rank.get(i, f"r{i}") for i in range(nranks)]
+    ranks = {int(r["rank"]): r for r in (header or {}).get("ranks", ())}
+    nodes = [str(ranks[i]["node"]) if i in ranks else f"r{i}" for i in range(nranks)]
+    if ((header or {}).get("options") or {}).get("matrix_per") == "socket":
+        return tuple(
+            f"{node}/s{ranks[i].get('socket', '?')}" if i in ranks else node
+            for i, node in enumerate(nodes)
+        )
     if len(set(nodes)) == len(nodes):
         return tuple(nodes)
     return tuple(f"{node}/r{i}" for i, node in enumerate(nodes))

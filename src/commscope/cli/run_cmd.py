@@ -16,6 +16,7 @@ from commscope.cli.run_request import (
     PAIRED,
     RMA_OPS,
     build_request,
+    paired_ranks_per_node,
 )
 from commscope.data.request import RunRequest
 from commscope.errors import UsageError
@@ -264,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:
         return _resume(args)
     if args.benchmark in PAIRED and args.ranks_per_node is None and (args.hostfile or args.hosts):
-        args.ranks_per_node = 1  # one rank per node: the matrix is of nodes
+        args.ranks_per_node = paired_ranks_per_node(args)
     request = build_request(args)  # bad input fails before the store
     if request.benchmark == "all" and not args.report:
         safe_write.check_target(DEFAULT_REPORT, "--report")

@@ -79,6 +79,15 @@ def _rma_options(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def paired_ranks_per_node(args: argparse.Namespace) -> int:
+    """Matrix and bisection ranks per node: one, or one per socket of this machine.
+
+    Hosts with other socket counts take --ranks-per-node; the engine refuses more ranks on a
+    node than it has sockets.
+    """
+    return runner.sockets_here() if getattr(args, "matrix_per", None) == "socket" else 1
+
+
 def build_request(args: argparse.Namespace) -> RunRequest:
     """The stored request of an MPI run from its options; bad input fails here."""
     run_options.check_given(args)
@@ -121,7 +130,8 @@ def build_request(args: argparse.Namespace) -> RunRequest:
     request = RunRequest(
         benchmark=args.benchmark,
         mpi=args.mpi,
-        np=args.np or runner.default_ranks(),
+        np=args.np
+        or (paired_ranks_per_node(args) if args.benchmark in PAIRED else runner.default_ranks()),
         launcher=args.launcher,
         timeout_s=args.timeout,
         confidence=args.confidence,
@@ -137,7 +147,8 @@ def build_request(args: argparse.Namespace) -> RunRequest:
                 "--vcluster: no virtual cluster is up; run 'commscope vcluster up "
                 "--nodes 2' as root first"
             )
-        ranks_per_node = args.ranks_per_node or (1 if args.benchmark in PAIRED else 2)
+        paired = args.benchmark in PAIRED
+        ranks_per_node = args.ranks_per_node or (paired_ranks_per_node(args) if paired else 2)
         # The nodes share this machine's cores: pin each rank to its own core within its node
         # (rotated by node index), or two measuring ranks may share one core.
         engine["pin"] = 1

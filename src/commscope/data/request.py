@@ -68,6 +68,7 @@ class EngineOptions:
     matrix_window: int | None = None
     matrix_samples: int | None = None
     matrix_schedule: str | None = None
+    matrix_per: str | None = None
     bisection_reps: int | None = None
     bisection_seed: int | None = None
     rma_ops: str | None = None

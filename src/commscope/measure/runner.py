@@ -244,3 +244,14 @@ def run(
 def default_ranks() -> int:
     """Ranks for a run on this machine: one per core, at least two."""
     return max(2, len(os.sched_getaffinity(0)))
+
+
+def sockets_here(sysfs: Path = Path("/sys/devices/system/cpu")) -> int:
+    """Sockets (packages) of this machine's cpus, as the engine reads them; at least one."""
+    ids = set()
+    for path in sysfs.glob("cpu[0-9]*/topology/physical_package_id"):
+        try:
+            ids.add(path.read_text().strip())
+        except OSError:
+            continue
+    return max(1, len(ids))
