@@ -108,7 +108,7 @@ def test_benchmark_bytes_are_exactly_the_all_to_all_blocks(traced: dict[str, Any
 
 def test_trace_of_a_real_run_parses_into_phases(traced: dict[str, Any]) -> None:
     load = netload.link_loads(traced["trace"], traced["model"], traced["rank_node"])
-    assert load.split and load.duration_s > 0
+    assert load.unsplit is None and load.duration_s > 0
     bench = {x.link: x for x in load.phases["benchmark"]}
     launches = traced["launches"]
     assert bench["node0-nic-up"].bytes == launches * NIC_BLOCKS * KIB64
@@ -132,12 +132,20 @@ def test_trace_without_phase_marks_is_not_split(traced: dict[str, Any], tmp_path
     bare = tmp_path / "bare.paje"
     bare.write_text("\n".join(kept) + "\n")
     load = netload.link_loads(bare, traced["model"], traced["rank_node"])
-    assert not load.split and load.phases == {}
+    assert load.unsplit and "no phase marks" in load.unsplit and load.phases == {}
     marked = netload.link_loads(traced["trace"], traced["model"], traced["rank_node"])
     assert [(x.link, x.bytes, x.messages) for x in load.all] == [
         (x.link, x.bytes, x.messages) for x in marked.all
     ]
     assert load.to_json()["benchmark"] == [] and load.to_json()["all"]
+
+
+def test_operations_that_mark_no_phases_leave_the_load_unsplit(traced: dict[str, Any]) -> None:
+    args = (traced["trace"], traced["model"], traced["rank_node"])
+    assert netload.link_loads(*args, ops=["alltoall", "pingpong"]).unsplit is None
+    load = netload.link_loads(*args, ops=["alltoall", "loggp"])
+    assert load.unsplit == "loggp mark no phases in the engine" and load.phases == {}
+    assert load.to_json()["split"] is False and load.to_json()["sync"] == []
 
 
 def test_damaged_trace_is_refused_in_one_line(traced: dict[str, Any], tmp_path: Path) -> None:
@@ -162,3 +170,28 @@ def test_show_json_and_report_list_sync_traffic_apart(traced: dict[str, Any]) ->
     bench_table = html.split('class="sim-netload"')[1].split("</table>")[0]
     assert f"<td>{traced['stored_launches'] * NIC_BLOCKS}</td>" in bench_table
     assert "65536 B" in bench_table
+
+
+def test_pingpong_bytes_are_its_iterations_and_control_messages_are_sync(
+    cli: CLI, tmp_path: Path
+) -> None:
+    # Rank 0 (node0) and rank 2 (node1): every ping-pong iteration (warm-up, the two probe
+    # iterations, then iters_per_sample per sample) crosses node0's NIC once each way.
+    path = model(tmp_path, CLUSTER)
+    out = cli(
+        "simulate", "run", "--cluster", str(path), "--ranks-per-node", "2", "--netload",
+        "--json", "--", "p2p", "--ops", "pingpong", "--sizes", "4KiB", "--pairs", "inter-node",
+        "--max-samples", "20", check=True,
+    )  # fmt: skip
+    stored = json.loads(out.stdout)
+    with Store.open(cli.store) as store:
+        [point] = store.points(stored["run"])
+    iterations = point.warmup + 2 + point.iters_per_sample * len(point.samples_s)
+    load = stored["netload"]
+    assert load["split"] is True
+    for way in ("up", "down"):
+        nic = by_link(load["benchmark"])[f"node0-nic-{way}"]
+        assert nic["messages"] == iterations and nic["bytes"] == iterations * 4096
+    # Rank 0's stop flag after every sample goes out of node0: sync, not benchmark.
+    assert by_link(load["sync"])["node0-nic-up"]["messages"] >= len(point.samples_s)
+    assert by_link(load["benchmark"]).get("node0-memory", {"messages": 0})["messages"] == 0

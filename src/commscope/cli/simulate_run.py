@@ -180,8 +180,8 @@ def _netload_table(stored: dict[str, Any]) -> None:
     out = common.console()
     if not load["split"]:
         out.print(
-            "network load not split into benchmark and sync traffic: the trace has no phase"
-            " marks (an engine built before them); all traffic together:"
+            f"network load not split into benchmark and sync traffic: {load['unsplit']};"
+            " all traffic together:"
         )
     blocks = [(p, load[p]) for p in netload.PHASES] if load["split"] else [("all", load["all"])]
     for phase, links in blocks:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import shlex
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,9 +42,12 @@ TRACE_FILE = "trace.paje"
 PHASES = ("benchmark", "sync")
 PHASE_TITLES = {
     "benchmark": "the measured operation",
-    "sync": "commscope's own traffic (clock sync, windows, reductions, barriers)",
+    "sync": "commscope's own traffic",
     "all": "all traffic",
 }
+# Operations whose phases the engine does not mark (their control messages and barriers run
+# inside them): a run with any of them is not split. Collectives and pingpong/bw/bibw are.
+UNMARKED_OPS = ("loggp", "rma", "contention", "matrix", "bisection", "mbw")
 # The MPI state that opens each phase (engine/src/schedule.c, cs_trace_phase).
 PHASE_MARKS = {"PMPI_Testsome": "benchmark", "PMPI_Testall": "sync"}
 # Events whose first field is a date (definitions have none).
@@ -87,7 +91,7 @@ class NetLoad:
     """A traced run's load: per phase (when the engine marked them) and in all, per link."""
 
     duration_s: float
-    split: bool  # False: the trace has no phase marks, only ``all`` is known
+    unsplit: str | None  # why the phases are unknown (only ``all`` is), None when split
     phases: dict[str, list[LinkLoad]]
     all: list[LinkLoad]
 
@@ -96,7 +100,8 @@ class NetLoad:
         d = self.duration_s
         return {
             "duration_s": d,
-            "split": self.split,
+            "split": self.unsplit is None,
+            "unsplit": self.unsplit,
             **{p: [x.to_json(d) for x in self.phases.get(p, [])] for p in PHASES},
             "all": [x.to_json(d) for x in self.all],
         }
@@ -109,6 +114,7 @@ def stored_view(data: dict[str, Any]) -> dict[str, Any]:
     return {
         "duration_s": data.get("duration_s", 0.0),
         "split": False,
+        "unsplit": "traced before commscope split the traffic by phase",
         "benchmark": [],
         "sync": [],
         "all": data.get("links", []),
@@ -168,13 +174,16 @@ def _read(path: Path) -> _Trace:
     return trace
 
 
-def link_loads(path: Path, model: ClusterModel, rank_node: list[int]) -> NetLoad:
+def link_loads(
+    path: Path, model: ClusterModel, rank_node: list[int], ops: Sequence[str] = ()
+) -> NetLoad:
     """Per-link load of each phase, and in all, of the traced run.
 
     Args:
         path: the Paje trace.
         model: the cluster the platform was written from.
         rank_node: per rank, the model node index it ran on.
+        ops: the engine operations the run measured.
     """
     trace = _read(path)
     count: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # bytes, messages
@@ -192,8 +201,16 @@ def link_loads(path: Path, model: ClusterModel, rank_node: list[int]) -> NetLoad
     def loads(phase: str) -> list[LinkLoad]:
         return [LinkLoad(n, *count.get((phase, n), [0, 0])) for n in names]
 
-    phases = {p: loads(p) for p in PHASES} if trace.marked else {}
-    return NetLoad(trace.end_time, trace.marked, phases, loads("all"))
+    unmarked = [op for op in ops if op in UNMARKED_OPS]
+    unsplit = (
+        f"{', '.join(unmarked)} mark no phases in the engine"
+        if unmarked
+        else None
+        if trace.marked
+        else "the trace has no phase marks (an engine built before them)"
+    )
+    phases = {p: loads(p) for p in PHASES} if unsplit is None else {}
+    return NetLoad(trace.end_time, unsplit, phases, loads("all"))
 
 
 def _rank(name: str | None) -> int | None:
