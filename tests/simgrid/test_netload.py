@@ -180,14 +180,16 @@ def test_pingpong_bytes_are_its_iterations_and_control_messages_are_sync(
     path = model(tmp_path, CLUSTER)
     out = cli(
         "simulate", "run", "--cluster", str(path), "--ranks-per-node", "2", "--netload",
-        "--json", "--", "p2p", "--ops", "pingpong", "--sizes", "4KiB", "--pairs", "inter-node",
+        "--", "p2p", "--ops", "pingpong", "--sizes", "4KiB", "--pairs", "inter-node",
         "--max-samples", "20", check=True,
     )  # fmt: skip
-    stored = json.loads(out.stdout)
+    titles = ("network load, the measured operation", "network load, commscope's own traffic")
+    assert all(t in out.stdout for t in titles), out.stdout
     with Store.open(cli.store) as store:
-        [point] = store.points(stored["run"])
+        [run] = store.list_runs()
+        [point] = store.points(run.id)
     iterations = point.warmup + 2 + point.iters_per_sample * len(point.samples_s)
-    load = stored["netload"]
+    load = json.loads(cli("show", str(run.id), "--json", check=True).stdout)["netload"]
     assert load["split"] is True
     for way in ("up", "down"):
         nic = by_link(load["benchmark"])[f"node0-nic-{way}"]
