@@ -231,6 +231,9 @@ void cs_schedule_run(cs_context *ctx, void (*launch)(void *state, long i), void 
 void cs_idle_barrier(void);
 /* Wait until global time ``start`` (``t`` = global time now): spin, or sleep when simulated. */
 void cs_wait_until(const cs_context *ctx, double start, double t);
+/* Under SMPI, names the traffic that follows: the measured operation's (measured = 1,
+ * category "benchmark") or commscope's own (0, "sync"), for `simulate run --netload`. */
+void cs_trace_phase(int measured);
 void cs_naive_run(cs_context *ctx, void (*launch)(void *state, long i), void *state,
                   cs_sched_result *res);
 

@@ -182,46 +182,6 @@ def test_192_rank_alltoall_equals_the_contention_oracle(cli: CLI, tmp_path: Path
     assert "wall" in out.stdout
 
 
-def test_network_load_per_link_counts_what_crossed_it(cli: CLI, tmp_path: Path) -> None:
-    # 2 nodes x 2 ranks, one all-to-all of 1 MiB blocks per launch, 2 launches (stage 0 and
-    # stage 1): each NIC direction carries 2 x (2 ranks x 2 remote ranks x 1 MiB), each node's
-    # memory link 2 x (2 x 1 MiB); control messages add a few bytes.
-    path = model(
-        tmp_path,
-        "nodes: 2\nsockets: 1\ncores: 2\nchannels: {nic: {bandwidth: 125MB/s, latency: 10us}}\n",
-    )
-    out = cli(
-        "simulate",
-        "run",
-        "--cluster",
-        str(path),
-        "--ranks-per-node",
-        "2",
-        "--netload",
-        "--launches",
-        "1",
-        "--json",
-        "--",
-        "coll",
-        "--ops",
-        "alltoall",
-        "--sizes",
-        "1MiB",
-        check=True,
-    )
-    load = json.loads(out.stdout)["netload"]
-    links = {x["link"]: x for x in load["links"]}
-    assert set(links) == {f"node{n}-{k}" for n in (0, 1) for k in ("memory", "nic-up", "nic-down")}
-    mib = 1 << 20
-    for n in (0, 1):
-        for way in ("up", "down"):
-            nic = links[f"node{n}-nic-{way}"]
-            assert nic["bytes"] == pytest.approx(8 * mib, rel=0.01)
-            assert nic["messages"] >= 8 and nic["mean_message_bytes"] > 0
-        assert links[f"node{n}-memory"]["bytes"] == pytest.approx(4 * mib, rel=0.01)
-    assert 0 < links["node0-nic-up"]["mbit_per_s"] <= 1000.0
-
-
 def test_latency_sweep_lands_in_the_report(cli: CLI, tmp_path: Path) -> None:
     # The sensitivity study of Rechistov et al. 2012 (cluster simulation) on a model: a
     # collective's time against the NIC latency, 80 to 400 us, one simulated run per value,

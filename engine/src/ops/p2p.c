@@ -90,6 +90,7 @@ static int window_for(const cs_options *o, int kind, size_t bytes) {
 static void iterate(int kind, int is_a, int peer, size_t bytes, size_t stride, int w,
                     long iters) {
     int n = (int)bytes;
+    cs_trace_phase(1); /* the iterations are the benchmark; the TAG_CTL messages are not */
     for (long it = 0; it < iters; it++) {
         switch (kind) {
         case OP_PINGPONG:
@@ -121,6 +122,7 @@ static void iterate(int kind, int is_a, int peer, size_t bytes, size_t stride, i
             break;
         }
     }
+    cs_trace_phase(0);
 }
 
 static const char *stop_names[] = {"", "rse", "budget", "max_samples"};

@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from commscope.analysis import load as load_analysis
     from commscope.cli import render
     from commscope.data.run_data import read_run
+    from commscope.simulate import netload
 
     if not 0 <= args.trim < 0.5:
         raise UsageError(f"--trim {args.trim}: give a share in [0, 0.5)")
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
                 "load": [asdict(h) for end in run.ends for h in load_analysis.hosts(end)],
                 "load_warnings": load_analysis.warnings(run.ends),
                 "protocol_limits": run.protocol_limits.to_json() if run.protocol_limits else None,
+                "netload": netload.stored_view(run.netload) if run.netload else None,
                 **kinds.to_json(found),
             }
         )

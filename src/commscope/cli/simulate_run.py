@@ -171,22 +171,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _netload_table(load: dict[str, Any]) -> None:
+def _netload_table(stored: dict[str, Any]) -> None:
     from rich.table import Table
 
-    table = Table(title=f"network load over {load['duration_s']:.6g} s simulated")
-    for col in ("link", "MB", "messages", "mean message (B)", "average Mbit/s"):
-        table.add_column(col, justify="right")
-    for x in load["links"]:
-        mean = x["mean_message_bytes"]
-        table.add_row(
-            x["link"],
-            f"{x['bytes'] / 1e6:.3f}",
-            str(x["messages"]),
-            "" if mean is None else f"{mean:.0f}",
-            "" if x["mbit_per_s"] is None else f"{x['mbit_per_s']:.1f}",
+    from commscope.simulate import netload
+
+    load = netload.stored_view(stored)
+    out = common.console()
+    if not load["split"]:
+        out.print(
+            f"network load not split into benchmark and sync traffic: {load['unsplit']};"
+            " all traffic together:"
         )
-    common.console().print(table)
+    blocks = [(p, load[p]) for p in netload.PHASES] if load["split"] else [("all", load["all"])]
+    for phase, links in blocks:
+        what = netload.PHASE_TITLES.get(phase, phase)
+        table = Table(title=f"network load, {what}, over {load['duration_s']:.6g} s simulated")
+        for col in ("link", "MB", "messages", "mean message (B)", "average Mbit/s"):
+            table.add_column(col, justify="right")
+        for x in links:
+            mean = x["mean_message_bytes"]
+            table.add_row(
+                x["link"],
+                f"{x['bytes'] / 1e6:.3f}",
+                str(x["messages"]),
+                "" if mean is None else f"{mean:.0f}",
+                "" if x["mbit_per_s"] is None else f"{x['mbit_per_s']:.1f}",
+            )
+        out.print(table)
 
 
 def key_text(key: agreement.Key) -> str:

@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from commscope.data.run_data import RunData
 from commscope.report.plotting import figure, finish, to_svg
-from commscope.simulate import agreement
+from commscope.simulate import agreement, netload
 from commscope.units import percent_text, size_text
 
 INSENSITIVE = 0.05  # a point that moves less than this over the whole sweep is insensitive
@@ -78,7 +78,7 @@ def _run_row(run: dict[str, Any]) -> dict[str, Any]:
         "factors": sim.get("factors", ""),
         "wall_s": _wall_s(run["run"]),
         "sweep": sim.get("sweep"),
-        "netload": run["run"].netload,
+        "netload": netload.stored_view(run["run"].netload) if run["run"].netload else None,
     }
 
 

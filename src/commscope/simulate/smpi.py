@@ -135,10 +135,10 @@ def keep_trace_results(sim: dict[str, Any], workdir: Path, store: Any, run_id: i
     from commscope.simulate import netload
 
     model = model_from_dict(sim["model_file"], "the run's model")
-    loads, duration = netload.link_loads(workdir / netload.TRACE_FILE, model, sim["rank_node"])
-    store.set_run_data(
-        run_id, "netload", {"duration_s": duration, "links": [x.to_json(duration) for x in loads]}
-    )
+    header = store.get_run(run_id).header_record
+    ops = str(header.options.get("ops") or "").split(",") if header else []
+    load = netload.link_loads(workdir / netload.TRACE_FILE, model, sim["rank_node"], ops)
+    store.set_run_data(run_id, "netload", load.to_json())
 
 
 def job_in(sim: dict[str, Any], program: list[str], workdir: Path) -> Job:
