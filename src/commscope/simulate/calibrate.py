@@ -5,10 +5,13 @@ SMPI times a message of m bytes on a route of latency L and bottleneck bandwidth
 same for every route. ``factor_fit`` fits both factors per size segment within physical
 bounds, to the inter-node and the intra-node curve at once:
 
-- The inter-node route's latency L is the median one-way time of the smallest messages (the
-  first segment's sizes), so ``lat_factor >= 1`` means no message is faster than they are;
-  two NICs share it. B is the NIC's nominal rate when the model has one (so ``bw_factor``
-  says how far below it the network runs), else the measured asymptotic bandwidth.
+- The inter-node route's latency L is the fastest one-way time of the smallest messages (the
+  first segment's sizes): what the route takes when nothing holds it up, so ``lat_factor >=
+  1`` means no message is faster than that, and ``lat_factor`` says how much slower messages
+  typically are (the median would put a busy machine's slow samples into L, and leave the
+  fast half of a two-mode latency with +300 % errors); two NICs share it. B is the NIC's
+  nominal rate when the model has one (so ``bw_factor`` says how far below it the network
+  runs), else the measured asymptotic bandwidth.
 - The memory link (transfers within a node) gets the latency and bandwidth that fit the
   intra-node curve under the same factors; factors and memory link are fitted in turn until
   neither moves.
@@ -115,7 +118,7 @@ def calibrate(
     smallest = sizes < FIRST_BREAK
     if not smallest.any():
         smallest = sizes == sizes.min()
-    limits = Limits(float(np.median(times[smallest])), float(bandwidth), burst_bytes)
+    limits = Limits(float(np.min(times[smallest])), float(bandwidth), burst_bytes)
     params = dataclasses.replace(
         base,
         nic_bw_Bps=float(bandwidth),

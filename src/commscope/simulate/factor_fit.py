@@ -7,9 +7,9 @@ time is linear in ``lat_factor`` and in ``1 / bw_factor``, so one bounded linear
 least-squares problem on relative errors (every size counts alike) gives both, fitted to
 every level at once:
 
-- ``lat_factor`` in [1, LAT_FACTOR_MAX]: no message is faster than the smallest messages'
-  route latency, and a message costs at most three one-way trips (a rendezvous: request,
-  clear-to-send, data).
+- ``lat_factor`` in [1, LAT_FACTOR_MAX]: no message is faster than the route's latency (the
+  fastest of the smallest messages), and a message costs at most three one-way trips (a
+  rendezvous: request, clear-to-send, data).
 - ``bw_factor`` in (0, bw_max(segment)]: 1 is the link's nominal rate; a segment may go
   faster only where the link is known to let a burst through (see ``bw_factor_max``).
 
