@@ -10,7 +10,7 @@ import pytest
 
 from commscope.measure import vcluster
 from commscope.simulate.calibrate import VETH_LINE_Bps
-from commscope.simulate.factor_fit import LAT_FACTOR_MAX, bw_factor_max
+from commscope.simulate.factor_fit import BW_FACTOR_MIN, LAT_FACTOR_MAX, bw_factor_max
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.cluster
@@ -49,7 +49,7 @@ def test_calibrated_model_of_the_vcluster_matches_its_pingpong(cli, cluster, tmp
         assert 1.0 <= seg["lat_factor"] <= LAT_FACTOR_MAX, seg
         bw_max = bw_factor_max(seg["start"], cal["burst_bytes"], line_ratio)
         assert seg["bw_factor_max"] == pytest.approx(bw_max)
-        assert 0.0 < seg["bw_factor"] <= bw_max, seg
+        assert BW_FACTOR_MIN <= seg["bw_factor"] <= bw_max, seg
     val = json.loads(
         cli(
             "simulate",

@@ -11,7 +11,7 @@ import pytest
 from commscope.data.record_parse import parse_record
 from commscope.data.store import Store
 from commscope.simulate.calibrate import VETH_LINE_Bps
-from commscope.simulate.factor_fit import LAT_FACTOR_MAX, bw_factor_max
+from commscope.simulate.factor_fit import BW_FACTOR_MIN, LAT_FACTOR_MAX, bw_factor_max
 from commscope.units import netpipe_schedule
 from tests.conftest import CLI
 from tests.simgrid.conftest import GIGE
@@ -128,7 +128,7 @@ def assert_factors_in_range(calibration: dict) -> None:
     assert len(segments) > 10
     for seg in segments:
         assert 1.0 <= seg["lat_factor"] <= LAT_FACTOR_MAX, seg
-        assert 0.0 < seg["bw_factor"] <= seg["bw_factor_max"], seg
+        assert BW_FACTOR_MIN <= seg["bw_factor"] <= seg["bw_factor_max"], seg
         # The virtual cluster's 1gbit tbf: line rate within the burst, m / (m - burst) above.
         assert seg["bw_factor_max"] == pytest.approx(
             bw_factor_max(seg["start"], calibration["burst_bytes"], VETH_LINE_Bps / GIGE)

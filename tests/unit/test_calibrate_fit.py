@@ -9,7 +9,7 @@ import pytest
 
 from commscope.data.records import Point
 from commscope.simulate import calibrate
-from commscope.simulate.factor_fit import LAT_FACTOR_MAX, bw_factor_max
+from commscope.simulate.factor_fit import BW_FACTOR_MIN, LAT_FACTOR_MAX, bw_factor_max
 from commscope.simulate.params import SimParams
 from commscope.units import netpipe_schedule
 
@@ -58,7 +58,7 @@ def test_a_hockney_curve_gives_factors_of_one_and_the_links_it_was_made_of() -> 
     # Below 1 KiB a byte costs < 1 % of the latency, so the slope there is barely defined.
     above = [f for (s, f) in cal.params.bw_factor if s >= 1024]
     assert above == pytest.approx([1.0] * len(above), rel=1e-2)
-    assert all(0 < f <= 1.0 for f in bw)
+    assert all(BW_FACTOR_MIN <= f <= 1.0 for f in bw)
     assert cal.params.nic_lat_s == pytest.approx(15e-6, rel=1e-2)  # half the route
     assert cal.params.memory_lat_s == pytest.approx(2e-6, rel=1e-2)
     assert cal.params.memory_bw_Bps == pytest.approx(5e9, rel=1e-2)
@@ -93,7 +93,7 @@ def test_a_burst_lets_small_segments_go_faster_within_its_bound() -> None:
     cal = calibrate.calibrate(points(bursty, ("inter-node",)), BASE, NOMINAL, "synthetic", burst)
     for seg in cal.inter:
         assert seg.bw_max == bw_factor_max(seg.start, burst, line_ratio)
-        assert 0 < seg.bw_factor <= seg.bw_max
+        assert BW_FACTOR_MIN <= seg.bw_factor <= seg.bw_max
         assert 1.0 <= seg.lat_factor <= LAT_FACTOR_MAX
     by_start = {s.start: s for s in cal.inter}
     assert by_start[4096].bw_factor == pytest.approx(2.0, rel=0.05)
@@ -107,6 +107,17 @@ def test_bw_factor_bounds_follow_the_burst() -> None:
     assert bw_factor_max(32768, 16000, 36.0) == pytest.approx(32768 / (32768 - 16000))
     assert bw_factor_max(32768, 16000, 1.5) == 1.5
     assert bw_factor_max(1 << 30, 16000, 0.5) == 1.0
+
+
+def test_a_curve_far_slower_than_nominal_holds_bw_factor_at_its_floor() -> None:
+    # A hundredth of the nominal rate: the hosts, not the network; the error stays visible.
+    def slow(pair: str, m: int) -> float:
+        return 30e-6 + m / (NOMINAL / 100)
+
+    cal = calibrate.calibrate(points(slow, ("inter-node",)), BASE, NOMINAL, "synthetic")
+    assert min(f for _, f in cal.params.bw_factor) == pytest.approx(BW_FACTOR_MIN)
+    assert all(f"bw>={BW_FACTOR_MIN:g}" in s.held for s in cal.inter if s.start >= 4096)
+    assert model_errors(cal, slow, True)[-1] == pytest.approx(4 / 100 - 1, abs=0.01)
 
 
 def test_a_step_larger_than_a_rendezvous_holds_lat_factor_at_its_bound() -> None:
@@ -130,7 +141,7 @@ def test_refine_keeps_the_bounds_however_far_off_the_simulation_was() -> None:
 
         refined = calibrate.refine(cal, points(hockney), points(simulated))
         assert all(1.0 <= f <= LAT_FACTOR_MAX for _, f in refined.params.lat_factor)
-        assert all(0 < f <= 1.0 for _, f in refined.params.bw_factor)
+        assert all(BW_FACTOR_MIN <= f <= 1.0 for _, f in refined.params.bw_factor)
         assert refined.limits == cal.limits
     # A simulation that agrees with the closed form changes nothing.
     same = calibrate.refine(
