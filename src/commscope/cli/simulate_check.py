@@ -93,9 +93,9 @@ def calibrate(args: argparse.Namespace) -> int:
         )
     out.print(table)
     out.print(
-        "lat-factor stays in [1, 3] (never faster than the smallest messages; at most a"
-        " rendezvous' three trips), bw-factor at most 'bw max' (1 = nominal rate); a segment"
-        " held by a bound keeps its error, see 'commscope simulate validate'"
+        "lat-factor stays in [1, 3] (never faster than the fastest small message; at most a"
+        " rendezvous' three trips), bw-factor in [0.25, 'bw max'] (1 = nominal rate); a"
+        " segment held by a bound keeps its error, see 'commscope simulate validate'"
     )
     return 0
 
