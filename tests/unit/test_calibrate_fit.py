@@ -109,15 +109,18 @@ def test_bw_factor_bounds_follow_the_burst() -> None:
     assert bw_factor_max(1 << 30, 16000, 0.5) == 1.0
 
 
-def test_a_curve_far_slower_than_nominal_holds_bw_factor_at_its_floor() -> None:
+def test_a_curve_far_slower_than_nominal_keeps_bw_factor_in_range_and_shows_the_error() -> None:
     # A hundredth of the nominal rate: the hosts, not the network; the error stays visible.
     def slow(pair: str, m: int) -> float:
         return 30e-6 + m / (NOMINAL / 100)
 
     cal = calibrate.calibrate(points(slow, ("inter-node",)), BASE, NOMINAL, "synthetic")
-    assert min(f for _, f in cal.params.bw_factor) == pytest.approx(BW_FACTOR_MIN)
-    assert all(f"bw>={BW_FACTOR_MIN:g}" in s.held for s in cal.inter if s.start >= 4096)
-    assert model_errors(cal, slow, True)[-1] == pytest.approx(4 / 100 - 1, abs=0.01)
+    assert all(BW_FACTOR_MIN <= f <= 1.0 for _, f in cal.params.bw_factor)
+    assert all(1.0 <= f <= LAT_FACTOR_MAX for _, f in cal.params.lat_factor)
+    errors = model_errors(cal, slow, True)
+    # At 1 MiB and up the model is at best 4 / 100 of the time: about -96 %.
+    big = errors[np.asarray(SIZES) >= 1 << 20]
+    assert big.size and (big < -0.9).all()
 
 
 def test_a_step_larger_than_a_rendezvous_holds_lat_factor_at_its_bound() -> None:

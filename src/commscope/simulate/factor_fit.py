@@ -41,6 +41,10 @@ STEP = 2
 LAT_FACTOR_MIN = 1.0
 LAT_FACTOR_MAX = 3.0
 BW_FACTOR_MIN = 0.25
+# A segment whose sizes barely feel the bandwidth (below 1 KiB between nodes: < 5 % of the
+# latency) would take any bw_factor between its bounds on noise; one extra row of this weight
+# pulls 1 / bw_factor towards 1 (the nominal rate), too weak to move a segment the bytes fix.
+_NOMINAL_PRIOR = 0.3
 # A link's own figure (memory link): kept above these so the fit never divides by zero.
 _MIN_LATENCY_S = 1e-9
 _MAX_BYTE_TIME_S = 1.0
@@ -158,6 +162,8 @@ def fit_factors(levels: list[Level], bw_max_of: Callable[[int], float]) -> list[
             # t / t = 1: relative errors, so small and large sizes count alike.
             rows.append(np.stack([lv.latency_s / t, m / lv.bandwidth_Bps / t], axis=1))
             target.append(np.ones_like(t))
+        rows.append(np.asarray([[0.0, _NOMINAL_PRIOR]]))
+        target.append(np.asarray([_NOMINAL_PRIOR]))
         design, y = np.concatenate(rows), np.concatenate(target)
         bw_max = bw_max_of(lo)
         # Unknowns: lat_factor and 1 / bw_factor.
