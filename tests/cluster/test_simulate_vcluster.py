@@ -8,6 +8,9 @@ import shutil
 import numpy as np
 import pytest
 
+from commscope.measure import vcluster
+from commscope.simulate.calibrate import VETH_LINE_Bps
+from commscope.simulate.factor_fit import BW_FACTOR_MIN, LAT_FACTOR_MAX, bw_factor_max
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.cluster
@@ -40,6 +43,13 @@ def test_calibrated_model_of_the_vcluster_matches_its_pingpong(cli, cluster, tmp
     )
     assert cal["params"]["calibrated_from"].startswith(f"run {run}")
     assert cal["params"]["nic"]["bandwidth_Bps"] == pytest.approx(1e9 / 8)
+    assert cal["burst_bytes"] == vcluster.burst_bytes(10**9)
+    line_ratio = VETH_LINE_Bps / (1e9 / 8)
+    for seg in cal["segments"]:  # readable factors, whatever the noise did to the curve
+        assert 1.0 <= seg["lat_factor"] <= LAT_FACTOR_MAX, seg
+        bw_max = bw_factor_max(seg["start"], cal["burst_bytes"], line_ratio)
+        assert seg["bw_factor_max"] == pytest.approx(bw_max)
+        assert BW_FACTOR_MIN <= seg["bw_factor"] <= bw_max, seg
     val = json.loads(
         cli(
             "simulate",
@@ -47,8 +57,6 @@ def test_calibrated_model_of_the_vcluster_matches_its_pingpong(cli, cluster, tmp
             str(run),
             "--cluster",
             str(model),
-            "--min-size",
-            "1KiB",
             "--max-size",
             "4MiB",
             "--json",
@@ -56,24 +64,25 @@ def test_calibrated_model_of_the_vcluster_matches_its_pingpong(cli, cluster, tmp
             check=True,
         ).stdout
     )
-    inter = [p for p in val["points"] if p["where"] == "inter-node"]
-    assert len(inter) > 20
-    errors = np.abs([p["error"] for p in inter])
-    median, p90 = float(np.median(errors)), float(np.percentile(errors, 90))
-    noise = triple_spread(inter)
-    noise_median, noise_p90 = float(np.median(noise)), float(np.percentile(noise, 90))
-    print(
-        f"\ncalibrated on vcluster run {run}: inter-node ping-pong 1 KiB-4 MiB, "
-        f"{len(inter)} sizes, median |error| {median:.1%}, p90 {p90:.1%}; the measurement's "
-        f"own spread within size triples: median {noise_median:.1%}, p90 {noise_p90:.1%}"
-    )
-    # The goal is 10 % median and 25 % at the 90th percentile (quiet runs here gave median
-    # 2-3 % and p90 8-14 %). A model cannot agree with a curve more closely than the curve
-    # agrees with itself: sizes 3 B apart cost the same, so their spread is measurement noise
-    # (TCP's delayed acknowledgements and tbf's burst make some triples differ 2-10x on a busy
-    # machine), and it widens the bound. bench/simulate_calibration.py prints more.
-    assert median <= 0.10 + noise_median, (median, noise_median)
-    assert p90 <= 0.25 + noise_p90, (p90, noise_p90)
+    for level in ("inter-node", "intra-node"):
+        points = [p for p in val["points"] if p["where"] == level]
+        assert len(points) > 100
+        errors = np.abs([p["error"] for p in points])
+        median, p90 = float(np.median(errors)), float(np.percentile(errors, 90))
+        noise = triple_spread(points)
+        noise_median, noise_p90 = float(np.median(noise)), float(np.percentile(noise, 90))
+        print(
+            f"\ncalibrated on vcluster run {run}: {level} ping-pong 0 B-4 MiB, "
+            f"{len(points)} sizes, median |error| {median:.1%}, p90 {p90:.1%}; the measurement's "
+            f"own spread within size triples: median {noise_median:.1%}, p90 {noise_p90:.1%}"
+        )
+        # The goal is 15 % median and 30 % at the 90th percentile on both levels. A model
+        # cannot agree with a curve more closely than the curve agrees with itself: sizes 3 B
+        # apart cost the same, so their spread is measurement noise (TCP's delayed
+        # acknowledgements and tbf's burst make some triples differ 2-10x on a busy machine),
+        # and it widens the bound. bench/simulate_calibration.py prints more.
+        assert median <= 0.15 + noise_median, (level, median, noise_median)
+        assert p90 <= 0.30 + noise_p90, (level, p90, noise_p90)
 
 
 def triple_spread(points: list[dict]) -> list[float]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +13,10 @@ from commscope.data.store import Store
 from commscope.units import parse_size
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from commscope.predict.model import ClusterModel
+    from commscope.simulate import agreement
 
 
 def calibrate(args: argparse.Namespace) -> int:
@@ -41,8 +43,9 @@ def calibrate(args: argparse.Namespace) -> int:
         model = setup.model_of_run(info)
         params = setup.params_for(model)
     label = f"run {run_id} ({info.kind}, {info.mpi}, {len(model.node_names)} nodes)"
-    cal = calibrate.calibrate(points, params, model.nic.bandwidth_Bps, label)
-    tuned = cal.params
+    cal = calibrate.calibrate(
+        points, params, model.nic.bandwidth_Bps, label, setup.burst_of_run(info)
+    )
     if args.rounds:
         placement = setup.placement_of_run(model, info)
         base = RunRequest.from_json(info.request)
@@ -50,17 +53,18 @@ def calibrate(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="commscope-calibrate-") as tmp:
             with Store.open(Path(tmp) / "rounds.sqlite") as scratch:
                 for _ in range(args.rounds):
-                    request = setup.simulated_request(base, model, tuned, placement, [])
+                    request = setup.simulated_request(base, model, cal.params, placement, [])
                     rid = simulate_run.simulate_into(args, scratch, request, None, True)
-                    tuned = calibrate.refine(tuned, points, scratch.points(rid))
-    cal = dataclasses.replace(cal, params=tuned)
+                    cal = calibrate.refine(cal, points, scratch.points(rid))
     setup.write_model(out_path, model, cal.params, out_flag)
     if args.json:
         common.print_json(
             {
                 "model": out_path,
                 "params": cal.params.to_json(),
-                "segments": [s.__dict__ for s in cal.inter],
+                "route_latency_s": cal.limits.route_latency_s,
+                "burst_bytes": cal.limits.burst_bytes,
+                "segments": [s.to_json() for s in cal.inter],
             }
         )
         return 0
@@ -71,13 +75,28 @@ def calibrate(args: argparse.Namespace) -> int:
         f"NIC: {p.nic_bw_Bps / 1e6:.2f} MB/s, {p.nic_lat_s * 1e6:.2f} us each (route"
         f" {2 * p.nic_lat_s * 1e6:.2f} us); memory link: {p.memory_bw_Bps / 1e9:.3f} GB/s,"
         f" {p.memory_lat_s * 1e6:.3f} us"
+        + ("" if cal.intra else " (not calibrated: the run has no intra-node ping-pong)")
     )
-    table = Table(title="SMPI factors per size segment (inter-node fit)")
-    for col in ("from", "to", "sizes", "lat-factor", "bw-factor"):
+    title = "SMPI factors per size segment (inter-node" + (" and intra-node)" if cal.intra else ")")
+    table = Table(title=title)
+    for col in ("from", "to", "sizes", "lat-factor", "bw-factor", "bw max", "held by"):
         table.add_column(col, justify="right")
-    for seg, (_, lf), (_, bf) in zip(cal.inter, p.lat_factor, p.bw_factor, strict=True):
-        table.add_row(str(seg.start), str(seg.end - 1), str(seg.sizes), f"{lf:.3f}", f"{bf:.3f}")
+    for seg in cal.inter:
+        table.add_row(
+            str(seg.start),
+            str(seg.end - 1),
+            str(seg.sizes),
+            f"{seg.lat_factor:.3f}",
+            f"{seg.bw_factor:.3f}",
+            f"{seg.bw_max:.3g}",
+            ", ".join(seg.held),
+        )
     out.print(table)
+    out.print(
+        "lat-factor stays in [1, 3] (never faster than the fastest small message; at most a"
+        " rendezvous' three trips), bw-factor in [0.25, 'bw max'] (1 = nominal rate); a"
+        " segment held by a bound keeps its error, see 'commscope simulate validate'"
+    )
     return 0
 
 
@@ -105,15 +124,24 @@ def validate(args: argparse.Namespace) -> int:
         placement = setup.placement_of_run(model, info)
         measured_request = RunRequest.from_json(info.request)
         request = setup.simulated_request(measured_request, model, params, placement, args.smpi_cfg)
-        label = args.label or f"model of run {run_id}"
-        sim_id = simulate_run.simulate_into(args, store, request, label, args.quiet or args.json)
         measured = agreement.point_times(
             store.points(run_id), store.colls(run_id), store.contentions(run_id)
         )
+        # The measured times go with the simulated run, so its report can compare the two.
+        request = request.replace(
+            simulate={**(request.simulate or {}), **agreement.measured_record(run_id, measured)}
+        )
+        label = args.label or f"model of run {run_id}"
+        sim_id = simulate_run.simulate_into(args, store, request, label, args.quiet or args.json)
         simulated = agreement.point_times(
             store.points(sim_id), store.colls(sim_id), store.contentions(sim_id)
         )
     result = agreement.agreement(measured, simulated, min_b, max_b)
+    levels = agreement.by_level(result.rows)
+    starts = agreement.segment_starts(
+        params.to_json()["bw_factor"], [r.key[3] for r in result.rows]
+    )
+    segments = agreement.by_segment(result.rows, starts)
     if args.json:
         common.print_json(
             {
@@ -121,6 +149,8 @@ def validate(args: argparse.Namespace) -> int:
                 "simulated_run": sim_id,
                 "factors": (request.simulate or {})["factors"],
                 **result.to_json(),
+                "levels": [g.to_json() for g in levels],
+                "segments": [g.to_json() for g in segments],
             }
         )
         return 0
@@ -136,8 +166,30 @@ def validate(args: argparse.Namespace) -> int:
             f"{100 * row.error:+.1f} %",
         )
     out.print(table)
+    out.print(_summary_table(levels + segments))
     out.print(
         f"{len(result.rows)} points; |relative error| median {100 * result.median_abs:.1f}"
         f" %, 90th percentile {100 * result.p90_abs:.1f} %; {(request.simulate or {})['factors']}"
     )
     return 0
+
+
+def _summary_table(groups: list[agreement.Group]) -> Table:
+    """|relative error| per level, then per level and size segment."""
+    from rich.table import Table
+
+    from commscope.units import size_text
+
+    table = Table(title="|relative error| of ping-pong per level and size segment")
+    for col in ("level", "sizes", "points", "median", "p90"):
+        table.add_column(col, justify="right")
+    for g in groups:
+        sizes = (
+            "all"
+            if g.start is None
+            else f"{size_text(g.start)} -" + (f" {size_text(g.end)}" if g.end is not None else "")
+        )
+        table.add_row(
+            g.level, sizes, str(g.points), f"{100 * g.median_abs:.1f} %", f"{100 * g.p90_abs:.1f} %"
+        )
+    return table

@@ -22,6 +22,7 @@ from markupsafe import Markup
 
 from commscope.data.run_data import RunData
 from commscope.report.plotting import figure, finish, to_svg
+from commscope.report.simulation_agreement import validations
 from commscope.simulate import agreement, netload
 from commscope.units import percent_text, size_text
 
@@ -186,4 +187,5 @@ def build(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
             }
             for s in found
         ],
+        "validations": validations(simulated),
     }

@@ -127,3 +127,86 @@ def sensitivity(runs: list[dict[Key, float]]) -> list[tuple[Key, list[float], fl
         change = (values[-1] - values[0]) / values[0] if values[0] > 0 else float("nan")
         out.append((key, values, change))
     return out
+
+
+@dataclass(frozen=True)
+class Group:
+    """|relative error| of the points of one level (and one size segment, if ``start``)."""
+
+    level: str
+    start: int | None
+    end: int | None  # exclusive; None: no end
+    points: int
+    median_abs: float
+    p90_abs: float
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict."""
+        return {
+            "level": self.level,
+            "start": self.start,
+            "end": self.end,
+            "points": self.points,
+            "median_abs_error": self.median_abs,
+            "p90_abs_error": self.p90_abs,
+        }
+
+
+def _group(level: str, start: int | None, end: int | None, rows: list[Row]) -> Group:
+    errs = np.abs([r.error for r in rows])
+    return Group(
+        level, start, end, len(rows), float(np.median(errs)), float(np.percentile(errs, 90))
+    )
+
+
+def by_level(rows: list[Row]) -> list[Group]:
+    """One group per level (inter-node, intra-node, ...) of the ping-pong points."""
+    levels = sorted({r.key[2] for r in rows if r.key[0] == "p2p"})
+    return [
+        _group(lv, None, None, [r for r in rows if r.key[0] == "p2p" and r.key[2] == lv])
+        for lv in levels
+    ]
+
+
+def by_segment(rows: list[Row], starts: list[int]) -> list[Group]:
+    """One group per level and size segment (segments start at ``starts``, sorted)."""
+    bounds = list(zip(starts, [*starts[1:], None], strict=True))
+    out = []
+    for group in by_level(rows):
+        for lo, hi in bounds:
+            inside = [
+                r
+                for r in rows
+                if r.key[0] == "p2p"
+                and r.key[2] == group.level
+                and r.key[3] >= lo
+                and (hi is None or r.key[3] < hi)
+            ]
+            if inside:
+                out.append(_group(group.level, lo, hi, inside))
+    return out
+
+
+def segment_starts(factors: list[list[float]] | None, sizes: list[int]) -> list[int]:
+    """The model's factor segments, else powers of four from 64 B over ``sizes``."""
+    if factors:
+        return sorted(int(s) for s, _ in factors)
+    top = max(sizes, default=0)
+    return [0] + [64 * 4**k for k in range(20) if 64 * 4**k <= top]
+
+
+def measured_record(run_id: int, measured: dict[Key, float]) -> dict[str, Any]:
+    """The measured times a simulated run keeps (``simulate.measured`` of its request)."""
+    return {"measured": {"run": run_id, "times": [[*k, t] for k, t in sorted(measured.items())]}}
+
+
+def measured_of(simulate: dict[str, Any]) -> tuple[int, dict[Key, float]] | None:
+    """The measured run and times a simulated run was validated against, if it was."""
+    rec = simulate.get("measured")
+    if not isinstance(rec, dict):
+        return None
+    times = {
+        (str(kind), str(op), str(where), int(size)): float(t)
+        for kind, op, where, size, t in rec.get("times", [])
+    }
+    return int(rec["run"]), times

@@ -186,3 +186,14 @@ def write_model(
         + yaml.safe_dump(model_document(model, params), sort_keys=False, default_flow_style=None)
     )
     safe_write.write_text(path, text, flag)
+
+
+def burst_of_run(info: RunInfo) -> int | None:
+    """The token-bucket size of the links a run crossed: the virtual cluster's tbf, if any."""
+    vc = info.request.get("vcluster")
+    if not vc or not vc.get("rate"):
+        return None
+    from commscope.measure.vcluster import burst_bytes
+    from commscope.units import parse_tc_rate
+
+    return burst_bytes(int(parse_tc_rate(vc["rate"])))
