@@ -241,10 +241,9 @@ def _print(
     out.print(f"run with: {' '.join(settings) or 'the MPI defaults'}")
     out.print(table)
     for v in verdicts:
-        out.print(
-            f"{v.bytes} B: Kendall tau {v.kendall_tau:.2f}, median |error| "
-            f"{v.median_relative_error:.0%}"
-        )
+        # NaN: the predictions tie (the ring Allgather on 2x2 and 4x1) or < 2 were measured.
+        tau = f"{v.kendall_tau:.2f}" if v.kendall_tau == v.kendall_tau else "n/a"
+        out.print(f"{v.bytes} B: Kendall tau {tau}, median |error| {v.median_relative_error:.0%}")
         if v.unmeasured:
             out.print(
                 f"{v.bytes} B: {', '.join(v.unmeasured)}: no valid launch within the"
