@@ -115,6 +115,7 @@ def main() -> int:
     ap.add_argument("--mpi", default="openmpi")
     ap.add_argument("--mca", default=NO_PUT, help="NAME=VALUE, or none")
     args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]  # figures as they come
     if os.geteuid() != 0:
         sys.exit("bench/predict_vcluster.py: the virtual cluster needs root; run it as root")
     mca = [] if args.mca == "none" or args.mpi != "openmpi" else ["--mca", args.mca]
