@@ -228,7 +228,7 @@ class _MPI(SimpleNamespace):
     """An MPI as the validate commands use it, without one installed."""
 
     def __init__(self) -> None:
-        super().__init__(choice="openmpi", tag="openmpi-test", launcher="mpirun")
+        super().__init__(choice="openmpi", family="openmpi", tag="openmpi-test", launcher="mpirun")
 
 
 def _validate(store: Path, runner_run: Any, *argv: str) -> Outcome:

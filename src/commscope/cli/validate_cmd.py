@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from commscope import limits
 from commscope.cli import common
 from commscope.errors import UsageError
-from commscope.measure import launch, runner
 from commscope.measure import mpi as mpi_mod
+from commscope.measure import runner
 from commscope.validate import timers as timers_mod
 
 HELP = "check timers and clock synchronisation with the wait patterns of Kurnosov 2012 (MPIPerf)"
@@ -18,6 +17,7 @@ EXAMPLES = """examples:
   commscope validate timers --timers tsc,mpi_wtime --syncs linear,drift --json
   commscope validate timers --hostfile hosts       the same across hosts (by ssh)
   commscope validate predict --procs 4 --sizes 256K,1MiB,4MiB --tables 3 --vcluster
+  commscope validate predict --procs 4 --op bcast --tables 3 --vcluster      binomial, forced
   commscope validate predict --procs 8 --tables 3 --hostfile hosts     placements by ssh
   salloc -N 4 --ntasks-per-node 2 commscope validate predict --procs 4 --tables 3
 """
@@ -59,32 +59,9 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         default=1.0,
         help="largest acceptable error, microseconds",
     )
-    pred = p.add_argument_group("predict")
-    common.option(
-        pred, "--procs", type=common.whole(1, limits.MAX_PREDICT_PROCS), default=4, help="ranks"
-    )
-    common.option(pred, "--sizes", default="256K,1MiB,4MiB", help="block sizes per peer")
-    common.option(
-        pred,
-        "--tables",
-        metavar="RUN",
-        help="run holding t(m, cf) contention tables (and p2p points) for the cost",
-    )
-    common.option(
-        pred,
-        "--block",
-        type=common.whole(0, limits.MAX_PREDICT_PROCS),
-        default=0,
-        help="block All-to-all batch size (0: all ranks at once)",
-    )
-    pred.add_argument(
-        "--mca",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="Open MPI parameter for the real runs, repeatable (default: those "
-        "stored with the --tables run, so both see the same protocol)",
-    )
+    from commscope.cli import validate_predict
+
+    validate_predict.add_options(p.add_argument_group("predict"))
     where = p.add_argument_group(
         "where (default: this machine; inside a Slurm allocation: srun over it)"
     ).add_mutually_exclusive_group()
@@ -126,140 +103,12 @@ def _timer_site(args: argparse.Namespace, mpi: mpi_mod.MPIInstall) -> dict[str, 
     return {}
 
 
-def _site(
-    args: argparse.Namespace,
-    mpi: mpi_mod.MPIInstall,
-) -> tuple[Any, dict[str, Any]]:
-    """The model of where the placements run, and how to reach it."""
-    import os
-
-    from commscope import predict
-    from commscope.measure import hosts, slurm, vcluster
-    from commscope.predict.model_slurm import model_from_scontrol
-
-    if args.vcluster:
-        state = vcluster.status()
-        common.require(
-            state is not None and state.healthy,
-            "validate predict: no virtual cluster is up; run 'commscope vcluster up'",
-        )
-        assert state is not None
-        return (
-            predict.model_from_vcluster([n.name for n in state.nodes], state.rate),
-            {"vcluster": {"rate": state.rate, "subnet": state.subnet}},
-        )
-    if args.hostfile or args.hosts:
-        named, where = hosts.named_hosts(args.hostfile, args.hosts)
-        cores = hosts.probe_cores(mpi, named)
-        per_node = min(h.slots or cores[h.name] for h in named)
-        model = predict.ClusterModel(
-            name="hosts",
-            node_names=tuple(h.name for h in named),
-            sockets=1,
-            cores=per_node,
-            source=where,
-        )
-        return model, {"hosts": True}
-    common.require(
-        bool(os.environ.get("SLURM_JOB_ID")),
-        "validate predict: give --vcluster, --hostfile or --hosts, or run it inside a"
-        " Slurm allocation (salloc -N 4 commscope validate predict ...)",
-    )
-    allocation = slurm.current()
-    assert allocation is not None
-    model, _ = model_from_scontrol(slurm.show_nodes(allocation.nodes), None, slurm.hostnames)
-    return model, {"slurm": {**allocation.to_json(), "plugin": slurm.mpi_plugin(mpi)}}
-
-
-def _predict(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
-    from commscope import predict
-    from commscope.analysis import contention
-    from commscope.units import parse_size_list
-    from commscope.validate.predict import (
-        BUDGET_LAUNCHES,
-        MAX_LAUNCHES,
-        POINT_BUDGET_S,
-        check,
-        unpriced_levels,
-    )
-
-    common.require(bool(args.tables), "validate predict: give --tables RUN with t(m, cf) tables")
-    sizes = parse_size_list(args.sizes, "--sizes")
-    mpi = mpi_mod.resolve(args.mpi)
-    model, site = _site(args, mpi)
-    with common.open_store(args) as store:
-        run_id = store.resolve_run(args.tables)
-        found = store.contentions(run_id)
-        common.require(
-            bool(found),
-            f"--tables {args.tables}: run {run_id} has no contention "
-            "measurements ('commscope run contention' on these nodes first)",
-        )
-        cost = predict.TableCost.from_tables(contention.tables(found), f"run {run_id}", model)
-        missing = unpriced_levels(model, cost, args.procs)
-        common.require(
-            not missing,
-            f"--tables {args.tables}: run {run_id} has no t(m, cf) table"
-            f" for the {' and '.join(missing)} level, which placements of"
-            f" {args.procs} ranks use; measure it ('commscope run contention"
-            " --levels memory,nic' on these nodes)",
-        )
-        mca = (
-            launch.parse_mca(args.mca)
-            if args.mca
-            else store.get_run(run_id).request.get("mca") or {}
-        )
-        launch.check_mca(mpi, mca)
-        checks, verdicts = check(store, mpi, model, cost, args.procs, sizes, args.block, site, mca)
-    if args.json:
-        common.print_json(
-            {
-                "tables_run": run_id,
-                "mca": mca,
-                "placements": [c.to_json() for c in checks],
-                "sizes": [v.to_json() for v in verdicts],
-            }
-        )
-        return 0
-    with_mca = "".join(f", --mca {name}={value}" for name, value in mca.items())
-    table = Table(
-        title=f"block All-to-all, {args.procs} ranks: predicted vs measured "
-        f"(tables: run {run_id}{with_mca})"
-    )
-    for col in ("placement", "bytes", "predicted (ms)", "measured (ms)", "error"):
-        table.add_column(col, justify="left" if col == "placement" else "right")
-    for c in checks:
-        measured = c.measured_s == c.measured_s  # NaN: no valid launch
-        table.add_row(
-            c.placement,
-            str(c.bytes),
-            f"{c.predicted_s * 1e3:.3f}",
-            f"{c.measured_s * 1e3:.3f}" if measured else "no valid launch",
-            f"{c.relative_error:+.0%}" if measured else "",
-        )
-    out = common.console()
-    out.print(table)
-    for v in verdicts:
-        out.print(
-            f"{v.bytes} B: Kendall tau {v.kendall_tau:.2f}, median |error| "
-            f"{v.median_relative_error:.0%}"
-        )
-        if v.unmeasured:
-            out.print(
-                f"{v.bytes} B: {', '.join(v.unmeasured)}: no valid launch within the"
-                f" point's budget ({MAX_LAUNCHES} launches, {POINT_BUDGET_S:g} s or"
-                f" {BUDGET_LAUNCHES} predicted launches if longer); left out"
-                " of tau and the errors"
-            )
-    return 0
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the checks and print a verdict per timer and sync method."""
     if args.what == "predict":
-        return _predict(args)
+        from commscope.cli import validate_predict
+
+        return validate_predict.run(args)
     timers = _names(args.timers, timers_mod.TIMERS, "--timers")
     syncs = _names(args.syncs, timers_mod.SYNCS, "--syncs")
     mpi = mpi_mod.resolve(args.mpi)

@@ -1,10 +1,12 @@
 """Check placement predictions against the same operation run for real on each placement.
 
 For every placement of p ranks (one node or several) that the virtual cluster, a set of
-hosts or a Slurm allocation can host, the engine runs the block All-to-all that the
-prediction models (`alltoall_block`, Peryshkova and Kurnosov 2018, contention-aware
-placement) and the measured time (MPIPerf method, Kurnosov 2012) is set beside the predicted
-one: per size, Kendall's tau between the two orders and the relative error of each placement.
+hosts or a Slurm allocation can host, the engine runs the collective the prediction models
+with the algorithm it models (the block All-to-all of Peryshkova and Kurnosov 2018,
+contention-aware placement, by default; others forced through the MPI's settings, see
+``forcing``), and the measured time (MPIPerf method, Kurnosov 2012) is set beside the
+predicted one: per size, Kendall's tau between the two orders and the relative error of each
+placement.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from commscope.data.store import Store
 from commscope.measure import runner
 from commscope.measure.mpi import MPIInstall
 from commscope.predict.cost import CostModel
+from commscope.validate.forcing import BLOCK_ALLTOALL, Forced
 
 # Each measured point stops after MAX_LAUNCHES launches or its time budget, whichever comes
 # first. The budget is POINT_BUDGET_S, raised to BUDGET_LAUNCHES times the slowest predicted
@@ -109,10 +112,21 @@ def site_request(
     return hosts
 
 
-def unpriced_levels(model: predict.ClusterModel, cost: CostModel, procs: int) -> list[str]:
-    """Levels the multi-node placements use that ``cost`` cannot price (checked before running)."""
+def pattern_of(forced: Forced, procs: int, size: int, block: int) -> predict.Pattern:
+    """The modelled steps of ``forced``'s algorithm (block 0: all ranks in one batch)."""
+    return predict.build(forced.op, procs, size, forced.algorithm, block=block or procs)
+
+
+def unpriced_levels(
+    model: predict.ClusterModel,
+    cost: CostModel,
+    procs: int,
+    forced: Forced = BLOCK_ALLTOALL,
+    block: int = 0,
+) -> list[str]:
+    """Levels the placements use that ``cost`` cannot price (checked before running)."""
     missing: set[str] = set()
-    pattern = predict.build("alltoall", procs, 1 << 20, block=procs)
+    pattern = pattern_of(forced, procs, 1 << 20, block)
     for pl in checked_placements(model, procs):
         missing.update(predict.predict(model, pl, pattern, cost).missing)
     return sorted(missing)
@@ -128,14 +142,21 @@ def measure(
     site: dict[str, Any],
     budget_s: float = POINT_BUDGET_S,
     mca: dict[str, str] | None = None,
+    forced: Forced = BLOCK_ALLTOALL,
+    cvar: dict[str, str] | None = None,
+    max_launches: int = MAX_LAUNCHES,
 ) -> dict[int, tuple[float, int]]:
-    """Run alltoall_block on the placement's nodes; return {bytes: (time_s, run_id)}."""
+    """Run the forced operation (default alltoall_block) on the placement's nodes.
+
+    Returns {bytes: (time_s, run_id)}; ``mca`` and ``cvar`` already hold the forced settings.
+    """
+    engine_op = forced.engine_op
     engine = EngineOptions(
-        ops="alltoall_block",
+        ops=engine_op,
         sizes=tuple(sizes),
         coll_sizes=tuple(sizes),
-        block=block,
-        max_launches=MAX_LAUNCHES,
+        block=block if engine_op == "alltoall_block" else None,
+        max_launches=max_launches,
         coll_budget_s=budget_s,
         # Virtual nodes share this machine's cores: the engine spreads them.
         pin=int("vcluster" in site),
@@ -148,11 +169,12 @@ def measure(
         confidence=0.95,
         engine=engine,
         mca=mca or None,
+        cvar=cvar or None,
         **site_request(site, model, placement),
     )
     run_id = store.create_run(
         "validate",
-        f"predict {placement.label}",
+        f"predict {engine_op} {placement.label}",
         mpi.tag,
         mpi.launcher,
         placement.p,
@@ -172,23 +194,37 @@ def check(
     block: int,
     site: dict[str, Any],
     mca: dict[str, str] | None = None,
+    forced: Forced = BLOCK_ALLTOALL,
+    cvar: dict[str, str] | None = None,
+    max_launches: int = MAX_LAUNCHES,
 ) -> tuple[list[PlacementCheck], list[SizeVerdict]]:
     """Predict and measure every placement; judge the order per size.
 
     ``site`` says where the placements run: ``{"vcluster": {rate, subnet}}``, ``{"hosts":
-    True}`` (the model's node names, by ssh) or ``{"slurm": allocation}``.
+    True}`` (the model's node names, by ssh) or ``{"slurm": allocation}``. ``forced`` is the
+    operation and algorithm (default: the block All-to-all); ``mca`` and ``cvar`` are the
+    runs' settings, the forced ones included.
     """
     placements = checked_placements(model, procs)
     checks: list[PlacementCheck] = []
     for pl in placements:
         predicted = [
-            predict.predict(
-                model, pl, predict.build("alltoall", procs, size, block=block or procs), cost
-            ).time_s
+            predict.predict(model, pl, pattern_of(forced, procs, size, block), cost).time_s
             for size in sizes
         ]
         measured = measure(
-            store, mpi, model, pl, sizes, block, site, point_budget_s(predicted), mca
+            store,
+            mpi,
+            model,
+            pl,
+            sizes,
+            block,
+            site,
+            point_budget_s(predicted),
+            mca,
+            forced,
+            cvar,
+            max_launches,
         )
         for size, pred in zip(sizes, predicted, strict=True):
             t, run_id = measured[size]
