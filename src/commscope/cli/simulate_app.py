@@ -249,7 +249,7 @@ def run_hpl(args: argparse.Namespace) -> int:
             f"--grid {p}x{q}: P x Q = {p * q} ranks but --np is {args.np}; give grids of"
             f" {args.np} ranks or leave --np out",
         )
-        app.rank_nodes(model, p * q)
+        app.rank_nodes(model, p * q, f"--grid {p}x{q}")
     common.require(bool(args.source), f"--source: missing; {hpl.SOURCE_HINT}")
     sweeps = _sweeps(args, params)
     binary = hpl.build(Path(args.source))

@@ -201,13 +201,16 @@ def _executables(tree: Path) -> list[Path]:
     return [p for p in tree.rglob("*") if p.is_file() and os.access(p, os.X_OK)]
 
 
-def rank_nodes(model: ClusterModel, np: int) -> list[int]:
-    """Per rank, its node: the model's cores filled node by node (block order)."""
+def rank_nodes(model: ClusterModel, np: int, flag: str = "") -> list[int]:
+    """Per rank, its node: the model's cores filled node by node (block order).
+
+    ``flag`` names the option that asked for ``np`` ranks in the error.
+    """
     per_node = model.cores_per_node
     if np > model.nodes * per_node:
         raise InputError(
-            f"--np {np}: the model has {model.nodes} nodes x {per_node} cores ="
-            f" {model.nodes * per_node}; give at most that many ranks"
+            f"{flag or f'--np {np}'}: {np} ranks but the model has {model.nodes} nodes x"
+            f" {per_node} cores = {model.nodes * per_node}; give at most that many ranks"
         )
     return [r // per_node for r in range(np)]
 
