@@ -139,11 +139,11 @@ def compile_and_cache(what: str, tag: str, steps: Any) -> Path:
     dest = apps_dir() / tag / "program"
     if dest.is_file():
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="commscope-build-") as tmp:
         binary, log = steps(Path(tmp))
         if binary is None:
             raise build_failed(what, log, tag)
+        dest.parent.mkdir(parents=True, exist_ok=True)
         part = dest.with_suffix(".part")
         shutil.copy2(binary, part)
         os.replace(part, dest)
