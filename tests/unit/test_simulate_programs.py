@@ -70,3 +70,21 @@ def test_grids_are_parsed_and_bad_ones_named() -> None:
     for text in ("6x", "0x4", "2by2", "2x2,"):
         with pytest.raises(InputError, match=f"--grid {text}: give PxQ"):
             hpl.parse_grids(text)
+
+
+def test_program_kind_shows_hpl_figures_and_keeps_its_json_key() -> None:
+    from commscope.kinds import program
+
+    data = {
+        "kind": "hpl",
+        "grid": "2x2",
+        **hpl.parse_output(OUTPUT).to_json(),  # type: ignore[union-attr]
+        "simulated_s": 0.1,
+        "wall_s": 0.2,
+        "netload": {"switch": {"messages": 57, "mean_message_bytes": 1126.0, "mbit_per_s": 5.05}},
+    }
+    assert program.to_json(None) == {"program": None}
+    shown = dict(program.rows(data))
+    assert shown["grid"] == "2x2" and shown["GFLOPS"] == "0.464"
+    assert shown["residual"].endswith("PASSED") and shown["switch messages"] == "57"
+    assert program.report(data)["kind"] == "hpl"
