@@ -186,6 +186,9 @@ def build(source: Path) -> Path:
         includes = [f"-I{root / 'include'}", f"-I{root.parent / 'include'}"]
         argv = [cc, *CFLAGS, *includes, "-o", str(tmp / "xhpl"), str(tmp / "driver.c")]
         code, log = app.run_build([*argv, *files, "-lblas", "-lm"], tmp)
+        if code != 0 and "-lblas" in log:
+            # The last line is what the one-line error shows: make it the fix.
+            log += "\nno BLAS to link HPL with; install one (Debian: apt-get install libblas-dev)\n"
         return (tmp / "xhpl" if code == 0 else None), log
 
     return app.compile_and_cache(f"--source {source}", app.digest(source, salt), steps)
