@@ -19,6 +19,9 @@ EXAMPLES = """examples:
       --sweep switch_latency=80us,160us,240us,320us,400us -- coll --ops alltoall --sizes 1MiB
   commscope simulate calibrate 12 -o vcluster.yaml     model + factors from ping-pong run 12
   commscope simulate validate 14 --cluster vcluster.yaml --min-size 1KiB
+  commscope simulate app ring.c --cluster c.yaml --np 8 --netload -- 1048576
+  commscope simulate hpl --n 4000 --grid 1x192,6x32,16x12 --cluster c.yaml \\
+      --source hpcc_1.5.0.orig.tar.gz --sweep switch-latency=80us,400us
 """
 NAME = "simulate"
 # The parameters --help names, written out: commscope.simulate.params imports the cluster model
@@ -146,12 +149,18 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     val.add_argument("--json", action="store_true", help="print the comparison as JSON")
     val.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    from commscope.cli import simulate_app
+
+    simulate_app.add_parsers(actions)
+
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch to the action (each in its own module: they import numpy, SciPy, PyYAML)."""
-    from commscope.cli import simulate_check, simulate_run
+    from commscope.cli import simulate_app, simulate_check, simulate_run
 
     actions = {
+        "app": simulate_app.run_app,
+        "hpl": simulate_app.run_hpl,
         "run": simulate_run.run,
         "calibrate": simulate_check.calibrate,
         "validate": simulate_check.validate,

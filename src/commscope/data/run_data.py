@@ -31,6 +31,7 @@ class RunData:
     # Points of the other families (data/point_ops.family: paired, rma, mbw), by family.
     families: dict[str, list[Point]] = field(default_factory=dict)
     protocol_limits: ProtocolLimits | None = None  # the MPI's eager limits, when recorded
+    program: Any = None  # a simulated program's data (runs of kind app or hpl), or None
 
     def family(self, name: str) -> list[Point]:
         """The run's Points of family ``name`` (``points`` holds the p2p family)."""
@@ -61,4 +62,11 @@ def read_run(store: Store, run_id: int) -> RunData:
         netload=store.run_data(run_id, "netload"),
         families=families,
         protocol_limits=ProtocolLimits.from_json(store.run_data(run_id, RUN_DATA_KIND)),
+        program=_program(store, run_id),
     )
+
+
+def _program(store: Store, run_id: int) -> Any:
+    """The data `simulate app` and `simulate hpl` keep with a run (under its kind's name)."""
+    kind = store.get_run(run_id).kind
+    return store.run_data(run_id, kind) if kind in ("app", "hpl") else None

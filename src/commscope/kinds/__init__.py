@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from commscope.data.run_data import RunData
-from commscope.kinds import coll, contention, loggp, matrix, mbw, node, p2p, rma, tcp
+from commscope.kinds import coll, contention, loggp, matrix, mbw, node, p2p, program, rma, tcp
 from commscope.kinds.base import Kind, View
 
 KINDS: tuple[Kind[Any], ...] = (
@@ -25,6 +25,7 @@ KINDS: tuple[Kind[Any], ...] = (
     matrix.KIND,
     rma.KIND,
     mbw.KIND,
+    program.KIND,
 )
 
 __all__ = [

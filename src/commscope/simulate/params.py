@@ -11,11 +11,13 @@ calibrate``); anything left out comes from the model's channels, then from defau
       lat_factor: [[0, 1.0], [1024, 1.12], [65536, 1.9]]   # [from size, factor], SMPI's
       bw_factor: [[0, 0.4], [1024, 0.83], [65536, 0.94]]   # smpi/lat-factor and bw-factor
       crosstraffic: false                              # acks take reverse bandwidth
+      core_speed: 12Gf                                 # flop/s of one model core (apps)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +43,7 @@ _KEYS = (
     "bw_factor",
     "crosstraffic",
     "eager_bytes",
+    "core_speed",
 )
 # Messages below this go eagerly, without waiting for the receive (as MPI's eager protocol:
 # Open MPI's TCP and shared-memory eager limits are 64 KiB). SMPI's default, 0, delays every
@@ -58,6 +61,19 @@ SWEEPABLE = {
 }
 
 Factors = tuple[tuple[int, float], ...]
+# A flop rate as SimGrid writes it: 1.5Gf, 800Mf, 2e9f.
+SPEED_FORMS = "a number and f, kf, Mf, Gf or Tf (e.g. 12Gf)"
+_SPEED = re.compile(r"([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*([kMGT]?)f")
+_SPEED_SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def parse_speed(value: Any) -> float | None:
+    """A flop rate (flop/s) from text such as ``12Gf``; None when it is not one."""
+    m = _SPEED.fullmatch(str(value).strip())
+    if not m:
+        return None
+    speed = float(m.group(1)) * _SPEED_SCALE[m.group(2)]
+    return speed if 0 < speed < 1e18 else None
 
 
 @dataclass(frozen=True)
@@ -73,6 +89,8 @@ class SimParams:
         crosstraffic: whether acknowledgements take bandwidth in the reverse direction.
         eager_bytes: messages smaller than this are sent without waiting for their receive.
         calibrated_from: the measured run the factors come from, if any.
+        core_flops: flop/s of one model core, for programs whose compute is simulated
+            (``simulate app``, ``simulate hpl``); None: as fast as the simulating host.
         sources: where each link figure came from (calibration, model, default).
     """
 
@@ -87,6 +105,7 @@ class SimParams:
     eager_bytes: int = DEFAULT_EAGER_BYTES
     calibrated_from: str | None = None
     sources: tuple[tuple[str, str], ...] = ()
+    core_flops: float | None = None
 
     @property
     def calibrated(self) -> bool:
@@ -121,6 +140,7 @@ class SimParams:
             "eager_bytes": self.eager_bytes,
             "calibrated_from": self.calibrated_from,
             "sources": dict(self.sources),
+            "core_flops": self.core_flops,
         }
 
     def to_yaml(self) -> dict[str, Any]:
@@ -140,6 +160,7 @@ class SimParams:
             "bw_factor": [[int(s), round(float(f), 6)] for s, f in self.bw_factor],
             "crosstraffic": self.crosstraffic,
             "eager_bytes": self.eager_bytes,
+            **({"core_speed": f"{self.core_flops:.6g}f"} if self.core_flops else {}),
         }
 
 
@@ -239,6 +260,13 @@ def params_for(model: ClusterModel, section: Any = None, where: str = "") -> Sim
         strict.check_whole(eager, 0, MAX_MESSAGE_BYTES)
     except strict.NumberError as err:
         raise InputError(f"{where}: simulation.eager_bytes: {err}") from None
+    speed = section.get("core_speed")
+    core_flops = None if speed is None else parse_speed(speed)
+    if speed is not None and core_flops is None:
+        raise InputError(
+            f"{where}: simulation.core_speed: {strict.shown(speed)} is not a flop rate;"
+            f" use {SPEED_FORMS}"
+        )
     return SimParams(
         nic_bw_Bps=pick("nic bandwidth", nic_bw, model.nic.bandwidth_Bps, DEFAULT_NIC_BPS),
         nic_lat_s=pick("nic latency", nic_lat, model.nic.latency_s, DEFAULT_NIC_LAT_S),
@@ -255,4 +283,5 @@ def params_for(model: ClusterModel, section: Any = None, where: str = "") -> Sim
         if section.get("calibrated_from") is None
         else str(section["calibrated_from"]),
         sources=tuple(sources),
+        core_flops=core_flops,
     )

@@ -91,8 +91,11 @@ def route_links(model: ClusterModel, i: int, j: int) -> list[str]:
     return links
 
 
-def platform_xml(model: ClusterModel, params: SimParams) -> str:
-    """The SimGrid (platform version 4.1) description of ``model``."""
+def platform_xml(model: ClusterModel, params: SimParams, core_flops: float = 1e9) -> str:
+    """The SimGrid (platform version 4.1) description of ``model``.
+
+    ``core_flops`` is each core's speed; it matters only when computation is simulated.
+    """
     check_model(model)
     names = model.node_names
     out = [
@@ -103,7 +106,10 @@ def platform_xml(model: ClusterModel, params: SimParams) -> str:
         '  <zone id="cluster" routing="Full">\n',
     ]
     for name in names:
-        out.append(f'    <host id={quoteattr(name)} speed="1Gf" core="{model.cores_per_node}"/>\n')
+        out.append(
+            f'    <host id={quoteattr(name)} speed="{core_flops:.9g}f"'
+            f' core="{model.cores_per_node}"/>\n'
+        )
     for name in names:
         out.append(_link(f"{name}-memory", params.memory_bw_Bps, params.memory_lat_s, "SHARED"))
         for way in ("up", "down"):

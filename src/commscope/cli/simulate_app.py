@@ -1,0 +1,313 @@
+"""`commscope simulate app` and `simulate hpl`: whole MPI programs on a SimGrid model.
+
+Each simulated run is stored as a run of kind ``app`` or ``hpl`` whose data (simulated and
+wall time, output, HPL's figures, the network load) is kept with it under the same name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from commscope.cli import common
+from commscope.errors import UsageError
+
+if TYPE_CHECKING:
+    from commscope.predict.model import ClusterModel
+    from commscope.simulate.params import SimParams
+
+DEFAULT_TIMEOUT_S = 3600.0
+
+
+def _common_options(p: argparse.ArgumentParser) -> None:
+    from commscope.cli import simulate_cmd
+
+    simulate_cmd._model_options(p)
+    p.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2,...",
+        help="one run per value of a model parameter (switch-latency, nic-latency,"
+        " nic-bandwidth, memory-latency, memory-bandwidth)",
+    )
+    p.add_argument(
+        "--netload", action="store_true", help="trace the run and keep the load on the links"
+    )
+    p.add_argument(
+        "--smpi-cfg",
+        action="append",
+        default=[],
+        metavar="NAME:VALUE",
+        help="extra SimGrid option, e.g. smpi/shared-malloc:global (repeatable)",
+    )
+    common.option(
+        p,
+        "--timeout",
+        type=common.number(1, 7 * 86400),
+        default=DEFAULT_TIMEOUT_S,
+        help="wall-time limit of each simulation, seconds",
+    )
+    common.option(p, "--label", type=common.label, help="a name for the run(s)")
+    p.add_argument("--json", action="store_true", help="print the runs as JSON")
+
+
+def _app_options(p: argparse.ArgumentParser) -> None:
+    _common_options(p)
+    common.option(
+        p,
+        "--np",
+        type=common.whole(1, 100_000),
+        help="ranks, filling the model's cores node by node [default: every core]",
+    )
+
+
+class _LateOptions(argparse.ArgumentParser):
+    """The options written after SOURCE; an error is a UsageError, printed once."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"simulate app: {message}; the program's arguments go after '--'")
+
+
+def _split_program(args: argparse.Namespace) -> list[str]:
+    """Options after SOURCE into ``args``; the program's arguments (after '--') returned.
+
+    argparse hands everything after the first positional to the REMAINDER, options included.
+    """
+    words = list(args.program)
+    head, tail = (
+        (words[: words.index("--")], words[words.index("--") + 1 :])
+        if "--" in words
+        else (words, [])
+    )
+    parser = _LateOptions(prog="commscope simulate app SOURCE", add_help=False)
+    _app_options(parser)
+    parser.parse_args(head, namespace=args)
+    return tail
+
+
+def add_parsers(actions: Any) -> None:
+    """Declare `simulate app` and `simulate hpl` on the `simulate` sub-parsers."""
+    app = actions.add_parser(
+        "app",
+        help="build an MPI program with smpicc and run it on the model",
+        description="Build an MPI C program (one file, or a directory whose Makefile takes"
+        " CC=smpicc) and run it under smpirun on the model; its arguments follow '--'.",
+    )
+    _app_options(app)
+    app.add_argument("source", metavar="SOURCE", help="a .c file or a directory with a Makefile")
+    app.add_argument(
+        "program",
+        nargs=argparse.REMAINDER,
+        metavar="-- ARGS",
+        help="the program's arguments, after '--'",
+    )
+
+    hpl = actions.add_parser(
+        "hpl",
+        help="run HPL (HPC Challenge's) on the model, one run per grid",
+        description="Build HPL with smpicc from the HPC Challenge source and solve one"
+        " system per process grid on the model, as Rechistov et al. 2012 validated theirs.",
+    )
+    _common_options(hpl)
+    common.option(hpl, "--n", type=common.whole(1, 1_000_000), default=4000, help="matrix order")
+    common.option(hpl, "--nb", type=common.whole(1, 4096), default=128, help="block size")
+    common.option(hpl, "--grid", default="2x2", help="process grids PxQ[,PxQ...] (one run each)")
+    common.option(
+        hpl,
+        "--np",
+        type=common.whole(1, 100_000),
+        help="ranks; when given, every grid's P x Q must equal it",
+    )
+    common.option(
+        hpl,
+        "--source",
+        env="COMMSCOPE_HPL_SOURCE",
+        metavar="PATH",
+        help="HPC Challenge 1.5.0 source: its tarball or unpacked tree (apt-get source hpcc)",
+    )
+
+
+def _load(args: argparse.Namespace) -> tuple[ClusterModel, SimParams]:
+    from commscope.simulate import setup
+
+    common.require(bool(args.cluster), "--cluster FILE: simulate needs a cluster model")
+    return setup.load(args.cluster)
+
+
+def _sweeps(args: argparse.Namespace, params: SimParams) -> list[Any]:
+    from commscope.cli import simulate_run
+
+    # Parameters are spelled with '-' on this command line, '_' in the model's names.
+    specs = [s.partition("=")[0].replace("-", "_") + "=" + s.partition("=")[2] for s in args.sweep]
+    return simulate_run._sweeps(specs, params)
+
+
+def _simulate(
+    args: argparse.Namespace,
+    store: Any,
+    what: dict[str, Any],
+    sim: dict[str, Any],
+    program: list[str],
+    setup_dir: Any = None,
+) -> tuple[int, dict[str, Any]]:
+    """Run ``program`` on ``sim`` in a fresh directory; store the run; its id and data."""
+    from commscope.simulate import app, hpl
+
+    with tempfile.TemporaryDirectory(prefix="commscope-app-") as tmp:
+        workdir = Path(tmp)
+        if setup_dir is not None:
+            setup_dir(workdir)
+        result, code, text = app.run(sim, program, workdir, args.timeout)
+        tag = f"{what['kind']}-{os.getpid()}"
+        if code != 0:
+            raise app.failed(program[0], code, text, tag)
+        if result.simulated_s != result.simulated_s:  # NaN: SimGrid printed no time
+            raise app.failed(program[0], code, text + "\n(no simulated time printed)\n", tag)
+        data: dict[str, Any] = {**what, **result.to_json()}
+        if what["kind"] == "hpl":
+            out = workdir / hpl.OUTPUT_FILE
+            parsed = hpl.parse_output(out.read_text("utf-8", "replace") if out.exists() else "")
+            if parsed is None:
+                raise app.failed(program[0], code, text + "\n(HPL printed no result)\n", tag)
+            data.update(parsed.to_json())
+        if sim["netload"]:
+            data["netload"] = _netload(sim, workdir)
+    mpi = f"simgrid-{sim['simgrid']}"
+    request = {"benchmark": what["kind"], "np": sim["np"], "what": what, "simulate": sim}
+    rid: int = store.create_run(what["kind"], what.get("label"), mpi, "smpirun", sim["np"], request)
+    store.set_run_data(rid, what["kind"], data)
+    store.set_run_status(rid, "complete")
+    return rid, data
+
+
+def _netload(sim: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    """Per-link load, and the switch's.
+
+    The switch carries every MPI message between nodes (each leaves its node by one NIC):
+    counted from the traced messages and their sizes.
+    """
+    from commscope.predict import model_from_dict
+    from commscope.simulate import netload
+
+    model = model_from_dict(sim["model_file"], "the run's model")
+    loads, duration = netload.link_loads(workdir / netload.TRACE_FILE, model, sim["rank_node"])
+    ups = [x for x in loads if x.link.endswith("-nic-up")]
+    messages = sum(x.messages for x in ups)
+    moved = sum(x.message_bytes for x in ups)
+    return {
+        "duration_s": duration,
+        "links": [x.to_json(duration) for x in loads],
+        "switch": {
+            "bytes": moved,
+            "messages": messages,
+            "mean_message_bytes": moved / messages if messages else None,
+            "mbit_per_s": moved * 8 / duration / 1e6 if duration > 0 else None,
+        },
+    }
+
+
+def run_app(args: argparse.Namespace) -> int:
+    """`simulate app`: build the program, run it once per swept value, store each run."""
+    from commscope.simulate import app
+
+    program_args = _split_program(args)
+    model, params = _load(args)
+    source = Path(args.source)
+    np = args.np or model.nodes * model.cores_per_node
+    app.rank_nodes(model, np)  # refuse too many ranks before building
+    sweeps = _sweeps(args, params)
+    binary = app.build(source)
+    host = app.host_flops()
+    rows = []
+    with common.open_store(args) as store:
+        for tag, p, sweep in sweeps:
+            sim = {
+                **app.simulation(model, p, np, args.netload, host, args.smpi_cfg),
+                "sweep": sweep,
+            }
+            label = " ".join(x for x in (args.label, tag) if x) or None
+            what = {"kind": "app", "source": str(source), "args": program_args, "label": label}
+            rid, data = _simulate(args, store, what, sim, [str(binary), *program_args])
+            rows.append({"run": rid, "sweep": tag, **data})
+    _show(args, rows, ("simulated_s", "wall_s"))
+    return 0
+
+
+def run_hpl(args: argparse.Namespace) -> int:
+    """`simulate hpl`: one HPL solve per grid (and swept value), each stored as a run."""
+    from commscope.simulate import app, hpl
+
+    model, params = _load(args)
+    grids = hpl.parse_grids(args.grid)
+    for p, q in grids:
+        common.require(
+            args.np is None or p * q == args.np,
+            f"--grid {p}x{q}: P x Q = {p * q} ranks but --np is {args.np}; give grids of"
+            f" {args.np} ranks or leave --np out",
+        )
+        app.rank_nodes(model, p * q, f"--grid {p}x{q}")
+    common.require(bool(args.source), f"--source: missing; {hpl.SOURCE_HINT}")
+    sweeps = _sweeps(args, params)
+    binary = hpl.build(Path(args.source))
+    host = app.host_flops()
+    rows = []
+    with common.open_store(args) as store:
+        for p, q in grids:
+            for tag, sp, sweep in sweeps:
+                sim = app.simulation(model, sp, p * q, args.netload, host, args.smpi_cfg)
+                sim["sweep"] = sweep
+                text = hpl.input_file(args.n, args.nb, p, q)
+                label = " ".join(x for x in (args.label, f"{p}x{q}", tag) if x)
+                what = {"kind": "hpl", "label": label, "grid": f"{p}x{q}"}
+
+                def write_input(workdir: Path, text: str = text) -> None:
+                    (workdir / hpl.INPUT_FILE).write_text(text, "utf-8")
+
+                rid, data = _simulate(args, store, what, sim, [str(binary)], write_input)
+                if not data["passed"]:
+                    common.console(stderr=True).print(
+                        f"run {rid}: HPL's residual check FAILED on {p}x{q}"
+                    )
+                rows.append({"run": rid, "sweep": tag, **data})
+    _show(args, rows, ("gflops", "passed", "simulated_s", "wall_s"))
+    return 0 if all(r["passed"] for r in rows) else 1
+
+
+def _show(args: argparse.Namespace, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
+    if args.json:
+        common.print_json({"runs": [{k: v for k, v in r.items() if k != "output"} for r in rows]})
+        return
+    from rich.table import Table
+
+    table = Table(title="simulated runs")
+    traced = any("netload" in r for r in rows)
+    names = ["run", "label", *columns]
+    if traced:
+        names += ["switch MB", "mean message (B)", "switch Mbit/s"]
+    for name in names:
+        table.add_column(name, justify="right")
+    for r in rows:
+        cells = [str(r["run"]), r.get("label") or "", *(_cell(r[c]) for c in columns)]
+        if traced:
+            sw = r.get("netload", {}).get("switch", {})
+            cells += [
+                _cell(sw.get("bytes", 0) / 1e6),
+                _cell(sw.get("mean_message_bytes")),
+                _cell(sw.get("mbit_per_s")),
+            ]
+        table.add_row(*cells)
+    common.console().print(table)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "PASSED" if value else "FAILED"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)

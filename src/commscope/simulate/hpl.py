@@ -1,0 +1,194 @@
+"""HPL built with smpicc from the HPC Challenge suite, to run on a cluster model.
+
+Rechistov et al. 2012 ("Simulation of a cluster: the Simics-based approach") validated
+their cluster model with HPL in the same way.
+
+The source is HPC Challenge 1.5.0 (Debian: ``apt-get source hpcc``): a tarball or its
+unpacked tree. Its ``hpl/`` is HPL whose driver became a function, ``HPL_main``, reading
+``hpccinf.txt`` (HPL.dat's format) and writing ``hpccoutf.txt``; a small ``main`` of ours
+calls it between MPI_Init and MPI_Finalize, and the Fortran-interface BLAS (Debian:
+libblas-dev, the reference BLAS) does the arithmetic.
+"""
+
+from __future__ import annotations
+
+import re
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from commscope.errors import InputError, UsageError
+from commscope.simulate import app, smpi
+
+INPUT_FILE = "hpccinf.txt"
+OUTPUT_FILE = "hpccoutf.txt"
+SOURCE_HINT = (
+    "give the HPC Challenge 1.5.0 source (apt-get source hpcc, or its .orig.tar.gz) with"
+    " --source or $COMMSCOPE_HPL_SOURCE"
+)
+# HPL's folders of library and test-driver sources: every .c file in them is built.
+SOURCE_DIRS = (
+    "src/auxil",
+    "src/blas",
+    "src/comm",
+    "src/grid",
+    "src/panel",
+    "src/pauxil",
+    "src/pfact",
+    "src/pgesv",
+    "testing/matgen",
+    "testing/timer",
+    "testing/pmatgen",
+    "testing/ptimer",
+    "testing/ptest",
+)
+# Fortran BLAS names with a trailing underscore, Fortran integers as C ints.
+CFLAGS = ("-O2", "-w", "-DAdd_", "-DF77_INTEGER=int", "-DStringSunStyle")
+# HPC Challenge's main runs HPL and six other tests; this one runs HPL alone. On a bad
+# input file HPL asks HPC Challenge for defaults (HPCC_Defaults): here that is an error.
+DRIVER = r"""
+#include <stdio.h>
+#include <string.h>
+#include "hpl.h"
+
+int HPL_main(int argc, char **argv, HPL_RuntimeData *rdata, int *failure);
+
+int HPCC_Defaults(HPL_T_test *test, int *ns, int *n, int *nbs, int *nb, HPL_T_ORDER *pmap,
+                  int *npqs, int *p, int *q, int *npfs, HPL_T_FACT *pf, int *nbms, int *nbm,
+                  int *ndvs, int *ndv, int *nrfs, HPL_T_FACT *rf, int *ntps, HPL_T_TOP *tp,
+                  int *ndhs, int *dh, HPL_T_SWAP *fswap, int *tswap, int *l1notran,
+                  int *unotran, int *equil, int *align, MPI_Comm comm) {
+  fprintf(stderr, "hpccinf.txt: HPL refused its input\n");
+  MPI_Abort(comm, 2);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  HPL_RuntimeData rdata;
+  int failure = 0;
+  memset(&rdata, 0, sizeof rdata);
+  MPI_Init(&argc, &argv);
+  HPL_main(argc, argv, &rdata, &failure);
+  MPI_Finalize();
+  return 0;
+}
+"""
+_RESULT = re.compile(
+    r"^(W\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.eE+-]+)\s+([0-9.eE+-]+)\s*$", re.M
+)
+_RESIDUAL = re.compile(r"\|\|Ax-b\|\|_oo.*=\s*([0-9.eE+-]+)\s*\.+\s*(PASSED|FAILED)")
+
+
+@dataclass(frozen=True)
+class HPLResult:
+    """HPL's own report of one solve (times in simulated seconds)."""
+
+    n: int
+    nb: int
+    p: int
+    q: int
+    time_s: float
+    gflops: float
+    residual: float | None
+    passed: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict for the run's data."""
+        return {
+            "n": self.n,
+            "nb": self.nb,
+            "p": self.p,
+            "q": self.q,
+            "hpl_time_s": self.time_s,
+            "gflops": self.gflops,
+            "residual": self.residual,
+            "passed": self.passed,
+        }
+
+
+def parse_grids(text: str) -> list[tuple[int, int]]:
+    """``PxQ[,PxQ...]`` as (P, Q) pairs."""
+    from commscope.measure.compute import hpcc
+
+    try:
+        return [hpcc.parse_grid(item.strip()) for item in text.split(",")]
+    except UsageError:
+        raise InputError(
+            f"--grid {text}: give PxQ[,PxQ...] with P, Q >= 1 (e.g. 1x192,6x32)"
+        ) from None
+
+
+def input_file(n: int, nb: int, p: int, q: int) -> str:
+    """hpccinf.txt for one solve of order ``n`` on a P x Q grid (HPL's usual settings)."""
+    from commscope.measure.compute import hpcc
+
+    return hpcc.input_text(n, nb, p, q)
+
+
+def parse_output(text: str) -> HPLResult | None:
+    """HPL's result line and residual check; None when it printed no result."""
+    m = _RESULT.search(text)
+    if not m:
+        return None
+    r = _RESIDUAL.search(text)
+    return HPLResult(
+        n=int(m.group(2)),
+        nb=int(m.group(3)),
+        p=int(m.group(4)),
+        q=int(m.group(5)),
+        time_s=float(m.group(6)),
+        gflops=float(m.group(7)),
+        residual=float(r.group(1)) if r else None,
+        passed=r is not None and r.group(2) == "PASSED",
+    )
+
+
+def flops(n: int) -> float:
+    """HPL's operation count for order ``n``: 2/3 n^3 + 3/2 n^2."""
+    return 2.0 / 3.0 * n**3 + 1.5 * n**2
+
+
+def _hpl_dir(tree: Path) -> Path | None:
+    for driver in sorted(tree.rglob("testing/ptest/HPL_pddriver.c")):
+        root = driver.parents[2]
+        if (root / "include" / "hpl.h").is_file() and "HPL_main" in driver.read_text(
+            "utf-8", "replace"
+        ):
+            return root
+    return None
+
+
+def build(source: Path) -> Path:
+    """The HPL program built with smpicc from the HPC Challenge source (cached by its digest).
+
+    Raises:
+        InputError: the source is missing, not HPC Challenge's, or does not build.
+    """
+    if not source.exists():
+        raise InputError(f"--source {source}: no such file or directory; {SOURCE_HINT}")
+    if source.is_file() and not tarfile.is_tarfile(source):
+        raise InputError(f"--source {source}: not a tarball or a directory; {SOURCE_HINT}")
+    cc, _ = smpi.tools()
+    salt = f"hpl:{DRIVER}:{' '.join(CFLAGS)}"
+
+    def steps(tmp: Path) -> tuple[Path | None, str]:
+        tree = source
+        if source.is_file():
+            tree = tmp / "src"
+            with tarfile.open(source) as tar:
+                tar.extractall(tree, filter="data")
+        root = _hpl_dir(tree)
+        if root is None:
+            raise InputError(f"--source {source}: no HPC Challenge hpl/ in it; {SOURCE_HINT}")
+        (tmp / "driver.c").write_text(DRIVER, "utf-8")
+        files = [str(p) for d in SOURCE_DIRS for p in sorted((root / d).glob("*.c"))]
+        includes = [f"-I{root / 'include'}", f"-I{root.parent / 'include'}"]
+        argv = [cc, *CFLAGS, *includes, "-o", str(tmp / "xhpl"), str(tmp / "driver.c")]
+        code, log = app.run_build([*argv, *files, "-lblas", "-lm"], tmp)
+        if code != 0 and "-lblas" in log:
+            # The last line is what the one-line error shows: make it the fix.
+            log += "\nno BLAS to link HPL with; install one (Debian: apt-get install libblas-dev)\n"
+        return (tmp / "xhpl" if code == 0 else None), log
+
+    return app.compile_and_cache(f"--source {source}", app.digest(source, salt), steps)
