@@ -21,8 +21,10 @@ from commscope.errors import PredictError
 from commscope.predict import channels
 from commscope.predict.cost import CostModel
 from commscope.predict.model import LEVELS, ClusterModel
-from commscope.predict.patterns import Pattern, ShiftStep
+from commscope.predict.patterns import Pattern, ShiftStep, Transfers
 from commscope.predict.placement import Placement, enumerate_placements
+
+BATCH = 1 << 20  # transfers counted at once by the rank-by-rank count (bounds its memory)
 
 
 @dataclass(frozen=True)
@@ -101,16 +103,23 @@ def _symmetric(
 def _general(
     model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostModel
 ) -> Prediction:
-    """Price every transfer of every step, one step at a time."""
+    """Price every transfer of every step, steps batched up to BATCH transfers at a time."""
     known = set(cost.sources())
     step_s = np.zeros(len(pattern.steps))
     used = np.zeros(len(LEVELS), dtype=np.int64)
     max_cf = np.zeros(len(LEVELS))
-    for k, step in enumerate(pattern.steps):
-        src, dst, nbytes = step.transfers(pattern.p)
-        if src.size == 0:
-            continue
-        usage = channels.count(model, placement, src, dst)
+    batch: list[tuple[int, Transfers]] = []
+
+    def price() -> None:
+        # One count for the batch: per-step numpy calls would cost more than the counting
+        # for the few transfers of a tree step.
+        src = np.concatenate([t[0] for _, t in batch])
+        dst = np.concatenate([t[1] for _, t in batch])
+        nbytes = np.concatenate([t[2] for _, t in batch])
+        step_of = np.repeat(
+            np.array([k for k, _ in batch], dtype=np.int64), [t[0].size for _, t in batch]
+        )
+        usage = channels.count(model, placement, src, dst, step_of, len(pattern.steps))
         for code, level in enumerate(LEVELS):
             sel = usage.level == code
             if not sel.any():
@@ -119,7 +128,21 @@ def _general(
             here = usage.cf[sel]
             max_cf[code] = max(max_cf[code], float(here.max()))
             if level in known:
-                step_s[k] = max(step_s[k], float(cost.time_s(level, nbytes[sel], here).max()))
+                np.maximum.at(step_s, step_of[sel], cost.time_s(level, nbytes[sel], here))
+        batch.clear()
+
+    queued = 0
+    for k, step in enumerate(pattern.steps):
+        transfers = step.transfers(pattern.p)
+        if transfers[0].size == 0:
+            continue
+        if batch and queued + transfers[0].size > BATCH:
+            price()
+            queued = 0
+        batch.append((k, transfers))
+        queued += transfers[0].size
+    if batch:
+        price()
     return _result(placement, step_s, used, max_cf, _missing(cost, used))
 
 
