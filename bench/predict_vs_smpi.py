@@ -33,6 +33,7 @@ import fcntl
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -120,9 +121,9 @@ class Lock:
 
 
 def simulate(
-    program: Path, model: ClusterModel, pl: Placement, op: str, size: int, lock: Lock
-) -> tuple[float, float]:
-    """SMPI's simulated time of one launch and the wall time of its smpirun."""
+    program: Path, model: ClusterModel, pl: Placement, op: str, size: int, lock: Lock, limit: float
+) -> tuple[float, float] | None:
+    """SMPI's simulated time of one launch and the wall time of its smpirun; None past limit."""
     with tempfile.TemporaryDirectory(prefix="smpi-") as tmp:
         workdir = Path(tmp)
         job = probe.model_job(
@@ -130,18 +131,28 @@ def simulate(
         )
         lock.take()
         t0 = time.perf_counter()
-        out = subprocess.run(
+        # Its own process group: smpirun is a shell script, and killing it alone would leave
+        # the simulation running.
+        run = subprocess.Popen(
             job.argv,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=290,
             cwd=workdir,
             env={**os.environ, **job.env},
+            start_new_session=True,
         )
+        try:
+            stdout, stderr = run.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.communicate()
+            print(f"{pl.label:<16} SMPI took over {limit:.0f} s of wall time; left out")
+            return None
         wall = time.perf_counter() - t0
-    if out.returncode != 0:
-        raise SystemExit(f"smpirun {op} {size} on {pl.label}: {out.stderr.strip()[-500:]}")
-    return probe.simulated_s(out.stdout), wall
+    if run.returncode != 0:
+        raise SystemExit(f"smpirun {op} {size} on {pl.label}: {stderr.strip()[-500:]}")
+    return probe.simulated_s(stdout), wall
 
 
 def key(model: ClusterModel, pl: Placement, op: str, size: int) -> str:
@@ -182,6 +193,9 @@ def main() -> int:
     )
     parser.add_argument("--results", type=Path, help="JSON file keeping SMPI's times")
     parser.add_argument("--repeat", type=int, default=5, help="best of, for the predictor")
+    parser.add_argument(
+        "--limit", type=float, default=240.0, help="wall seconds one smpirun may take"
+    )
     args = parser.parse_args()
     model, cost = cluster(), smpi_cost(PARAMS)
     lock = Lock(args.lock, args.hold)
@@ -202,21 +216,26 @@ def main() -> int:
                     predicted = {pr.placement.label: pr.time_s for pr in ranked}
                     print(f"\n{pattern.describe()}; SMPI smpi/{op}:{ALGOS[op][1]}")
                     print(f"{'placement':<16} {'predicted s':>12} {'SMPI s':>12} {'ratio':>7}")
-                    smpi_s, walls = [], []
+                    smpi_s, walls, pred = [], [], []
                     for pl in placements:
                         k = key(model, pl, op, size)
                         if k not in kept:
-                            kept[k] = simulate(program, model, pl, op, size, lock)
+                            done = simulate(program, model, pl, op, size, lock, args.limit)
+                            if done is None:
+                                continue
+                            kept[k] = done
                             if args.results:
                                 args.results.write_text(json.dumps(kept, indent=1))
                         sim, wall = kept[k]
+                        got = predicted[pl.label]
                         smpi_s.append(sim)
                         walls.append(wall)
-                        got = predicted[pl.label]
+                        pred.append(got)
                         print(f"{pl.label:<16} {got:>12.6g} {sim:>12.6g} {got / sim:>7.3f}")
                         sys.stdout.flush()
                     lock.release()  # the analysis needs no lock
-                    pred = [predicted[pl.label] for pl in placements]
+                    if len(pred) < 2:
+                        continue
                     tau = float(kendalltau(pred, smpi_s).statistic)
                     near = tau_within(pred, smpi_s)
                     worst = max(abs(a / b - 1) for a, b in zip(pred, smpi_s, strict=True))
