@@ -196,6 +196,9 @@ def main() -> int:
     parser.add_argument(
         "--limit", type=float, default=240.0, help="wall seconds one smpirun may take"
     )
+    parser.add_argument(
+        "--cached", action="store_true", help="only SMPI times kept in --results; run none"
+    )
     args = parser.parse_args()
     model, cost = cluster(), smpi_cost(PARAMS)
     lock = Lock(args.lock, args.hold)
@@ -219,6 +222,8 @@ def main() -> int:
                     smpi_s, walls, pred = [], [], []
                     for pl in placements:
                         k = key(model, pl, op, size)
+                        if k not in kept and args.cached:
+                            continue
                         if k not in kept:
                             done = simulate(program, model, pl, op, size, lock, args.limit)
                             if done is None:
