@@ -14,8 +14,10 @@ import pytest
 
 from commscope.analysis.contention import tables
 from commscope.predict import build, enumerate_placements, predict, rank, rank_placements
-from commscope.predict.cost import TableCost
+from commscope.predict.cost import HockneyCost, TableCost
 from commscope.predict.model import ClusterModel, Link, Switch
+from commscope.predict.patterns import ListStep, Pattern
+from commscope.predict.placement import regular
 from tests import synthetic_runs
 from tests.synthetic_contention import as_measured, records, store_run
 
@@ -83,6 +85,26 @@ def test_batched_steps_price_as_steps_alone(
     for a, b in zip(together, alone, strict=True):
         assert a.step_s.tolist() == b.step_s.tolist() and a.max_cf == b.max_cf
     assert len({pr.time_s for pr in together}) > 1
+
+
+def test_ranks_wait_for_their_partners_not_for_the_step() -> None:
+    # Two chains on 2 nodes of 4 ranks: A sends across (slow S) then inside a node (fast f),
+    # B the other way round. Each step lasts S, yet no rank waits for the other chain.
+    model = ClusterModel("m", ("a", "b"), 1, 4, memory=Link(1e12), nic=Link(1e9))
+    cost = HockneyCost.from_model(model)
+    m = 1 << 20
+    step = [
+        ListStep(np.array(s, dtype=np.int64), np.array(d, dtype=np.int64), np.full(2, m))
+        for s, d in (([0, 2], [4, 3]), ([0, 3], [1, 6]))
+    ]
+    pattern = Pattern("allreduce", "two chains", 8, m, tuple(step))
+    pr = predict(model, regular(model, 2, 4), pattern, cost)
+    slow, fast = m / 1e9, m / 1e12
+    assert pr.step_s.tolist() == pytest.approx([slow, slow])
+    assert pr.time_s == pytest.approx(slow + fast)
+    # A Bcast's root sends in every step, so its chain is the sum of the steps.
+    bcast = predict(model, regular(model, 2, 4), build("bcast", 8, m, "binomial-halving"), cost)
+    assert bcast.time_s == pytest.approx(float(bcast.step_s.sum()))
 
 
 def test_unpriced_levels_come_last() -> None:

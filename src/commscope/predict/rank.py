@@ -109,6 +109,7 @@ def _general(
     used = np.zeros(len(LEVELS), dtype=np.int64)
     max_cf = np.zeros(len(LEVELS))
     batch: list[tuple[int, Transfers]] = []
+    ready = np.zeros(pattern.p)  # per rank: when it is done with the steps so far
 
     def price() -> None:
         # One count for the batch: per-step numpy calls would cost more than the counting
@@ -120,6 +121,7 @@ def _general(
             np.array([k for k, _ in batch], dtype=np.int64), [t[0].size for _, t in batch]
         )
         usage = channels.count(model, placement, src, dst, step_of, len(pattern.steps))
+        took = np.zeros(src.size)
         for code, level in enumerate(LEVELS):
             sel = usage.level == code
             if not sel.any():
@@ -128,7 +130,17 @@ def _general(
             here = usage.cf[sel]
             max_cf[code] = max(max_cf[code], float(here.max()))
             if level in known:
-                np.maximum.at(step_s, step_of[sel], cost.time_s(level, nbytes[sel], here))
+                took[sel] = cost.time_s(level, nbytes[sel], here)
+        np.maximum.at(step_s, step_of, took)
+        # A transfer starts once both its ranks are done with their earlier steps: ranks
+        # wait for their partners only, not for the whole step (no barrier between steps).
+        first = 0
+        for _, t in batch:
+            s, d, n = t[0], t[1], t[0].size
+            end = np.maximum(ready[s], ready[d]) + took[first : first + n]
+            np.maximum.at(ready, s, end)
+            np.maximum.at(ready, d, end)
+            first += n
         batch.clear()
 
     queued = 0
@@ -143,7 +155,7 @@ def _general(
         queued += transfers[0].size
     if batch:
         price()
-    return _result(placement, step_s, used, max_cf, _missing(cost, used))
+    return _result(placement, step_s, used, max_cf, _missing(cost, used), float(ready.max()))
 
 
 def _result(
@@ -152,10 +164,12 @@ def _result(
     used: NDArray[np.int64],
     max_cf: NDArray[np.float64],
     missing: tuple[str, ...],
+    chain_s: float | None = None,
 ) -> Prediction:
+    total = float(step_s.sum()) if chain_s is None else chain_s
     return Prediction(
         placement=placement,
-        time_s=math.inf if missing else float(step_s.sum()),
+        time_s=math.inf if missing else total,
         step_s=step_s,
         transfers={lv: int(used[c]) for c, lv in enumerate(LEVELS) if used[c]},
         max_cf={lv: float(max_cf[c]) for c, lv in enumerate(LEVELS) if used[c]},
