@@ -19,8 +19,11 @@ import pytest
 from commscope.analysis.contention import tables
 from commscope.predict import build, rank_placements
 from commscope.predict.cost import TableCost
-from commscope.predict.model import ClusterModel
+from commscope.predict.model import ClusterModel, Link, Switch
 from commscope.predict.placement import regular
+from commscope.simulate import probe
+from commscope.simulate.params import SimParams
+from commscope.simulate.predict_cost import STAMPEDE_BW_FACTOR, STAMPEDE_LAT_FACTOR, smpi_cost
 from tests.conftest import need
 from tests.synthetic_contention import as_measured, records
 
@@ -31,30 +34,6 @@ M = 1 << 20  # bytes per pair
 TABLE_SIZES = [M // 4, M, 4 * M]
 TABLE_CFS = [1, 2, 4, 8]  # larger counts use the linear-in-cf rule beyond the table
 
-PROGRAM = r"""
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    int rank, p;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &p);
-    long m = atol(argv[1]);
-    /* One shared buffer for all ranks: 192 ranks x 2 x 192 MiB would not fit otherwise. */
-    char *s = SMPI_SHARED_MALLOC((size_t)m * p), *r = SMPI_SHARED_MALLOC((size_t)m * p);
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t = MPI_Wtime(), tmax;
-    MPI_Alltoall(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, MPI_COMM_WORLD);
-    t = MPI_Wtime() - t;
-    MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (rank == 0) printf("%.12e\n", tmax);
-    SMPI_SHARED_FREE(s);
-    SMPI_SHARED_FREE(r);
-    MPI_Finalize();
-    return 0;
-}
-"""
 
 # One multi-core host per node; its private link is the NIC (SPLITDUPLEX: up and down apart),
 # the backbone and the loopback between ranks of one host are free.
@@ -71,14 +50,14 @@ PLATFORM = """<?xml version='1.0'?>
 """
 
 SMPI_CFG = [
-    "--cfg=smpi/bw-factor:0:1",
-    "--cfg=smpi/lat-factor:0:1",
-    "--cfg=network/crosstraffic:0",
-    "--cfg=smpi/alltoall:basic_linear",
-    "--cfg=smpi/simulate-computation:no",
+    "smpi/bw-factor:0:1",
+    "smpi/lat-factor:0:1",
+    "network/crosstraffic:0",
+    "smpi/alltoall:basic_linear",
+    "smpi/simulate-computation:no",
     # Shared buffers are mapped block by block; big blocks keep 192 ranks under the
     # kernel's map count limit.
-    "--cfg=smpi/shared-malloc-blocksize:268435456",
+    "smpi/shared-malloc-blocksize:268435456",
 ]
 
 
@@ -88,45 +67,32 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.which("smpicc") is not None and shutil.which("smpirun") is not None,
         "SimGrid's smpicc and smpirun (apt-get install libsimgrid-dev)",
     )
-    where = tmp_path_factory.mktemp("smpi")
-    (where / "a2a.c").write_text(PROGRAM)
-    subprocess.run(
-        ["smpicc", "-O2", "-o", str(where / "a2a"), str(where / "a2a.c")],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return where / "a2a"
+    return probe.build(tmp_path_factory.mktemp("smpi"))
 
 
 def smpi_time(program: Path, nodes: int, cores: int) -> float:
     where = program.parent / f"run{nodes}x{cores}"
     where.mkdir()
-    (where / "platform.xml").write_text(PLATFORM.format(last=nodes - 1, cores=cores, bw=B))
-    (where / "hosts").write_text("".join(f"node{i}:{cores}\n" for i in range(nodes)))
-    # smpirun's -tmpdir option is broken in 3.32; TMPDIR works.
-    env = dict(os.environ, TMPDIR=str(where))
+    job = probe.job(
+        program,
+        "alltoall",
+        M,
+        nodes * cores,
+        SMPI_CFG,
+        where,
+        PLATFORM.format(last=nodes - 1, cores=cores, bw=B),
+        "".join(f"node{i}:{cores}\n" for i in range(nodes)),
+    )
     out = subprocess.run(
-        [
-            "smpirun",
-            "-np",
-            str(nodes * cores),
-            "-platform",
-            str(where / "platform.xml"),
-            "-hostfile",
-            str(where / "hosts"),
-            *SMPI_CFG,
-            str(program),
-            str(M),
-        ],
+        job.argv,
         capture_output=True,
         text=True,
         timeout=500,
-        env=env,
+        env=dict(os.environ, **job.env),
         cwd=where,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    return float(out.stdout.strip().splitlines()[-1])
+    return probe.simulated_s(out.stdout)
 
 
 def predicted(nodes: int, cores: int) -> float:
@@ -152,3 +118,77 @@ def test_block_alltoall_matches_smpi(program: Path, nodes: int, cores: int) -> N
         f" {100 * (got - want) / want:+.4f} %"
     )
     assert got == pytest.approx(want, rel=0.01)
+
+
+def leaf_model() -> ClusterModel:
+    # 8 nodes of 4 cores under 2 leaves; each uplink carries 2 NICs' rate (2:1 oversubscribed).
+    return ClusterModel(
+        "leaves",
+        tuple(f"node{i}" for i in range(8)),
+        1,
+        4,
+        nic=Link(B),
+        switches=(
+            Switch("leaf0", (0, 1, 2, 3), Link(2 * B)),
+            Switch("leaf1", (4, 5, 6, 7), Link(2 * B)),
+        ),
+    )
+
+
+LEAF_PARAMS = SimParams(
+    nic_bw_Bps=B,
+    nic_lat_s=2e-6,
+    memory_bw_Bps=8 * B,
+    memory_lat_s=0.3e-6,
+    lat_factor=STAMPEDE_LAT_FACTOR,
+    bw_factor=STAMPEDE_BW_FACTOR,
+    calibrated_from="SimGrid's defaults",
+)
+
+
+@pytest.mark.parametrize(
+    ("op", "algorithm", "smpi_algorithm"),
+    [
+        ("alltoall", "block", "basic_linear"),
+        ("bcast", "binomial-halving", "binomial_tree"),
+        ("allreduce", "recursive-doubling", "rdb"),
+    ],
+)
+def test_collectives_on_leaf_switches_match_smpi(
+    program: Path, op: str, algorithm: str, smpi_algorithm: str
+) -> None:
+    # The platform commscope writes, SMPI's factors on both sides: the predictor priced with
+    # the platform's own figures must give SMPI's times and order for the same algorithm.
+    model = leaf_model()
+    placements = [regular(model, 4, 4), regular(model, 8, 2), regular(model, 8, 2, "cyclic")]
+    pattern = build(op, 16, M, algorithm, block=16)
+    got = {
+        pr.placement.label: pr.time_s
+        for pr in rank_placements(model, pattern, smpi_cost(LEAF_PARAMS), placements)
+    }
+    want = {}
+    for pl in placements:
+        where = program.parent / f"{op}-{pl.label.replace(' ', '-')}"
+        where.mkdir()
+        job = probe.model_job(
+            program, model, LEAF_PARAMS, pl, op, M, where, [f"smpi/{op}:{smpi_algorithm}"]
+        )
+        out = subprocess.run(
+            job.argv,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=dict(os.environ, **job.env),
+            cwd=where,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        want[pl.label] = probe.simulated_s(out.stdout)
+        print(f"{op} {pl.label}: predicted {got[pl.label]:.6g} s, SMPI {want[pl.label]:.6g} s")
+    for label, t in want.items():
+        assert got[label] == pytest.approx(t, rel=0.02)
+    # Placements the prediction tells apart (by more than the tolerance) keep its order.
+    for a in got:
+        for b in got:
+            if got[a] < got[b] * 0.98:
+                assert want[a] < want[b], (a, b)
+    assert max(got.values()) > min(got.values()) * 1.02  # the placements differ at all

@@ -83,6 +83,34 @@ def test_binomial_bcast_reaches_everyone_in_ceil_log2_steps(p: int, root: int) -
     assert all(h == {0} for h in have)
 
 
+def mpich_bcast_sends(p: int, root: int) -> dict[int, set[tuple[int, int]]]:
+    """Per distance, the sends of MPICH's binomial Bcast loop (receive, then halve the mask)."""
+    sends: dict[int, set[tuple[int, int]]] = {}
+    for rank in range(p):
+        rel = (rank - root) % p
+        mask = 1
+        while mask < p and not rel & mask:
+            mask <<= 1
+        mask >>= 1
+        while mask > 0:
+            if rel + mask < p:
+                sends.setdefault(mask, set()).add((rank, (rank + mask) % p))
+            mask >>= 1
+    return sends
+
+
+@pytest.mark.parametrize("p", [2, 3, 5, 8, 12, 64, 192])
+@pytest.mark.parametrize("root", [0, 3])
+def test_halving_bcast_is_mpich_binomial_farthest_first(p: int, root: int) -> None:
+    root = root % p
+    pat = build("bcast", p, 100, "binomial-halving", root=root)
+    want = mpich_bcast_sends(p, root)
+    distances = sorted(want, reverse=True)
+    assert [pairs(pat, k) for k in range(len(pat.steps))] == [want[d] for d in distances]
+    assert pat.n_transfers == p - 1
+    assert all(h == {0} for h in flow(pat, [{0} if r == root else set() for r in range(p)]))
+
+
 @pytest.mark.parametrize("p", [2, 3, 6, 8, 13])
 def test_binomial_reduce_gathers_everything_at_the_root(p: int) -> None:
     pat = build("reduce", p, 100, root=2 % p)

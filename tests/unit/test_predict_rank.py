@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -12,9 +13,11 @@ import numpy as np
 import pytest
 
 from commscope.analysis.contention import tables
-from commscope.predict import build, enumerate_placements, predict, rank_placements
-from commscope.predict.cost import TableCost
-from commscope.predict.model import ClusterModel
+from commscope.predict import build, enumerate_placements, predict, rank, rank_placements
+from commscope.predict.cost import HockneyCost, TableCost
+from commscope.predict.model import ClusterModel, Link, Switch
+from commscope.predict.patterns import ListStep, Pattern
+from commscope.predict.placement import regular
 from tests import synthetic_runs
 from tests.synthetic_contention import as_measured, records, store_run
 
@@ -53,6 +56,55 @@ def test_step_times_add_up() -> None:
     pr = predict(model, enumerate_placements(model, 8)[0], pattern, cost)
     assert len(pr.step_s) == 3 and pr.time_s == pytest.approx(float(np.sum(pr.step_s)))
     assert sum(pr.transfers.values()) == 8 * 7
+
+
+@pytest.mark.parametrize(
+    ("op", "algorithm"),
+    [("bcast", "binomial-halving"), ("allreduce", "recursive-doubling"), ("alltoall", "pairwise")],
+)
+def test_batched_steps_price_as_steps_alone(
+    monkeypatch: pytest.MonkeyPatch, op: str, algorithm: str
+) -> None:
+    # Two sockets and two switches (an uplink half a NIC) so every channel kind is shared.
+    model = ClusterModel(
+        "m",
+        tuple(f"n{i}" for i in range(4)),
+        2,
+        2,
+        nic=Link(B),
+        switches=(Switch("a", (0, 1), Link(B / 2)), Switch("b", (2, 3), Link(B / 2))),
+    )
+    cost = cost_with({"memory": nic_only, "socket": nic_only, "nic": nic_only})
+    pattern = build(op, 12, 1 << 20, algorithm)
+    every = enumerate_placements(model, 12)
+    placements = [dataclasses.replace(pl, symmetric=False) for pl in every]
+    together = rank_placements(model, pattern, cost, placements)
+    monkeypatch.setattr(rank, "BATCH", 1)  # every step counted on its own
+    alone = rank_placements(model, pattern, cost, placements)
+    assert [pr.placement.label for pr in together] == [pr.placement.label for pr in alone]
+    for a, b in zip(together, alone, strict=True):
+        assert a.step_s.tolist() == b.step_s.tolist() and a.max_cf == b.max_cf
+    assert len({pr.time_s for pr in together}) > 1
+
+
+def test_ranks_wait_for_their_partners_not_for_the_step() -> None:
+    # Two chains on 2 nodes of 4 ranks: A sends across (slow S) then inside a node (fast f),
+    # B the other way round. Each step lasts S, yet no rank waits for the other chain.
+    model = ClusterModel("m", ("a", "b"), 1, 4, memory=Link(1e12), nic=Link(1e9))
+    cost = HockneyCost.from_model(model)
+    m = 1 << 20
+    step = [
+        ListStep(np.array(s, dtype=np.int64), np.array(d, dtype=np.int64), np.full(2, m))
+        for s, d in (([0, 2], [4, 3]), ([0, 3], [1, 6]))
+    ]
+    pattern = Pattern("allreduce", "two chains", 8, m, tuple(step))
+    pr = predict(model, regular(model, 2, 4), pattern, cost)
+    slow, fast = m / 1e9, m / 1e12
+    assert pr.step_s.tolist() == pytest.approx([slow, slow])
+    assert pr.time_s == pytest.approx(slow + fast)
+    # A Bcast's root sends in every step, so its chain is the sum of the steps.
+    bcast = predict(model, regular(model, 2, 4), build("bcast", 8, m, "binomial-halving"), cost)
+    assert bcast.time_s == pytest.approx(float(bcast.step_s.sum()))
 
 
 def test_unpriced_levels_come_last() -> None:

@@ -99,6 +99,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--algorithm",
         help="algorithm of the operation (alltoall: block, pairwise;"
+        " bcast: binomial, binomial-halving (MPICH's order, farthest first);"
         " allreduce: recursive-doubling, ring) [default: the first]",
     )
     p.add_argument(

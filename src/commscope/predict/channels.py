@@ -44,15 +44,22 @@ def _shared(keys: NDArray[np.int64], size: int) -> NDArray[np.float64]:
 
 
 def count(
-    model: ClusterModel, placement: Placement, src: NDArray[np.int64], dst: NDArray[np.int64]
+    model: ClusterModel,
+    placement: Placement,
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    step_of: NDArray[np.int64] | None = None,
+    steps: int = 1,
 ) -> Usage:
-    """Level and cf of every transfer of one step.
+    """Level and cf of every transfer of one step, or of several steps counted apart.
 
     Args:
         model: the cluster.
         placement: where ranks run.
         src: source rank per transfer.
         dst: destination rank per transfer (never equal to src).
+        step_of: per transfer, the index of its step (below ``steps``); None for one step.
+        steps: number of steps: channels are shared only within a step.
 
     Returns:
         The level and cf of each transfer.
@@ -65,22 +72,32 @@ def count(
     level = np.where(inter, NIC, np.where(cross, SOCKET, MEMORY)).astype(np.int8)
     cf = np.zeros(src.size, dtype=np.float64)
     sockets = model.nodes * model.sockets
+    # Each step has its own copy of every channel: keys are offset by step x channels.
+    step = np.zeros(src.size, dtype=np.int64) if step_of is None else step_of
     if local.any():
-        cf[local] = _shared(ns[local] * model.sockets + ss[local], sockets)
+        key = step[local] * sockets + ns[local] * model.sockets + ss[local]
+        cf[local] = _shared(key, steps * sockets)
     if cross.any():
-        key = ns[cross] * model.sockets
-        cf[cross] = np.maximum(_shared(key + ss[cross], sockets), _shared(key + sd[cross], sockets))
+        key = step[cross] * sockets + ns[cross] * model.sockets
+        cf[cross] = np.maximum(
+            _shared(key + ss[cross], steps * sockets), _shared(key + sd[cross], steps * sockets)
+        )
     if inter.any():
-        a, b = ns[inter], nd[inter]
-        nic = np.maximum(_shared(a, model.nodes), _shared(b, model.nodes))
+        a, b, k = ns[inter], nd[inter], step[inter]
+        n = model.nodes
+        nic = np.maximum(_shared(k * n + a, steps * n), _shared(k * n + b, steps * n))
         if model.switches:
-            nic = np.maximum(nic, _uplinks(model, a, b))
+            nic = np.maximum(nic, _uplinks(model, a, b, k, steps))
         cf[inter] = nic
     return Usage(level, cf)
 
 
 def _uplinks(
-    model: ClusterModel, a: NDArray[np.int64], b: NDArray[np.int64]
+    model: ClusterModel,
+    a: NDArray[np.int64],
+    b: NDArray[np.int64],
+    step: NDArray[np.int64],
+    steps: int,
 ) -> NDArray[np.float64]:
     """NIC-equivalent cf on the uplinks of inter-node transfers (0 within one switch)."""
     sw = model.switch_of
@@ -90,8 +107,10 @@ def _uplinks(
     if far.any():
         n = len(model.switches)
         ratio = model.uplink_ratios()
-        sa, sb = sa[far], sb[far]
-        out[far] = np.maximum(_shared(sa, n) * ratio[sa], _shared(sb, n) * ratio[sb])
+        sa, sb, k = sa[far], sb[far], step[far] * n
+        out[far] = np.maximum(
+            _shared(k + sa, steps * n) * ratio[sa], _shared(k + sb, steps * n) * ratio[sb]
+        )
     return out
 
 

@@ -159,12 +159,30 @@ def _log2_steps(p: int) -> int:
 
 
 def bcast_binomial(p: int, size: int, root: int = 0) -> Pattern:
-    """Binomial-tree Bcast: in step k, ranks v < 2^k (relative to root) send to v + 2^k."""
+    """Binomial-tree Bcast, nearest first: in step k, ranks v < 2^k send to v + 2^k.
+
+    Ranks are relative to the root.
+    """
     steps = []
     for k in range(_log2_steps(p)):
         v = np.arange(min(2**k, p - 2**k), dtype=np.int64)
         steps.append(_pairs(v, v + 2**k, size, p, root))
     return Pattern("bcast", "binomial", p, size, tuple(steps), {"root": root})
+
+
+def bcast_binomial_halving(p: int, size: int, root: int = 0) -> Pattern:
+    """Binomial-tree Bcast that sends farthest first: MPICH's and SimGrid's binomial_tree.
+
+    With 2^L the smallest power of two >= p, step j has distance d = 2^(L-1-j): every rank
+    v (relative to root) that is a multiple of 2 d sends to v + d when that is below p. The
+    root's first message crosses half the ranks, its last goes to its neighbour.
+    """
+    steps = []
+    for k in reversed(range(_log2_steps(p))):
+        d = 2**k
+        v = np.arange(0, p - d, 2 * d, dtype=np.int64)
+        steps.append(_pairs(v, v + d, size, p, root))
+    return Pattern("bcast", "binomial-halving", p, size, tuple(steps), {"root": root})
 
 
 def reduce_binomial(p: int, size: int, root: int = 0) -> Pattern:
@@ -224,7 +242,7 @@ def gather_linear(p: int, size: int, root: int = 0) -> Pattern:
 # op -> algorithm -> builder(p, size, **params); the first algorithm is the default.
 ALGORITHMS: dict[str, dict[str, Callable[..., Pattern]]] = {
     "alltoall": {"block": alltoall_block, "pairwise": alltoall_pairwise},
-    "bcast": {"binomial": bcast_binomial},
+    "bcast": {"binomial": bcast_binomial, "binomial-halving": bcast_binomial_halving},
     "reduce": {"binomial": reduce_binomial},
     "allreduce": {"recursive-doubling": allreduce_recursive_doubling, "ring": allreduce_ring},
     "allgather": {"ring": allgather_ring},

@@ -21,8 +21,10 @@ from commscope.errors import PredictError
 from commscope.predict import channels
 from commscope.predict.cost import CostModel
 from commscope.predict.model import LEVELS, ClusterModel
-from commscope.predict.patterns import Pattern, ShiftStep
+from commscope.predict.patterns import Pattern, ShiftStep, Transfers
 from commscope.predict.placement import Placement, enumerate_placements
+
+BATCH = 1 << 20  # transfers counted at once by the rank-by-rank count (bounds its memory)
 
 
 @dataclass(frozen=True)
@@ -101,16 +103,25 @@ def _symmetric(
 def _general(
     model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostModel
 ) -> Prediction:
-    """Price every transfer of every step, one step at a time."""
+    """Price every transfer of every step, steps batched up to BATCH transfers at a time."""
     known = set(cost.sources())
     step_s = np.zeros(len(pattern.steps))
     used = np.zeros(len(LEVELS), dtype=np.int64)
     max_cf = np.zeros(len(LEVELS))
-    for k, step in enumerate(pattern.steps):
-        src, dst, nbytes = step.transfers(pattern.p)
-        if src.size == 0:
-            continue
-        usage = channels.count(model, placement, src, dst)
+    batch: list[tuple[int, Transfers]] = []
+    ready = np.zeros(pattern.p)  # per rank: when it is done with the steps so far
+
+    def price() -> None:
+        # One count for the batch: per-step numpy calls would cost more than the counting
+        # for the few transfers of a tree step.
+        src = np.concatenate([t[0] for _, t in batch])
+        dst = np.concatenate([t[1] for _, t in batch])
+        nbytes = np.concatenate([t[2] for _, t in batch])
+        step_of = np.repeat(
+            np.array([k for k, _ in batch], dtype=np.int64), [t[0].size for _, t in batch]
+        )
+        usage = channels.count(model, placement, src, dst, step_of, len(pattern.steps))
+        took = np.zeros(src.size)
         for code, level in enumerate(LEVELS):
             sel = usage.level == code
             if not sel.any():
@@ -119,8 +130,32 @@ def _general(
             here = usage.cf[sel]
             max_cf[code] = max(max_cf[code], float(here.max()))
             if level in known:
-                step_s[k] = max(step_s[k], float(cost.time_s(level, nbytes[sel], here).max()))
-    return _result(placement, step_s, used, max_cf, _missing(cost, used))
+                took[sel] = cost.time_s(level, nbytes[sel], here)
+        np.maximum.at(step_s, step_of, took)
+        # A transfer starts once both its ranks are done with their earlier steps: ranks
+        # wait for their partners only, not for the whole step (no barrier between steps).
+        first = 0
+        for _, t in batch:
+            s, d, n = t[0], t[1], t[0].size
+            end = np.maximum(ready[s], ready[d]) + took[first : first + n]
+            np.maximum.at(ready, s, end)
+            np.maximum.at(ready, d, end)
+            first += n
+        batch.clear()
+
+    queued = 0
+    for k, step in enumerate(pattern.steps):
+        transfers = step.transfers(pattern.p)
+        if transfers[0].size == 0:
+            continue
+        if batch and queued + transfers[0].size > BATCH:
+            price()
+            queued = 0
+        batch.append((k, transfers))
+        queued += transfers[0].size
+    if batch:
+        price()
+    return _result(placement, step_s, used, max_cf, _missing(cost, used), float(ready.max()))
 
 
 def _result(
@@ -129,10 +164,12 @@ def _result(
     used: NDArray[np.int64],
     max_cf: NDArray[np.float64],
     missing: tuple[str, ...],
+    chain_s: float | None = None,
 ) -> Prediction:
+    total = float(step_s.sum()) if chain_s is None else chain_s
     return Prediction(
         placement=placement,
-        time_s=math.inf if missing else float(step_s.sum()),
+        time_s=math.inf if missing else total,
         step_s=step_s,
         transfers={lv: int(used[c]) for c, lv in enumerate(LEVELS) if used[c]},
         max_cf={lv: float(max_cf[c]) for c, lv in enumerate(LEVELS) if used[c]},
