@@ -4,6 +4,7 @@ smpicc, run on a 2-node x 2-core model, stored as runs."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -15,7 +16,21 @@ from tests.simgrid.conftest import model
 
 pytestmark = pytest.mark.simgrid
 
-HPL_SOURCE = Path("/work/shared/hpl/hpcc_1.5.0.orig.tar.gz")
+# HPC Challenge's source (BSD-style licence), kept beside the repository for tests.
+HPL_SOURCE = Path(
+    os.environ.get("COMMSCOPE_HPL_SOURCE")
+    or next(
+        (
+            str(p)
+            for p in (
+                Path(__file__).resolve().parents[3] / "shared/hpl/hpcc_1.5.0.orig.tar.gz",
+                Path("/work/shared/hpl/hpcc_1.5.0.orig.tar.gz"),
+            )
+            if p.is_file()
+        ),
+        "/work/shared/hpl/hpcc_1.5.0.orig.tar.gz",
+    )
+)
 ROUNDS = 4
 # Each round every rank sends one message to the next rank: on 2 nodes x 2 cores (block
 # order) ranks 1 -> 2 and 3 -> 0 cross the switch, so 2 messages per round do.

@@ -194,10 +194,12 @@ def _netload(sim: dict[str, Any], workdir: Path) -> dict[str, Any]:
     from commscope.simulate import netload
 
     model = model_from_dict(sim["model_file"], "the run's model")
-    loads, duration = netload.link_loads(workdir / netload.TRACE_FILE, model, sim["rank_node"])
+    # A program marks no phases: all its traffic is its own (``all``).
+    load = netload.link_loads(workdir / netload.TRACE_FILE, model, sim["rank_node"])
+    loads, duration = load.all, load.duration_s
     ups = [x for x in loads if x.link.endswith("-nic-up")]
     messages = sum(x.messages for x in ups)
-    moved = sum(x.message_bytes for x in ups)
+    moved = sum(x.bytes for x in ups)
     return {
         "duration_s": duration,
         "links": [x.to_json(duration) for x in loads],
