@@ -183,7 +183,7 @@ def test_forced_collectives_are_predicted_on_one_node_and_across_nodes(cli, clus
             out = validate_measured(cli, mpi, op, procs, tables, size)
             rows = out["placements"]
             assert {r["placement"] for r in rows} == placements
-            expected = forcing.forced(op, forcing.algorithm_of(op, None), mpi, procs)
+            expected = forcing.forced(op, forcing.algorithm_of(op, None, mpi), mpi, procs)
             assert out["forced"] == expected.to_json()
             (verdict,) = out["sizes"]
             tau = verdict["kendall_tau"]

@@ -21,7 +21,7 @@ OPENMPI = {
 }
 # The names `mpivars` lists in MPICH 4.0.
 MPICH = {
-    ("bcast", "binomial"): ("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "binomial"),
+    ("bcast", "binomial-halving"): ("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "binomial"),
     ("reduce", "binomial"): ("MPIR_CVAR_REDUCE_INTRA_ALGORITHM", "binomial"),
     ("allreduce", "recursive-doubling"): (
         "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
@@ -33,7 +33,12 @@ MPICH = {
 
 
 def modelled() -> list[tuple[str, str]]:
-    return [(op, alg) for op, algs in ALGORITHMS.items() for alg in algs]
+    return [
+        (op, alg)
+        for op, algs in ALGORITHMS.items()
+        for alg in algs
+        if (op, alg) not in forcing.OPENMPI_CANNOT
+    ]
 
 
 @pytest.mark.parametrize(("op", "algorithm"), modelled())
@@ -75,12 +80,21 @@ def test_block_alltoall_needs_nothing_forced_on_mpich_either():
         ("allreduce", "ring", 6, "no ring Allreduce"),
         ("gather", "linear", 6, "no linear Gather"),
         ("alltoall", "pairwise", 8, "rank XOR k"),
+        ("bcast", "binomial", 6, "farthest child first"),
     ],
 )
 def test_mpich_refuses_what_it_cannot_run_as_modelled(op, algorithm, procs, why):
     with pytest.raises(UsageError, match=why) as err:
         forcing.forced(op, algorithm, "mpich", procs)
     assert "\n" not in str(err.value) and f"--op {op}" in str(err.value)
+
+
+def test_each_mpi_gets_the_bcast_tree_it_runs():
+    # MPICH's binomial tree sends farthest first (binomial-halving), Open MPI's nearest first.
+    assert forcing.algorithm_of("bcast", None, "mpich") == "binomial-halving"
+    assert forcing.algorithm_of("bcast", None, "openmpi") == "binomial"
+    with pytest.raises(UsageError, match="use --algorithm binomial$"):
+        forcing.forced("bcast", "binomial-halving", "openmpi", 4)
 
 
 def test_algorithm_defaults_to_the_predictors_first_and_refuses_unknown_names():

@@ -153,8 +153,8 @@ def run(args: argparse.Namespace) -> int:
         f"--sizes {args.sizes}: {args.op} sums doubles, so sizes must be multiples of 8"
         f" ({odd[0] if odd else 0} is not)",
     )
-    algorithm = forcing.algorithm_of(args.op, args.algorithm)
     mpi = mpi_mod.resolve(args.mpi)
+    algorithm = forcing.algorithm_of(args.op, args.algorithm, mpi.family)
     forced = forcing.forced(args.op, algorithm, mpi.family, args.procs)
     model, site = _site(args, mpi)
     with common.open_store(args) as store:

@@ -31,14 +31,21 @@ OPENMPI_ALGORITHMS: dict[tuple[str, str], int] = {
 OPENMPI_SEGMENTED = ("bcast", "reduce")
 # (op, algorithm) -> MPICH 4.0 intra-communicator algorithm name.
 MPICH_ALGORITHMS: dict[tuple[str, str], str] = {
-    ("bcast", "binomial"): "binomial",
+    ("bcast", "binomial-halving"): "binomial",  # MPICH's tree sends farthest first
     ("reduce", "binomial"): "binomial",
     ("allreduce", "recursive-doubling"): "recursive_doubling",
     ("allgather", "ring"): "ring",
     ("alltoall", "pairwise"): "pairwise",
 }
+# Why Open MPI cannot run an algorithm the way the pattern has it.
+OPENMPI_CANNOT = {
+    ("bcast", "binomial-halving"): "Open MPI 4.1's binomial Bcast (coll_tuned_bcast_algorithm"
+    " 6) is the nearest-first tree; farthest first is MPICH's order: use --algorithm binomial",
+}
 # Why MPICH cannot run an algorithm the way the pattern has it.
 MPICH_CANNOT = {
+    ("bcast", "binomial"): "MPICH 4.0's binomial Bcast sends to the farthest child first:"
+    " that is --algorithm binomial-halving",
     ("allreduce", "ring"): "MPICH 4.0 offers no ring Allreduce (MPIR_CVAR_ALLREDUCE_INTRA_"
     "ALGORITHM: recursive_doubling, reduce_scatter_allgather, smp, nb)",
     ("gather", "linear"): "MPICH 4.0 offers no linear Gather (MPIR_CVAR_GATHER_INTRA_ALGORITHM:"
@@ -79,13 +86,14 @@ class Forced:
 BLOCK_ALLTOALL = Forced("alltoall", "block", "alltoall_block")  # what validate ran before --op
 
 
-def algorithm_of(op: str, algorithm: str | None) -> str:
-    """The modelled algorithm: ``algorithm``, or the op's first (as ``predict.build``)."""
+def algorithm_of(op: str, algorithm: str | None, family: str | None = None) -> str:
+    """The modelled algorithm: ``algorithm``, or the op's first that ``family`` can run."""
     if op not in ALGORITHMS:
         raise UsageError(f"--op {op}: choose one of {', '.join(ALGORITHMS)}")
     known = ALGORITHMS[op]
     if algorithm is None:
-        return next(iter(known))
+        cannot = {"openmpi": OPENMPI_CANNOT, "mpich": MPICH_CANNOT}.get(family or "", {})
+        return next((a for a in known if (op, a) not in cannot), next(iter(known)))
     if algorithm not in known:
         raise UsageError(f"--algorithm {algorithm}: {op} is modelled as {', '.join(known)}")
     return algorithm
@@ -101,6 +109,8 @@ def forced(op: str, algorithm: str, family: str, procs: int) -> Forced:
     if key in OWN_ALGORITHMS:
         return Forced(op, algorithm, OWN_ALGORITHMS[key])
     if family == "openmpi":
+        if key in OPENMPI_CANNOT:
+            raise UsageError(f"--op {op} --algorithm {algorithm}: {OPENMPI_CANNOT[key]}")
         mca = {
             "coll_tuned_use_dynamic_rules": "1",
             f"coll_tuned_{op}_algorithm": str(OPENMPI_ALGORITHMS[key]),
