@@ -68,6 +68,7 @@ NOT_DEFAULT = {
     "matrix_window": 4,
     "matrix_samples": 2,
     "matrix_schedule": "serial",
+    "matrix_per": "socket",
     "bisection_reps": 2,
     "bisection_seed": 7,
     "rma_ops": "put",
