@@ -233,7 +233,11 @@ void cs_idle_barrier(void);
 void cs_wait_until(const cs_context *ctx, double start, double t);
 /* Under SMPI, names the traffic that follows: the measured operation's (measured = 1,
  * category "benchmark") or commscope's own (0, "sync"), for `simulate run --netload`. */
+#ifdef CS_SIMULATED
 void cs_trace_phase(int measured);
+#else
+#define cs_trace_phase(measured) ((void)(measured)) /* real MPI: no call in a timed region */
+#endif
 void cs_naive_run(cs_context *ctx, void (*launch)(void *state, long i), void *state,
                   cs_sched_result *res);
 

@@ -79,16 +79,14 @@ void cs_wait_until(const cs_context *ctx, double start, double t) {
  * uncategorized variable). So the switch is also marked in the rank's traced MPI states by a
  * call that moves nothing and that the engine makes nowhere else: MPI_Testsome on no request
  * opens the benchmark phase, MPI_Testall on none the sync phase (simulate/netload.py). */
-void cs_trace_phase(int measured) {
 #ifdef CS_SIMULATED
+void cs_trace_phase(int measured) {
     int n = 0;
     TRACE_smpi_set_category(measured ? "benchmark" : "sync");
     if (measured) MPI_Testsome(0, NULL, &n, NULL, MPI_STATUSES_IGNORE);
     else MPI_Testall(0, NULL, &n, MPI_STATUSES_IGNORE);
-#else
-    (void)measured;
-#endif
 }
+#endif
 
 typedef struct rule_state {
     int nt, nc;
