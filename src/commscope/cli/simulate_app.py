@@ -143,7 +143,7 @@ def _sweeps(args: argparse.Namespace, params: SimParams) -> list[Any]:
 
     # Parameters are spelled with '-' on this command line, '_' in the model's names.
     specs = [s.partition("=")[0].replace("-", "_") + "=" + s.partition("=")[2] for s in args.sweep]
-    return simulate_run._sweeps(specs, params)
+    return simulate_run.expand_sweeps(specs, params)
 
 
 def _simulate(

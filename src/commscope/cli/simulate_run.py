@@ -32,7 +32,7 @@ def _bench_args(words: list[str]) -> argparse.Namespace:
     return parser.parse_args(words)
 
 
-def _sweeps(
+def expand_sweeps(
     specs: list[str], params: SimParams
 ) -> list[tuple[str, SimParams, dict[str, Any] | None]]:
     """(label, parameters, sweep record) of every run: one per value of each swept parameter.
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     base = base.replace(engine=engine)
     runs = []
     with common.open_store(args) as store:
-        sweeps = _sweeps(args.sweep, params)
+        sweeps = expand_sweeps(args.sweep, params)
         for tag, p, sweep in sweeps:
             request = setup.simulated_request(
                 base, model, p, placement, args.smpi_cfg, args.neutral, args.netload
