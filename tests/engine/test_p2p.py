@@ -268,6 +268,10 @@ def test_samples_where_a_rank_lost_its_core_are_listed_and_left_out(cli):
             "8,4MiB",
             "--ops",
             "pingpong",
+            # Enough samples to leave some out even when the machine is busy besides the loop
+            # (0.25 s gave only two samples of 4 MiB then).
+            "--point-budget",
+            "2",
             "--json",
             check=True,
         )

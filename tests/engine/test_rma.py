@@ -45,13 +45,17 @@ def test_every_operation_and_sync_is_measured_and_checked(cli, family):
     for op in RMA_OPS:
         small, large = by[(op, 8)], by[(op, 1 << 20)]
         assert small.median_s > 0
+        # Fastest samples: a point may have only two under the short budget, and one time
+        # slice lost to another process (16 ms seen on a busy machine) would decide a median.
         if "_lat_" in op:
             # A mebibyte takes longer to move than eight bytes, whatever the synchronisation.
-            assert large.median_s > small.median_s, op
+            assert min(large.samples_s) > min(small.samples_s), op
         else:
             # A window of 64 KiB operations moves data faster than one of 8-byte ones: the
             # synchronisation's fixed cost is spread over 8192 times the bytes.
-            assert by[(op, 65536)].bandwidth_Bps > small.bandwidth_Bps, op
+            mid = by[(op, 65536)]
+            fastest = {p.bytes: p.bytes_per_sample / min(p.samples_s) for p in (small, mid)}
+            assert fastest[65536] > fastest[8], (op, fastest)
     print(
         f"{family}: put latency at 8 B (us):",
         {s: round(by[(f"put_lat_{s}", 8)].median_s * 1e6, 3) for s in ("fence", "lock", "pscw")},
