@@ -197,3 +197,25 @@ def test_pingpong_bytes_are_its_iterations_and_control_messages_are_sync(
     # Rank 0's stop flag after every sample goes out of node0: sync, not benchmark.
     assert by_link(load["sync"])["node0-nic-up"]["messages"] >= len(point.samples_s)
     assert by_link(load["benchmark"]).get("node0-memory", {"messages": 0})["messages"] == 0
+
+
+def test_nonblocking_overlap_loops_are_benchmark_traffic(cli: CLI, tmp_path: Path) -> None:
+    # A nonblocking all-to-all runs its measured launches and then the overlap measurement:
+    # 20 launches alone and 20 beside a busy loop, all of them the benchmark's blocks.
+    path = model(tmp_path, CLUSTER)
+    out = cli(
+        "simulate", "run", "--cluster", str(path), "--ranks-per-node", "2", "--netload",
+        "--launches", "1", "--json", "--", "coll", "--ops", "ialltoall", "--sizes", "64KiB",
+        check=True,
+    )  # fmt: skip
+    run_id = json.loads(out.stdout)["run"]
+    with Store.open(cli.store) as store:
+        info = store.get_run(run_id)
+        [coll] = store.colls(run_id)
+    assert coll.raw["overlap"]["overlap_pct"] >= 0
+    k0 = EngineOptions.from_json(info.request["engine"]).k0
+    assert k0 is not None
+    launches = k0 + len(coll.times_s) + 2 * 20
+    load = json.loads(cli("show", str(run_id), "--json", check=True).stdout)["netload"]
+    nic = by_link(load["benchmark"])["node0-nic-up"]
+    assert nic["bytes"] == launches * NIC_BLOCKS * KIB64, (nic, launches)
