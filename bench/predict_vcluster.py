@@ -29,7 +29,7 @@ from pathlib import Path
 NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
 GOAL_MEDIAN_ERROR = 0.15
 OPS = (
-    "alltoall:block,alltoall:pairwise,bcast:binomial,reduce:binomial,"
+    "alltoall:block,alltoall:pairwise,bcast:binomial-fanout,reduce:binomial,"
     "allreduce:recursive-doubling,allreduce:ring,allgather:ring,gather:linear"
 )
 REFUSED = 2  # the exit status of a request the MPI cannot run as modelled
