@@ -160,3 +160,45 @@ def test_build_errors(kwargs: dict[str, object], text: str) -> None:
     args = {"p": 4, "size": 10, **kwargs}
     with pytest.raises(PredictError, match=text):
         build(**args)  # type: ignore[arg-type]
+
+
+def openmpi_bmtree_children(v: int, p: int) -> list[int]:
+    """Open MPI 4.1's binomial tree (ompi_coll_base_topo_build_bmtree, root 0): v XOR mask
+    for every mask from the next power of two above v up to p."""
+    mask = 1
+    while mask <= v:
+        mask <<= 1
+    out = []
+    while mask < p and v ^ mask < p:
+        out.append(v ^ mask)
+        mask <<= 1
+    return out
+
+
+def test_fanout_bcast_by_hand_for_four_and_eight() -> None:
+    four = build("bcast", 4, 100, "binomial-fanout")
+    # The root sends to 1 and 2 at once; 1 forwards to 3 once it has the data.
+    assert [pairs(four, k) for k in range(len(four.steps))] == [{(0, 1), (0, 2)}, {(1, 3)}]
+    eight = build("bcast", 8, 100, "binomial-fanout")
+    assert [pairs(eight, k) for k in range(len(eight.steps))] == [
+        {(0, 1), (0, 2), (0, 4)},
+        {(1, 3), (1, 5), (2, 6)},
+        {(3, 7)},
+    ]
+    assert four.timeline and eight.timeline
+
+
+@pytest.mark.parametrize("p", [2, 3, 5, 8, 12, 64, 192])
+@pytest.mark.parametrize("root", [0, 3])
+def test_fanout_bcast_is_openmpi_binomial_tree(p: int, root: int) -> None:
+    root = root % p
+    pat = build("bcast", p, 100, "binomial-fanout", root=root)
+    got: dict[int, set[int]] = {}
+    for k in range(len(pat.steps)):
+        for s, d in pairs(pat, k):
+            got.setdefault((s - root) % p, set()).add((d - root) % p)
+    want = {v: set(c) for v in range(p) if (c := openmpi_bmtree_children(v, p))}
+    assert got == want
+    # Every rank's sends sit in one step: the step after the one that brought its data.
+    assert all(h == {0} for h in flow(pat, [{0} if r == root else set() for r in range(p)]))
+    assert pat.n_transfers == p - 1

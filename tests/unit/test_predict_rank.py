@@ -281,3 +281,48 @@ def test_cli_without_contention_tables(cli, tmp_path) -> None:
         "predict", "alltoall", "--procs", "8", "--tables", str(run_id), "--cluster", str(cluster)
     )
     assert out.returncode == 2 and "has no contention measurements" in out.stderr
+
+
+def test_fanout_bcast_overlaps_a_child_with_its_parent() -> None:
+    """2x2: 1 forwards to 3 while 0 still sends to 2, both over node 0's NIC; 4x1: the root's
+    two sends share its NIC, then 1 sends alone. t = cf m / B on every level."""
+    model = ClusterModel("m", tuple(f"n{i}" for i in range(4)), 1, 4)
+    cost = cost_with({"memory": lambda m, c: 0.001 * c * m / B, "nic": nic_only})
+    m = 1 << 20
+    pattern = build("bcast", 4, m, "binomial-fanout")
+    t = m / B
+    two = predict(model, regular(model, 2, 2), pattern, cost)
+    # 0 -> 1 takes some tau inside the node, during which 0 -> 2 runs alone; then 0 -> 2 and
+    # 1 -> 3 share node 0's NIC at half speed until 0 -> 2 ends at 2 t - tau, and 1 -> 3 has
+    # tau / t left alone: it ends at 2 t whatever tau is. Step by step it would be t + tau.
+    assert two.time_s == pytest.approx(2 * t, rel=1e-6)
+    assert two.max_cf["nic"] == 2
+    four = predict(model, regular(model, 4, 1), pattern, cost)
+    assert four.time_s == pytest.approx(2 * t + t, rel=1e-6)
+    assert four.max_cf["nic"] == 2 and four.step_s.tolist() == pytest.approx([2 * t, t])
+
+
+def test_one_way_transfers_move_at_the_nominal_rate() -> None:
+    """The tables price exchanges; a fan-in with no traffic back moves at cf m / B."""
+    model = ClusterModel("m", tuple(f"n{i}" for i in range(4)), 1, 4, nic=Link(bandwidth_Bps=B))
+
+    def slow(m: float, c: float) -> float:  # exchanges at 80 % of the rate
+        return 1.25 * c * m / B
+
+    tabled = cost_with({"memory": nic_only, "nic": slow})
+    floored = TableCost.from_tables(
+        tables(records("nic", as_measured(slow), SIZES, [1, 2, 4])), "synthetic", model
+    )
+    m = 1 << 20
+    gather = build("gather", 4, m)
+    assert predict(model, regular(model, 4, 1), gather, tabled).time_s == pytest.approx(
+        3 * 1.25 * m / B, rel=1e-3
+    )
+    assert predict(model, regular(model, 4, 1), gather, floored).time_s == pytest.approx(
+        3 * m / B, rel=1e-9
+    )
+    # A pair exchange keeps the table's price.
+    rd = build("allreduce", 2, m)
+    assert predict(model, regular(model, 2, 1), rd, floored).time_s == pytest.approx(
+        1.25 * m / B, rel=1e-3
+    )

@@ -11,7 +11,7 @@ from commscope.validate.predict import pattern_of
 
 # The numbers `ompi_info --param coll tuned --level 9` lists in Open MPI 4.1.
 OPENMPI = {
-    ("bcast", "binomial"): ("coll_tuned_bcast_algorithm", "6"),
+    ("bcast", "binomial-fanout"): ("coll_tuned_bcast_algorithm", "6"),
     ("reduce", "binomial"): ("coll_tuned_reduce_algorithm", "5"),
     ("allreduce", "recursive-doubling"): ("coll_tuned_allreduce_algorithm", "3"),
     ("allreduce", "ring"): ("coll_tuned_allreduce_algorithm", "4"),
@@ -81,6 +81,7 @@ def test_block_alltoall_needs_nothing_forced_on_mpich_either():
         ("gather", "linear", 6, "no linear Gather"),
         ("alltoall", "pairwise", 8, "rank XOR k"),
         ("bcast", "binomial", 6, "farthest child first"),
+        ("bcast", "binomial-fanout", 6, "one child at a time"),
     ],
 )
 def test_mpich_refuses_what_it_cannot_run_as_modelled(op, algorithm, procs, why):
@@ -90,11 +91,13 @@ def test_mpich_refuses_what_it_cannot_run_as_modelled(op, algorithm, procs, why)
 
 
 def test_each_mpi_gets_the_bcast_tree_it_runs():
-    # MPICH's binomial tree sends farthest first (binomial-halving), Open MPI's nearest first.
+    # MPICH's binomial tree sends farthest first (binomial-halving); Open MPI's is the
+    # nearest-first tree whose parents send to all their children at once (binomial-fanout).
     assert forcing.algorithm_of("bcast", None, "mpich") == "binomial-halving"
-    assert forcing.algorithm_of("bcast", None, "openmpi") == "binomial"
-    with pytest.raises(UsageError, match="use --algorithm binomial$"):
-        forcing.forced("bcast", "binomial-halving", "openmpi", 4)
+    assert forcing.algorithm_of("bcast", None, "openmpi") == "binomial-fanout"
+    for algorithm in ("binomial-halving", "binomial"):
+        with pytest.raises(UsageError, match="use --algorithm binomial-fanout$"):
+            forcing.forced("bcast", algorithm, "openmpi", 4)
 
 
 def test_algorithm_defaults_to_the_predictors_first_and_refuses_unknown_names():
@@ -108,7 +111,7 @@ def test_algorithm_defaults_to_the_predictors_first_and_refuses_unknown_names():
 
 
 def test_given_settings_keep_unless_they_contradict_the_forced_ones():
-    f = forcing.forced("bcast", "binomial", "openmpi", 4)
+    f = forcing.forced("bcast", "binomial-fanout", "openmpi", 4)
     given = {"btl_tcp_flags": "send", "coll_tuned_use_dynamic_rules": "1"}
     assert forcing.merged(given, f.mca, "--mca") == {**given, **f.mca}
     with pytest.raises(UsageError, match="--mca coll_tuned_bcast_algorithm=7: .* sets it to 6"):

@@ -89,6 +89,10 @@ class Pattern:
     size: int
     steps: tuple[Step, ...] = field(repr=False)
     params: dict[str, int] = field(default_factory=dict)
+    # Steps overlap in time: a rank's transfers may share channels with another rank's
+    # transfers of an earlier or later step, so the pattern is priced on a timeline
+    # (predict.timeline) rather than step by step.
+    timeline: bool = False
 
     @property
     def shift_invariant(self) -> bool:
@@ -185,6 +189,34 @@ def bcast_binomial_halving(p: int, size: int, root: int = 0) -> Pattern:
     return Pattern("bcast", "binomial-halving", p, size, tuple(steps), {"root": root})
 
 
+def bcast_binomial_fanout(p: int, size: int, root: int = 0) -> Pattern:
+    """Open MPI 4.1's binomial Bcast: each rank sends to all its children at once.
+
+    The tree is the nearest-first one (rank v's children are v + 2^j for 2^j > v), but a
+    parent posts every child's send together and waits for them all (Open MPI's
+    bcast_intra_generic with one segment), so the root's children share its NIC. Step k holds
+    the sends of the ranks whose data arrived in step k - 1 (the root's in step 0); the steps
+    overlap in time (a child forwards while its parent still sends to its siblings), which the
+    timeline pricing follows.
+    """
+    steps = []
+    senders = np.zeros(1, dtype=np.int64)
+    while senders.size:
+        src, dst = [], []
+        for v in senders.tolist():
+            j = 1 << max(0, int(v).bit_length())
+            while v + j < p:
+                src.append(v)
+                dst.append(v + j)
+                j <<= 1
+        if not src:
+            break
+        s, d = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+        steps.append(_pairs(s, d, size, p, root))
+        senders = d
+    return Pattern("bcast", "binomial-fanout", p, size, tuple(steps), {"root": root}, True)
+
+
 def reduce_binomial(p: int, size: int, root: int = 0) -> Pattern:
     """Binomial-tree Reduce: in step k, ranks v = 2^k mod 2^(k+1) send to v - 2^k."""
     steps = []
@@ -236,13 +268,19 @@ def gather_linear(p: int, size: int, root: int = 0) -> Pattern:
     """Linear Gather: every other rank sends ``size`` bytes to the root, all at once."""
     v = np.arange(1, p, dtype=np.int64)
     steps = (_pairs(v, np.zeros_like(v), size, p, root),) if p > 1 else ()
-    return Pattern("gather", "linear", p, size, steps, {"root": root})
+    # On the timeline, where a transfer knows that nothing flows the other way (see
+    # predict.timeline).
+    return Pattern("gather", "linear", p, size, steps, {"root": root}, True)
 
 
 # op -> algorithm -> builder(p, size, **params); the first algorithm is the default.
 ALGORITHMS: dict[str, dict[str, Callable[..., Pattern]]] = {
     "alltoall": {"block": alltoall_block, "pairwise": alltoall_pairwise},
-    "bcast": {"binomial": bcast_binomial, "binomial-halving": bcast_binomial_halving},
+    "bcast": {
+        "binomial": bcast_binomial,
+        "binomial-halving": bcast_binomial_halving,
+        "binomial-fanout": bcast_binomial_fanout,
+    },
     "reduce": {"binomial": reduce_binomial},
     "allreduce": {"recursive-doubling": allreduce_recursive_doubling, "ring": allreduce_ring},
     "allgather": {"ring": allgather_ring},

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from commscope.errors import PredictError
-from commscope.predict import channels
+from commscope.predict import channels, timeline
 from commscope.predict.cost import CostModel
 from commscope.predict.model import LEVELS, ClusterModel
 from commscope.predict.patterns import Pattern, ShiftStep, Transfers
@@ -189,9 +189,28 @@ def predict(
         raise PredictError(
             f"placement {placement.label} has {placement.p} processes, the pattern {pattern.p}"
         )
+    if pattern.timeline:
+        return _timed(model, placement, pattern, cost)
     if placement.symmetric and pattern.shift_invariant:
         return _symmetric(model, placement, pattern, cost)
     return _general(model, placement, pattern, cost)
+
+
+def _timed(
+    model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostModel
+) -> Prediction:
+    """Price a pattern whose steps overlap on a timeline (``predict.timeline``)."""
+    played = timeline.run(model, placement, pattern, cost)
+    used = np.bincount(played.level, minlength=len(LEVELS))
+    makespan = float(played.end_s.max(initial=0.0))
+    return _result(
+        placement,
+        played.step_s(len(pattern.steps)),
+        used,
+        played.max_cf,
+        played.missing,
+        makespan,
+    )
 
 
 def rank_placements(

@@ -18,7 +18,7 @@ from commscope.predict.patterns import ALGORITHMS
 
 # (op, algorithm) -> Open MPI 4.1 coll_tuned algorithm number.
 OPENMPI_ALGORITHMS: dict[tuple[str, str], int] = {
-    ("bcast", "binomial"): 6,
+    ("bcast", "binomial-fanout"): 6,
     ("reduce", "binomial"): 5,
     ("allreduce", "recursive-doubling"): 3,
     ("allreduce", "ring"): 4,
@@ -40,12 +40,17 @@ MPICH_ALGORITHMS: dict[tuple[str, str], str] = {
 # Why Open MPI cannot run an algorithm the way the pattern has it.
 OPENMPI_CANNOT = {
     ("bcast", "binomial-halving"): "Open MPI 4.1's binomial Bcast (coll_tuned_bcast_algorithm"
-    " 6) is the nearest-first tree; farthest first is MPICH's order: use --algorithm binomial",
+    " 6) is the nearest-first tree; farthest first is MPICH's order: use --algorithm"
+    " binomial-fanout",
+    ("bcast", "binomial"): "Open MPI 4.1's binomial Bcast (coll_tuned_bcast_algorithm 6) sends"
+    " to all of a rank's children at once, not child by child: use --algorithm binomial-fanout",
 }
 # Why MPICH cannot run an algorithm the way the pattern has it.
 MPICH_CANNOT = {
     ("bcast", "binomial"): "MPICH 4.0's binomial Bcast sends to the farthest child first:"
     " that is --algorithm binomial-halving",
+    ("bcast", "binomial-fanout"): "MPICH 4.0's binomial Bcast sends to one child at a time,"
+    " farthest first: that is --algorithm binomial-halving",
     ("allreduce", "ring"): "MPICH 4.0 offers no ring Allreduce (MPIR_CVAR_ALLREDUCE_INTRA_"
     "ALGORITHM: recursive_doubling, reduce_scatter_allgather, smp, nb)",
     ("gather", "linear"): "MPICH 4.0 offers no linear Gather (MPIR_CVAR_GATHER_INTRA_ALGORITHM:"
