@@ -12,6 +12,7 @@ simulate hpl`; `--lock FILE` runs each under `flock FILE` (a machine shared with
 Not a test: it prints figures.
 
     .venv/bin/python bench/simulate_hpl.py --source hpcc_1.5.0.orig.tar.gz [--lock FILE]
+        [--sweep-only] [--latencies 80us,160us,240us,320us,400us]
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=4000)
     parser.add_argument("--sweep-grid", default="16x12")
     parser.add_argument("--lock", help="run each simulation under flock FILE")
+    parser.add_argument("--sweep-only", action="store_true", help="skip the table of grids")
+    parser.add_argument("--latencies", default=",".join(LATENCIES), help="the sweep's values")
     args = parser.parse_args()
     if not args.source:
         raise SystemExit("--source: give the HPC Challenge 1.5.0 tarball (apt-get source hpcc)")
@@ -67,7 +70,7 @@ def main() -> None:
             "| grid | GFLOPS | residual | simulated s | wall s | switch Mbit/s | mean message B |"
         )
         print("|---|---|---|---|---|---|---|")
-        for grid in GRIDS:
+        for grid in () if args.sweep_only else GRIDS:
             (r,) = hpl(store, model, args, "--grid", grid, "--netload")
             sw = r["netload"]["switch"]
             print(
@@ -77,10 +80,11 @@ def main() -> None:
                 flush=True,
             )
         print(f"\nswitch latency sweep on {args.sweep_grid}")
-        print("| switch latency | GFLOPS | simulated s |")
-        print("|---|---|---|")
+        print("| switch latency | GFLOPS | simulated s | wall s |")
+        print("|---|---|---|---|")
         rates = []
-        for latency in LATENCIES:
+        latencies = args.latencies.split(",")
+        for latency in latencies:
             (r,) = hpl(
                 store,
                 model,
@@ -91,12 +95,19 @@ def main() -> None:
                 f"switch-latency={latency}",
             )
             rates.append(r["gflops"])
-            print(f"| {latency} | {r['gflops']:.3f} | {r['simulated_s']:.3f} |", flush=True)
+            print(
+                f"| {latency} | {r['gflops']:.3f} | {r['simulated_s']:.3f} | {r['wall_s']:.0f} |",
+                flush=True,
+            )
         change = (rates[-1] - rates[0]) / rates[0]
-        step = max(abs(b - a) / a for a, b in zip(rates, rates[1:], strict=False))
+        steps = [(b - a) / a for a, b in zip(rates, rates[1:], strict=False)]
+        step = max((abs(x) for x in steps), default=0.0)
+        falling = all(x < 0 for x in steps)
         print(
-            f"\nverdict: GFLOPS changes by {100 * change:+.1f} % from 80 to 400 us of switch"
-            f" latency (largest step {100 * step:.1f} %)"
+            f"\nverdict: GFLOPS changes by {100 * change:+.1f} % from {latencies[0]} to"
+            f" {latencies[-1]} of switch latency (largest step {100 * step:.1f} %;"
+            f" {'falling at every step' if falling else 'not monotonic'}): performance is"
+            f" {'insensitive' if abs(change) < 0.05 else 'sensitive'} to switch latency here"
         )
 
 

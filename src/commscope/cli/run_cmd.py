@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from commscope import safe_write
-from commscope.cli import common, run_node, run_options, run_tcp, run_where
+from commscope.cli import common, run_hpl, run_node, run_options, run_tcp, run_where
 from commscope.cli.run_request import (
     COLL_OPS,
     COLL_SIZES,
@@ -45,6 +45,7 @@ EXAMPLES = """examples:
   commscope run --resume latest          measure only what a failed run is missing
   commscope run matrix --vcluster        every ordered node pair at once (mpiGraph's method)
   commscope run bisection --vcluster --bisection-reps 20   Netgauge's effective bisection
+  commscope run hpl --vcluster --grid 1x2,2x1 --n 2000 --source hpcc_1.5.0.orig.tar.gz
 """
 BENCHMARKS = (
     "all",
@@ -58,6 +59,7 @@ BENCHMARKS = (
     "bisection",
     "rma",
     "mbw",
+    "hpl",
 )
 
 DEFAULT_REPORT = "commscope-report.html"
@@ -196,6 +198,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     run_where.add_options(p)
     run_tcp.add_options(p)
     run_node.add_options(p)
+    run_hpl.add_options(p)
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -238,6 +241,8 @@ def measure(
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark(s), print the key figures, write the report when asked."""
+    if run_hpl.wanted(args):  # a whole program, not the engine: its own options and runs
+        return run_hpl.run(args)
     for flag, given, what in (
         ("--mca", args.mca, "Open MPI parameters"),
         ("--cvar", args.cvar, "MPICH settings"),

@@ -235,7 +235,7 @@ def run_app(args: argparse.Namespace) -> int:
             what = {"kind": "app", "source": str(source), "args": program_args, "label": label}
             rid, data = _simulate(args, store, what, sim, [str(binary), *program_args])
             rows.append({"run": rid, "sweep": tag, **data})
-    _show(args, rows, ("simulated_s", "wall_s"))
+    show_runs(args, rows, ("simulated_s", "wall_s"))
     return 0
 
 
@@ -244,13 +244,8 @@ def run_hpl(args: argparse.Namespace) -> int:
     from commscope.simulate import app, hpl
 
     model, params = _load(args)
-    grids = hpl.parse_grids(args.grid)
+    grids = hpl.parse_grids(args.grid, args.np)
     for p, q in grids:
-        common.require(
-            args.np is None or p * q == args.np,
-            f"--grid {p}x{q}: P x Q = {p * q} ranks but --np is {args.np}; give grids of"
-            f" {args.np} ranks or leave --np out",
-        )
         app.rank_nodes(model, p * q, f"--grid {p}x{q}")
     common.require(bool(args.source), f"--source: missing; {hpl.SOURCE_HINT}")
     sweeps = _sweeps(args, params)
@@ -275,17 +270,23 @@ def run_hpl(args: argparse.Namespace) -> int:
                         f"run {rid}: HPL's residual check FAILED on {p}x{q}"
                     )
                 rows.append({"run": rid, "sweep": tag, **data})
-    _show(args, rows, ("gflops", "passed", "simulated_s", "wall_s"))
+    show_runs(args, rows, ("gflops", "passed", "simulated_s", "wall_s"))
     return 0 if all(r["passed"] for r in rows) else 1
 
 
-def _show(args: argparse.Namespace, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
+def show_runs(
+    args: argparse.Namespace,
+    rows: list[dict[str, Any]],
+    columns: tuple[str, ...],
+    how: str = "simulated",
+) -> None:
+    """The runs as a table (``how``: simulated or measured), or as JSON with --json."""
     if args.json:
         common.print_json({"runs": [{k: v for k, v in r.items() if k != "output"} for r in rows]})
         return
     from rich.table import Table
 
-    table = Table(title="simulated runs")
+    table = Table(title=f"{how} runs")
     traced = any("netload" in r for r in rows)
     names = ["run", "label", *columns]
     if traced:

@@ -31,7 +31,7 @@ class RunData:
     # Points of the other families (data/point_ops.family: paired, rma, mbw), by family.
     families: dict[str, list[Point]] = field(default_factory=dict)
     protocol_limits: ProtocolLimits | None = None  # the MPI's eager limits, when recorded
-    program: Any = None  # a simulated program's data (runs of kind app or hpl), or None
+    program: Any = None  # a whole program's data, simulated or measured (kind app or hpl), or None
 
     def family(self, name: str) -> list[Point]:
         """The run's Points of family ``name`` (``points`` holds the p2p family)."""
@@ -67,6 +67,6 @@ def read_run(store: Store, run_id: int) -> RunData:
 
 
 def _program(store: Store, run_id: int) -> Any:
-    """The data `simulate app` and `simulate hpl` keep with a run (under its kind's name)."""
+    """The data `simulate app`, `simulate hpl` and `run hpl` keep with a run (under its kind)."""
     kind = store.get_run(run_id).kind
     return store.run_data(run_id, kind) if kind in ("app", "hpl") else None

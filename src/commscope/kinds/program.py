@@ -1,4 +1,7 @@
-"""The program kind: whole MPI programs run on a SimGrid model (`simulate app`, `simulate hpl`).
+"""The program kind: whole MPI programs, simulated or measured.
+
+Simulated on a SimGrid model (`simulate app`, `simulate hpl`), or measured on real hosts
+(`run hpl`, its data marked ``measured``).
 
 A run of kind ``app`` or ``hpl`` has no records; what it measured (simulated and wall time,
 the program's output, HPL's solve and residual, the switch's load) is the run's data under
@@ -34,12 +37,19 @@ def _figure(value: Any, form: str = "{:.6g}") -> str:
 
 def rows(found: dict[str, Any]) -> list[tuple[str, str]]:
     """(name, value) of the figures a program run has, in the order shown."""
-    out = [
-        ("simulated time (s)", _figure(found.get("simulated_s"))),
-        ("wall time (s)", _figure(found.get("wall_s"), "{:.3f}")),
-        ("host flop/s (dgemm)", _figure(found.get("host_flops"), "{:.4g}")),
-        ("model core flop/s", _figure(found.get("core_flops"), "{:.4g}")),
-    ]
+    if found.get("measured"):
+        out = [
+            ("wall time (s)", _figure(found.get("wall_s"), "{:.3f}")),
+            ("MPI", str(found.get("mpi") or "")),
+            ("hosts", ", ".join(found.get("hosts") or ())),
+        ]
+    else:
+        out = [
+            ("simulated time (s)", _figure(found.get("simulated_s"))),
+            ("wall time (s)", _figure(found.get("wall_s"), "{:.3f}")),
+            ("host flop/s (dgemm)", _figure(found.get("host_flops"), "{:.4g}")),
+            ("model core flop/s", _figure(found.get("core_flops"), "{:.4g}")),
+        ]
     if "gflops" in found:
         out = [
             ("grid", f"{found['p']}x{found['q']}"),
@@ -66,7 +76,8 @@ def rows(found: dict[str, Any]) -> list[tuple[str, str]]:
 def terminal(found: dict[str, Any]) -> list[Any]:
     """The figures, then the tail of the program's output."""
     what = found.get("kind", "program")
-    table = Table(title=f"simulated {what}: {found.get('source') or found.get('grid') or ''}")
+    how = "measured" if found.get("measured") else "simulated"
+    table = Table(title=f"{how} {what}: {found.get('source') or found.get('grid') or ''}")
     table.add_column("figure")
     table.add_column("value", justify="right")
     for name, value in rows(found):
@@ -80,7 +91,8 @@ def terminal(found: dict[str, Any]) -> list[Any]:
 
 def report(found: dict[str, Any]) -> dict[str, Any]:
     """The report entry: the figures' rows."""
-    return {"kind": found.get("kind", "program"), "rows": rows(found)}
+    how = "Measured" if found.get("measured") else "Simulated"
+    return {"kind": found.get("kind", "program"), "how": how, "rows": rows(found)}
 
 
 KIND = Kind(

@@ -108,9 +108,13 @@ def host_flops(n: int = 192, rounds: int = 3) -> float:
     return 2.0 * n**3 / best
 
 
-def digest(source: Path, salt: str = "") -> str:
-    """Short hash of a source file or a directory's files (names and contents)."""
-    h = hashlib.sha256(f"{smpi.version()}:{salt}".encode())
+def digest(source: Path, salt: str = "", toolchain: str | None = None) -> str:
+    """Short hash of a source file or a directory's files (names and contents).
+
+    ``toolchain`` names the compiler the program is built with (default: SimGrid's version,
+    for smpicc): a program built by another compiler is another program.
+    """
+    h = hashlib.sha256(f"{toolchain or smpi.version()}:{salt}".encode())
     files = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file())
     for path in files:
         h.update(str(path.relative_to(source.parent if source.is_file() else source)).encode())
@@ -118,12 +122,20 @@ def digest(source: Path, salt: str = "") -> str:
     return h.hexdigest()[:12]
 
 
-def build_failed(what: str, log: str, tag: str, error: type[Exception] = InputError) -> Exception:
+def build_failed(
+    what: str,
+    log: str,
+    tag: str,
+    error: type[Exception] = InputError,
+    compiler: str = "smpicc",
+) -> Exception:
     """The one-line error of a failed build; the log is kept in a file the message names."""
     path = apps_dir() / f"build-{tag}.log"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(log, "utf-8")
-    return error(f"{what}: the build with smpicc failed ({_last_line(log)}); full log in {path}")
+    return error(
+        f"{what}: the build with {compiler} failed ({_last_line(log)}); full log in {path}"
+    )
 
 
 def _last_line(text: str) -> str:
@@ -131,7 +143,7 @@ def _last_line(text: str) -> str:
     return lines[-1].strip()[:160] if lines else "no output"
 
 
-def compile_and_cache(what: str, tag: str, steps: Any) -> Path:
+def compile_and_cache(what: str, tag: str, steps: Any, compiler: str = "smpicc") -> Path:
     """The cached program ``tag``, else build it with ``steps(build_dir) -> (binary, log)``.
 
     A build runs in a fresh directory and its program is moved into the cache only when whole.
@@ -142,7 +154,7 @@ def compile_and_cache(what: str, tag: str, steps: Any) -> Path:
     with tempfile.TemporaryDirectory(prefix="commscope-build-") as tmp:
         binary, log = steps(Path(tmp))
         if binary is None:
-            raise build_failed(what, log, tag)
+            raise build_failed(what, log, tag, compiler=compiler)
         dest.parent.mkdir(parents=True, exist_ok=True)
         part = dest.with_suffix(".part")
         shutil.copy2(binary, part)

@@ -1,4 +1,7 @@
-"""HPL built with smpicc from the HPC Challenge suite, to run on a cluster model.
+"""HPL built from the HPC Challenge suite, with smpicc or with an MPI's own mpicc.
+
+With smpicc it runs on a cluster model; with an MPI's mpicc on real hosts (`commscope run
+hpl`), from the same sources and flags.
 
 Rechistov et al. 2012 ("Simulation of a cluster: the Simics-based approach") validated
 their cluster model with HPL in the same way.
@@ -45,12 +48,20 @@ SOURCE_DIRS = (
 )
 # Fortran BLAS names with a trailing underscore, Fortran integers as C ints.
 CFLAGS = ("-O2", "-w", "-DAdd_", "-DF77_INTEGER=int", "-DStringSunStyle")
+# Rank 0 prints it once HPL has returned: a launcher whose MPI_Finalize hangs (MPICH's UCX
+# over TCP sometimes does) can then be ended without losing the solve.
+DONE_LINE = "commscope: HPL returned"
+# HPL packs panels with MPI_Address and MPI_Type_struct, removed in MPI-3; Open MPI 4 still
+# exports them but hides their declarations unless asked (MPICH and SMPI declare them).
+REAL_MPI_CFLAGS = ("-DOMPI_OMIT_MPI1_COMPAT_DECLS=0",)
 # HPC Challenge's main runs HPL and six other tests; this one runs HPL alone. On a bad
 # input file HPL asks HPC Challenge for defaults (HPCC_Defaults): here that is an error.
 DRIVER = r"""
 #include <stdio.h>
 #include <string.h>
 #include "hpl.h"
+
+#define HPL_DONE "HPL_DONE_LINE"
 
 int HPL_main(int argc, char **argv, HPL_RuntimeData *rdata, int *failure);
 
@@ -70,10 +81,16 @@ int main(int argc, char **argv) {
   memset(&rdata, 0, sizeof rdata);
   MPI_Init(&argc, &argv);
   HPL_main(argc, argv, &rdata, &failure);
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) {
+    printf("%s\n", HPL_DONE);
+    fflush(stdout);
+  }
   MPI_Finalize();
   return 0;
 }
-"""
+""".replace("HPL_DONE_LINE", DONE_LINE)
 _RESULT = re.compile(
     r"^(W\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.eE+-]+)\s+([0-9.eE+-]+)\s*$", re.M
 )
@@ -107,16 +124,23 @@ class HPLResult:
         }
 
 
-def parse_grids(text: str) -> list[tuple[int, int]]:
-    """``PxQ[,PxQ...]`` as (P, Q) pairs."""
+def parse_grids(text: str, np: int | None = None) -> list[tuple[int, int]]:
+    """``PxQ[,PxQ...]`` as (P, Q) pairs; with ``np`` (--np), each must hold that many ranks."""
     from commscope.measure.compute import hpcc
 
     try:
-        return [hpcc.parse_grid(item.strip()) for item in text.split(",")]
+        grids = [hpcc.parse_grid(item.strip()) for item in text.split(",")]
     except UsageError:
         raise InputError(
             f"--grid {text}: give PxQ[,PxQ...] with P, Q >= 1 (e.g. 1x192,6x32)"
         ) from None
+    for p, q in grids:
+        if np is not None and p * q != np:
+            raise InputError(
+                f"--grid {p}x{q}: P x Q = {p * q} ranks but --np is {np}; give grids of"
+                f" {np} ranks or leave --np out"
+            )
+    return grids
 
 
 def input_file(n: int, nb: int, p: int, q: int) -> str:
@@ -159,8 +183,11 @@ def _hpl_dir(tree: Path) -> Path | None:
     return None
 
 
-def build(source: Path) -> Path:
-    """The HPL program built with smpicc from the HPC Challenge source (cached by its digest).
+def build(source: Path, compiler: str | None = None, toolchain: str | None = None) -> Path:
+    """The HPL program built from the HPC Challenge source (cached by its digest).
+
+    ``compiler`` is smpicc when None (for SimGrid), else an MPI's compiler wrapper whose
+    MPI ``toolchain`` names (e.g. ``openmpi-4.1.4``): each gets its own cached build.
 
     Raises:
         InputError: the source is missing, not HPC Challenge's, or does not build.
@@ -169,8 +196,9 @@ def build(source: Path) -> Path:
         raise InputError(f"--source {source}: no such file or directory; {SOURCE_HINT}")
     if source.is_file() and not tarfile.is_tarfile(source):
         raise InputError(f"--source {source}: not a tarball or a directory; {SOURCE_HINT}")
-    cc, _ = smpi.tools()
-    salt = f"hpl:{DRIVER}:{' '.join(CFLAGS)}"
+    cc = compiler or smpi.tools()[0]
+    flags = (*CFLAGS, *REAL_MPI_CFLAGS) if compiler else CFLAGS
+    salt = f"hpl:{DRIVER}:{' '.join(CFLAGS)}" + (f":{cc}:{' '.join(flags)}" if compiler else "")
 
     def steps(tmp: Path) -> tuple[Path | None, str]:
         tree = source
@@ -184,11 +212,13 @@ def build(source: Path) -> Path:
         (tmp / "driver.c").write_text(DRIVER, "utf-8")
         files = [str(p) for d in SOURCE_DIRS for p in sorted((root / d).glob("*.c"))]
         includes = [f"-I{root / 'include'}", f"-I{root.parent / 'include'}"]
-        argv = [cc, *CFLAGS, *includes, "-o", str(tmp / "xhpl"), str(tmp / "driver.c")]
+        argv = [cc, *flags, *includes, "-o", str(tmp / "xhpl"), str(tmp / "driver.c")]
         code, log = app.run_build([*argv, *files, "-lblas", "-lm"], tmp)
         if code != 0 and "-lblas" in log:
             # The last line is what the one-line error shows: make it the fix.
             log += "\nno BLAS to link HPL with; install one (Debian: apt-get install libblas-dev)\n"
         return (tmp / "xhpl" if code == 0 else None), log
 
-    return app.compile_and_cache(f"--source {source}", app.digest(source, salt), steps)
+    name = Path(cc).name
+    tag = app.digest(source, salt, toolchain)
+    return app.compile_and_cache(f"--source {source}", tag, steps, compiler=name)

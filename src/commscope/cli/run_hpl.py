@@ -1,0 +1,191 @@
+"""``commscope run hpl``: HPL measured on real hosts, the same HPL `simulate hpl` runs on a model.
+
+HPC Challenge's HPL is built with the chosen MPI's mpicc (the recipe, sources, flags and
+reference BLAS of ``simulate.hpl``; cached by digest and MPI), then solves one system per
+process grid (and repeat) on this machine, on named hosts or across the virtual cluster.
+Each solve is stored as a run of kind ``hpl`` like a simulated one, marked ``measured``,
+with its hosts and MPI, so `show` and the report read both the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from commscope.cli import common
+from commscope.errors import LaunchError, UsageError
+
+DEFAULT_N = 2000
+DEFAULT_NB = 128
+DEFAULT_GRID = "1x2"
+OUTPUT_LIMIT = 64 * 1024  # as for simulated programs: the tail of what rank 0 wrote
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """Declare the options only `commscope run hpl` uses.
+
+    It also reads --mpi, --np, the host options, --ranks-per-node, --vcluster, --timeout,
+    --label and --json.
+    """
+    g = p.add_argument_group(
+        "hpl (run hpl: HPC Challenge's HPL built with the MPI's mpicc, one run per grid)"
+    )
+    common.option(g, "--n", type=common.whole(1, 1_000_000), default=DEFAULT_N, help="HPL: N")
+    common.option(g, "--nb", type=common.whole(1, 4096), default=DEFAULT_NB, help="HPL: NB")
+    common.option(
+        g, "--grid", default=DEFAULT_GRID, help="HPL: process grids PxQ[,PxQ...] (a run each)"
+    )
+    common.option(
+        g,
+        "--repeat",
+        type=common.whole(1, 100),
+        default=1,
+        help="HPL: solves per grid, each its own run (their spread is the run-to-run noise)",
+    )
+    common.option(
+        g,
+        "--source",
+        env="COMMSCOPE_HPL_SOURCE",
+        metavar="PATH",
+        help="HPL: HPC Challenge 1.5.0 source, tarball or tree (apt-get source hpcc)",
+    )
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    """Whether `commscope run` should hand this invocation to HPL."""
+    return getattr(args, "benchmark", None) == "hpl"
+
+
+def _refuse_others(args: argparse.Namespace) -> None:
+    for flag, given in (
+        ("--resume", args.resume),
+        ("--slurm", args.slurm),
+        ("--mca", args.mca),
+        ("--cvar", args.cvar),
+        ("--report", args.report),
+    ):
+        if given:
+            raise UsageError(
+                f"{flag}: run hpl does not take it (each solve is a whole run; hosts come from"
+                " --hosts, --hostfile or --vcluster); drop it"
+            )
+
+
+def _where(args: argparse.Namespace, mpi: Any, nranks: int) -> Any:
+    from commscope.measure import hosts as hosts_mod
+    from commscope.measure import program
+
+    if args.vcluster:
+        return program.Where(vcluster_ranks_per_node=args.ranks_per_node or 1)
+    if args.hostfile or args.hosts:
+        placement = hosts_mod.placement_for(
+            mpi, args.hostfile, args.hosts, args.ranks_per_node, nranks
+        )
+        return program.Where(placement=placement)
+    return program.Where()
+
+
+def _hosts(where: Any, nranks: int) -> tuple[list[str], dict[str, Any] | None]:
+    """The hosts the ranks ran on, in order, and the virtual cluster's rate when there."""
+    if where.vcluster_ranks_per_node:
+        from commscope.measure import vcluster
+
+        state = vcluster.status()
+        if state is None:
+            raise LaunchError("no virtual cluster is up; run 'commscope vcluster up' first")
+        nodes = [n.name for n in state.nodes[: where.nodes_for(nranks)]]
+        return nodes, {"nodes": len(nodes), "rate": state.rate}
+    if where.placement is not None:
+        return [name for name, _ in where.placement.hosts], None
+    return [socket.gethostname()], None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build HPL with the MPI's mpicc, solve once per grid and repeat, store each as a run."""
+    from commscope.cli import run_where
+    from commscope.measure import mpi as mpi_mod
+    from commscope.measure import program
+    from commscope.simulate import hpl
+
+    _refuse_others(args)
+    run_where.check(args)
+    grids = hpl.parse_grids(args.grid, args.np)
+    common.require(bool(args.source), f"--source: missing; {hpl.SOURCE_HINT}")
+    common.require(args.nb <= args.n, f"--nb {args.nb}: larger than --n {args.n}; give NB <= N")
+    mpi = mpi_mod.resolve(args.mpi)
+    places = {(p, q): _where(args, mpi, p * q) for p, q in grids}
+    binary = hpl.build(Path(args.source), mpi.mpicc, mpi.tag)
+    jobs = {g: program.job(mpi, g[0] * g[1], [str(binary)], w) for g, w in places.items()}
+    rows = []
+    with common.open_store(args) as store:
+        for (p, q), where in places.items():
+            hosts, vc = _hosts(where, p * q)
+            for solve in range(args.repeat):
+                label = " ".join(x for x in (args.label, f"{p}x{q}") if x)
+                what = {"kind": "hpl", "label": label, "grid": f"{p}x{q}", "measured": True}
+                measured = {
+                    "n": args.n,
+                    "nb": args.nb,
+                    "hosts": hosts,
+                    "vcluster": vc,
+                    "solve": solve + 1,
+                    **where.to_json(p * q),
+                }
+                data = _solve(args, mpi, jobs[(p, q)], p, q)
+                rid = store.create_run(
+                    "hpl",
+                    label,
+                    mpi.tag,
+                    mpi.launcher,
+                    p * q,
+                    {"benchmark": "hpl", "np": p * q, "what": what, "measured": measured},
+                )
+                data = {**what, **measured, "mpi": mpi.tag, **data}
+                store.set_run_data(rid, "hpl", data)
+                store.set_run_status(rid, "complete")
+                if not data["passed"]:
+                    common.console(stderr=True).print(
+                        f"run {rid}: HPL's residual check FAILED on {p}x{q}"
+                    )
+                rows.append({"run": rid, "sweep": "", **data})
+    from commscope.cli import simulate_app
+
+    simulate_app.show_runs(args, rows, ("gflops", "passed", "hpl_time_s", "wall_s"), "measured")
+    return 0 if all(r["passed"] for r in rows) else 1
+
+
+def _solve(args: argparse.Namespace, mpi: Any, job: Any, p: int, q: int) -> dict[str, Any]:
+    """One solve in a fresh directory beside the build cache (hosts must see it too)."""
+    from commscope import safe_write
+    from commscope.measure import program
+    from commscope.simulate import app, hpl
+
+    app.apps_dir().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="hpl-run-", dir=app.apps_dir()) as tmp:
+        workdir = Path(tmp)
+        (workdir / hpl.INPUT_FILE).write_text(hpl.input_file(args.n, args.nb, p, q), "utf-8")
+        done = program.run(job, workdir, args.timeout, hpl.DONE_LINE)
+        out = workdir / hpl.OUTPUT_FILE
+        text = out.read_text("utf-8", "replace") if out.exists() else ""
+    parsed = hpl.parse_output(text)
+    if done.returncode != 0 or done.timed_out or parsed is None:
+        log = app.apps_dir() / f"run-hpl-{mpi.tag}-{os.getpid()}.log"
+        safe_write.write_text(log, f"{job.argv}\n{done.stdout}\n{done.stderr}\n{text}")
+        why = (
+            f"ran past --timeout {args.timeout:g} s"
+            if done.timed_out
+            else f"exited with status {done.returncode}"
+            if done.returncode
+            else "printed no result"
+        )
+        raise LaunchError(f"HPL on {p}x{q} {why}; its output is in {log}")
+    return {
+        **parsed.to_json(),
+        "wall_s": done.wall_s,
+        "killed_after_output": done.killed_after_output,
+        "output": text[-OUTPUT_LIMIT:],
+    }

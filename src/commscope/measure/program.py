@@ -1,0 +1,113 @@
+"""Whole MPI programs (such as HPL) started on this machine, named hosts or the virtual cluster.
+
+The engine's runner streams records; a whole program instead leaves files in its working
+directory, so this module only builds its job, runs it in that directory with the launcher's
+timeout and process-group kill, and hands back what it printed and how long it took. Rank 0
+reads its input and writes its output in the working directory: on real hosts that directory
+and the program must be on a file system every host sees (the virtual cluster's nodes share
+this machine's).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from commscope.errors import UsageError
+from commscope.measure import launch
+from commscope.measure.mpi import MPIInstall
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where the ranks run: the virtual cluster's first nodes, named hosts, or this machine.
+
+    Attributes:
+        vcluster_ranks_per_node: ranks per virtual node (None: not on the virtual cluster).
+        placement: hosts and ranks on each (a hostfile run).
+    """
+
+    vcluster_ranks_per_node: int | None = None
+    placement: launch.Placement | None = None
+
+    def nodes_for(self, nranks: int) -> int:
+        """How many nodes (or hosts, or 1 for this machine) ``nranks`` ranks span."""
+        if self.vcluster_ranks_per_node:
+            return math.ceil(nranks / self.vcluster_ranks_per_node)
+        if self.placement is not None:
+            return len(self.placement.hosts)
+        return 1
+
+    def to_json(self, nranks: int) -> dict[str, Any]:
+        """Where ``nranks`` ranks ran, as stored with the run."""
+        if self.vcluster_ranks_per_node:
+            return {
+                "vcluster_nodes": self.nodes_for(nranks),
+                "ranks_per_node": self.vcluster_ranks_per_node,
+            }
+        if self.placement is not None:
+            return {"placement": self.placement.to_json()}
+        return {"local": True}
+
+
+@dataclass(frozen=True)
+class ProgramRun:
+    """How one launch of a program ended."""
+
+    returncode: int
+    wall_s: float
+    stdout: str
+    stderr: str
+    timed_out: bool
+    killed_after_output: bool = False  # ended after its last line: its MPI_Finalize hung
+
+
+def job(
+    mpi: MPIInstall, nranks: int, program: Sequence[str], where: Where, cores: int | None = None
+) -> launch.Job:
+    """The job that starts ``program`` on ``nranks`` ranks where ``where`` says.
+
+    Raises:
+        UsageError: named hosts hold another number of ranks than ``nranks``.
+        LaunchError: no usable virtual cluster, or too few of its nodes are up.
+    """
+    if where.vcluster_ranks_per_node:
+        from commscope.measure import runner
+
+        rpn = where.vcluster_ranks_per_node
+        args, env = runner._vcluster_launch(mpi, rpn, where.nodes_for(nranks), {})
+        return launch.build_job(mpi, nranks, program, extra_args=args, extra_env=env)
+    if where.placement is not None:
+        if where.placement.nranks != nranks:
+            raise UsageError(
+                f"--hosts: the hosts hold {where.placement.nranks} ranks but this grid needs"
+                f" {nranks}; give --ranks-per-node so that hosts x ranks = {nranks}"
+            )
+        return launch.build_job(mpi, nranks, program, placement=where.placement)
+    return launch.build_job(mpi, nranks, program, cores=cores)
+
+
+def run(
+    job: launch.Job, workdir: Path, timeout_s: float, done_line: str | None = None
+) -> ProgramRun:
+    """Run ``job`` in ``workdir`` until it exits or ``timeout_s`` passes (then it is killed).
+
+    Once the program prints ``done_line`` its work is over: a job still alive 15 s later
+    (an MPI_Finalize that hangs) is ended, and the run counts as finished.
+    """
+    lines: list[str] = []
+
+    def keep(line: str) -> bool:
+        lines.append(line)
+        return done_line is not None and line.strip() == done_line
+
+    start = time.monotonic()
+    done = launch.run_streaming(job, keep, timeout_s, cwd=str(workdir))
+    wall = time.monotonic() - start
+    ended = done.killed_after_output
+    code = 0 if ended else done.returncode
+    return ProgramRun(code, wall, "".join(lines), done.stderr, done.timed_out, ended)
