@@ -45,6 +45,8 @@ BW_FACTOR_MIN = 0.25
 # latency) would take any bw_factor between its bounds on noise; one extra row of this weight
 # pulls 1 / bw_factor towards 1 (the nominal rate), too weak to move a segment the bytes fix.
 _NOMINAL_PRIOR = 0.3
+# Sizes this close (b - 3, b, b + 3 of the ping-pong schedule) form one group in steady_curve.
+GROUP_SPAN = 6
 # A link's own figure (memory link): kept above these so the fit never divides by zero.
 _MIN_LATENCY_S = 1e-9
 _MAX_BYTE_TIME_S = 1.0
@@ -131,6 +133,34 @@ def breaks(sizes: NDArray[np.int64]) -> list[int]:
         if distinct >= 2 or not kept:
             kept.append(lo)
     return kept
+
+
+def steady_curve(
+    sizes: NDArray[np.int64], times: NDArray[np.float64]
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """One time per distinct size: the median over its size group, robust to a disturbed point.
+
+    The ping-pong schedule measures each base size b at b - 3, b and b + 3 (NetPIPE's
+    perturbation), and a level may come from several runs: sizes within GROUP_SPAN bytes of a
+    group's smallest cost the same, so every time measured in the group stands for each of
+    them. A point disturbed as a whole (the machine busy for its 0.25 s) is then one vote
+    among several instead of a target the fit must meet. A protocol threshold inside a group
+    gives its odd size the others' time: one point's error, where a disturbed point would
+    pull a whole segment's factors.
+    """
+    order = np.argsort(sizes, kind="stable")
+    sizes, times = sizes[order], times[order]
+    out_sizes: list[int] = []
+    out_times: list[float] = []
+    i = 0
+    while i < sizes.size:
+        j = int(np.searchsorted(sizes, sizes[i] + GROUP_SPAN, side="right"))
+        median = float(np.median(times[i:j]))
+        for m in np.unique(sizes[i:j]):
+            out_sizes.append(int(m))
+            out_times.append(median)
+        i = j
+    return np.asarray(out_sizes, dtype=np.int64), np.asarray(out_times, dtype=np.float64)
 
 
 def factor_at(starts: list[int], values: list[float], size: int) -> float:
