@@ -66,3 +66,55 @@ def test_each_level_may_come_from_its_own_run() -> None:
     )
     assert apart.intra
     assert apart.params == together.params
+
+
+def test_a_shared_sender_overhead_lets_two_differently_shaped_levels_fit() -> None:
+    # Between nodes a burst carries 4-16 KiB fast; within a node the same sizes pay 2 us more
+    # than a line would give (a copy protocol): no global factors serve both, an overhead
+    # both levels pay does (it is what each level's latency does not explain).
+    def shaped(pair: str, m: int) -> float:
+        step = 2e-6 if 4096 <= m < 65536 else 0.0
+        if pair == "inter-node":
+            return 30e-6 + step + m / NOMINAL
+        return 0.4e-6 + step + m / 10e9
+
+    cal = calibrate.calibrate(points(shaped), BASE, NOMINAL, "synthetic")
+    for inter in (True, False):
+        errors = np.abs(model_errors(cal, shaped, inter))
+        assert np.median(errors) < 0.02 and np.percentile(errors, 90) < 0.05, inter
+    by_start = {s.start: s for s in cal.inter}
+    assert by_start[8192].overhead_s == pytest.approx(2e-6, rel=0.1)
+    for seg in cal.inter:
+        assert seg.overhead_s >= 0.0
+        if seg.start >= BASE.eager_bytes:  # SMPI charges it to eager messages only
+            assert seg.overhead_s == 0.0
+    assert dict(cal.params.send_overhead)[8192] == by_start[8192].overhead_s
+
+
+def test_the_overhead_reaches_smpi_and_the_model_file() -> None:
+    from commscope.predict.model import ClusterModel
+    from commscope.simulate import smpi
+    from commscope.simulate.params import params_for
+
+    cal = calibrate.calibrate(points(hockney), BASE, NOMINAL, "synthetic")
+    cfg = [c for c in smpi.config(cal.params) if c.startswith("smpi/os:")]
+    assert len(cfg) == 1
+    pieces = [p.split(":") for p in cfg[0].removeprefix("smpi/os:").split(";")]
+    assert [int(s) for s, _, _ in pieces] == [s for s, _ in cal.params.send_overhead]
+    assert all(float(o) >= 0 and float(per_byte) == 0 for _, o, per_byte in pieces)
+    model = ClusterModel(name="m", node_names=("a", "b"), sockets=1, cores=2)
+    again = params_for(model, cal.params.to_yaml(), "m.yaml")
+    assert [s for s, _ in again.send_overhead] == [s for s, _ in cal.params.send_overhead]
+    assert [o for _, o in again.send_overhead] == pytest.approx(
+        [o for _, o in cal.params.send_overhead], rel=1e-5, abs=1e-15
+    )
+
+
+def test_a_negative_overhead_in_a_model_file_is_refused() -> None:
+    from commscope.errors import InputError
+    from commscope.predict.model import ClusterModel
+    from commscope.simulate.params import params_for
+
+    model = ClusterModel(name="m", node_names=("a", "b"), sockets=1, cores=2)
+    with pytest.raises(InputError, match="send_overhead"):
+        params_for(model, {"send_overhead": [[0, -1e-6]]}, "m.yaml")

@@ -93,7 +93,7 @@ def calibrate(args: argparse.Namespace) -> int:
     )
     title = "SMPI factors per size segment (inter-node" + (" and intra-node)" if cal.intra else ")")
     table = Table(title=title)
-    for col in ("from", "to", "sizes", "lat-factor", "bw-factor", "bw max", "held by"):
+    for col in ("from", "to", "sizes", "lat-factor", "bw-factor", "bw max", "overhead", "held by"):
         table.add_column(col, justify="right")
     for seg in cal.inter:
         table.add_row(
@@ -103,13 +103,15 @@ def calibrate(args: argparse.Namespace) -> int:
             f"{seg.lat_factor:.3f}",
             f"{seg.bw_factor:.3f}",
             f"{seg.bw_max:.3g}",
+            f"{seg.overhead_s * 1e6:.3f} us",
             ", ".join(seg.held),
         )
     out.print(table)
     out.print(
         "lat-factor stays in [1, 3] (never faster than the fastest small message; at most a"
-        " rendezvous' three trips), bw-factor in [0.25, 'bw max'] (1 = nominal rate); a"
-        " segment held by a bound keeps its error, see 'commscope simulate validate'"
+        " rendezvous' three trips), bw-factor in [0.25, 'bw max'] (1 = nominal rate), the"
+        " sender's overhead on eager messages (smpi/os) from 0 to the segment's fastest time;"
+        " a segment held by a bound keeps its error, see 'commscope simulate validate'"
     )
     return 0
 

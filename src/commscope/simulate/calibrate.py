@@ -15,6 +15,8 @@ bounds, to the inter-node and the intra-node curve at once:
 - The memory link (transfers within a node) gets the latency and bandwidth that fit the
   intra-node curve under the same factors; factors and memory link are fitted in turn until
   neither moves.
+- With both levels, each segment below the eager limit also gets the sender's overhead
+  (SMPI's ``smpi/os``), the same on every route: ``factor_fit.fit_factors``.
 - Each level's curve may come from its own run (the model gives every rank a core, so on a
   host with fewer cores than ranks each level is measured in a launch of its own), and the
   fit sees one time per size: the median of its size group (``steady_curve``), so a point
@@ -159,10 +161,12 @@ def _fit(inter: Curve, intra: Curve, params: SimParams, limits: Limits) -> Calib
     if has_intra:  # start from the intra-node curve's own line (factors of 1)
         ones = [SegmentFit(0, 0, 1.0, 1.0, 1.0, 0)]
         mem_lat, mem_bw = fit_link(Level(intra[0], intra[1], 1.0, 1.0), ones)
+    # The sender's overhead is what lets two levels share factors; one level needs none.
+    eager = params.eager_bytes if has_intra else None
     segs = fit_factors([inter_level], limits.bw_max)
     for _ in range(_ROUNDS_OF_ALTERNATION if has_intra else 0):
         levels = [inter_level, Level(intra[0], intra[1], mem_lat, mem_bw)]
-        segs = fit_factors(levels, limits.bw_max)
+        segs = fit_factors(levels, limits.bw_max, eager)
         new_lat, new_bw = fit_link(Level(intra[0], intra[1], 1.0, 1.0), segs)
         moved = abs(new_lat / mem_lat - 1) + abs(new_bw / mem_bw - 1)
         mem_lat, mem_bw = new_lat, new_bw
@@ -174,6 +178,7 @@ def _fit(inter: Curve, intra: Curve, params: SimParams, limits: Limits) -> Calib
         memory_bw_Bps=mem_bw,
         lat_factor=tuple((s.start, s.lat_factor) for s in segs),
         bw_factor=tuple((s.start, s.bw_factor) for s in segs),
+        send_overhead=tuple((s.start, s.overhead_s) for s in segs) if eager else (),
     )
     return Calibration(params, segs, bool(has_intra), limits)
 
@@ -206,7 +211,9 @@ def smpi_time(params: SimParams, size: int, inter: bool) -> float:
     bw = params.nic_bw_Bps if inter else params.memory_bw_Bps
     lf = _factor(params.lat_factor, size)
     bf = _factor(params.bw_factor, size)
-    return lf * lat + size / (bf * bw)
+    # SMPI charges the sender's overhead (smpi/os) on eager messages only.
+    o = _factor(params.send_overhead, size) if params.send_overhead else 0.0
+    return (o if size < params.eager_bytes else 0.0) + lf * lat + size / (bf * bw)
 
 
 def _factor(factors: tuple[tuple[int, float], ...], size: int) -> float:
