@@ -19,9 +19,19 @@ from tests.simgrid.conftest import GIGE
 pytestmark = pytest.mark.simgrid
 
 
-def measured_run(store_path: Path, time_of) -> int:
-    """A stored 'measured' ping-pong run between two nodes whose times follow ``time_of``."""
+TWO_BY_TWO = (
+    [("a", 0), ("a", 0), ("b", 1), ("b", 1)],
+    {"intra-node": [0, 1], "inter-node": [0, 2]},
+)
+
+
+def measured_run(store_path: Path, time_of, layout=TWO_BY_TWO) -> int:
+    """A stored 'measured' ping-pong run whose times follow ``time_of``.
+
+    ``layout``: each rank's (node, node index), and the measured pairs (label: ranks).
+    """
     sizes = netpipe_schedule(1 << 22, 3)
+    nodes, pairs = layout
     ranks = [
         {
             "rank": r,
@@ -32,14 +42,14 @@ def measured_run(store_path: Path, time_of) -> int:
             "pid": 100 + r,
             "affinity": [r],
         }
-        for r, (n, i) in enumerate([("a", 0), ("a", 0), ("b", 1), ("b", 1)])
+        for r, (n, i) in enumerate(nodes)
     ]
     header = {
         "type": "header",
         "schema_version": 1,
         "engine_version": "0.1.0",
         "mpi": {"library_version": "Open MPI v4.1.4, package: Debian", "standard": "3.1"},
-        "nranks": 4,
+        "nranks": len(nodes),
         "ranks": ranks,
         "socket_source": "sysfs",
         "timer": {
@@ -48,17 +58,14 @@ def measured_run(store_path: Path, time_of) -> int:
             "overhead_s": 2e-8,
             "frequency_hz": None,
         },
-        "pairs": [
-            {"label": "intra-node", "ranks": [0, 1]},
-            {"label": "inter-node", "ranks": [0, 2]},
-        ],
+        "pairs": [{"label": label, "ranks": ab} for label, ab in pairs.items()],
         "options": {"ops": "pingpong"},
         "started_unix": 1.0,
     }
     request = {
         "benchmark": "p2p",
         "mpi": "openmpi",
-        "np": 4,
+        "np": len(nodes),
         "launcher": "auto",
         "timeout_s": 600,
         "confidence": 0.95,
@@ -74,13 +81,18 @@ def measured_run(store_path: Path, time_of) -> int:
             "target_rse": 0.01,
             "point_budget_s": 0.25,
         },
-        "vcluster": {"nodes": 2, "ranks_per_node": 2, "rate": "1gbit", "subnet": "10.0.0.0/24"},
+        "vcluster": {
+            "nodes": len({n for n, _ in nodes}),
+            "ranks_per_node": len(nodes) // len({n for n, _ in nodes}),
+            "rate": "1gbit",
+            "subnet": "10.0.0.0/24",
+        },
     }
     with Store.open(store_path) as store:
-        run = store.create_run("p2p", "measured", "openmpi-4.1.4", "mpirun", 4, request)
+        run = store.create_run("p2p", "measured", "openmpi-4.1.4", "mpirun", len(nodes), request)
         seg = store.start_segment(run, ["mpirun"])
         store.set_header(run, seg, parse_record(json.dumps(header), "test"))
-        for pair, ab in (("intra-node", [0, 1]), ("inter-node", [0, 2])):
+        for pair, ab in pairs.items():
             for m in sizes:
                 t = time_of(pair, m)
                 rec = {
@@ -187,3 +199,34 @@ def test_a_network_faster_than_nominal_shows_as_error_not_as_factors(
     assert all(p["error"] > 1.5 for p in big), [p["error"] for p in big]
     top = [g for g in result["segments"] if g["level"] == "inter-node" and g["start"] >= 1 << 20]
     assert top and all(g["median_abs_error"] > 1.5 for g in top)
+
+
+def test_each_level_from_its_own_launch_calibrates_one_model_for_both(
+    cli: CLI, tmp_path: Path
+) -> None:
+    # As the virtual cluster is measured: one rank per node between nodes, and a node's pair
+    # alone in a launch of its own (same node names, so the model places it on node a).
+    def time_of(pair: str, m: int) -> float:
+        if pair == "inter-node":
+            return 30e-6 + m / 110e6 + (25e-6 if m >= 65536 else 0.0)
+        return 3e-6 + m / 4e9
+
+    inter = measured_run(cli.store, time_of, ([("a", 0), ("b", 1)], {"inter-node": [0, 1]}))
+    intra = measured_run(cli.store, time_of, ([("a", 0), ("a", 0)], {"intra-node": [0, 1]}))
+    model = tmp_path / "calibrated.yaml"
+    cal = json.loads(
+        cli("simulate", "calibrate", str(inter), str(intra), "-o", str(model), "--json").stdout
+    )
+    assert cal["params"]["calibrated_from"].startswith(f"runs {inter}, {intra} ")
+    assert_factors_in_range(cal)
+    for level, run in (("inter-node", inter), ("intra-node", intra)):
+        val = json.loads(
+            cli(
+                "simulate", "validate", str(run), "--cluster", str(model), "--json", check=True
+            ).stdout
+        )
+        assert {p["where"] for p in val["points"]} == {level}
+        errs = abs_errors(val, level)
+        median, p90 = errs[len(errs) // 2], errs[int(0.9 * len(errs)) - 1]
+        print(f"{level} from run {run}: median |err| {median:.3%}, p90 {p90:.3%}")
+        assert median <= 0.03 and p90 <= 0.10, (level, median, p90)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def calibrate(args: argparse.Namespace) -> int:
-    """Fit SMPI's factors to a measured ping-pong run and write them into the model."""
+    """Fit SMPI's factors to measured ping-pong runs and write them into the model."""
     from rich.table import Table
 
     from commscope import safe_write
@@ -30,32 +31,45 @@ def calibrate(args: argparse.Namespace) -> int:
     out_flag = "-o" if args.output else "--cluster" if args.cluster else None
     safe_write.check_target(out_path, out_flag)  # before the calibration rounds
     with common.open_store(args) as store:
-        run_id = store.resolve_run(args.run)
-        info = store.get_run(run_id)
-        points = store.points(run_id)
-    common.require(
-        not info.request.get("simulate"),
-        f"run {run_id} is simulated; calibrate from a measured run",
-    )
+        run_ids = list(dict.fromkeys(store.resolve_run(r) for r in args.run))
+        infos = [store.get_run(r) for r in run_ids]
+        points = {r: store.points(r) for r in run_ids}
+    for info in infos:
+        common.require(
+            not info.request.get("simulate"),
+            f"run {info.id} is simulated; calibrate from a measured run",
+        )
+    # The model is the cluster of the run on the most nodes; a level measured alone (one
+    # node's pair in its own launch) runs on its first nodes.
+    main = max(infos, key=lambda i: len({r["node"] for r in (i.header or {}).get("ranks") or []}))
     if args.cluster:
         model, params = setup.load(args.cluster)
     else:
-        model = setup.model_of_run(info)
+        models = [setup.model_of_run(info) for info in infos]
+        cores = max(m.cores for m in models)  # a node's pair alone needs two cores
+        model = dataclasses.replace(models[infos.index(main)], cores=cores)
         params = setup.params_for(model)
-    label = f"run {run_id} ({info.kind}, {info.mpi}, {len(model.node_names)} nodes)"
-    cal = calibrate.calibrate(
-        points, params, model.nic.bandwidth_Bps, label, setup.burst_of_run(info)
+    runs_text = ", ".join(str(r) for r in run_ids)
+    label = (
+        f"run{'s' if len(run_ids) > 1 else ''} {runs_text}"
+        f" ({main.kind}, {main.mpi}, {len(model.node_names)} nodes)"
     )
+    every = [p for r in run_ids for p in points[r]]
+    burst = setup.burst_of_run(main)
+    cal = calibrate.calibrate(every, params, model.nic.bandwidth_Bps, label, burst)
     if args.rounds:
-        placement = setup.placement_of_run(model, info)
-        base = RunRequest.from_json(info.request)
-        base = base.replace(engine=base.engine.replace(ops="pingpong"))
+        placements = [setup.placement_of_run(model, info) for info in infos]
         with tempfile.TemporaryDirectory(prefix="commscope-calibrate-") as tmp:
             with Store.open(Path(tmp) / "rounds.sqlite") as scratch:
                 for _ in range(args.rounds):
-                    request = setup.simulated_request(base, model, cal.params, placement, [])
-                    rid = simulate_run.simulate_into(args, scratch, request, None, True)
-                    cal = calibrate.refine(cal, points, scratch.points(rid))
+                    simulated = []
+                    for info, placement in zip(infos, placements, strict=True):
+                        base = RunRequest.from_json(info.request)
+                        base = base.replace(engine=base.engine.replace(ops="pingpong"))
+                        request = setup.simulated_request(base, model, cal.params, placement, [])
+                        rid = simulate_run.simulate_into(args, scratch, request, None, True)
+                        simulated += scratch.points(rid)
+                    cal = calibrate.refine(cal, every, simulated)
     setup.write_model(out_path, model, cal.params, out_flag)
     if args.json:
         common.print_json(
@@ -79,7 +93,7 @@ def calibrate(args: argparse.Namespace) -> int:
     )
     title = "SMPI factors per size segment (inter-node" + (" and intra-node)" if cal.intra else ")")
     table = Table(title=title)
-    for col in ("from", "to", "sizes", "lat-factor", "bw-factor", "bw max", "held by"):
+    for col in ("from", "to", "sizes", "lat-factor", "bw-factor", "bw max", "overhead", "held by"):
         table.add_column(col, justify="right")
     for seg in cal.inter:
         table.add_row(
@@ -89,13 +103,15 @@ def calibrate(args: argparse.Namespace) -> int:
             f"{seg.lat_factor:.3f}",
             f"{seg.bw_factor:.3f}",
             f"{seg.bw_max:.3g}",
+            f"{seg.overhead_s * 1e6:.3f} us",
             ", ".join(seg.held),
         )
     out.print(table)
     out.print(
         "lat-factor stays in [1, 3] (never faster than the fastest small message; at most a"
-        " rendezvous' three trips), bw-factor in [0.25, 'bw max'] (1 = nominal rate); a"
-        " segment held by a bound keeps its error, see 'commscope simulate validate'"
+        " rendezvous' three trips), bw-factor in [0.25, 'bw max'] (1 = nominal rate), the"
+        " sender's overhead on eager messages (smpi/os) from 0 to the segment's fastest time;"
+        " a segment held by a bound keeps its error, see 'commscope simulate validate'"
     )
     return 0
 

@@ -18,6 +18,7 @@ EXAMPLES = """examples:
   commscope simulate run --cluster c.yaml --nodes 16 --ranks-per-node 12 \\
       --sweep switch_latency=80us,160us,240us,320us,400us -- coll --ops alltoall --sizes 1MiB
   commscope simulate calibrate 12 -o vcluster.yaml     model + factors from ping-pong run 12
+  commscope simulate calibrate 12 13 -o vcluster.yaml  inter-node from 12, a node's pair from 13
   commscope simulate validate 14 --cluster vcluster.yaml --min-size 1KiB
   commscope simulate app ring.c --cluster c.yaml --np 8 --netload -- 1048576
   commscope simulate hpl --n 4000 --grid 1x192,6x32,16x12 --cluster c.yaml \\
@@ -116,8 +117,14 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         help="-- then a benchmark and its options, as for 'commscope run'",
     )
 
-    cal = actions.add_parser("calibrate", help="fit SMPI factors and links to a measured run")
-    cal.add_argument("run", metavar="RUN", help="a stored p2p run with inter-node ping-pong")
+    cal = actions.add_parser("calibrate", help="fit SMPI factors and links to measured runs")
+    cal.add_argument(
+        "run",
+        metavar="RUN",
+        nargs="+",
+        help="stored p2p runs, one with inter-node ping-pong; each level may come from its"
+        " own run (e.g. a node's pair measured alone)",
+    )
     _model_options(cal)
     cal.add_argument(
         "-o",
@@ -129,7 +136,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         "--rounds",
         type=common.whole(0, 100),
         default=2,
-        help="simulations of the run's ping-pong that correct the factors",
+        help="simulations of the runs' ping-pong that correct the factors",
     )
     cal.add_argument("--json", action="store_true", help="print the calibration as JSON")
 

@@ -15,6 +15,12 @@ bounds, to the inter-node and the intra-node curve at once:
 - The memory link (transfers within a node) gets the latency and bandwidth that fit the
   intra-node curve under the same factors; factors and memory link are fitted in turn until
   neither moves.
+- With both levels, each segment below the eager limit also gets the sender's overhead
+  (SMPI's ``smpi/os``), the same on every route: ``factor_fit.fit_factors``.
+- Each level's curve may come from its own run (the model gives every rank a core, so on a
+  host with fewer cores than ranks each level is measured in a launch of its own), and the
+  fit sees one time per size: the median of its size group (``steady_curve``), so a point
+  disturbed as a whole does not set a segment's factors.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from commscope.simulate.factor_fit import (
     factor_at,
     fit_factors,
     fit_link,
+    steady_curve,
 )
 from commscope.simulate.params import SimParams
 
@@ -74,6 +81,11 @@ Curve = tuple[NDArray[np.int64], NDArray[np.float64]]
 
 
 def _curve(points: list[Point], inter: bool) -> Curve:
+    """Every measured one-way time of the level, sizes ascending (a size may repeat).
+
+    Points of several runs may be given together (each level measured in its own launch):
+    a level's pair is the same label in each, so all of them are kept.
+    """
     pairs = sorted({p.pair for p in points if p.op == "pingpong"})
     wanted = [p for p in pairs if (p == "inter-node") == inter]
     if not wanted:
@@ -82,6 +94,10 @@ def _curve(points: list[Point], inter: bool) -> Curve:
     assert curve is not None
     ok = np.isfinite(curve.time_s) & (curve.time_s > 0)
     return curve.bytes[ok], curve.time_s[ok]
+
+
+def _steady(curve: Curve) -> Curve:
+    return steady_curve(*curve) if curve[0].size else curve
 
 
 def calibrate(
@@ -94,7 +110,8 @@ def calibrate(
     """Factors and link figures from a ping-pong run's points.
 
     Args:
-        points: the run's p2p points (ping-pong between nodes is required).
+        points: the p2p points of one run or several (ping-pong between nodes is required;
+            each level may come from its own run).
         base: the model's parameters; figures not calibrated are kept.
         nominal_nic_Bps: the NIC's nominal rate (None: use the measured bandwidth).
         label: what the calibration came from, kept in the model.
@@ -125,7 +142,7 @@ def calibrate(
         nic_lat_s=max(limits.route_latency_s - base.switch_lat_s, 0.0) / 2.0,
         calibrated_from=label,
     )
-    cal = _fit((sizes, times), _curve(points, inter=False), params, limits)
+    cal = _fit(_steady((sizes, times)), _steady(_curve(points, inter=False)), params, limits)
     sources = dict(cal.params.sources)
     sources["nic latency"] = f"calibrated from {label}"
     sources["nic bandwidth"] = "model channels" if nominal_nic_Bps else f"calibrated from {label}"
@@ -144,10 +161,12 @@ def _fit(inter: Curve, intra: Curve, params: SimParams, limits: Limits) -> Calib
     if has_intra:  # start from the intra-node curve's own line (factors of 1)
         ones = [SegmentFit(0, 0, 1.0, 1.0, 1.0, 0)]
         mem_lat, mem_bw = fit_link(Level(intra[0], intra[1], 1.0, 1.0), ones)
+    # The sender's overhead is what lets two levels share factors; one level needs none.
+    eager = params.eager_bytes if has_intra else None
     segs = fit_factors([inter_level], limits.bw_max)
     for _ in range(_ROUNDS_OF_ALTERNATION if has_intra else 0):
         levels = [inter_level, Level(intra[0], intra[1], mem_lat, mem_bw)]
-        segs = fit_factors(levels, limits.bw_max)
+        segs = fit_factors(levels, limits.bw_max, eager)
         new_lat, new_bw = fit_link(Level(intra[0], intra[1], 1.0, 1.0), segs)
         moved = abs(new_lat / mem_lat - 1) + abs(new_bw / mem_bw - 1)
         mem_lat, mem_bw = new_lat, new_bw
@@ -159,6 +178,7 @@ def _fit(inter: Curve, intra: Curve, params: SimParams, limits: Limits) -> Calib
         memory_bw_Bps=mem_bw,
         lat_factor=tuple((s.start, s.lat_factor) for s in segs),
         bw_factor=tuple((s.start, s.bw_factor) for s in segs),
+        send_overhead=tuple((s.start, s.overhead_s) for s in segs) if eager else (),
     )
     return Calibration(params, segs, bool(has_intra), limits)
 
@@ -173,8 +193,8 @@ def refine(cal: Calibration, measured: list[Point], simulated: list[Point]) -> C
     """
     curves = []
     for inter in (True, False):
-        sizes, times = _curve(measured, inter)
-        sim = dict(zip(*(x.tolist() for x in _curve(simulated, inter)), strict=True))
+        sizes, times = _steady(_curve(measured, inter))
+        sim = dict(zip(*(x.tolist() for x in _steady(_curve(simulated, inter))), strict=True))
         keep = np.asarray([sim.get(int(m), 0.0) > 0 for m in sizes], dtype=bool)
         sizes, times = sizes[keep], times[keep]
         model = np.asarray([smpi_time(cal.params, int(m), inter) for m in sizes])
@@ -191,7 +211,9 @@ def smpi_time(params: SimParams, size: int, inter: bool) -> float:
     bw = params.nic_bw_Bps if inter else params.memory_bw_Bps
     lf = _factor(params.lat_factor, size)
     bf = _factor(params.bw_factor, size)
-    return lf * lat + size / (bf * bw)
+    # SMPI charges the sender's overhead (smpi/os) on eager messages only.
+    o = _factor(params.send_overhead, size) if params.send_overhead else 0.0
+    return (o if size < params.eager_bytes else 0.0) + lf * lat + size / (bf * bw)
 
 
 def _factor(factors: tuple[tuple[int, float], ...], size: int) -> float:

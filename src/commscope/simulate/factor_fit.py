@@ -45,6 +45,8 @@ BW_FACTOR_MIN = 0.25
 # latency) would take any bw_factor between its bounds on noise; one extra row of this weight
 # pulls 1 / bw_factor towards 1 (the nominal rate), too weak to move a segment the bytes fix.
 _NOMINAL_PRIOR = 0.3
+# Sizes this close (b - 3, b, b + 3 of the ping-pong schedule) form one group in steady_curve.
+GROUP_SPAN = 6
 # A link's own figure (memory link): kept above these so the fit never divides by zero.
 _MIN_LATENCY_S = 1e-9
 _MAX_BYTE_TIME_S = 1.0
@@ -70,6 +72,7 @@ class SegmentFit:
     bw_factor: float
     bw_max: float
     sizes: int
+    overhead_s: float = 0.0  # the sender's time per eager message (SMPI's smpi/os)
 
     @property
     def held(self) -> list[str]:
@@ -96,6 +99,7 @@ class SegmentFit:
             "lat_factor_range": [LAT_FACTOR_MIN, LAT_FACTOR_MAX],
             "bw_factor_range": [BW_FACTOR_MIN, self.bw_max],
             "bw_factor_max": self.bw_max,
+            "overhead_s": self.overhead_s,
             "held": self.held,
         }
 
@@ -133,18 +137,56 @@ def breaks(sizes: NDArray[np.int64]) -> list[int]:
     return kept
 
 
+def steady_curve(
+    sizes: NDArray[np.int64], times: NDArray[np.float64]
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """One time per distinct size: the median over its size group, robust to a disturbed point.
+
+    The ping-pong schedule measures each base size b at b - 3, b and b + 3 (NetPIPE's
+    perturbation), and a level may come from several runs: sizes within GROUP_SPAN bytes of a
+    group's smallest cost the same, so every time measured in the group stands for each of
+    them. A point disturbed as a whole (the machine busy for its 0.25 s) is then one vote
+    among several instead of a target the fit must meet. A protocol threshold inside a group
+    gives its odd size the others' time: one point's error, where a disturbed point would
+    pull a whole segment's factors.
+    """
+    order = np.argsort(sizes, kind="stable")
+    sizes, times = sizes[order], times[order]
+    out_sizes: list[int] = []
+    out_times: list[float] = []
+    i = 0
+    while i < sizes.size:
+        j = int(np.searchsorted(sizes, sizes[i] + GROUP_SPAN, side="right"))
+        median = float(np.median(times[i:j]))
+        for m in np.unique(sizes[i:j]):
+            out_sizes.append(int(m))
+            out_times.append(median)
+        i = j
+    return np.asarray(out_sizes, dtype=np.int64), np.asarray(out_times, dtype=np.float64)
+
+
 def factor_at(starts: list[int], values: list[float], size: int) -> float:
     """SMPI's rule: the value of the largest segment start not above ``size``."""
     index = int(np.searchsorted(np.asarray(starts), size, side="right")) - 1
     return values[max(index, 0)]
 
 
-def fit_factors(levels: list[Level], bw_max_of: Callable[[int], float]) -> list[SegmentFit]:
+def fit_factors(
+    levels: list[Level], bw_max_of: Callable[[int], float], eager_bytes: int | None = None
+) -> list[SegmentFit]:
     """Both factors of every segment, fitted to all levels at once within their bounds.
+
+    With ``eager_bytes``, each segment below it also gets the sender's overhead o (SMPI's
+    smpi/os, which SMPI charges eager messages only), the same on every route: LogP's o
+    (Culler et al. 1993, "LogP: towards a realistic model of parallel computation"). It lets
+    levels whose latencies differ in shape share the factors (the virtual cluster's network
+    in its tbf burst and shared memory at 4-16 KiB). Bounds: 0 <= o <= the fastest time any
+    level measured in the segment (a message cannot cost less than its sender's overhead).
 
     Args:
         levels: the measured curves; the first one's sizes set the segments.
         bw_max_of: a segment start -> the largest bw_factor allowed there.
+        eager_bytes: fit an overhead below this size (None: no overhead).
 
     Raises:
         SimulateError: fewer than two sizes to fit.
@@ -155,26 +197,33 @@ def fit_factors(levels: list[Level], bw_max_of: Callable[[int], float]) -> list[
     ends = starts[1:] + [int(levels[0].sizes.max()) + 1]
     out = []
     for lo, hi in zip(starts, ends, strict=True):
-        rows, target = [], []
+        rows, target, fastest = [], [], []
         for lv in levels:
             inside = (lv.sizes >= lo) & (lv.sizes < hi)
             m, t = lv.sizes[inside].astype(float), lv.times[inside]
-            # t / t = 1: relative errors, so small and large sizes count alike.
-            rows.append(np.stack([lv.latency_s / t, m / lv.bandwidth_Bps / t], axis=1))
+            # t / t = 1: relative errors, so small and large sizes count alike. The overhead's
+            # unknown is in microseconds, which keeps the columns alike in scale.
+            rows.append(np.stack([lv.latency_s / t, m / lv.bandwidth_Bps / t, 1e-6 / t], axis=1))
             target.append(np.ones_like(t))
-        rows.append(np.asarray([[0.0, _NOMINAL_PRIOR]]))
+            fastest += t.tolist()
+        rows.append(np.asarray([[0.0, _NOMINAL_PRIOR, 0.0]]))
         target.append(np.asarray([_NOMINAL_PRIOR]))
         design, y = np.concatenate(rows), np.concatenate(target)
         bw_max = bw_max_of(lo)
-        # Unknowns: lat_factor and 1 / bw_factor.
-        fit = lsq_linear(
-            design,
-            y,
-            bounds=([LAT_FACTOR_MIN, 1.0 / bw_max], [LAT_FACTOR_MAX, 1.0 / BW_FACTOR_MIN]),
-        )
-        lat_f, inv_bw = (float(v) for v in fit.x)
+        lower = [LAT_FACTOR_MIN, 1.0 / bw_max]
+        upper = [LAT_FACTOR_MAX, 1.0 / BW_FACTOR_MIN]
+        with_overhead = eager_bytes is not None and lo < eager_bytes and min(fastest) > 0
+        if with_overhead:
+            lower.append(0.0)
+            upper.append(min(fastest) * 1e6)
+        else:
+            design = design[:, :2]
+        # Unknowns: lat_factor, 1 / bw_factor and (below the eager limit) o in microseconds.
+        fit = lsq_linear(design, y, bounds=(lower, upper))
+        lat_f, inv_bw = float(fit.x[0]), float(fit.x[1])
+        overhead = float(fit.x[2]) * 1e-6 if with_overhead else 0.0
         n = int(np.count_nonzero((levels[0].sizes >= lo) & (levels[0].sizes < hi)))
-        out.append(SegmentFit(lo, hi, lat_f, 1.0 / inv_bw, bw_max, n))
+        out.append(SegmentFit(lo, hi, lat_f, 1.0 / inv_bw, bw_max, n, overhead))
     return out
 
 
@@ -190,13 +239,16 @@ def fit_link(level: Level, segments: list[SegmentFit]) -> tuple[float, float]:
     inv_bw = np.asarray(
         [factor_at(starts, [1.0 / s.bw_factor for s in segments], int(m)) for m in level.sizes]
     )
+    overhead = np.asarray(
+        [factor_at(starts, [s.overhead_s for s in segments], int(m)) for m in level.sizes]
+    )
     t = level.times
     design = np.stack([lat_f / t, level.sizes * inv_bw / t], axis=1)
     # Unknowns in microseconds and nanoseconds per byte keep the columns alike in scale.
     scale = np.asarray([1e-6, 1e-9])
     fit = lsq_linear(
         design * scale,
-        np.ones_like(t),
+        np.maximum(t - overhead, 0.0) / t,  # what the link itself must take
         bounds=(
             np.asarray([_MIN_LATENCY_S, 1e-18]) / scale,
             np.asarray([np.inf, _MAX_BYTE_TIME_S]) / scale,

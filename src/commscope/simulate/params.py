@@ -41,6 +41,7 @@ _KEYS = (
     "switch_latency",
     "lat_factor",
     "bw_factor",
+    "send_overhead",
     "crosstraffic",
     "eager_bytes",
     "core_speed",
@@ -86,6 +87,8 @@ class SimParams:
         switch_lat_s: latency added once to every route between nodes.
         lat_factor, bw_factor: SMPI's piecewise factors ((from size, factor), ...); empty means
             SimGrid's own defaults (calibrated on TACC's Stampede), said in every run.
+        send_overhead: seconds a sender spends on an eager message, per size segment
+            ((from size, seconds), ...): SMPI's smpi/os, the same on every route.
         crosstraffic: whether acknowledgements take bandwidth in the reverse direction.
         eager_bytes: messages smaller than this are sent without waiting for their receive.
         calibrated_from: the measured run the factors come from, if any.
@@ -101,6 +104,7 @@ class SimParams:
     switch_lat_s: float = 0.0
     lat_factor: Factors = ()
     bw_factor: Factors = ()
+    send_overhead: Factors = ()
     crosstraffic: bool = False
     eager_bytes: int = DEFAULT_EAGER_BYTES
     calibrated_from: str | None = None
@@ -136,6 +140,7 @@ class SimParams:
             "switch_latency_s": self.switch_lat_s,
             "lat_factor": [list(f) for f in self.lat_factor],
             "bw_factor": [list(f) for f in self.bw_factor],
+            "send_overhead": [list(f) for f in self.send_overhead],
             "crosstraffic": self.crosstraffic,
             "eager_bytes": self.eager_bytes,
             "calibrated_from": self.calibrated_from,
@@ -158,17 +163,23 @@ class SimParams:
             "switch_latency": f"{self.switch_lat_s * 1e6:.6g}us",
             "lat_factor": [[int(s), round(float(f), 6)] for s, f in self.lat_factor],
             "bw_factor": [[int(s), round(float(f), 6)] for s, f in self.bw_factor],
+            **(
+                {"send_overhead": [[int(s), float(f"{o:.6g}")] for s, o in self.send_overhead]}
+                if self.send_overhead
+                else {}
+            ),
             "crosstraffic": self.crosstraffic,
             "eager_bytes": self.eager_bytes,
             **({"core_speed": f"{self.core_flops:.6g}f"} if self.core_flops else {}),
         }
 
 
-def _factors(value: Any, field: str, where: str) -> Factors:
+def _factors(value: Any, field: str, where: str, zero: bool = False) -> Factors:
     bad = InputError(
         f"{where}: simulation.{field}: give a list of at most {MAX_FACTORS}"
-        f" [from size, factor] pairs with sizes rising from 0 (at most"
-        f" {MAX_MESSAGE_BYTES}) and factors above 0 (at most {MAX_FACTOR:g})"
+        f" [from size, {'seconds' if zero else 'factor'}] pairs with sizes rising from 0"
+        f" (at most {MAX_MESSAGE_BYTES}) and values {'of 0 or more' if zero else 'above 0'}"
+        f" (at most {MAX_FACTOR:g})"
     )
     if value is None:
         return ()
@@ -182,7 +193,7 @@ def _factors(value: Any, field: str, where: str) -> Factors:
             out.append(
                 (
                     strict.check_whole(item[0], 0, MAX_MESSAGE_BYTES),
-                    strict.check_real(item[1], 0, MAX_FACTOR, above=True),
+                    strict.check_real(item[1], 0, MAX_FACTOR, above=not zero),
                 )
             )
         except strict.NumberError:
@@ -277,6 +288,7 @@ def params_for(model: ClusterModel, section: Any = None, where: str = "") -> Sim
         switch_lat_s=switch_s,
         lat_factor=_factors(section.get("lat_factor"), "lat_factor", where),
         bw_factor=_factors(section.get("bw_factor"), "bw_factor", where),
+        send_overhead=_factors(section.get("send_overhead"), "send_overhead", where, zero=True),
         crosstraffic=cross,
         eager_bytes=eager,
         calibrated_from=None

@@ -84,6 +84,8 @@ def config(params: SimParams, extra: list[str] | tuple[str, ...] = ()) -> list[s
         cfg.append("smpi/lat-factor:" + ";".join(f"{s}:{f:.9g}" for s, f in params.lat_factor))
     if params.bw_factor:
         cfg.append("smpi/bw-factor:" + ";".join(f"{s}:{f:.9g}" for s, f in params.bw_factor))
+    if params.send_overhead:  # smpi/os: from size, seconds, seconds per byte
+        cfg.append("smpi/os:" + ";".join(f"{s}:{o:.9g}:0" for s, o in params.send_overhead))
     cfg.append(f"network/crosstraffic:{1 if params.crosstraffic else 0}")
     cfg += [
         f"smpi/async-small-thresh:{params.eager_bytes}",
