@@ -157,3 +157,42 @@ def test_blas_kernels_narrower_than_the_cpu_set_a_ceiling():
     for p in points:
         p.raw["blas"] = [dict(blas[1], architecture="SkylakeX")]
     assert node.figures(points, wide)[0].kernel_ceiling is None
+
+
+def with_shares(point: Linpack, own: float | None, sweep: float | None) -> Linpack:
+    raw = dict(point.raw)
+    if own is not None:
+        raw["others_cpu_share"] = own
+    if sweep is not None:
+        raw["sweep_others_cpu_share"] = sweep
+    rec = record_from_dict(raw, "synthetic linpack")
+    assert isinstance(rec, Linpack)
+    return rec
+
+
+def test_short_points_on_a_busy_machine_are_warned_about_through_the_sweeps_share():
+    # Points too short for a share of their own; from the fourth on, the sweep so far has run
+    # long enough for one: another process took half of the two cores.
+    ns = [100, 200, 400, 700, 1000]
+    rates = [9.0, 15.0, 24.0, 7.0, 3.0]
+    sweep = [None, None, None, 0.52, 0.5]
+    busy = [
+        with_shares(linpack(2, n, [g]), None, w) for n, g, w in zip(ns, rates, sweep, strict=True)
+    ]
+    (fig,) = node.figures(busy)
+    assert fig.others_cpu_share == pytest.approx(0.52)
+    assert fig.warning and "52%" in fig.warning
+    quiet = [with_shares(linpack(2, n, [g]), None, 0.01) for n, g in zip(ns, rates, strict=True)]
+    (calm,) = node.figures(quiet)
+    assert calm.others_cpu_share == pytest.approx(0.01) and not calm.warning
+    (none,) = node.figures([with_shares(linpack(2, 100, [9.0]), None, None)])
+    assert none.others_cpu_share is None and not none.warning
+
+
+def test_the_largest_of_the_points_and_the_sweeps_shares_counts():
+    points = [
+        with_shares(linpack(1, 100, [5.0]), None, 0.02),
+        with_shares(linpack(1, 1000, [10.0]), 0.3, 0.12),  # one long point disturbed
+    ]
+    (fig,) = node.figures(points)
+    assert fig.others_cpu_share == pytest.approx(0.3)

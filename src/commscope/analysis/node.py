@@ -218,7 +218,14 @@ def figures(points: Sequence[Linpack], peak: PeakModel | None = None) -> list[No
         ns = [p.n for p in mine]
         rates = [p.median_gflops for p in mine]
         best, n_best = p_max(ns, rates)
-        shares = [p.raw["others_cpu_share"] for p in mine if "others_cpu_share" in p.raw]
+        # A point's own share, and the sweep's share up to each point: the one window that
+        # covers points too short for a share of their own.
+        shares = [
+            p.raw[key]
+            for p in mine
+            for key in ("others_cpu_share", "sweep_others_cpu_share")
+            if isinstance(p.raw.get(key), (int, float))
+        ]
         half, at_smallest = n_half(ns, rates)
         p_peak = peak.peak_gflops(cores) if peak else None
         used = peak.clock_for(cores) if peak else None

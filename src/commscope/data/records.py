@@ -286,6 +286,11 @@ class Stream:
         return self.mean_bytes / slowest if slowest > 0 else 0.0
 
 
+# A window shorter than this has too few of /proc/stat's 10 ms busy ticks to give the share of
+# the cpus other processes took during a node point to a few percent.
+SHARE_WINDOW_S = 1.0
+
+
 @dataclass(frozen=True)
 class Linpack:
     """Every solve of one dense Ax = b of order ``n`` on ``cores`` cores.

@@ -29,7 +29,7 @@ from typing import Any
 from commscope import strict
 from commscope.data import peak
 from commscope.data.record_parse import record_from_dict
-from commscope.data.records import Linpack
+from commscope.data.records import SHARE_WINDOW_S, Linpack
 from commscope.data.session import Measuring
 from commscope.data.store import Store
 from commscope.errors import CommscopeError, ComputeError, UsageError
@@ -212,14 +212,38 @@ def predict_cost(
 
 # /proc/stat counts busy time in ticks (1/CLK_TCK s, 10 ms): over a shorter window the share
 # of the cpus others took would be off by tens of percent (a 50 ms point read 64 % on an idle
-# machine), so short points carry no share.
-MIN_SHARE_WINDOW_S = 1.0
+# machine), so short points carry no share of their own; the sweep's share so far covers them
+# (SHARE_WINDOW_S).
+
+
+def cpu_reading(cpus: Iterable[int]) -> tuple[float | None, float, float]:
+    """(busy seconds of ``cpus``, this process's CPU seconds, wall seconds) now."""
+    return pinning.busy_seconds(cpus), time.process_time(), time.perf_counter()
+
+
+def others_share(
+    before: tuple[float | None, float, float], after: tuple[float | None, float, float], cores: int
+) -> tuple[float, float] | None:
+    """(CPU seconds other processes took on the cpus, window seconds) between two readings."""
+    if before[0] is None or after[0] is None:
+        return None
+    # What the cpus did beyond this process's own work: other processes, or the hypervisor.
+    return max(0.0, (after[0] - before[0]) - (after[1] - before[1])), after[2] - before[2]
 
 
 def measure_point(
-    n: int, place: pinning.Placement, repeats: int, seed: int, warmup: bool
+    n: int,
+    place: pinning.Placement,
+    repeats: int,
+    seed: int,
+    warmup: bool,
+    sweep_start: tuple[float | None, float, float] | None = None,
 ) -> Linpack:
     """Solve one random system of order ``n`` repeatedly where ``place`` says; check each.
+
+    ``sweep_start`` is the reading taken when this core count's sweep began: the point also
+    carries the share of the cpus other processes took from then to its end (one window, so
+    short points are covered too).
 
     Raises:
         ComputeError: a solution fails HPL's residual test (nothing is returned to store).
@@ -240,7 +264,7 @@ def measure_point(
         warm = 1
     solves: list[linpack.Solve] = []
     residuals: list[float] = []
-    busy0, cpu0, wall0 = pinning.busy_seconds(place.cpus), time.process_time(), time.perf_counter()
+    before = cpu_reading(place.cpus)
     while len(solves) < repeats or (
         sum(s.seconds for s in solves) < MIN_POINT_S and len(solves) < MAX_REPEATS
     ):
@@ -249,7 +273,7 @@ def measure_point(
         linpack.check_residual(r, n, cores)
         solves.append(s)
         residuals.append(r)
-    busy1, cpu1, wall1 = pinning.busy_seconds(place.cpus), time.process_time(), time.perf_counter()
+    after = cpu_reading(place.cpus)
     data = {
         "type": "linpack",
         "cores": cores,
@@ -267,10 +291,12 @@ def measure_point(
         "blas": [dict(b) for b in place.blas],
         "source": "commscope",
     }
-    if busy0 is not None and busy1 is not None and wall1 - wall0 >= MIN_SHARE_WINDOW_S:
-        # What the cpus did beyond this process's own work: other processes, or the hypervisor.
-        others = (busy1 - busy0) - (cpu1 - cpu0)
-        data["others_cpu_share"] = min(1.0, max(0.0, others / ((wall1 - wall0) * cores)))
+    for key, start in (("others_cpu_share", before), ("sweep_others_cpu_share", sweep_start)):
+        took = others_share(start, after, cores) if start is not None else None
+        if took is not None and took[1] >= SHARE_WINDOW_S:
+            data[key] = min(1.0, took[0] / (took[1] * cores))
+            if key == "sweep_others_cpu_share":
+                data["sweep_window_s"] = took[1]
     record = record_from_dict(data, f"node benchmark N={n} on {cores} cores")
     assert isinstance(record, Linpack)
     return record
@@ -309,6 +335,7 @@ def _sweep(
     started = time.perf_counter()
     last: tuple[int, float, float] | None = None  # n, median solve s, rest of the point s
     with pinning.placed(tuple(request["cpus"][str(cores)]), cores) as place:
+        sweep_start = cpu_reading(place.cpus)
         for n in request["sizes"]:
             state.n = n
             if n in stored:
@@ -330,6 +357,7 @@ def _sweep(
                 repeats,
                 request["seed"],
                 warmup=last is None or solve_guess < WARMUP_BELOW_S,
+                sweep_start=sweep_start,
             )
             session.add(segment, point)
             spent = time.perf_counter() - t0
