@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
+import time
 import types
 from pathlib import Path
 
@@ -27,6 +27,34 @@ def _command(monkeypatch: pytest.MonkeyPatch, body) -> None:
     monkeypatch.setattr(runs_cmd, "run", body)
 
 
+@pytest.fixture
+def foreground_signals():
+    """The dispositions a command started from an interactive shell has.
+
+    Run under nohup or as a background job of a script, pytest inherits SIGHUP or SIGINT
+    ignored, and commscope rightly keeps an ignored signal ignored: the tests that send one
+    set what a terminal user has, and put back what they found.
+    """
+    found = {sig: signal.getsignal(sig) for sig in cli.TERMINATING}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    yield
+    for sig, handler in found.items():
+        signal.signal(sig, handler)
+
+
+def _signal_this_thread(sig: signal.Signals) -> None:
+    """Deliver ``sig`` to the calling (main) thread and wait for its handler to act.
+
+    raise_signal, not os.kill: a signal sent to the process may go to another of its threads,
+    and on a busy machine arrive only after the main thread is blocked, where pause() would
+    then wait forever. The wait is bounded: a handler that does not raise fails the test.
+    """
+    signal.raise_signal(sig)
+    time.sleep(30)
+
+
 def test_interrupted_names_the_signal_and_its_exit_status():
     err = Interrupted(signal.SIGTERM)
     assert isinstance(err, KeyboardInterrupt)
@@ -40,15 +68,14 @@ def test_interrupted_names_the_signal_and_its_exit_status():
     ("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)]
 )
 def test_a_signal_ends_the_command_with_one_line_and_128_plus_signum(
-    monkeypatch, capsys, tmp_path, sig, status
+    monkeypatch, capsys, tmp_path, sig, status, foreground_signals
 ):
     before = {s: signal.getsignal(s) for s in cli.TERMINATING}
     cleaned = []
 
     def body(args):
         try:
-            os.kill(os.getpid(), sig)
-            signal.pause()  # the handler raises before this returns
+            _signal_this_thread(sig)  # the handler raises before this returns
         finally:
             cleaned.append(True)
         return 0
@@ -61,15 +88,16 @@ def test_a_signal_ends_the_command_with_one_line_and_128_plus_signum(
     assert {s: signal.getsignal(s) for s in cli.TERMINATING} == before
 
 
-def test_a_second_signal_does_not_cut_the_cleanup_short(monkeypatch, capsys, tmp_path):
+def test_a_second_signal_does_not_cut_the_cleanup_short(
+    monkeypatch, capsys, tmp_path, foreground_signals
+):
     steps = []
 
     def body(args):
         try:
-            os.kill(os.getpid(), signal.SIGTERM)
-            signal.pause()
+            _signal_this_thread(signal.SIGTERM)
         finally:
-            os.kill(os.getpid(), signal.SIGTERM)  # e.g. an impatient supervisor
+            signal.raise_signal(signal.SIGTERM)  # e.g. an impatient supervisor
             steps.append("cleanup finished")
         return 0
 
