@@ -24,34 +24,18 @@ down) holds the lock once, and each simulation takes it again. Not a test: it pr
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import os
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
+from bench_lock import locked
 from simulate_calibration import cli  # this folder's: commscope ARGS --json, or exit
 
 from commscope.measure import mpi as mpi_mod
 from commscope.measure import vcluster
 from commscope.simulate import app, hpl, hpl_agreement
-
-
-@contextlib.contextmanager
-def locked(path: str | None) -> Iterator[None]:
-    """Hold ``path`` (flock) meanwhile; nothing without a path."""
-    if not path:
-        yield
-        return
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def measure(args: argparse.Namespace, store: Path, model: Path) -> dict[str, list[dict]]:

@@ -20,16 +20,14 @@ letting go. Not a test: it prints figures.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+from bench_lock import locked
 
 from commscope.measure import vcluster
 
@@ -49,20 +47,6 @@ def cli(store: Path, *args: str | Path) -> dict:
     if done.returncode != 0:
         raise SystemExit(f"commscope {' '.join(map(str, args))}: {done.stderr.strip()}")
     return json.loads(done.stdout)
-
-
-@contextlib.contextmanager
-def locked(path: str | None) -> Iterator[None]:
-    """Hold ``path`` as flock(1) would, for one step (the machine is shared)."""
-    if not path:
-        yield
-        return
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def measure(store: Path, lock: str | None, nodes: int, per_node: int) -> int:
