@@ -216,21 +216,6 @@ def predict_cost(
 # (SHARE_WINDOW_S).
 
 
-def cpu_reading(cpus: Iterable[int]) -> tuple[float | None, float, float]:
-    """(busy seconds of ``cpus``, this process's CPU seconds, wall seconds) now."""
-    return pinning.busy_seconds(cpus), time.process_time(), time.perf_counter()
-
-
-def others_share(
-    before: tuple[float | None, float, float], after: tuple[float | None, float, float], cores: int
-) -> tuple[float, float] | None:
-    """(CPU seconds other processes took on the cpus, window seconds) between two readings."""
-    if before[0] is None or after[0] is None:
-        return None
-    # What the cpus did beyond this process's own work: other processes, or the hypervisor.
-    return max(0.0, (after[0] - before[0]) - (after[1] - before[1])), after[2] - before[2]
-
-
 def measure_point(
     n: int,
     place: pinning.Placement,
@@ -264,7 +249,7 @@ def measure_point(
         warm = 1
     solves: list[linpack.Solve] = []
     residuals: list[float] = []
-    before = cpu_reading(place.cpus)
+    before = pinning.cpu_reading(place.cpus)
     while len(solves) < repeats or (
         sum(s.seconds for s in solves) < MIN_POINT_S and len(solves) < MAX_REPEATS
     ):
@@ -273,7 +258,7 @@ def measure_point(
         linpack.check_residual(r, n, cores)
         solves.append(s)
         residuals.append(r)
-    after = cpu_reading(place.cpus)
+    after = pinning.cpu_reading(place.cpus)
     data = {
         "type": "linpack",
         "cores": cores,
@@ -292,7 +277,7 @@ def measure_point(
         "source": "commscope",
     }
     for key, start in (("others_cpu_share", before), ("sweep_others_cpu_share", sweep_start)):
-        took = others_share(start, after, cores) if start is not None else None
+        took = pinning.others_cpu_seconds(start, after, cores) if start is not None else None
         if took is not None and took[1] >= SHARE_WINDOW_S:
             data[key] = min(1.0, took[0] / (took[1] * cores))
             if key == "sweep_others_cpu_share":
@@ -335,7 +320,7 @@ def _sweep(
     started = time.perf_counter()
     last: tuple[int, float, float] | None = None  # n, median solve s, rest of the point s
     with pinning.placed(tuple(request["cpus"][str(cores)]), cores) as place:
-        sweep_start = cpu_reading(place.cpus)
+        sweep_start = pinning.cpu_reading(place.cpus)
         for n in request["sizes"]:
             state.n = n
             if n in stored:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -164,3 +165,18 @@ def placed(cpus: tuple[int, ...], threads: int) -> Iterator[Placement]:
             yield Placement(tuple(sorted(os.sched_getaffinity(0))), threads, tuple(blas))
     finally:
         _pin_all_threads(original)
+
+
+def cpu_reading(cpus: Iterable[int]) -> tuple[float | None, float, float]:
+    """(busy seconds of ``cpus``, this process's CPU seconds, wall seconds) now."""
+    return busy_seconds(cpus), time.process_time(), time.perf_counter()
+
+
+def others_cpu_seconds(
+    before: tuple[float | None, float, float], after: tuple[float | None, float, float], cores: int
+) -> tuple[float, float] | None:
+    """(CPU seconds other processes took on the cpus, window seconds) between two readings."""
+    if before[0] is None or after[0] is None:
+        return None
+    # What the cpus did beyond this process's own work: other processes, or the hypervisor.
+    return max(0.0, (after[0] - before[0]) - (after[1] - before[1])), after[2] - before[2]
