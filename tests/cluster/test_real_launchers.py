@@ -170,3 +170,38 @@ def test_a_slurm_without_the_mpi_plugin_is_refused_in_one_line(cli, cluster, tmp
     assert sh("squeue", "-h").stdout.strip() == ""
     with Store.open(cli.store) as store:
         assert store.list_runs() == []
+
+
+@pytest.mark.parametrize("cluster", [(2, "200mbit", BOTH)], indirect=True)
+def test_hpl_solves_in_an_allocation_of_its_own_and_in_the_one_it_runs_in(cli, cluster):
+    from tests.simgrid.test_simulate_app import HPL_SOURCE
+
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    need(HPL_SOURCE.exists(), f"HPC Challenge source at {HPL_SOURCE} (apt-get source hpcc)")
+    hpl = ("run", "hpl", "--mpi", "openmpi", "--n", "400", "--nb", "50")
+    hpl += ("--source", str(HPL_SOURCE), "--json")
+    # --slurm: one allocation, big enough for the largest grid, for both grids; then released.
+    out = cli(*hpl, "--grid", "1x2,2x1", "--slurm", timeout=900)
+    assert out.returncode == 0, out.stderr
+    own = json.loads(out.stdout)["runs"]
+    assert [r["grid"] for r in own] == ["1x2", "2x1"]
+    assert len({r["slurm"]["job"] for r in own}) == 1
+    for r in own:
+        assert r["passed"] and r["hosts"] == ["csnode1", "csnode2"], r
+        assert r["slurm"]["own"] is True and r["slurm"]["plugin"] == "pmix_v4"
+        assert r["slurm_nodes"] == 2 and r["ranks_per_node"] == 1
+    assert sh("squeue", "-h").stdout.strip() == ""  # released
+    # Inside an allocation: its two tasks on one node each, started by srun, not released.
+    inside = subprocess.run(
+        ["salloc", "-N", "2", "--ntasks-per-node", "1", *cli.argv(*hpl, "--grid", "2x1")],
+        capture_output=True,
+        text=True,
+        env=cli.env,
+        timeout=900,
+    )
+    assert inside.returncode == 0, inside.stderr
+    [r] = json.loads(inside.stdout)["runs"]
+    assert r["passed"] and r["hosts"] == ["csnode1", "csnode2"], r
+    assert r["slurm"]["own"] is False and r["slurm"]["job"] != own[0]["slurm"]["job"]
+    with Store.open(cli.store) as store:
+        assert {store.get_run(x["run"]).launcher for x in [*own, r]} == {"srun"}

@@ -64,6 +64,40 @@ def test_ranks_go_to_the_vcluster_nodes_they_need_or_to_named_hosts() -> None:
     assert "--oversubscribe" in local.argv  # 4 ranks on 2 cores cannot be bound
 
 
+def test_under_slurm_each_grid_is_an_srun_step_on_the_allocations_first_nodes() -> None:
+    allocation = {"job": "7", "nodes": ["a", "b", "c"], "ntasks": 6, "own": True, "plugin": "pmi2"}
+    where = program.Where(slurm=program.SlurmSteps(allocation, 2))
+    assert where.nodes_for(3) == 2 and where.hosts(3) == ["a", "b"]
+    assert where.to_json(4) == {"slurm": allocation, "slurm_nodes": 2, "ranks_per_node": 2}
+    job = program.job(OPENMPI, 4, ["/x/program"], where)
+    assert job.argv[:4] == ["srun", "-n", "4", "--mpi=pmi2"] and job.argv[-1] == "/x/program"
+    assert "--nodes=2" in job.argv and "--ntasks-per-node=2" in job.argv
+    assert job.env["SLURM_JOB_ID"] == "7"  # steps of the allocation commscope made
+    inside = program.Where(slurm=program.SlurmSteps({**allocation, "own": False}, 2))
+    assert "SLURM_JOB_ID" not in program.job(OPENMPI, 2, ["/x/program"], inside).env
+    with pytest.raises(UsageError, match="allocation holds 6 tasks"):
+        program.job(OPENMPI, 8, ["/x/program"], where)
+
+
+def test_a_stopped_run_says_which_solves_are_stored_and_which_grids_to_run_again() -> None:
+    from commscope.cli import run_hpl
+    from commscope.errors import Interrupted, LaunchError
+
+    rows = [{"run": 4, "grid": "1x2"}, {"run": 5, "grid": "1x2"}, {"run": 6, "grid": "2x1"}]
+    err = Interrupted(15)
+    run_hpl._say_what_was_lost(err, rows, [(1, 2), (2, 1), (4, 1)], 2)
+    assert str(err) == (
+        "interrupted by SIGTERM; 3 solves stored (runs 4, 5, 6); not measured: 2x1, 4x1"
+        " (run again with --grid 2x1,4x1)"
+    )
+    failed = LaunchError("HPL on 1x2 exited with status 1; its output is in /x.log")
+    run_hpl._say_what_was_lost(failed, [], [(1, 2)], 1)
+    assert failed.one_line() == (
+        "HPL on 1x2 exited with status 1; its output is in /x.log; no solve stored;"
+        " not measured: 1x2 (run again with --grid 1x2)"
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -10,14 +10,17 @@ with its hosts and MPI, so `show` and the report read both the same way.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import socket
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from commscope.cli import common
-from commscope.errors import LaunchError, UsageError
+from commscope.errors import CommscopeError, LaunchError, UsageError, interrupt_cause
 
 DEFAULT_N = 2000
 DEFAULT_NB = 128
@@ -63,7 +66,6 @@ def wanted(args: argparse.Namespace) -> bool:
 def _refuse_others(args: argparse.Namespace) -> None:
     for flag, given in (
         ("--resume", args.resume),
-        ("--slurm", args.slurm),
         ("--mca", args.mca),
         ("--cvar", args.cvar),
         ("--report", args.report),
@@ -71,14 +73,16 @@ def _refuse_others(args: argparse.Namespace) -> None:
         if given:
             raise UsageError(
                 f"{flag}: run hpl does not take it (each solve is a whole run; hosts come from"
-                " --hosts, --hostfile or --vcluster); drop it"
+                " --hosts, --hostfile, --slurm or --vcluster); drop it"
             )
 
 
-def _where(args: argparse.Namespace, mpi: Any, nranks: int) -> Any:
+def _where(args: argparse.Namespace, mpi: Any, nranks: int, steps: Any = None) -> Any:
     from commscope.measure import hosts as hosts_mod
     from commscope.measure import program
 
+    if steps is not None:
+        return program.Where(slurm=steps)
     if args.vcluster:
         return program.Where(vcluster_ranks_per_node=args.ranks_per_node or 1)
     if args.hostfile or args.hosts:
@@ -99,9 +103,28 @@ def _hosts(where: Any, nranks: int) -> tuple[list[str], dict[str, Any] | None]:
             raise LaunchError("no virtual cluster is up; run 'commscope vcluster up' first")
         nodes = [n.name for n in state.nodes[: where.nodes_for(nranks)]]
         return nodes, {"nodes": len(nodes), "rate": state.rate}
-    if where.placement is not None:
-        return [name for name, _ in where.placement.hosts], None
-    return [socket.gethostname()], None
+    return where.hosts(nranks) or [socket.gethostname()], None
+
+
+@contextmanager
+def _slurm_steps(args: argparse.Namespace, mpi: Any, most_ranks: int) -> Iterator[Any]:
+    """The solves' srun steps when the run uses Slurm (None when it does not).
+
+    --slurm allocates --nodes (default: enough for the largest grid) x --ranks-per-node
+    (default 1); inside an allocation its tasks are spread evenly over its nodes.
+    """
+    from commscope.cli import run_where
+    from commscope.measure import program
+
+    if not run_where.uses_slurm(args, getattr(args, "launcher", "auto")):
+        yield None
+        return
+    per_node = args.ranks_per_node or 1
+    nodes = args.nodes or math.ceil(most_ranks / per_node)
+    with run_where.allocation(args, mpi, nodes, most_ranks) as (held, plugin):
+        if not args.slurm and not args.ranks_per_node:
+            per_node = max(1, held.ntasks // max(1, len(held.nodes)))
+        yield program.SlurmSteps({**held.to_json(), "plugin": plugin}, per_node)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,45 +140,74 @@ def run(args: argparse.Namespace) -> int:
     common.require(bool(args.source), f"--source: missing; {hpl.SOURCE_HINT}")
     common.require(args.nb <= args.n, f"--nb {args.nb}: larger than --n {args.n}; give NB <= N")
     mpi = mpi_mod.resolve(args.mpi)
-    places = {(p, q): _where(args, mpi, p * q) for p, q in grids}
+    # Hosts are checked before the build; an allocation is made after it (idle nodes wait).
+    early = {(p, q): _where(args, mpi, p * q) for p, q in grids if not args.slurm}
     binary = hpl.build(Path(args.source), mpi.mpicc, mpi.tag)
-    jobs = {g: program.job(mpi, g[0] * g[1], [str(binary)], w) for g, w in places.items()}
-    rows = []
-    with common.open_store(args) as store:
-        for (p, q), where in places.items():
-            hosts, vc = _hosts(where, p * q)
-            for solve in range(args.repeat):
-                label = " ".join(x for x in (args.label, f"{p}x{q}") if x)
-                what = {"kind": "hpl", "label": label, "grid": f"{p}x{q}", "measured": True}
-                measured = {
-                    "n": args.n,
-                    "nb": args.nb,
-                    "hosts": hosts,
-                    "vcluster": vc,
-                    "solve": solve + 1,
-                    **where.to_json(p * q),
-                }
-                data = _solve(args, mpi, jobs[(p, q)], p, q)
-                rid = store.create_run(
-                    "hpl",
-                    label,
-                    mpi.tag,
-                    mpi.launcher,
-                    p * q,
-                    {"benchmark": "hpl", "np": p * q, "what": what, "measured": measured},
-                )
-                data = {**what, **measured, "mpi": mpi.tag, **data}
-                store.set_run_data(rid, "hpl", data)
-                store.set_run_status(rid, "complete")
-                if not data["passed"]:
-                    common.console(stderr=True).print(
-                        f"run {rid}: HPL's residual check FAILED on {p}x{q}"
-                    )
-                rows.append({"run": rid, "sweep": "", **data})
+    most = max(p * q for p, q in grids)
+    rows: list[dict[str, Any]] = []
+    with _slurm_steps(args, mpi, most) as steps, common.open_store(args) as store:
+        places = {g: _where(args, mpi, g[0] * g[1], steps) for g in grids} if steps else early
+        jobs = {g: program.job(mpi, g[0] * g[1], [str(binary)], w) for g, w in places.items()}
+        try:
+            for (p, q), where in places.items():
+                for solve in range(args.repeat):
+                    rows.append(_stored_solve(args, store, mpi, jobs[(p, q)], where, p, q, solve))
+        except (KeyboardInterrupt, CommscopeError) as err:
+            _say_what_was_lost(err, rows, grids, args.repeat)
+            raise
     from commscope.cli import simulate_app
 
     simulate_app.show_runs(args, rows, ("gflops", "passed", "hpl_time_s", "wall_s"), "measured")
     return 0 if all(r["passed"] for r in rows) else 1
+
+
+def _stored_solve(
+    args: argparse.Namespace, store: Any, mpi: Any, job: Any, where: Any, p: int, q: int, solve: int
+) -> dict[str, Any]:
+    """Solve once on the ``p`` x ``q`` grid and store it as a complete run; its row."""
+    hosts, vc = _hosts(where, p * q)
+    label = " ".join(x for x in (args.label, f"{p}x{q}") if x)
+    what = {"kind": "hpl", "label": label, "grid": f"{p}x{q}", "measured": True}
+    measured = {
+        "n": args.n,
+        "nb": args.nb,
+        "hosts": hosts,
+        "vcluster": vc,
+        "solve": solve + 1,
+        **where.to_json(p * q),
+    }
+    data = _solve(args, mpi, job, p, q)
+    rid = store.create_run(
+        "hpl",
+        label,
+        mpi.tag,
+        "srun" if where.slurm else mpi.launcher,
+        p * q,
+        {"benchmark": "hpl", "np": p * q, "what": what, "measured": measured},
+    )
+    data = {**what, **measured, "mpi": mpi.tag, **data}
+    store.set_run_data(rid, "hpl", data)
+    store.set_run_status(rid, "complete")
+    if not data["passed"]:
+        common.console(stderr=True).print(f"run {rid}: HPL's residual check FAILED on {p}x{q}")
+    return {"run": rid, "sweep": "", **data}
+
+
+def _say_what_was_lost(
+    err: BaseException, rows: list[dict[str, Any]], grids: list[tuple[int, int]], repeat: int
+) -> None:
+    """Add to ``err``'s one line the solves already stored and the grids still to run.
+
+    A solve is stored only once it ended, so the one under way is the only work lost.
+    """
+    runs = [str(r["run"]) for r in rows]
+    left = [f"{p}x{q}" for p, q in grids if sum(r["grid"] == f"{p}x{q}" for r in rows) < repeat]
+    kept = f"{len(runs)} solves stored (runs {', '.join(runs)})" if runs else "no solve stored"
+    losses = f"{kept}; not measured: {', '.join(left)} (run again with --grid {','.join(left)})"
+    if isinstance(err, KeyboardInterrupt):
+        err.args = (f"{interrupt_cause(err)}; {losses}",)
+    elif isinstance(err, CommscopeError):
+        err.args = (f"{' '.join(str(err).split())}; {losses}",)
 
 
 def _solve(args: argparse.Namespace, mpi: Any, job: Any, p: int, q: int) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         "--nodes",
         "-N",
         type=common.whole(1, limits.MAX_MODEL_NODES),
-        help="with --slurm: nodes to allocate [default: 2]",
+        help="with --slurm: nodes to allocate [default: 2; run hpl: enough for its largest grid]",
     )
     common.option(g, "--partition", help="with --slurm: Slurm partition")
     g.add_argument(
@@ -91,12 +91,12 @@ def check(args: argparse.Namespace) -> None:
         )
 
 
-def uses_slurm(args: argparse.Namespace, request: RunRequest) -> bool:
-    """True when the run's ranks start with srun."""
-    if args.slurm or request.launcher == "srun":
+def uses_slurm(args: argparse.Namespace, launcher: str) -> bool:
+    """True when the run's ranks start with srun (``launcher``: the run's --launcher)."""
+    if args.slurm or launcher == "srun":
         return True
     return (
-        request.launcher == "auto"
+        launcher == "auto"
         and bool(os.environ.get("SLURM_JOB_ID"))
         and not (args.hostfile or args.hosts or args.vcluster)
     )
@@ -120,24 +120,37 @@ def placed(
         _check_root(args, request)
         yield request
         return
-    if not uses_slurm(args, request):
+    if not uses_slurm(args, request.launcher):
         yield request
         return
-    plugin = slurm.mpi_plugin(mpi)
-    if args.slurm:
-        allocation = slurm.allocate(args.nodes or 2, args.ranks_per_node or 1, args.partition)
-    else:
-        allocation = slurm.current() or slurm.Allocation("", (), args.np or 0)
-    try:
+    with allocation(args, mpi, args.nodes or 2, args.np or 0) as (held, plugin):
         request = request.replace(
             launcher="srun",
-            np=args.np or allocation.ntasks or request.np,
-            slurm={**allocation.to_json(), "plugin": plugin},
+            np=args.np or held.ntasks or request.np,
+            slurm={**held.to_json(), "plugin": plugin},
         )
         _check_root(args, request)
         yield request
+
+
+@contextmanager
+def allocation(
+    args: argparse.Namespace, mpi: MPIInstall, nodes: int, ntasks: int
+) -> Iterator[tuple[slurm.Allocation, str]]:
+    """The allocation a run's srun steps use, and srun's plugin for ``mpi``.
+
+    With --slurm, one of ``nodes`` x --ranks-per-node made now and released on exit; else
+    the allocation this process is in (``ntasks`` when Slurm's environment does not say).
+    """
+    plugin = slurm.mpi_plugin(mpi)
+    if args.slurm:
+        held = slurm.allocate(nodes, args.ranks_per_node or 1, args.partition)
+    else:
+        held = slurm.current() or slurm.Allocation("", (), ntasks)
+    try:
+        yield held, plugin
     finally:
-        slurm.release(allocation)
+        slurm.release(held)
 
 
 def _check_root(args: argparse.Namespace, request: RunRequest) -> None:

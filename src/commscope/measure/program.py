@@ -1,4 +1,4 @@
-"""Whole MPI programs (such as HPL) started on this machine, named hosts or the virtual cluster.
+"""Whole MPI programs (such as HPL) started here, on named hosts, in Slurm or the virtual cluster.
 
 The engine's runner streams records; a whole program instead leaves files in its working
 directory, so this module only builds its job, runs it in that directory with the launcher's
@@ -23,21 +23,39 @@ from commscope.measure.mpi import MPIInstall
 
 
 @dataclass(frozen=True)
+class SlurmSteps:
+    """Steps started with srun in a Slurm allocation.
+
+    Attributes:
+        allocation: the allocation as stored with a run (job, nodes, ntasks, own) and srun's
+            MPI ``plugin``.
+        ranks_per_node: ranks on each of the allocation's first nodes.
+    """
+
+    allocation: dict[str, Any]
+    ranks_per_node: int
+
+
+@dataclass(frozen=True)
 class Where:
-    """Where the ranks run: the virtual cluster's first nodes, named hosts, or this machine.
+    """Where the ranks run: first nodes of the virtual cluster or an allocation, hosts, here.
 
     Attributes:
         vcluster_ranks_per_node: ranks per virtual node (None: not on the virtual cluster).
         placement: hosts and ranks on each (a hostfile run).
+        slurm: srun steps in an allocation (None: not under Slurm).
     """
 
     vcluster_ranks_per_node: int | None = None
     placement: launch.Placement | None = None
+    slurm: SlurmSteps | None = None
 
     def nodes_for(self, nranks: int) -> int:
         """How many nodes (or hosts, or 1 for this machine) ``nranks`` ranks span."""
         if self.vcluster_ranks_per_node:
             return math.ceil(nranks / self.vcluster_ranks_per_node)
+        if self.slurm is not None:
+            return math.ceil(nranks / self.slurm.ranks_per_node)
         if self.placement is not None:
             return len(self.placement.hosts)
         return 1
@@ -49,9 +67,23 @@ class Where:
                 "vcluster_nodes": self.nodes_for(nranks),
                 "ranks_per_node": self.vcluster_ranks_per_node,
             }
+        if self.slurm is not None:
+            return {
+                "slurm": self.slurm.allocation,
+                "slurm_nodes": self.nodes_for(nranks),
+                "ranks_per_node": self.slurm.ranks_per_node,
+            }
         if self.placement is not None:
             return {"placement": self.placement.to_json()}
         return {"local": True}
+
+    def hosts(self, nranks: int) -> list[str] | None:
+        """The named hosts or allocated nodes ``nranks`` ranks ran on (None: not known here)."""
+        if self.slurm is not None:
+            return list(self.slurm.allocation["nodes"][: self.nodes_for(nranks)])
+        if self.placement is not None:
+            return [name for name, _ in self.placement.hosts]
+        return None
 
 
 @dataclass(frozen=True)
@@ -81,6 +113,26 @@ def job(
         rpn = where.vcluster_ranks_per_node
         args, env = runner._vcluster_launch(mpi, rpn, where.nodes_for(nranks), {})
         return launch.build_job(mpi, nranks, program, extra_args=args, extra_env=env)
+    if where.slurm is not None:
+        steps = where.slurm
+        if nranks > steps.allocation["ntasks"]:
+            raise UsageError(
+                f"--grid: {nranks} ranks but the Slurm allocation holds"
+                f" {steps.allocation['ntasks']} tasks; give a smaller grid or allocate more"
+                " (--nodes x --ranks-per-node)"
+            )
+        placed = [f"--nodes={where.nodes_for(nranks)}", f"--ntasks-per-node={steps.ranks_per_node}"]
+        # srun finds a commscope-made allocation by its job id; inside one it is already set.
+        own = {"SLURM_JOB_ID": steps.allocation["job"]} if steps.allocation["own"] else None
+        return launch.build_job(
+            mpi,
+            nranks,
+            program,
+            "srun",
+            extra_args=placed,
+            extra_env=own,
+            srun_mpi=steps.allocation["plugin"],
+        )
     if where.placement is not None:
         if where.placement.nranks != nranks:
             raise UsageError(
