@@ -8,7 +8,7 @@ import pytest
 from commscope.data.records import Linpack
 from commscope.data.store import Store
 from commscope.errors import ComputeError, UsageError
-from commscope.measure.compute import linpack, node, pinning
+from commscope.measure.compute import linpack, node, pinning, sizes
 
 
 def solved(n: int = 200) -> tuple[linpack.Problem, linpack.Solve]:
@@ -61,14 +61,14 @@ def test_flop_count_and_rate():
 
 
 def test_geometric_sizes_and_memory_cap():
-    assert node.geometric_sizes(1000) == [100, 140, 200, 280, 400, 570, 800, 1000]
-    assert node.geometric_sizes(1250) == [100, 140, 200, 280, 400, 570, 800, 1100, 1250]
-    assert node.geometric_sizes(50) == []
-    assert node.memory_cap(16 * 1000 * 1000) == 1000
-    assert node.memory_budget("50%", 1000) == 500
-    assert node.memory_budget("1MiB", 1000) == 1 << 20
+    assert sizes.geometric_sizes(1000) == [100, 140, 200, 280, 400, 570, 800, 1000]
+    assert sizes.geometric_sizes(1250) == [100, 140, 200, 280, 400, 570, 800, 1100, 1250]
+    assert sizes.geometric_sizes(50) == []
+    assert sizes.memory_cap(16 * 1000 * 1000) == 1000
+    assert sizes.memory_budget("50%", 1000) == 500
+    assert sizes.memory_budget("1MiB", 1000) == 1 << 20
     with pytest.raises(UsageError, match="--max-memory"):
-        node.memory_budget("150%", 1000)
+        sizes.memory_budget("150%", 1000)
 
 
 def test_cost_prediction_scales_solves_cubically():

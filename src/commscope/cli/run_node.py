@@ -17,7 +17,7 @@ from typing import Any
 from commscope import limits, strict
 from commscope.cli import common
 from commscope.errors import UsageError
-from commscope.measure.compute import cpu, hpcc, node, pinning
+from commscope.measure.compute import cpu, hpcc, node, pinning, sizes
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -37,7 +37,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     common.option(
         g,
         "--max-memory",
-        default=node.DEFAULT_MEMORY,
+        default=sizes.DEFAULT_MEMORY,
         help="memory the largest N may use: a share of MemAvailable or a size (8GiB)",
     )
     common.option(

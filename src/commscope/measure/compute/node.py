@@ -4,7 +4,7 @@ The node validation of Rechistov et al. 2012 (cluster simulation).
 
 For each core count the process is pinned to that many physical cores and BLAS to as many
 threads (``pinning``), then N grows geometrically from 100 (100 x 2^(k/2), two significant
-digits) up to what the memory budget allows, each point solved and checked by ``linpack``
+digits; ``sizes``) up to what the memory budget allows, each point solved and checked by ``linpack``
 and committed to the store as it arrives. Before each N the sweep predicts what the point
 will cost from the previous one (solve time x (N'/N)^3, the rest x (N'/N)^2) and stops when
 that would overrun the core count's share of the time budget: on a small machine the default
@@ -26,20 +26,23 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from commscope import strict
 from commscope.data import peak
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import SHARE_WINDOW_S, Linpack
 from commscope.data.session import Measuring
 from commscope.data.store import Store
-from commscope.errors import CommscopeError, ComputeError, UsageError
+from commscope.errors import CommscopeError, UsageError
 from commscope.measure.compute import busyclock, cpu, pinning
-from commscope.units import parse_size
+from commscope.measure.compute.sizes import (
+    DEFAULT_MEMORY,
+    N_MIN,
+    available_memory,
+    geometric_sizes,
+    memory_budget,
+    memory_cap,
+)
 
-N_MIN = 100
 DEFAULT_CORES = "1,all"
-DEFAULT_MEMORY = "50%"
-MAX_MEMORY_BYTES = 1 << 50  # --max-memory as a size: 1 PiB at most
 DEFAULT_TIME_BUDGET_S = 60.0
 DEFAULT_REPEATS = 3
 DEFAULT_SEED = 42
@@ -49,53 +52,6 @@ WARMUP_BELOW_S = 1.0  # an untimed solve first when one solve is predicted short
 
 Progress = Callable[[str], None]
 ClockMeter = Callable[[Iterable[int]], peak.BusyClock]
-
-
-def geometric_sizes(n_cap: int, n_min: int = N_MIN) -> list[int]:
-    """N = n_min x 2^(k/2) to two significant digits, up to ``n_cap`` (added when 10 % beyond)."""
-    sizes: list[int] = []
-    k = 0
-    while True:
-        raw = n_min * 2 ** (k / 2)
-        digits = int(math.floor(math.log10(raw))) - 1
-        n = int(round(raw, -digits))
-        if n > n_cap:
-            break
-        sizes.append(n)
-        k += 1
-    if n_cap >= n_min and (not sizes or n_cap > 1.1 * sizes[-1]):
-        sizes.append(n_cap)
-    return sizes
-
-
-def available_memory() -> int:
-    """MemAvailable of /proc/meminfo, in bytes."""
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    raise ComputeError("/proc/meminfo has no MemAvailable; give --max-memory as a size")
-
-
-def memory_budget(text: str, available: int) -> int:
-    """Bytes the sweep may use: "50%" of MemAvailable, or a size such as "8GiB"."""
-    spec = text.strip()
-    if spec.endswith("%"):
-        try:
-            share = strict.real(spec[:-1], 0, 100, above=True) / 100
-        except strict.NumberError:
-            raise UsageError(
-                f"--max-memory {strict.shown(text)}: give a share such as 50% or a size like 8GiB"
-            ) from None
-        return int(available * share)
-    return parse_size(spec, "--max-memory", most=MAX_MEMORY_BYTES)
-
-
-def memory_cap(budget: int) -> int:
-    """The largest N whose point fits in ``budget`` bytes (two N x N matrices)."""
-    from commscope.measure.compute import linpack
-
-    return math.isqrt(budget // linpack.matrix_bytes(1))
 
 
 def busy_clocks(
