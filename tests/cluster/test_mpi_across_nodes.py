@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from commscope.data.store import Store
@@ -102,13 +103,8 @@ def test_a_10mbit_link_is_about_ten_times_slower_than_100mbit(cli, cluster):
 NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
 
 
-@pytest.mark.parametrize("cluster", [(2, "50mbit")], indirect=True)
-def test_nic_contention_of_two_pairs_is_close_to_two(cli, cluster):
-    need(have_mpi("openmpi"), "openmpi is not installed")
-    # 50 mbit keeps the link, not the two shared cores, the bottleneck (at 1 gbit, and at
-    # times at 200 mbit, four ranks and the kernel's shaping ran out of CPU: ratios up to 2.5).
-    # Without the TCP BTL's PUT protocol both directions of an exchange move at once, as the
-    # table's t / 2 assumes.
+def _contention(cli, levels: str, sizes: str, *more: str) -> int:
+    """A contention run on the vcluster under Open MPI without PUT; its id."""
     out = cli(
         "run",
         "contention",
@@ -116,19 +112,30 @@ def test_nic_contention_of_two_pairs_is_close_to_two(cli, cluster):
         "--mpi",
         "openmpi",
         "--levels",
-        "nic",
+        levels,
         "--sizes",
-        "1MiB,4MiB",
+        sizes,
         "--mca",
         NO_PUT,
         "--json",
+        *more,
         timeout=900,
     )
     assert out.returncode == 0, out.stderr
+    return int(json.loads(out.stdout)["run"])
+
+
+@pytest.mark.parametrize("cluster", [(2, "50mbit")], indirect=True)
+def test_nic_contention_of_two_pairs_is_close_to_two(cli, cluster):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    # 50 mbit keeps the link, not the two shared cores, the bottleneck (at 1 gbit, and at
+    # times at 200 mbit, four ranks and the kernel's shaping ran out of CPU: ratios up to 2.5).
+    # Without the TCP BTL's PUT protocol both directions of an exchange move at once, as the
+    # table's t / 2 assumes.
     with Store.open(cli.store) as store:
         from commscope.analysis.contention import tables
 
-        cells = store.contentions(json.loads(out.stdout)["run"])
+        cells = store.contentions(_contention(cli, "nic", "1MiB,4MiB"))
     nic = tables(cells)["nic"]
     assert nic.cfs.tolist() == [1, 2]
     # t(m, cf) is the median over repetitions of the slowest process: its noise is theirs.
@@ -151,3 +158,24 @@ def test_nic_contention_of_two_pairs_is_close_to_two(cli, cluster):
     for m, f, e in zip(sizes, one_way, err_one, strict=True):
         lo, hi = widened(0.7, 1.02, e)
         assert lo <= f <= hi, f"{m} B: {f:.2f} of the rate each way, allowed {lo:.2f} to {hi:.2f}"
+
+
+@pytest.mark.parametrize("cluster", [(4, "50mbit")], indirect=True)
+def test_fabric_pairs_each_take_two_nodes_of_their_own(cli, cluster):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    run_id = _contention(cli, "nic,fabric", "1MiB", "--ranks-per-node", "1")
+    with Store.open(cli.store) as store:
+        node = [r["node"] for r in store.get_run(run_id).header["ranks"]]
+        cells = {(c.level, c.cf): c for c in store.contentions(run_id)}
+    # One rank per node: the NIC level has one pair; the fabric pairs nodes 1-2 and 3-4.
+    assert set(cells) == {("nic", 1), ("fabric", 1), ("fabric", 2)}
+    assert cells[("fabric", 2)].pairs == ((0, 1), (2, 3))
+    ends = [node[r] for pair in cells[("fabric", 2)].pairs for r in pair]
+    assert sorted(ends) == [f"csnode{i}" for i in range(1, 5)]
+    # One fabric pair is the NIC level's pair, measured again: the same time within noise.
+    slowest = {k: [max(rep) for rep in c.samples_s] for k, c in cells.items()}
+    one, nic = np.median(slowest[("fabric", 1)]), np.median(slowest[("nic", 1)])
+    lo, hi = widened(0.8, 1.25, ratio_rel_error(slowest[("fabric", 1)], slowest[("nic", 1)]))
+    assert lo <= one / nic <= hi, (one, nic, lo, hi)
+    two = np.median(slowest[("fabric", 2)])
+    print(f"\nfabric at 1 MiB: t(2 pairs) / t(1 pair) = {two / one:.2f} (NIC pair {nic:.4f} s)")

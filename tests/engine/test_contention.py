@@ -90,7 +90,10 @@ def test_messages_in_flight_are_posted_together_and_timed_per_message(cli):
     assert 0.25 < ratio < 2.5, medians
 
 
-@pytest.mark.parametrize("level,needs", [("socket", "two sockets"), ("nic", "two nodes")])
+@pytest.mark.parametrize(
+    "level,needs",
+    [("socket", "two sockets"), ("nic", "two nodes"), ("fabric", "two nodes or more")],
+)
 def test_a_level_the_allocation_cannot_express_is_refused_with_what_would(cli, level, needs):
     need(have_mpi("openmpi"), "openmpi is not installed")
     if level == "socket":

@@ -4,6 +4,8 @@
  *   memory  both ends on one socket of one node (the socket's memory controller)
  *   socket  ends on two sockets of one node (the socket interconnect)
  *   nic     ends on two nodes (the network interface of each)
+ *   fabric  cf pairs of nodes, one pair each (2 cf nodes): what the switch carries at once
+ *           between distinct NICs, which a blocking or shared fabric cannot at full rate
  * Each process of a pair runs the paper's loop after an untimed warm-up:
  *   repeat nruns: t -= now; Irecv; Isend; Waitall; t += now;   t /= 2 * nruns
  * With --in-flight W > 1 each iteration posts W receives and W sends (distinct receive
@@ -19,12 +21,20 @@
 #include "commscope.h"
 
 enum { TAG_CONT = 31 };
-static const char *level_names[] = {"memory", "socket", "nic"};
+enum { LEVELS = 4 };
+static const char *level_names[LEVELS] = {"memory", "socket", "nic", "fabric"};
 
 /* Pairs of one level on rank 0's topology; returns how many (0: the level cannot be made). */
 static int level_pairs(const cs_topo *t, int level, int pairs[][2], int max) {
     int n = 0;
     const cs_rankinfo *r = t->ranks;
+    if (level == 3) { /* fabric: first rank of node 2i with first rank of node 2i + 1 */
+        int first[CS_MAX_CPUS], nodes = 0;
+        for (int i = 0; i < t->nranks; i++)
+            if (r[i].node_index == nodes && nodes < CS_MAX_CPUS) first[nodes++] = i;
+        for (; 2 * n + 1 < nodes && n < max; n++) pairs[n][0] = first[2 * n], pairs[n][1] = first[2 * n + 1];
+        return n;
+    }
     if (level == 2) { /* nic: i-th rank of node 0 with i-th rank of node 1 */
         int a[CS_MAX_CPUS], b[CS_MAX_CPUS], na = 0, nb = 0;
         for (int i = 0; i < t->nranks && na < CS_MAX_CPUS && nb < CS_MAX_CPUS; i++) {
@@ -63,10 +73,11 @@ static int pinned_apart(const cs_topo *t, int pairs[][2], int n) {
     return 1;
 }
 
-static const char *why_not[] = {
+static const char *why_not[LEVELS] = {
     "needs 2 ranks on one socket of a node, each pinned to its own core",
     "needs ranks on two sockets of one node, each pinned to its own core",
-    "needs ranks on two nodes (e.g. --vcluster or a multi-node allocation)"};
+    "needs ranks on two nodes (e.g. --vcluster or a multi-node allocation)",
+    "needs ranks on two nodes or more (2 cf nodes for cf pairs, one rank on each used)"};
 
 /* Rank 0 picks the pairs of every requested level; all ranks receive them. */
 static int choose(cs_context *ctx, int level, int pairs[][2]) {
@@ -202,7 +213,7 @@ void cs_contention_run(cs_context *ctx) {
     double *all = malloc(sizeof(double) * (size_t)o->reps * (size_t)ctx->nranks);
     int (*pairs)[2] = malloc(sizeof(int[2]) * CS_MAX_CPUS);
     if (!mine || !all || !pairs || !rq) cs_die("rank %d: out of memory", ctx->rank);
-    for (int level = 0; level < 3; level++) {
+    for (int level = 0; level < LEVELS; level++) {
         if (!cs_list_has(o->levels, level_names[level])) continue;
         int most = choose(ctx, level, pairs);
         for (int cf = 1; cf <= most; cf++)

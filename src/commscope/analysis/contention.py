@@ -17,8 +17,13 @@ from numpy.typing import NDArray
 
 from commscope.data.records import Contention
 
-LEVELS = ("memory", "socket", "nic")
-LEVEL_NAMES = {"memory": "memory controller", "socket": "socket interconnect", "nic": "NIC"}
+LEVELS = ("memory", "socket", "nic", "fabric")
+LEVEL_NAMES = {
+    "memory": "memory controller",
+    "socket": "socket interconnect",
+    "nic": "NIC",
+    "fabric": "fabric (disjoint node pairs)",
+}
 
 
 @dataclass(frozen=True)

@@ -152,7 +152,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         groups["contention"],
         "--levels",
         default="auto",
-        help="auto (every level the allocation has) or a list of memory,socket,nic",
+        help="auto (memory, and nic across nodes) or a list of memory,socket,nic,fabric",
     )
     run_options.add_options(groups, "contention")
     run_options.add_options(groups, "matrix")
