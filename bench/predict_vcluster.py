@@ -1,6 +1,6 @@
 """How well placement predictions order and price each modelled collective on the virtual cluster.
 
-Builds a vcluster (root), measures its t(m, cf) tables (memory and NIC level, two ranks per
+Builds a vcluster (root), measures its t(m, cf) tables (memory, NIC and fabric, two ranks per
 node), then runs `commscope validate predict` for each operation and algorithm the predictor
 models (the real runs forced to that algorithm) and each p: every placement, on one node or
 several, is run for real and set beside its prediction. Prints each placement's predicted and
@@ -10,6 +10,7 @@ modelled is named and skipped. Not a test: it prints figures.
 
     .venv/bin/python bench/predict_vcluster.py [--nodes 4] [--rate 50mbit] [--procs 4]
         [--ops alltoall:block,bcast:binomial-fanout,...] [--max-launches 10] [--mpi openmpi]
+        [--levels memory,nic,fabric]
         [--mca btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma]
         [--store PATH [--tables RUN]]
 
@@ -190,6 +191,11 @@ def main() -> int:
     ap.add_argument("--max-launches", type=int, default=10, help="per point: bounds the time")
     ap.add_argument("--mpi", default="openmpi")
     ap.add_argument("--mca", default=NO_PUT, help="NAME=VALUE, or none")
+    ap.add_argument(
+        "--levels",
+        default="memory,nic,fabric",
+        help="tables' contention levels (fabric: node pairs exchanging at once; --nodes >= 4)",
+    )
     ap.add_argument("--store", type=Path, help="keep the results in this store")
     ap.add_argument("--tables", help="a tables run already in --store: skip measuring them")
     args = ap.parse_args()
@@ -217,7 +223,7 @@ def main() -> int:
             "--ranks-per-node",
             "2",
             "--levels",
-            "memory,nic",
+            args.levels,
             "--sizes",
             args.sizes,
             "--json",

@@ -107,6 +107,39 @@ def test_ranks_wait_for_their_partners_not_for_the_step() -> None:
     assert bcast.time_s == pytest.approx(float(bcast.step_s.sum()))
 
 
+def test_a_fabric_table_bounds_every_inter_node_transfer_by_the_pairs_in_flight() -> None:
+    # A fabric that carries one node pair at full rate and two at 1.5x the time each, NIC
+    # tables linear in cf, memory free: 4 ranks on 4 nodes or on 2 nodes of 2.
+    model = ClusterModel("m", tuple(f"n{i}" for i in range(4)), 1, 2)
+    slow = {1: 1.0, 2: 1.5, 4: 3.0, 8: 6.0}
+    free = {"memory": lambda m, c: 1e-12 * m, "nic": nic_only}
+    plain = cost_with(free)
+    fabric = cost_with({**free, "fabric": lambda m, c: slow[c] * m / B})
+    m = 1 << 20
+    one = m / B  # a transfer alone (the tables are as the benchmark would measure it)
+    spread, paired = regular(model, 4, 1), regular(model, 2, 2)
+    # Recursive doubling (no shift symmetry: priced transfer by transfer, chained).
+    rd = build("allreduce", 4, m, "recursive-doubling")
+    # 4x1: each step has two node pairs exchanging on links of their own: 1.5x each.
+    assert predict(model, spread, rd, plain).time_s == pytest.approx(2 * one)
+    assert predict(model, spread, rd, fabric).time_s == pytest.approx(2 * 1.5 * one)
+    # 2x2: the inter-node step has two exchanges on one NIC pair: the NIC (2x) binds.
+    assert predict(model, paired, rd, fabric).time_s == pytest.approx(
+        predict(model, paired, rd, plain).time_s
+    )
+    # The symmetric path (block all-to-all) and the timeline (Open MPI's Bcast) apply it too.
+    a2a = build("alltoall", 4, m, block=4)
+    assert spread.symmetric and a2a.shift_invariant
+    # 12 transfers in flight among 4 nodes: 6 pairs' worth, 4.5x; the NIC sides carry 3 each.
+    assert predict(model, spread, a2a, fabric).time_s == pytest.approx(4.5 * one)
+    assert predict(model, spread, a2a, plain).time_s == pytest.approx(3 * one)
+    fanout = build("bcast", 4, m, "binomial-fanout")
+    assert fanout.timeline
+    # The root sends to 1 and 2 at once (NIC cf 2, two transfers: one pair's worth), then 1
+    # sends to 3 alone: the fabric never binds; 2 + 1 transfer times.
+    assert predict(model, spread, fanout, fabric).time_s == pytest.approx(3 * one)
+
+
 def test_unpriced_levels_come_last() -> None:
     model = ClusterModel("m", tuple(f"n{i}" for i in range(8)), 1, 8)
     ranked = rank_placements(model, build("alltoall", 8, 1024), cost_with({"nic": nic_only}))

@@ -32,10 +32,15 @@ from commscope.predict.placement import Placement
 
 @dataclass(frozen=True)
 class Usage:
-    """Per transfer: level code (MEMORY, SOCKET, NIC) and transfers sharing its channel."""
+    """Per transfer: level code (MEMORY, SOCKET, NIC) and transfers sharing its channel.
+
+    ``fabric``: for an inter-node transfer, the inter-node transfers of its step (the load on
+    the fabric, itself included); 0 inside a node.
+    """
 
     level: NDArray[np.int8]
     cf: NDArray[np.float64]
+    fabric: NDArray[np.float64]
 
 
 def _shared(keys: NDArray[np.int64], size: int) -> NDArray[np.float64]:
@@ -71,6 +76,7 @@ def count(
     local = ~inter & ~cross
     level = np.where(inter, NIC, np.where(cross, SOCKET, MEMORY)).astype(np.int8)
     cf = np.zeros(src.size, dtype=np.float64)
+    fabric = np.zeros(src.size, dtype=np.float64)
     sockets = model.nodes * model.sockets
     # Each step has its own copy of every channel: keys are offset by step x channels.
     step = np.zeros(src.size, dtype=np.int64) if step_of is None else step_of
@@ -89,7 +95,8 @@ def count(
         if model.switches:
             nic = np.maximum(nic, _uplinks(model, a, b, k, steps))
         cf[inter] = nic
-    return Usage(level, cf)
+        fabric[inter] = _shared(k, steps)
+    return Usage(level, cf, fabric)
 
 
 def _uplinks(
@@ -138,6 +145,10 @@ class ClassCounts:
         # The first node's NIC sends all its inter-node transfers; every NIC receives as much.
         cf[:, NIC] = n[:, NIC].sum(axis=(1, 2))[:, None, None]
         return cf
+
+    def fabric(self, nodes: int) -> NDArray[np.float64]:
+        """Per step, the inter-node transfers of all ``nodes`` nodes (each sends as many)."""
+        return np.asarray(self.n[:, NIC].sum(axis=(1, 2)) * nodes, dtype=np.float64)
 
 
 def count_classes(

@@ -35,7 +35,12 @@ from commscope.data.records import Point
 from commscope.predict.model import LEVELS, ClusterModel, Link
 from commscope.units import size_text
 
-TRANSFERS_PER_CF = {"memory": 2.0, "socket": 1.0, "nic": 1.0}
+# The fabric is no channel a transfer picks: it bounds every inter-node transfer by what the
+# switch carries when that many node pairs exchange at once (contention level "fabric").
+FABRIC = "fabric"
+# Transfers a table's cf stands for: a memory cell's cf pairs are 2 cf transfers through the
+# controller, a NIC side carries one per pair, the fabric two per (node) pair.
+TRANSFERS_PER_CF = {"memory": 2.0, "socket": 1.0, "nic": 1.0, FABRIC: 2.0}
 TRANSFERS_PER_EXCHANGE = 2.0  # a send and a receive: t(m, cf) is an exchange's time over 2
 # Pair labels of point-to-point runs and the levels their figures stand for.
 PAIR_LEVELS = {
@@ -278,9 +283,26 @@ def combine(*models: CostModel) -> CostModel:
         return models[0]
     owners: dict[str, CostModel] = {}
     sources: dict[str, str] = {}
-    for level in LEVELS:
+    for level in (*LEVELS, FABRIC):
         for m in models:
             if level in (src := m.sources()):
                 owners[level], sources[level] = m, src[level]
                 break
     return CombinedCost(owners, sources)
+
+
+def with_fabric(
+    cost: CostModel,
+    known: set[str],
+    took: NDArray[np.float64],
+    nbytes: NDArray[np.int64],
+    load: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Inter-node transfer times ``took``, at least the fabric's time at ``load``.
+
+    ``load`` is, per transfer, how many inter-node transfers are in flight with it (itself
+    included); without a fabric table (``known``: the cost's levels) ``took`` is returned.
+    """
+    if FABRIC not in known or took.size == 0:
+        return took
+    return np.maximum(took, cost.time_s(FABRIC, nbytes, load))

@@ -19,8 +19,8 @@ from numpy.typing import NDArray
 
 from commscope.errors import PredictError
 from commscope.predict import channels, timeline
-from commscope.predict.cost import CostModel
-from commscope.predict.model import LEVELS, ClusterModel
+from commscope.predict.cost import CostModel, with_fabric
+from commscope.predict.model import LEVELS, NIC, ClusterModel
 from commscope.predict.patterns import Pattern, ShiftStep, Transfers
 from commscope.predict.placement import Placement, enumerate_placements
 
@@ -84,6 +84,7 @@ def _symmetric(
     step_of = np.repeat(np.arange(len(steps), dtype=np.int64), sizes)
     classes = channels.count_classes(model, placement, offsets, step_of, len(steps))
     cf = classes.cf()
+    load = classes.fabric(placement.nodes)
     nbytes = np.array([s.nbytes for s in steps], dtype=np.int64)
     step_s = np.zeros(len(steps))
     used = classes.n.sum(axis=(0, 2, 3)) * placement.nodes
@@ -96,7 +97,10 @@ def _symmetric(
         here = cf[k, code, s, t]
         max_cf[code] = float(here.max())
         if level in known:
-            np.maximum.at(step_s, k, cost.time_s(level, nbytes[k], here))
+            took = cost.time_s(level, nbytes[k], here)
+            if code == NIC:
+                took = with_fabric(cost, known, took, nbytes[k], load[k])
+            np.maximum.at(step_s, k, took)
     return _result(placement, step_s, used, max_cf, _missing(cost, used))
 
 
@@ -131,6 +135,8 @@ def _general(
             max_cf[code] = max(max_cf[code], float(here.max()))
             if level in known:
                 took[sel] = cost.time_s(level, nbytes[sel], here)
+                if code == NIC:
+                    took[sel] = with_fabric(cost, known, took[sel], nbytes[sel], usage.fabric[sel])
         np.maximum.at(step_s, step_of, took)
         # A transfer starts once both its ranks are done with their earlier steps: ranks
         # wait for their partners only, not for the whole step (no barrier between steps).

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from commscope.predict import channels
-from commscope.predict.cost import CombinedCost, CostModel, TableCost
+from commscope.predict.cost import CombinedCost, CostModel, TableCost, with_fabric
 from commscope.predict.model import LEVELS, NIC, ClusterModel
 from commscope.predict.patterns import Pattern
 from commscope.predict.placement import Placement
@@ -101,7 +101,8 @@ def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostM
     now = 0.0
     while np.isnan(end).any():
         act = np.flatnonzero(~np.isnan(start) & np.isnan(end))
-        cf = channels.count(model, placement, src[act], dst[act]).cf
+        usage = channels.count(model, placement, src[act], dst[act])
+        cf = usage.cf
         took = np.zeros(act.size)
         for code, lv in enumerate(LEVELS):
             sel = level[act] == code
@@ -113,6 +114,8 @@ def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostM
         if rate_nic:
             alone = _one_way(placement.node, src[act], dst[act])
             took[alone] = cf[alone] * nbytes[act][alone] / rate_nic
+        nic = level[act] == NIC
+        took[nic] = with_fabric(cost, known, took[nic], nbytes[act][nic], usage.fabric[nic])
         # Unpriced (and empty) transfers finish at once; the rest advance at 1 / took.
         left = np.where(took > 0, (1.0 - done[act]) * took, 0.0)
         dt = float(left.min())
