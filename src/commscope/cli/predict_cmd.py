@@ -344,6 +344,8 @@ def _print(
     sources = cost.sources()
     for level in LEVELS:
         out.print(f"cost of {level}: {sources.get(level, 'none (placements using it: n/a)')}")
+    if "fabric" in sources:  # a bound on inter-node transfers, not a level of its own
+        out.print(f"inter-node transfers bounded by the fabric: {sources['fabric']}")
     best = ranked[0].time_s
     table = Table(title="placements, fastest first")
     for col in (
