@@ -102,9 +102,11 @@ def test_a_busy_core_leaves_the_median_alone_or_the_point_says_why(cli, family):
         [host] = row["load"]  # what else ran is recorded with every run
         assert host["ranks"] == 2 and host["host_cpus"] == os.cpu_count()
         assert 0 <= row["late_share"] <= 1
-        # Whatever the load, a window at most doubles from one stage to the next.
+        # Whatever the load, a window at most doubles from one stage to the next. The engine
+        # prints 9 significant digits, so each window is off by up to 5e-9 of itself: an
+        # exact doubling can read up to 1e-8 over (seen: 201.670148 -> 403.340297 us).
         w = row["windows_s"]
-        assert all(b <= 2 * a * (1 + 1e-9) for a, b in zip(w, w[1:], strict=False)), w
+        assert all(b <= 2 * a * (1 + 2e-8) for a, b in zip(w, w[1:], strict=False)), w
         if "too_few_valid" in row["warnings"]:
             continue  # says so instead of reporting a number
         assert row["nc"] >= 10
