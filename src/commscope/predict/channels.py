@@ -14,7 +14,9 @@ A transfer uses exactly one level's channels, chosen by where its ends run:
 A transfer's ``cf`` is the count on the busiest channel (side) it uses: it moves at the pace
 of its most shared channel. Counts are of transfers; cost models map them to their own units.
 
-:func:`count` counts any step transfer by transfer. :func:`count_classes` serves symmetric
+:func:`slots` names the channel sides of each transfer, once; :func:`count` counts any
+step transfer by transfer from them, and the timeline recounts the sides of the transfers in
+flight at each event. :func:`count_classes` serves symmetric
 placements and rotation-invariant steps: it counts only the first node's transfers, by step,
 level and socket pair, which fixes every transfer's cf (every node carries the same).
 """
@@ -43,9 +45,55 @@ class Usage:
     fabric: NDArray[np.float64]
 
 
-def _shared(keys: NDArray[np.int64], size: int) -> NDArray[np.float64]:
-    """Per key, how many keys are equal to it (keys are below ``size``)."""
-    return np.bincount(keys, minlength=size)[keys].astype(np.float64)
+@dataclass(frozen=True)
+class Slots:
+    """Per transfer: its level and the channel sides it uses, with its count on each.
+
+    ``key[i]`` names up to four channel sides (below ``sides``; the unused ones are ``sides``
+    itself, weighted 0). A transfer counts 1 on a memory controller, a socket link side or a
+    NIC side, and NIC rate / uplink rate on an uplink side. Given how many transfers use each
+    side, a transfer's cf is the largest weighted count over its sides.
+    """
+
+    level: NDArray[np.int8]
+    key: NDArray[np.int64]
+    weight: NDArray[np.float64]
+    sides: int
+
+
+def slots(
+    model: ClusterModel, placement: Placement, src: NDArray[np.int64], dst: NDArray[np.int64]
+) -> Slots:
+    """The level and channel sides of every transfer (see :class:`Slots`)."""
+    node, sock = placement.node, placement.socket
+    ns, nd, ss, sd = node[src], node[dst], sock[src], sock[dst]
+    inter = ns != nd
+    cross = ~inter & (ss != sd)
+    level = np.where(inter, NIC, np.where(cross, SOCKET, MEMORY)).astype(np.int8)
+    # Side numbering: memory controllers, socket link out and in sides (one per socket of
+    # the cluster each), NIC send and receive sides (one per node each), uplink up and down
+    # sides (one per switch each), then the unused slot.
+    sockets, n = model.nodes * model.sockets, model.nodes
+    switches = len(model.switches)
+    nic0 = 3 * sockets
+    up0 = nic0 + 2 * n
+    sides = up0 + 2 * switches
+    key = np.full((src.size, 4), sides, dtype=np.int64)
+    weight = np.zeros((src.size, 4))
+    here = ns * model.sockets
+    key[:, 0] = np.where(inter, nic0 + ns, np.where(cross, sockets + here + ss, here + ss))
+    key[:, 1] = np.where(inter, nic0 + n + nd, np.where(cross, 2 * sockets + here + sd, sides))
+    weight[:, 0] = 1.0
+    weight[:, 1] = np.where(inter | cross, 1.0, 0.0)
+    if switches:
+        sw = model.switch_of
+        far = inter & (sw[ns] != sw[nd])
+        ratio = model.uplink_ratios()
+        key[far, 2] = up0 + sw[ns[far]]
+        key[far, 3] = up0 + switches + sw[nd[far]]
+        weight[far, 2] = ratio[sw[ns[far]]]
+        weight[far, 3] = ratio[sw[nd[far]]]
+    return Slots(level, key, weight, sides)
 
 
 def count(
@@ -69,56 +117,17 @@ def count(
     Returns:
         The level and cf of each transfer.
     """
-    node, sock = placement.node, placement.socket
-    ns, nd, ss, sd = node[src], node[dst], sock[src], sock[dst]
-    inter = ns != nd
-    cross = ~inter & (ss != sd)
-    local = ~inter & ~cross
-    level = np.where(inter, NIC, np.where(cross, SOCKET, MEMORY)).astype(np.int8)
-    cf = np.zeros(src.size, dtype=np.float64)
-    fabric = np.zeros(src.size, dtype=np.float64)
-    sockets = model.nodes * model.sockets
-    # Each step has its own copy of every channel: keys are offset by step x channels.
+    used = slots(model, placement, src, dst)
+    inter = used.level == NIC
     step = np.zeros(src.size, dtype=np.int64) if step_of is None else step_of
-    if local.any():
-        key = step[local] * sockets + ns[local] * model.sockets + ss[local]
-        cf[local] = _shared(key, steps * sockets)
-    if cross.any():
-        key = step[cross] * sockets + ns[cross] * model.sockets
-        cf[cross] = np.maximum(
-            _shared(key + ss[cross], steps * sockets), _shared(key + sd[cross], steps * sockets)
-        )
-    if inter.any():
-        a, b, k = ns[inter], nd[inter], step[inter]
-        n = model.nodes
-        nic = np.maximum(_shared(k * n + a, steps * n), _shared(k * n + b, steps * n))
-        if model.switches:
-            nic = np.maximum(nic, _uplinks(model, a, b, k, steps))
-        cf[inter] = nic
-        fabric[inter] = _shared(k, steps)
-    return Usage(level, cf, fabric)
-
-
-def _uplinks(
-    model: ClusterModel,
-    a: NDArray[np.int64],
-    b: NDArray[np.int64],
-    step: NDArray[np.int64],
-    steps: int,
-) -> NDArray[np.float64]:
-    """NIC-equivalent cf on the uplinks of inter-node transfers (0 within one switch)."""
-    sw = model.switch_of
-    sa, sb = sw[a], sw[b]
-    far = sa != sb
-    out = np.zeros(a.size, dtype=np.float64)
-    if far.any():
-        n = len(model.switches)
-        ratio = model.uplink_ratios()
-        sa, sb, k = sa[far], sb[far], step[far] * n
-        out[far] = np.maximum(
-            _shared(k + sa, steps * n) * ratio[sa], _shared(k + sb, steps * n) * ratio[sb]
-        )
-    return out
+    # Each step has its own copy of every side: keys are offset by step x sides.
+    per = used.sides + 1
+    key = used.key + (step * per)[:, None]
+    users = np.bincount(key.ravel(), minlength=steps * per)
+    cf = np.asarray((users[key] * used.weight).max(axis=1), dtype=np.float64)
+    fabric = np.zeros(src.size)
+    fabric[inter] = np.bincount(step[inter], minlength=steps)[step[inter]]
+    return Usage(used.level, cf, fabric)
 
 
 @dataclass(frozen=True)

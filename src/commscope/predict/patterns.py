@@ -180,13 +180,18 @@ def bcast_binomial_halving(p: int, size: int, root: int = 0) -> Pattern:
     With 2^L the smallest power of two >= p, step j has distance d = 2^(L-1-j): every rank
     v (relative to root) that is a multiple of 2 d sends to v + d when that is below p. The
     root's first message crosses half the ranks, its last goes to its neighbour.
+
+    Priced on the timeline: ranks reach the last steps at different times (their data came
+    over paths of different lengths), so a step's transfers need not share a channel at
+    once. Step by step, a 192-rank Bcast on 16 nodes of 12 read 11 % over SMPI's time, its
+    intra-node steps priced as if all of a node's transfers overlapped.
     """
     steps = []
     for k in reversed(range(_log2_steps(p))):
         d = 2**k
         v = np.arange(0, p - d, 2 * d, dtype=np.int64)
         steps.append(_pairs(v, v + d, size, p, root))
-    return Pattern("bcast", "binomial-halving", p, size, tuple(steps), {"root": root})
+    return Pattern("bcast", "binomial-halving", p, size, tuple(steps), {"root": root}, True)
 
 
 def bcast_binomial_fanout(p: int, size: int, root: int = 0) -> Pattern:

@@ -5,7 +5,7 @@ another rank's (Open MPI's binomial Bcast: a child forwards while its parent sti
 its siblings over the same NIC), the count has to follow time instead. Each transfer starts
 once both its ranks are done with their transfers of earlier steps; while it is in flight it
 advances at 1 / t(m, cf) of its bytes per second, cf counted over the transfers in flight at
-that moment (``channels.count``), so a transfer that keeps one cf takes exactly t(m, cf).
+that moment (``channels.slots``), so a transfer that keeps one cf takes exactly t(m, cf).
 
 A transfer between nodes whose two NICs carry nothing the other way while it flows (a fan-in
 or fan-out, no pair exchange) is priced at the NIC's nominal rate, cf m / B, when the cost
@@ -54,21 +54,42 @@ def nominal_Bps(cost: CostModel, level: str) -> float | None:
     return owner.floor_Bps.get(level) if isinstance(owner, TableCost) else None
 
 
+class _Order:
+    """Which transfers may start: both their ranks are done with every earlier step.
+
+    Kept per rank as the lowest step among its unfinished transfers, found from the
+    transfers' ends sorted by rank, so each event costs O(transfers), with no
+    transfer-by-transfer table.
+    """
+
+    def __init__(self, src: NDArray[np.int64], dst: NDArray[np.int64], step: NDArray[np.int64]):
+        ranks = np.concatenate((src, dst))
+        by_rank = np.argsort(ranks, kind="stable")
+        self.transfer = np.concatenate((np.arange(src.size), np.arange(src.size)))[by_rank]
+        self.step_of_end = step[self.transfer]
+        sorted_ranks = ranks[by_rank]
+        self.first = np.flatnonzero(np.r_[True, sorted_ranks[1:] != sorted_ranks[:-1]])
+        self.rank = sorted_ranks[self.first]
+        self.low = np.full(int(ranks.max()) + 1, np.iinfo(np.int64).max)
+        self.src, self.dst, self.step = src, dst, step
+
+    def ready(self, live: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        """Per transfer: both its ranks have no unfinished transfer of an earlier step."""
+        pending = np.where(live[self.transfer], self.step_of_end, np.iinfo(np.int64).max)
+        self.low[self.rank] = np.minimum.reduceat(pending, self.first)
+        return (self.low[self.src] >= self.step) & (self.low[self.dst] >= self.step)
+
+
 def _one_way(
-    node: NDArray[np.int64], src: NDArray[np.int64], dst: NDArray[np.int64]
+    ns: NDArray[np.int64], nd: NDArray[np.int64], inter: NDArray[np.bool_], nodes: int
 ) -> NDArray[np.bool_]:
     """Per transfer: between nodes, and nothing in flight goes the other way between NICs.
 
-    That is, no transfer leaves its destination node or enters its source node.
+    That is, no inter-node transfer leaves its destination node or enters its source node.
     """
-    ns, nd = node[src], node[dst]
-    inter = ns != nd
-    senders, receivers = set(ns[inter].tolist()), set(nd[inter].tolist())
-    back = np.array(
-        [a in receivers or b in senders for a, b in zip(ns.tolist(), nd.tolist(), strict=True)],
-        dtype=bool,
-    )
-    return np.asarray(inter & ~back, dtype=bool)
+    sending = np.bincount(ns[inter], minlength=nodes) > 0
+    receiving = np.bincount(nd[inter], minlength=nodes) > 0
+    return np.asarray(inter & ~receiving[ns] & ~sending[nd], dtype=np.bool_)
 
 
 def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostModel) -> Timeline:
@@ -85,37 +106,43 @@ def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostM
     nbytes = np.concatenate([t[2] for _, t in parts])
     step = np.repeat(np.array([k for k, _ in parts]), [t[0].size for _, t in parts])
     n = src.size
-    # waits[i, j]: transfer i waits for j (an earlier step of one of i's ranks).
-    ends = np.stack((src, dst), axis=1)
-    shares = (ends[:, None, :, None] == ends[None, :, None, :]).any(axis=(2, 3))
-    waits = shares & (step[:, None] > step[None, :])
-    pending = waits.sum(axis=1)
-    level = channels.count(model, placement, src, dst).level
+    used = channels.slots(model, placement, src, dst)
+    level = used.level
     known = set(cost.sources())
     missing = tuple(lv for c, lv in enumerate(LEVELS) if (level == c).any() and lv not in known)
     rate_nic = nominal_Bps(cost, LEVELS[NIC])
-    start = np.where(pending == 0, 0.0, np.nan)
+    node = placement.node
+    order = _Order(src, dst, step)
+    start = np.full(n, np.nan)
     end = np.full(n, np.nan)
+    live = np.ones(n, dtype=bool)  # not finished
+    started = np.zeros(n, dtype=bool)
     done = np.zeros(n)
     max_cf = np.zeros(len(LEVELS))
+    present = [(c, lv, lv in known) for c, lv in enumerate(LEVELS) if (level == c).any()]
     now = 0.0
-    while np.isnan(end).any():
-        act = np.flatnonzero(~np.isnan(start) & np.isnan(end))
-        usage = channels.count(model, placement, src[act], dst[act])
-        cf = usage.cf
+    while live.any():
+        begin = order.ready(live) & ~started & live
+        start[begin] = now
+        started |= begin
+        act = np.flatnonzero(started & live)
+        key = used.key[act]
+        cf = (np.bincount(key.ravel(), minlength=used.sides + 1)[key] * used.weight[act]).max(1)
+        at = level[act]
         took = np.zeros(act.size)
-        for code, lv in enumerate(LEVELS):
-            sel = level[act] == code
-            if not sel.any():
-                continue
-            max_cf[code] = max(max_cf[code], float(cf[sel].max()))
-            if lv in known:
-                took[sel] = cost.time_s(lv, nbytes[act][sel], cf[sel])
-        if rate_nic:
-            alone = _one_way(placement.node, src[act], dst[act])
-            took[alone] = cf[alone] * nbytes[act][alone] / rate_nic
-        nic = level[act] == NIC
-        took[nic] = with_fabric(cost, known, took[nic], nbytes[act][nic], usage.fabric[nic])
+        for code, lv, priced in present:
+            sel = at == code
+            if sel.any():
+                max_cf[code] = max(max_cf[code], float(cf[sel].max()))
+                if priced:
+                    took[sel] = cost.time_s(lv, nbytes[act[sel]], cf[sel])
+        nic = at == NIC
+        if nic.any():
+            if rate_nic:
+                alone = _one_way(node[src[act]], node[dst[act]], nic, model.nodes)
+                took[alone] = cf[alone] * nbytes[act[alone]] / rate_nic
+            load = np.full(int(np.count_nonzero(nic)), float(np.count_nonzero(nic)))
+            took[nic] = with_fabric(cost, known, took[nic], nbytes[act[nic]], load)
         # Unpriced (and empty) transfers finish at once; the rest advance at 1 / took.
         left = np.where(took > 0, (1.0 - done[act]) * took, 0.0)
         dt = float(left.min())
@@ -123,6 +150,5 @@ def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostM
         now += dt
         fin = act[done[act] >= DONE]
         end[fin] = now
-        pending -= waits[:, fin].sum(axis=1)
-        start[np.isnan(start) & (pending == 0)] = now
+        live[fin] = False
     return Timeline(step, start, end, level, max_cf, missing)
