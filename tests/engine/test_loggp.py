@@ -19,8 +19,21 @@ MAX = 1 << 20
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
 def test_loggp_parameters_obey_the_model(cli, family):
     need(have_mpi(family), f"{family} is not installed")
+    # A second per point: beside a busy core a 1 MiB sample can take 80 ms, and a quarter
+    # second left three of them, two of the single round trips descheduled (8 and 12 ms).
     out = cli(
-        "run", "loggp", "--mpi", family, "--np", "2", "--max-size", "1MiB", "--json", check=True
+        "run",
+        "loggp",
+        "--mpi",
+        family,
+        "--np",
+        "2",
+        "--max-size",
+        "1MiB",
+        "--point-budget",
+        "1",
+        "--json",
+        check=True,
     )
     result = json.loads(out.stdout)
     assert result["status"] == "complete"
@@ -33,8 +46,9 @@ def test_loggp_parameters_obey_the_model(cli, family):
         assert p.ranks == (0, 1) and p.n == 10 and p.n_samples >= 2
         assert p.stop in ("rse", "budget", "max_samples")
         assert len(p.send_s) == p.n * p.n_samples
-        # n messages take longer than one; the delayed train really spent its n - 1 delays.
-        assert np.median(p.prtt_n_0_s) > np.median(p.prtt_1_0_s)
+        # n messages take longer than one, compared where each was least disturbed (a
+        # descheduled rank only adds time); the delayed train really spent its n - 1 delays.
+        assert min(p.prtt_n_0_s) > min(p.prtt_1_0_s), (p.bytes, p.prtt_n_0_s, p.prtt_1_0_s)
         assert min(p.prtt_n_d_s) > (p.n - 1) * p.delay_s
         assert p.wait_s == pytest.approx(2 * p.delay_s)
         # The delay is calibrated above the round trip's best.
