@@ -9,8 +9,9 @@ figures.
 
     flock /tmp/commscope-bench.lock .venv/bin/python bench/tests_under_load.py --runs 5
 
-Takes about 50 minutes a run on a 2-core machine; each run's pytest output is kept in
-``--logs DIR`` (default: commscope-tests-under-load in the temporary folder).
+Takes 27-30 minutes a run on a 2-core machine (engine and cluster tests); each run's pytest
+output is kept in ``--logs DIR`` (default: commscope-tests-under-load in the temporary
+folder).
 """
 
 from __future__ import annotations
