@@ -120,6 +120,10 @@ def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostM
     done = np.zeros(n)
     max_cf = np.zeros(len(LEVELS))
     present = [(c, lv, lv in known) for c, lv in enumerate(LEVELS) if (level == c).any()]
+    # Each transfer's price at the cf it had last: priced again only when its cf changes
+    # (unpriced levels cost 0: their transfers finish at once).
+    priced_s = np.zeros(n)
+    priced_cf = np.zeros(n)  # 0: not priced yet (a transfer's cf is at least 1)
     now = 0.0
     while live.any():
         begin = order.ready(live) & ~started & live
@@ -128,14 +132,19 @@ def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostM
         act = np.flatnonzero(started & live)
         key = used.key[act]
         cf = (np.bincount(key.ravel(), minlength=used.sides + 1)[key] * used.weight[act]).max(1)
+        changed = cf != priced_cf[act]
+        if changed.any():
+            again, new_cf = act[changed], cf[changed]
+            at = level[again]
+            for code, lv, priced in present:
+                sel = at == code
+                if sel.any():
+                    max_cf[code] = max(max_cf[code], float(new_cf[sel].max()))
+                    if priced:
+                        priced_s[again[sel]] = cost.time_s(lv, nbytes[again[sel]], new_cf[sel])
+            priced_cf[again] = new_cf
+        took = priced_s[act]
         at = level[act]
-        took = np.zeros(act.size)
-        for code, lv, priced in present:
-            sel = at == code
-            if sel.any():
-                max_cf[code] = max(max_cf[code], float(cf[sel].max()))
-                if priced:
-                    took[sel] = cost.time_s(lv, nbytes[act[sel]], cf[sel])
         nic = at == NIC
         if nic.any():
             if rate_nic:
@@ -144,11 +153,11 @@ def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostM
             load = np.full(int(np.count_nonzero(nic)), float(np.count_nonzero(nic)))
             took[nic] = with_fabric(cost, known, took[nic], nbytes[act[nic]], load)
         # Unpriced (and empty) transfers finish at once; the rest advance at 1 / took.
-        left = np.where(took > 0, (1.0 - done[act]) * took, 0.0)
-        dt = float(left.min())
-        done[act] = np.where(took > 0, done[act] + dt / np.where(took > 0, took, 1.0), 1.0)
+        dt = float(((1.0 - done[act]) * took).min())
+        moved = np.where(took > 0, done[act] + dt / np.where(took > 0, took, 1.0), 1.0)
+        done[act] = moved
         now += dt
-        fin = act[done[act] >= DONE]
+        fin = act[moved >= DONE]
         end[fin] = now
         live[fin] = False
     return Timeline(step, start, end, level, max_cf, missing)
