@@ -28,6 +28,7 @@ from commscope.predict.patterns import Pattern
 from commscope.predict.placement import Placement
 
 DONE = 1.0 - 1e-9  # progress at which a transfer counts as finished (float rounding)
+NEVER = np.iinfo(np.int64).max  # the step of no unfinished transfer
 
 
 @dataclass(frozen=True)
@@ -57,26 +58,31 @@ def nominal_Bps(cost: CostModel, level: str) -> float | None:
 class _Order:
     """Which transfers may start: both their ranks are done with every earlier step.
 
-    Kept per rank as the lowest step among its unfinished transfers, found from the
-    transfers' ends sorted by rank, so each event costs O(transfers), with no
-    transfer-by-transfer table.
+    Kept per rank as the lowest step among its unfinished transfers: the transfers' ends
+    sorted by rank, each end's step until its transfer finishes; one reduction per event,
+    with no transfer-by-transfer table.
     """
 
     def __init__(self, src: NDArray[np.int64], dst: NDArray[np.int64], step: NDArray[np.int64]):
         ranks = np.concatenate((src, dst))
         by_rank = np.argsort(ranks, kind="stable")
-        self.transfer = np.concatenate((np.arange(src.size), np.arange(src.size)))[by_rank]
-        self.step_of_end = step[self.transfer]
+        self.pending = step[by_rank % src.size]  # per end, its step while unfinished
+        self.end_at = np.empty_like(by_rank)  # where each transfer's two ends went
+        self.end_at[by_rank] = np.arange(by_rank.size)
         sorted_ranks = ranks[by_rank]
         self.first = np.flatnonzero(np.r_[True, sorted_ranks[1:] != sorted_ranks[:-1]])
         self.rank = sorted_ranks[self.first]
-        self.low = np.full(int(ranks.max()) + 1, np.iinfo(np.int64).max)
+        self.low = np.full(int(ranks.max()) + 1, NEVER)
         self.src, self.dst, self.step = src, dst, step
 
-    def ready(self, live: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    def finish(self, transfers: NDArray[np.int64]) -> None:
+        """Mark ``transfers`` finished."""
+        self.pending[self.end_at[transfers]] = NEVER
+        self.pending[self.end_at[transfers + self.src.size]] = NEVER
+
+    def ready(self) -> NDArray[np.bool_]:
         """Per transfer: both its ranks have no unfinished transfer of an earlier step."""
-        pending = np.where(live[self.transfer], self.step_of_end, np.iinfo(np.int64).max)
-        self.low[self.rank] = np.minimum.reduceat(pending, self.first)
+        self.low[self.rank] = np.minimum.reduceat(self.pending, self.first)
         return (self.low[self.src] >= self.step) & (self.low[self.dst] >= self.step)
 
 
@@ -126,7 +132,7 @@ def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostM
     priced_cf = np.zeros(n)  # 0: not priced yet (a transfer's cf is at least 1)
     now = 0.0
     while live.any():
-        begin = order.ready(live) & ~started & live
+        begin = order.ready() & ~started & live
         start[begin] = now
         started |= begin
         act = np.flatnonzero(started & live)
@@ -160,4 +166,5 @@ def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostM
         fin = act[moved >= DONE]
         end[fin] = now
         live[fin] = False
+        order.finish(fin)
     return Timeline(step, start, end, level, max_cf, missing)
