@@ -9,6 +9,7 @@ the engine's MPI_Init, so the ranks really saw it.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 
 import numpy as np
@@ -20,7 +21,8 @@ from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.mpi
 # Either side of Open MPI's default vader limit (4 KiB) and of the 8 KiB one given below.
-SIZES = "1K,2K,3K,3900,4000,4100,5K,6K,7K,7900,8000,8100,9K,10K,12K,16K"
+SIZES = "4000,4100,8100,9K"
+ROUNDS = 3  # runs of each setting, alternated
 CVAR = "MPIR_CVAR_BCAST_INTRA_ALGORITHM"
 
 
@@ -37,15 +39,15 @@ def run_p2p(cli, family, *extra):
     return run, limits, times
 
 
-def step(times, below, above):
-    """t(above) / t(below) and that ratio's noise (relative standard errors of both medians)."""
+def steps(times):
+    """How far t(4100)/t(4000) and t(9216)/t(8100) are from no step: |log| of each ratio.
 
-    def median_and_error(samples):
-        mad = np.median(np.abs(samples - np.median(samples)))
-        return float(np.median(samples)), float(1.4826 * mad / np.sqrt(len(samples)))
-
-    (lo, e_lo), (hi, e_hi) = median_and_error(times[below]), median_and_error(times[above])
-    return hi / lo, (hi / lo) * (e_lo / lo + e_hi / hi)
+    From each size's median. Where a size pair straddles the protocol switch, the ratio moves
+    away from 1: up by the extra handshake, or down where the copy beyond the limit is
+    the faster one (seen here beside a busy core: 0.72-0.82 at 8 KiB).
+    """
+    med = {size: float(np.median(samples)) for size, samples in times.items()}
+    return abs(math.log(med[4100] / med[4000])), abs(math.log(med[9216] / med[8100]))
 
 
 def test_open_mpi_records_the_vader_limit_a_given_parameter_sets_and_the_step_follows(cli):
@@ -63,16 +65,20 @@ def test_open_mpi_records_the_vader_limit_a_given_parameter_sets_and_the_step_fo
     shown = cli("show", str(run.id), check=True).stdout
     assert "--mca btl_vader_eager_limit=8192" in shown
     assert "intra-node vader 8192 B (btl_vader_eager_limit, --mca)" in shown
-    # The switch moved: across 4 KiB the default run changes protocol and the other does
-    # not; across 8 KiB the reverse. Each ratio is compared beyond the noise of its medians.
-    at4 = {"default": step(t4, 4000, 4100), "8192": step(t8, 4000, 4100)}
-    at8 = {"default": step(t4, 8100, 9216), "8192": step(t8, 8100, 9216)}
-    print(f"t(4100)/t(4000): {at4}; t(9216)/t(8100): {at8}")
-    differs = [
-        abs(a[0] - b[0]) > 2 * (a[1] + b[1])
-        for a, b in ((at4["default"], at4["8192"]), (at8["default"], at8["8192"]))
-    ]
-    assert all(differs), (at4, at8)
+    # The switch moved: across 4 KiB the default run steps more than the other, across 8 KiB
+    # the other steps more. On this machine beside a busy core a step's size varies 1.5x-7x
+    # from run to run, so each setting runs ROUNDS times, alternated, and every round must
+    # show it (without a switch each comparison would be a coin toss: 1 in 64 to pass all).
+    rounds = [(steps(t4), steps(t8))]
+    for _ in range(ROUNDS - 1):
+        rounds.append(
+            (
+                steps(run_p2p(cli, "openmpi")[2]),
+                steps(run_p2p(cli, "openmpi", "--mca", "btl_vader_eager_limit=8192")[2]),
+            )
+        )
+    print(f"|log step| at 4 KiB and 8 KiB, default and 8192 per round: {rounds}")
+    assert all(d[0] > g[0] and g[1] > d[1] for d, g in rounds), rounds
 
 
 def test_mpich_gets_given_and_inherited_cvars_and_records_them(cli):
