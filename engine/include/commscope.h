@@ -209,6 +209,11 @@ void cs_clock_check(cs_context *ctx, cs_json *j); /* end member: drift since syn
 void cs_load_start(void);                        /* every rank, before measuring */
 void cs_load_stop(void);                         /* every rank, after its last point */
 void cs_load_write(cs_context *ctx, cs_json *j); /* end member, rank 0 (collective) */
+void cs_boot_id(char *out, size_t len);          /* this host's boot id, or "unknown" */
+/* ---- TCP loss: segments sent, resent and timed out per network namespace ---- */
+void cs_tcp_loss_start(void);                        /* every rank, before measuring */
+void cs_tcp_loss_stop(void);                         /* every rank, after its last point */
+void cs_tcp_loss_write(cs_context *ctx, cs_json *j); /* end member, rank 0 (collective) */
 
 void cs_clock_resync(cs_context *ctx);                 /* before a point (collective) */
 void cs_clock_recheck(cs_context *ctx, double out[2]); /* after a point (collective) */

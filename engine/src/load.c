@@ -61,6 +61,13 @@ static sample read_sample(void) {
     return s;
 }
 
+void cs_boot_id(char *out, size_t len) {
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f || !fgets(out, (int)len, f)) snprintf(out, len, "unknown");
+    if (f) fclose(f);
+    out[strcspn(out, "\n")] = '\0';
+}
+
 void cs_load_start(void) { start = read_sample(); }
 void cs_load_stop(void) { stop = read_sample(); }
 
@@ -72,10 +79,7 @@ void cs_load_write(cs_context *ctx, cs_json *j) {
     sample end = stop;
     share mine;
     memset(&mine, 0, sizeof mine);
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (!f || !fgets(mine.boot_id, BOOT_ID_LEN, f)) strcpy(mine.boot_id, "unknown");
-    if (f) fclose(f);
-    mine.boot_id[strcspn(mine.boot_id, "\n")] = '\0';
+    cs_boot_id(mine.boot_id, sizeof mine.boot_id);
     int readable = start.total_s >= 0 && end.total_s >= 0;
     mine.busy_s = readable ? end.busy_s - start.busy_s : -1.0;
     mine.total_s = readable ? end.total_s - start.total_s : -1.0;

@@ -197,6 +197,7 @@ int main(int argc, char **argv) {
     double t0 = MPI_Wtime();
     write_header(&ctx, pairs, npairs, has_coll);
     cs_load_start();
+    cs_tcp_loss_start();
 
     if (has_p2p & 1) cs_p2p_init(&ctx);
     if (has_p2p & 2) cs_loggp_init(&ctx);
@@ -241,6 +242,7 @@ int main(int argc, char **argv) {
             }
         }
     }
+    cs_tcp_loss_stop();
     cs_load_stop(); /* before the ranks wait for each other and the end is written */
     cs_idle_barrier();
     cs_json j;
@@ -252,6 +254,7 @@ int main(int argc, char **argv) {
     }
     if (has_coll && strcmp(opt.sync, "barrier") != 0) cs_clock_check(&ctx, &j);
     cs_load_write(&ctx, &j);
+    cs_tcp_loss_write(&ctx, &j);
     if (rank == 0) cs_coll_write_refused(&j);
     if (rank == 0) cs_json_end(&j);
     MPI_Finalize();

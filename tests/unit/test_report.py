@@ -110,7 +110,17 @@ def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
             "ranks_wait_share": 0.4,
         }
         store.finish_segment(
-            seg, "complete", end={"type": "end", "points": 14, "elapsed_s": 2.0, "load": [host]}
+            seg,
+            "complete",
+            end={
+                "type": "end",
+                "points": 14,
+                "elapsed_s": 2.0,
+                "load": [host],
+                "tcp_loss": [
+                    {"nodes": [HOSTILE], "out_segs": 5000, "retrans_segs": 80, "timeouts": 2}
+                ],
+            },
         )
         store.set_run_status(run_id, "complete")
         page = kinds.write_report([read_run(store, run_id)], tmp_path / "r.html").read_text()
@@ -119,3 +129,6 @@ def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
     assert f"other processes took 30% of the 2 CPUs of {names} during the run" in row
     assert f"a rank on {names} waited for a CPU 40% of the run" in row
     assert f"4 ranks shared 2 CPUs on {names} (oversubscribed)" in row
+    [lost] = re.findall(r'<tr class="tcp-loss-warning">.*?</tr>', page)
+    assert "TCP on &lt;script&gt;alert(1)&lt;/script&gt; resent 80 of 5000 segments" in lost
+    assert "timed out 2 time(s)" in lost

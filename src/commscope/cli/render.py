@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from commscope.analysis import load as load_analysis
+from commscope.analysis import tcp_loss
 from commscope.data import mpi_config
 from commscope.data.store import RunInfo
 
@@ -46,6 +47,8 @@ def where_text(request: dict[str, Any]) -> str:
 
 
 def load_warnings(console: Console, ends: list[dict[str, Any] | None]) -> None:
-    """One ``!`` line per host that other processes or extra ranks disturbed."""
+    """One ``!`` line per host that other processes, extra ranks or lost TCP segments disturbed."""
     for text in load_analysis.warnings(ends):
         console.print(Text(f"! {text}: timings include waiting for a core", style="yellow"))
+    for text in tcp_loss.warnings(ends):
+        console.print(Text(f"! {text}: timings include waiting for lost segments", style="yellow"))

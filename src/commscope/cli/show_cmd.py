@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     from commscope import kinds
     from commscope.analysis import load as load_analysis
+    from commscope.analysis import tcp_loss
     from commscope.cli import render
     from commscope.data.run_data import read_run
     from commscope.simulate import netload
@@ -65,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
                 "message": info.message,
                 "load": [asdict(h) for end in run.ends for h in load_analysis.hosts(end)],
                 "load_warnings": load_analysis.warnings(run.ends),
+                "tcp_loss": [asdict(ns) for end in run.ends for ns in tcp_loss.namespaces(end)],
+                "tcp_loss_warnings": tcp_loss.warnings(run.ends),
                 "protocol_limits": run.protocol_limits.to_json() if run.protocol_limits else None,
                 "netload": netload.stored_view(run.netload) if run.netload else None,
                 **kinds.to_json(found),

@@ -20,7 +20,7 @@ from markupsafe import Markup
 from commscope import __version__, safe_write
 from commscope.analysis import coll as coll_analysis
 from commscope.analysis import curve as curves
-from commscope.analysis import findings, load, p2p
+from commscope.analysis import findings, load, p2p, tcp_loss
 from commscope.analysis import recv_buffers as rbuf
 from commscope.data import mpi_config
 from commscope.data.records import Coll, Point
@@ -155,6 +155,7 @@ def run_context(run: RunData) -> dict[str, Any]:
         "options": _options(header),
         "imported": (info.request or {}).get("imported"),
         "load_warnings": load.warnings(run.ends),
+        "tcp_loss_warnings": tcp_loss.warnings(run.ends),
         "figures": figs,
         "findings": findings.findings(
             figs, mpi_config.naming_limits(info.kind, run.protocol_limits)

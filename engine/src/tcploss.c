@@ -1,0 +1,118 @@
+/* TCP loss: what the hosts' TCP sent and resent while the ranks measured.
+ *
+ * Between nodes on Ethernet most MPIs run over TCP. A lost segment is sent again; when fast
+ * retransmit cannot recover it, a retransmission timeout stalls the connection for at least
+ * Linux's minimum RTO of 200 ms, and every timing that waited on it carries that stall.
+ * Every rank reads its network namespace's counters (/proc/net/snmp: Tcp OutSegs and
+ * RetransSegs; /proc/net/netstat: TcpExt TCPTimeouts) at the start and at the end. They count
+ * the whole namespace, so other traffic of the host counts too. Rank 0 writes the differences
+ * per namespace, told apart by boot id and the namespace's inode (the virtual cluster's nodes
+ * are namespaces of one machine), as the "tcp_loss" member of the end record. Under SMPI the
+ * host's counters say nothing about the simulated network: nothing is measured.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "commscope.h"
+
+enum { BOOT_ID_LEN = 40, LINE_LEN = 4096 };
+
+typedef struct counters {
+    long long out, retrans, timeouts; /* -1: unreadable */
+} counters;
+
+typedef struct tcp_share { /* what each rank sends to rank 0 */
+    char boot_id[BOOT_ID_LEN];
+    unsigned long long netns;
+    counters diff;
+} tcp_share;
+
+static counters start, stop;
+
+/* Value of field `name` in a /proc/net table: a "Prefix: names..." line followed by a
+ * "Prefix: values..." line; -1 when the file, the line or the field is missing. */
+static long long proc_field(const char *path, const char *prefix, const char *name) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char names[LINE_LEN], values[LINE_LEN];
+    long long found = -1;
+    size_t plen = strlen(prefix);
+    while (found < 0 && fgets(names, sizeof names, f)) {
+        if (strncmp(names, prefix, plen) != 0 || !fgets(values, sizeof values, f)) continue;
+        char *ns = NULL, *vs = NULL;
+        char *n = strtok_r(names + plen, " \n", &ns);
+        char *v = strtok_r(values + plen, " \n", &vs);
+        for (; n && v; n = strtok_r(NULL, " \n", &ns), v = strtok_r(NULL, " \n", &vs)) {
+            if (strcmp(n, name) != 0) continue;
+            char *endp;
+            long long x = strtoll(v, &endp, 10);
+            if (endp != v && x >= 0) found = x;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static counters read_counters(void) {
+    counters c;
+    c.out = proc_field("/proc/net/snmp", "Tcp:", "OutSegs");
+    c.retrans = proc_field("/proc/net/snmp", "Tcp:", "RetransSegs");
+    c.timeouts = proc_field("/proc/net/netstat", "TcpExt:", "TCPTimeouts");
+    return c;
+}
+
+static long long delta(long long a, long long b) { return a >= 0 && b >= a ? b - a : -1; }
+
+void cs_tcp_loss_start(void) { start = read_counters(); }
+void cs_tcp_loss_stop(void) { stop = read_counters(); }
+
+/* Collective; rank 0 adds "tcp_loss": [{nodes, out_segs, retrans_segs, timeouts}] to j. */
+void cs_tcp_loss_write(cs_context *ctx, cs_json *j) {
+#ifdef CS_SIMULATED
+    (void)ctx, (void)j;
+#else
+    tcp_share mine;
+    memset(&mine, 0, sizeof mine);
+    cs_boot_id(mine.boot_id, sizeof mine.boot_id);
+    struct stat st;
+    if (stat("/proc/self/ns/net", &st) == 0) mine.netns = (unsigned long long)st.st_ino;
+    mine.diff.out = delta(start.out, stop.out);
+    mine.diff.retrans = delta(start.retrans, stop.retrans);
+    mine.diff.timeouts = delta(start.timeouts, stop.timeouts);
+    tcp_share *all = ctx->rank == 0 ? malloc(sizeof(tcp_share) * (size_t)ctx->nranks) : NULL;
+    if (ctx->rank == 0 && !all) cs_die("rank 0: out of memory for the TCP loss table");
+    MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, 0,
+               MPI_COMM_WORLD);
+    if (ctx->rank != 0) return;
+    cs_json_raw_begin(j, "tcp_loss", '[');
+    for (int r = 0; r < ctx->nranks; r++) {
+        int first = 1; /* a namespace is reported at its lowest rank, with that rank's reading */
+        for (int q = 0; q < r && first; q++)
+            first = strcmp(all[q].boot_id, all[r].boot_id) != 0 || all[q].netns != all[r].netns;
+        if (!first) continue;
+        cs_json_raw_begin(j, NULL, '{');
+        cs_json_raw_begin(j, "nodes", '[');
+        for (int q = r; q < ctx->nranks; q++) {
+            if (strcmp(all[q].boot_id, all[r].boot_id) != 0 || all[q].netns != all[r].netns)
+                continue;
+            int named = 0; /* node names of this namespace's ranks, once each */
+            for (int p = r; p < q && !named; p++)
+                named = strcmp(all[p].boot_id, all[q].boot_id) == 0 &&
+                        all[p].netns == all[q].netns &&
+                        strcmp(ctx->topo->ranks[p].node, ctx->topo->ranks[q].node) == 0;
+            if (!named) cs_json_elem_str(j, ctx->topo->ranks[q].node);
+        }
+        cs_json_raw_end(j, ']');
+        if (all[r].diff.out >= 0) cs_json_int(j, "out_segs", all[r].diff.out);
+        if (all[r].diff.retrans >= 0) cs_json_int(j, "retrans_segs", all[r].diff.retrans);
+        if (all[r].diff.timeouts >= 0) cs_json_int(j, "timeouts", all[r].diff.timeouts);
+        cs_json_raw_end(j, '}');
+    }
+    cs_json_raw_end(j, ']');
+    free(all);
+#endif
+}

@@ -1,0 +1,56 @@
+"""A link that drops segments is named by the run that crossed it (root, virtual cluster).
+
+Two nodes at 200 mbit; the receiving node's link from the bridge is cut to half that rate
+with a queue of three frames instead of its usual 256 KiB: a bottleneck with too small a
+buffer, where what the sender sends faster is dropped on the way (iperf3 here: about half
+the segments resent). The sender's TCP resends them: its namespace, and only it, must be
+named by `show` and the report. The receiver sends only acknowledgements and small control
+messages, through a link left as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from commscope.data.store import Store
+from tests.conftest import have_mpi, need
+
+pytestmark = pytest.mark.cluster
+
+BOTTLENECK = ["tbf", "rate", "100mbit", "burst", "4kb", "limit", "4500"]  # a 3-frame queue
+
+
+@pytest.mark.parametrize("cluster", [(2, "200mbit")], indirect=True)
+def test_the_node_whose_segments_were_dropped_is_named(cli, cluster, tmp_path):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    sender, receiver = cluster.nodes
+    subprocess.run(
+        ["tc", "qdisc", "replace", "dev", receiver.veth, "root", *BOTTLENECK], check=True
+    )
+    out = cli(
+        "run", "p2p", "--vcluster", "--ranks-per-node", "1", "--mpi", "openmpi",
+        "--ops", "bw", "--sizes", "1MiB", "--json", "--timeout", "600", timeout=900,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    run_id = json.loads(out.stdout)["run"]
+    with Store.open(cli.store) as store:
+        ranks = store.get_run(run_id).header["ranks"]
+    assert [r["node"] for r in ranks] == [sender.name, receiver.name]  # rank 0 sends
+
+    shown = json.loads(cli("show", str(run_id), "--json", check=True).stdout)
+    print(json.dumps(shown["tcp_loss"]), shown["tcp_loss_warnings"])
+    by_node = {tuple(ns["nodes"]): ns for ns in shown["tcp_loss"]}
+    assert set(by_node) == {(sender.name,), (receiver.name,)}  # one entry per namespace
+    sent, got = by_node[(sender.name,)], by_node[(receiver.name,)]
+    assert sent["retrans_segs"] > 0 and sent["retrans_segs"] > got["retrans_segs"]
+    [warning] = shown["tcp_loss_warnings"]
+    assert warning.startswith(f"TCP on {sender.name} resent {sent['retrans_segs']} of ")
+
+    report = tmp_path / "loss.html"
+    cli("report", str(run_id), "-o", str(report), check=True)
+    [row] = re.findall(r'<tr class="tcp-loss-warning">.*?</tr>', report.read_text())
+    assert f"TCP on {sender.name} resent" in row

@@ -1,0 +1,55 @@
+"""The TCP segments a run sent and resent are counted per network namespace and shown.
+
+Open MPI's TCP BTL between two ranks of this host: each 1 MiB ping-pong sample moves 1 MiB
+each way, so the namespace's TCP must have sent at least 2 MiB per sample in segments of at
+most one loopback MSS: a count below that would not be the run's traffic. Loss itself is
+asserted on the virtual cluster, where a link can be made to drop
+(tests/cluster/test_tcp_loss_vcluster.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import have_mpi, need
+
+pytestmark = pytest.mark.mpi
+
+MIB = 1 << 20
+LOOPBACK_MSS = 65536 - 40  # the loopback MTU less IP and TCP headers: no segment is larger
+
+
+def test_a_run_over_tcp_counts_at_least_its_own_segments(cli):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    cli(
+        "run",
+        "p2p",
+        "--mpi",
+        "openmpi",
+        "--np",
+        "2",
+        "--sizes",
+        "1MiB",
+        "--ops",
+        "pingpong",
+        "--mca",
+        "btl=self,tcp",
+        "--timeout",
+        "120",
+        check=True,
+    )
+    shown = json.loads(cli("show", "latest", "--json", check=True).stdout)
+    [ns] = shown["tcp_loss"]  # both ranks in this host's namespace: one entry
+    assert ns["nodes"] and all(isinstance(ns[k], int) for k in ("out_segs", "retrans_segs"))
+    exported = cli("export", "latest", "--format", "json", check=True).stdout.splitlines()
+    [point] = [r for r in map(json.loads, exported) if r["type"] == "point"]
+    round_trips = len(point["samples_s"]) * point["iters_per_sample"]
+    assert ns["out_segs"] >= round_trips * 2 * MIB / LOOPBACK_MSS, (ns, round_trips)
+    assert 0 <= ns["retrans_segs"] <= ns["out_segs"] and ns["timeouts"] >= 0
+    # Whatever was lost is said in one line per namespace, and only then.
+    lossy = ns["timeouts"] > 0 or (
+        ns["out_segs"] >= 1000 and ns["retrans_segs"] > ns["out_segs"] / 100
+    )
+    assert bool(shown["tcp_loss_warnings"]) is lossy

@@ -1,0 +1,65 @@
+"""TCP loss warnings read from the engine's per-namespace table."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from commscope.analysis import tcp_loss
+from commscope.data import record_parse
+
+
+def end(*namespaces: dict) -> dict:
+    return {"type": "end", "points": 1, "elapsed_s": 2.0, "tcp_loss": list(namespaces)}
+
+
+def ns(nodes=("n0",), **counts: int) -> dict:
+    return {"nodes": list(nodes), **counts}
+
+
+def test_one_timeout_is_named_with_its_nodes_and_counts():
+    record = end(ns(("csnode1",), out_segs=50, retrans_segs=1, timeouts=1), ns(("csnode2",)))
+    assert tcp_loss.warnings([record]) == [
+        "TCP on csnode1 resent 1 of 50 segments and timed out 1 time(s)"
+        " (each stalls a connection >= 200 ms)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("out", "resent", "warned"),
+    [
+        (100_000, 1000, False),  # 1 % exactly: not above the share
+        (100_000, 1001, True),
+        (999, 500, False),  # too few segments for a share to mean anything
+        (1000, 11, True),
+        (0, 0, False),
+    ],
+)
+def test_resent_segments_warn_above_one_percent_of_at_least_a_thousand(out, resent, warned):
+    record = end(ns(out_segs=out, retrans_segs=resent, timeouts=0))
+    assert bool(tcp_loss.warnings([record])) is warned
+    if warned:
+        assert tcp_loss.warnings([record]) == [f"TCP on n0 resent {resent} of {out} segments"]
+
+
+def test_unreadable_or_missing_counters_warn_of_nothing():
+    assert tcp_loss.warnings([None, {"type": "end", "points": 0, "elapsed_s": 0.1}]) == []
+    (only,) = tcp_loss.namespaces(end(ns(out_segs=10)))
+    assert (only.retrans_segs, only.timeouts, only.resent_share) == (None, None, None)
+    # Garbage in a stored record is not a count.
+    (bad,) = tcp_loss.namespaces(end(ns(out_segs=-5, retrans_segs=True, timeouts=1.5)))
+    assert (bad.out_segs, bad.retrans_segs, bad.timeouts) == (None, None, None)
+    assert not bad.lossy
+
+
+def test_a_warning_repeated_by_several_launches_is_given_once():
+    same = end(ns(out_segs=10, retrans_segs=1, timeouts=2))
+    assert len(tcp_loss.warnings([same, same])) == 1
+
+
+def test_the_schema_takes_the_engine_member_and_refuses_negative_counts():
+    good = end(ns(("a", "b"), out_segs=3, retrans_segs=0, timeouts=0))
+    record_parse.parse_record(json.dumps(good), "test")
+    with pytest.raises(Exception, match="tcp_loss"):
+        record_parse.parse_record(json.dumps(end(ns(out_segs=-1))), "test")
