@@ -148,6 +148,11 @@ def validate(store: Path, args: argparse.Namespace, tables: str, op: str, p: str
             f"  {c['placement']:>5} {c['bytes']:>8} {c['predicted_s'] * 1e3:10.1f}"
             f" {measured * 1e3:10.1f} {error:+7.1%}"
         )
+    # Lost TCP segments stall a run (a retransmission timeout >= 200 ms): said per placement.
+    lossy = {c["placement"]: c["tcp_loss_warnings"] for c in out["placements"]}
+    for placement, warnings in lossy.items():
+        for text in warnings:
+            print(f"  ! {placement}: {text}")
     met = True
     for v in out["sizes"]:
         tau = v["kendall_tau"] if v["kendall_tau"] is not None else float("nan")

@@ -216,6 +216,7 @@ def _print(
     verdicts: list[Any],
 ) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     from commscope.validate.predict import BUDGET_LAUNCHES, POINT_BUDGET_S
 
@@ -250,4 +251,10 @@ def _print(
                 f" point's budget ({args.max_launches} launches, {POINT_BUDGET_S:g} s or"
                 f" {BUDGET_LAUNCHES} predicted launches if longer); left out"
                 " of tau and the errors"
+            )
+    lossy = {c.placement: c.tcp_loss_warnings for c in checks if c.tcp_loss_warnings}
+    for placement, warnings in lossy.items():
+        for text in warnings:
+            out.print(
+                Text(f"! {placement}: {text}: its measured times include the stalls", "yellow")
             )

@@ -19,6 +19,7 @@ from typing import Any
 from scipy import stats as sps
 
 from commscope import predict
+from commscope.analysis import tcp_loss
 from commscope.analysis.coll import summarize
 from commscope.data.request import EngineOptions, RunRequest
 from commscope.data.store import Store
@@ -55,6 +56,8 @@ class PlacementCheck:
     measured_s: float
     relative_error: float  # (predicted - measured) / measured
     run_id: int
+    # What TCP lost during the placement's run: its measured times carry the stalls.
+    tcp_loss_warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
@@ -145,10 +148,11 @@ def measure(
     forced: Forced = BLOCK_ALLTOALL,
     cvar: dict[str, str] | None = None,
     max_launches: int = MAX_LAUNCHES,
-) -> dict[int, tuple[float, int]]:
+) -> tuple[int, dict[int, float], tuple[str, ...]]:
     """Run the forced operation (default alltoall_block) on the placement's nodes.
 
-    Returns {bytes: (time_s, run_id)}; ``mca`` and ``cvar`` already hold the forced settings.
+    Returns the run's id, {bytes: time_s} and its TCP loss warnings; ``mca`` and ``cvar``
+    already hold the forced settings.
     """
     engine_op = forced.engine_op
     engine = EngineOptions(
@@ -181,7 +185,8 @@ def measure(
         request.to_json(),
     )
     runner.run(store, run_id, request, mpi)
-    return {c.bytes: (summarize(c).time_s, run_id) for c in store.colls(run_id)}
+    lost = tcp_loss.warnings([seg.end for seg in store.segments(run_id)])
+    return run_id, {c.bytes: summarize(c).time_s for c in store.colls(run_id)}, tuple(lost)
 
 
 def check(
@@ -212,7 +217,7 @@ def check(
             predict.predict(model, pl, pattern_of(forced, procs, size, block), cost).time_s
             for size in sizes
         ]
-        measured = measure(
+        run_id, measured, lost = measure(
             store,
             mpi,
             model,
@@ -227,10 +232,10 @@ def check(
             max_launches,
         )
         for size, pred in zip(sizes, predicted, strict=True):
-            t, run_id = measured[size]
+            t = measured[size]
             checks.append(
                 PlacementCheck(
-                    pl.label, pl.nodes, pl.per_node, size, pred, t, (pred - t) / t, run_id
+                    pl.label, pl.nodes, pl.per_node, size, pred, t, (pred - t) / t, run_id, lost
                 )
             )
     verdicts = []
