@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from commscope.predict import channels
-from commscope.predict.cost import CombinedCost, CostModel, TableCost, with_fabric
+from commscope.predict.cost import FABRIC, CombinedCost, CostModel, TableCost, with_fabric
 from commscope.predict.model import LEVELS, NIC, ClusterModel
 from commscope.predict.patterns import Pattern
 from commscope.predict.placement import Placement
@@ -55,6 +55,51 @@ def nominal_Bps(cost: CostModel, level: str) -> float | None:
     return owner.floor_Bps.get(level) if isinstance(owner, TableCost) else None
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a pattern gives every placement alike: its transfers, in step order."""
+
+    src: NDArray[np.int64]
+    dst: NDArray[np.int64]
+    nbytes: NDArray[np.int64]
+    step: NDArray[np.int64]
+    pending: NDArray[np.int64]  # per transfer end, sorted by rank: its transfer's step
+    end_at: NDArray[np.int64]  # where each transfer's two ends went in that order
+    first: NDArray[np.int64]  # where each rank's ends begin
+    rank: NDArray[np.int64]  # the rank of each such run of ends
+
+    @classmethod
+    def of(cls, pattern: Pattern) -> _Plan | None:
+        """The plan of ``pattern`` (None: it moves nothing)."""
+        parts = [(k, s.transfers(pattern.p)) for k, s in enumerate(pattern.steps)]
+        parts = [(k, t) for k, t in parts if t[0].size]
+        if not parts:
+            return None
+        src = np.concatenate([t[0] for _, t in parts])
+        dst = np.concatenate([t[1] for _, t in parts])
+        nbytes = np.concatenate([t[2] for _, t in parts])
+        step = np.repeat(np.array([k for k, _ in parts]), [t[0].size for _, t in parts])
+        ranks = np.concatenate((src, dst))
+        by_rank = np.argsort(ranks, kind="stable")
+        end_at = np.empty_like(by_rank)
+        end_at[by_rank] = np.arange(by_rank.size)
+        sorted_ranks = ranks[by_rank]
+        first = np.flatnonzero(np.r_[True, sorted_ranks[1:] != sorted_ranks[:-1]])
+        pending = step[by_rank % src.size]
+        return cls(src, dst, nbytes, step, pending, end_at, first, sorted_ranks[first])
+
+
+# The last pattern planned: ranking placements plays one pattern on each in turn.
+_last: tuple[Pattern, _Plan | None] | None = None
+
+
+def _plan(pattern: Pattern) -> _Plan | None:
+    global _last
+    if _last is None or _last[0] is not pattern:
+        _last = (pattern, _Plan.of(pattern))
+    return _last[1]
+
+
 class _Order:
     """Which transfers may start: both their ranks are done with every earlier step.
 
@@ -63,27 +108,21 @@ class _Order:
     with no transfer-by-transfer table.
     """
 
-    def __init__(self, src: NDArray[np.int64], dst: NDArray[np.int64], step: NDArray[np.int64]):
-        ranks = np.concatenate((src, dst))
-        by_rank = np.argsort(ranks, kind="stable")
-        self.pending = step[by_rank % src.size]  # per end, its step while unfinished
-        self.end_at = np.empty_like(by_rank)  # where each transfer's two ends went
-        self.end_at[by_rank] = np.arange(by_rank.size)
-        sorted_ranks = ranks[by_rank]
-        self.first = np.flatnonzero(np.r_[True, sorted_ranks[1:] != sorted_ranks[:-1]])
-        self.rank = sorted_ranks[self.first]
-        self.low = np.full(int(ranks.max()) + 1, NEVER)
-        self.src, self.dst, self.step = src, dst, step
+    def __init__(self, plan: _Plan):
+        self.plan = plan
+        self.pending = plan.pending.copy()
+        self.low = np.full(int(plan.rank[-1]) + 1, NEVER)
 
     def finish(self, transfers: NDArray[np.int64]) -> None:
         """Mark ``transfers`` finished."""
-        self.pending[self.end_at[transfers]] = NEVER
-        self.pending[self.end_at[transfers + self.src.size]] = NEVER
+        self.pending[self.plan.end_at[transfers]] = NEVER
+        self.pending[self.plan.end_at[transfers + self.plan.src.size]] = NEVER
 
     def ready(self) -> NDArray[np.bool_]:
         """Per transfer: both its ranks have no unfinished transfer of an earlier step."""
-        self.low[self.rank] = np.minimum.reduceat(self.pending, self.first)
-        return (self.low[self.src] >= self.step) & (self.low[self.dst] >= self.step)
+        p = self.plan
+        self.low[p.rank] = np.minimum.reduceat(self.pending, p.first)
+        return (self.low[p.src] >= p.step) & (self.low[p.dst] >= p.step)
 
 
 def _one_way(
@@ -100,71 +139,79 @@ def _one_way(
 
 def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostModel) -> Timeline:
     """Play ``pattern`` on ``placement``: when each transfer starts and ends."""
-    parts = [(k, s.transfers(pattern.p)) for k, s in enumerate(pattern.steps)]
-    parts = [(k, t) for k, t in parts if t[0].size]
-    if not parts:
+    plan = _plan(pattern)
+    if plan is None:
         empty = np.zeros(0)
         return Timeline(
             np.zeros(0, np.int64), empty, empty, np.zeros(0, np.int8), np.zeros(len(LEVELS)), ()
         )
-    src = np.concatenate([t[0] for _, t in parts])
-    dst = np.concatenate([t[1] for _, t in parts])
-    nbytes = np.concatenate([t[2] for _, t in parts])
-    step = np.repeat(np.array([k for k, _ in parts]), [t[0].size for _, t in parts])
+    src, dst, nbytes, step = plan.src, plan.dst, plan.nbytes, plan.step
     n = src.size
     used = channels.slots(model, placement, src, dst)
     level = used.level
     known = set(cost.sources())
-    missing = tuple(lv for c, lv in enumerate(LEVELS) if (level == c).any() and lv not in known)
+    present = [c for c in range(len(LEVELS)) if (level == c).any()]
+    missing = tuple(LEVELS[c] for c in present if LEVELS[c] not in known)
+    priced = [(c, LEVELS[c]) for c in present if LEVELS[c] in known]
+    fabric = FABRIC in known
     rate_nic = nominal_Bps(cost, LEVELS[NIC])
     node = placement.node
-    order = _Order(src, dst, step)
+    order = _Order(plan)
     start = np.full(n, np.nan)
     end = np.full(n, np.nan)
-    live = np.ones(n, dtype=bool)  # not finished
-    started = np.zeros(n, dtype=bool)
+    unstarted = np.ones(n, dtype=bool)
+    in_flight = np.zeros(n, dtype=bool)
     done = np.zeros(n)
-    max_cf = np.zeros(len(LEVELS))
-    present = [(c, lv, lv in known) for c, lv in enumerate(LEVELS) if (level == c).any()]
     # Each transfer's price at the cf it had last: priced again only when its cf changes
-    # (unpriced levels cost 0: their transfers finish at once).
+    # (unpriced levels cost 0: their transfers finish at once); and the most cf it had.
     priced_s = np.zeros(n)
     priced_cf = np.zeros(n)  # 0: not priced yet (a transfer's cf is at least 1)
+    peak_cf = np.zeros(n)
     now = 0.0
-    while live.any():
-        begin = order.ready() & ~started & live
-        start[begin] = now
-        started |= begin
-        act = np.flatnonzero(started & live)
-        key = used.key[act]
-        cf = (np.bincount(key.ravel(), minlength=used.sides + 1)[key] * used.weight[act]).max(1)
-        changed = cf != priced_cf[act]
-        if changed.any():
-            again, new_cf = act[changed], cf[changed]
-            at = level[again]
-            for code, lv, priced in present:
-                sel = at == code
-                if sel.any():
-                    max_cf[code] = max(max_cf[code], float(new_cf[sel].max()))
-                    if priced:
-                        priced_s[again[sel]] = cost.time_s(lv, nbytes[again[sel]], new_cf[sel])
-            priced_cf[again] = new_cf
-        took = priced_s[act]
-        at = level[act]
-        nic = at == NIC
-        if nic.any():
-            if rate_nic:
-                alone = _one_way(node[src[act]], node[dst[act]], nic, model.nodes)
-                took[alone] = cf[alone] * nbytes[act[alone]] / rate_nic
-            load = np.full(int(np.count_nonzero(nic)), float(np.count_nonzero(nic)))
-            took[nic] = with_fabric(cost, known, took[nic], nbytes[act[nic]], load)
-        # Unpriced (and empty) transfers finish at once; the rest advance at 1 / took.
-        dt = float(((1.0 - done[act]) * took).min())
-        moved = np.where(took > 0, done[act] + dt / np.where(took > 0, took, 1.0), 1.0)
-        done[act] = moved
-        now += dt
-        fin = act[moved >= DONE]
-        end[fin] = now
-        live[fin] = False
-        order.finish(fin)
+    with np.errstate(divide="ignore", invalid="ignore"):  # took 0: finished at once, below
+        while True:
+            begin = order.ready() & unstarted
+            start[begin] = now
+            unstarted &= ~begin
+            in_flight |= begin
+            act = np.flatnonzero(in_flight)
+            if not act.size:
+                break
+            key = used.key[act]
+            cf = (np.bincount(key.ravel(), minlength=used.sides + 1)[key] * used.weight[act]).max(1)
+            changed = cf != priced_cf[act]
+            if changed.any():
+                again, new_cf = act[changed], cf[changed]
+                if len(priced) == len(present) == 1:  # one level, priced: no sorting by level
+                    priced_s[again] = cost.time_s(priced[0][1], nbytes[again], new_cf)
+                else:
+                    at = level[again]
+                    for code, lv in priced:
+                        sel = at == code
+                        if sel.any():
+                            priced_s[again[sel]] = cost.time_s(lv, nbytes[again[sel]], new_cf[sel])
+                priced_cf[again] = new_cf
+                peak_cf[again] = np.maximum(peak_cf[again], new_cf)
+            took = priced_s[act]
+            nic = level[act] == NIC
+            if nic.any():
+                if rate_nic:
+                    alone = _one_way(node[src[act]], node[dst[act]], nic, model.nodes)
+                    took[alone] = cf[alone] * nbytes[act[alone]] / rate_nic
+                if fabric:
+                    k = np.count_nonzero(nic)
+                    load = np.full(k, float(k))
+                    took[nic] = with_fabric(cost, known, took[nic], nbytes[act[nic]], load)
+            # Unpriced (and empty) transfers finish at once; the rest advance at 1 / took.
+            dt = float(((1.0 - done[act]) * took).min())
+            moved = np.where(took > 0, done[act] + dt / took, 1.0)
+            done[act] = moved
+            now += dt
+            fin = act[moved >= DONE]
+            end[fin] = now
+            in_flight[fin] = False
+            order.finish(fin)
+    max_cf = np.zeros(len(LEVELS))
+    for c in present:
+        max_cf[c] = peak_cf[level == c].max()
     return Timeline(step, start, end, level, max_cf, missing)
