@@ -5,9 +5,11 @@
  * Linux's minimum RTO of 200 ms, and every timing that waited on it carries that stall.
  * Every rank reads its network namespace's counters (/proc/net/snmp: Tcp OutSegs and
  * RetransSegs; /proc/net/netstat: TcpExt TCPTimeouts) at the start and at the end. They count
- * the whole namespace, so other traffic of the host counts too. Rank 0 writes the differences
- * per namespace, told apart by boot id and the namespace's inode (the virtual cluster's nodes
- * are namespaces of one machine), as the "tcp_loss" member of the end record. Under SMPI the
+ * the whole namespace, so other traffic of the host counts too; OutSegs counts new segments
+ * only (RFC 1213: not those holding only retransmitted data). Rank 0 writes per namespace,
+ * told apart by boot id and the namespace's inode (the virtual cluster's nodes are namespaces
+ * of one machine), the latest end reading of its ranks less the earliest start reading, as
+ * the "tcp_loss" member of the end record. Under SMPI the
  * host's counters say nothing about the simulated network: nothing is measured.
  */
 #include <mpi.h>
@@ -32,7 +34,7 @@ typedef struct counters {
 typedef struct tcp_share { /* what each rank sends to rank 0 */
     char boot_id[BOOT_ID_LEN];
     unsigned long long netns;
-    counters diff;
+    counters start, stop;
 } tcp_share;
 
 static counters start, stop;
@@ -47,6 +49,7 @@ static long long proc_field(const char *path, const char *prefix, const char *na
     size_t plen = strlen(prefix);
     while (found < 0 && fgets(names, sizeof names, f)) {
         if (strncmp(names, prefix, plen) != 0 || !fgets(values, sizeof values, f)) continue;
+        if (strncmp(values, prefix, plen) != 0) break; /* not the table's value line */
         char *ns = NULL, *vs = NULL;
         char *n = strtok_r(names + plen, " \n", &ns);
         char *v = strtok_r(values + plen, " \n", &vs);
@@ -70,7 +73,32 @@ static counters read_counters(void) {
     return c;
 }
 
+static int same_ns(const tcp_share *a, const tcp_share *b) {
+    return strcmp(a->boot_id, b->boot_id) == 0 && a->netns == b->netns;
+}
+
+/* Earliest of two readings of a counter and latest of two (-1, unreadable, wins). */
+static long long earliest(long long a, long long b) { return a < 0 || b < 0 ? -1 : a < b ? a : b; }
+static long long latest(long long a, long long b) { return a < 0 || b < 0 ? -1 : a > b ? a : b; }
 static long long delta(long long a, long long b) { return a >= 0 && b >= a ? b - a : -1; }
+
+/* What rank r's namespace counted while any of its ranks measured: the latest stop reading
+ * less the earliest start reading over its ranks; -1 where a reading is missing. */
+static counters ns_counts(const tcp_share *all, int nranks, int r) {
+    counters first = all[r].start, last = all[r].stop;
+    for (int q = r + 1; q < nranks; q++) {
+        if (!same_ns(&all[q], &all[r])) continue;
+        first.out = earliest(first.out, all[q].start.out);
+        first.retrans = earliest(first.retrans, all[q].start.retrans);
+        first.timeouts = earliest(first.timeouts, all[q].start.timeouts);
+        last.out = latest(last.out, all[q].stop.out);
+        last.retrans = latest(last.retrans, all[q].stop.retrans);
+        last.timeouts = latest(last.timeouts, all[q].stop.timeouts);
+    }
+    counters d = {delta(first.out, last.out), delta(first.retrans, last.retrans),
+                  delta(first.timeouts, last.timeouts)};
+    return d;
+}
 
 void cs_tcp_loss_start(void) { start = read_counters(); }
 void cs_tcp_loss_stop(void) { stop = read_counters(); }
@@ -82,9 +110,8 @@ void cs_tcp_loss_write(cs_context *ctx, cs_json *j) {
     cs_boot_id(mine.boot_id, sizeof mine.boot_id);
     struct stat st;
     if (stat("/proc/self/ns/net", &st) == 0) mine.netns = (unsigned long long)st.st_ino;
-    mine.diff.out = delta(start.out, stop.out);
-    mine.diff.retrans = delta(start.retrans, stop.retrans);
-    mine.diff.timeouts = delta(start.timeouts, stop.timeouts);
+    mine.start = start;
+    mine.stop = stop;
     tcp_share *all = ctx->rank == 0 ? malloc(sizeof(tcp_share) * (size_t)ctx->nranks) : NULL;
     if (ctx->rank == 0 && !all) cs_die("rank 0: out of memory for the TCP loss table");
     MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, 0,
@@ -92,26 +119,24 @@ void cs_tcp_loss_write(cs_context *ctx, cs_json *j) {
     if (ctx->rank != 0) return;
     cs_json_raw_begin(j, "tcp_loss", '[');
     for (int r = 0; r < ctx->nranks; r++) {
-        int first = 1; /* a namespace is reported at its lowest rank, with that rank's reading */
-        for (int q = 0; q < r && first; q++)
-            first = strcmp(all[q].boot_id, all[r].boot_id) != 0 || all[q].netns != all[r].netns;
+        int first = 1; /* a namespace is reported at its lowest rank */
+        for (int q = 0; q < r && first; q++) first = !same_ns(&all[q], &all[r]);
         if (!first) continue;
         cs_json_raw_begin(j, NULL, '{');
         cs_json_raw_begin(j, "nodes", '[');
         for (int q = r; q < ctx->nranks; q++) {
-            if (strcmp(all[q].boot_id, all[r].boot_id) != 0 || all[q].netns != all[r].netns)
-                continue;
+            if (!same_ns(&all[q], &all[r])) continue;
             int named = 0; /* node names of this namespace's ranks, once each */
             for (int p = r; p < q && !named; p++)
-                named = strcmp(all[p].boot_id, all[q].boot_id) == 0 &&
-                        all[p].netns == all[q].netns &&
+                named = same_ns(&all[p], &all[q]) &&
                         strcmp(ctx->topo->ranks[p].node, ctx->topo->ranks[q].node) == 0;
             if (!named) cs_json_elem_str(j, ctx->topo->ranks[q].node);
         }
         cs_json_raw_end(j, ']');
-        if (all[r].diff.out >= 0) cs_json_int(j, "out_segs", all[r].diff.out);
-        if (all[r].diff.retrans >= 0) cs_json_int(j, "retrans_segs", all[r].diff.retrans);
-        if (all[r].diff.timeouts >= 0) cs_json_int(j, "timeouts", all[r].diff.timeouts);
+        counters d = ns_counts(all, ctx->nranks, r);
+        if (d.out >= 0) cs_json_int(j, "out_segs", d.out);
+        if (d.retrans >= 0) cs_json_int(j, "retrans_segs", d.retrans);
+        if (d.timeouts >= 0) cs_json_int(j, "timeouts", d.timeouts);
         cs_json_raw_end(j, '}');
     }
     cs_json_raw_end(j, ']');
