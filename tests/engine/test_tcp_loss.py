@@ -47,7 +47,8 @@ def test_a_run_over_tcp_counts_at_least_its_own_segments(cli):
     [point] = [r for r in map(json.loads, exported) if r["type"] == "point"]
     round_trips = len(point["samples_s"]) * point["iters_per_sample"]
     assert ns["out_segs"] >= round_trips * 2 * MIB / LOOPBACK_MSS, (ns, round_trips)
-    assert 0 <= ns["retrans_segs"] <= ns["out_segs"] and ns["timeouts"] >= 0
+    # (Resent segments are counted apart from the new ones: no bound between the two.)
+    assert ns["retrans_segs"] >= 0 and ns["timeouts"] >= 0
     # Whatever was lost is said in one line per namespace, and only then.
     lossy = ns["timeouts"] > 0 or (
         ns["out_segs"] >= 1000 and ns["retrans_segs"] > ns["out_segs"] / 100

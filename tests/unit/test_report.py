@@ -130,5 +130,5 @@ def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
     assert f"a rank on {names} waited for a CPU 40% of the run" in row
     assert f"4 ranks shared 2 CPUs on {names} (oversubscribed)" in row
     [lost] = re.findall(r'<tr class="tcp-loss-warning">.*?</tr>', page)
-    assert "TCP on &lt;script&gt;alert(1)&lt;/script&gt; resent 80 of 5000 segments" in lost
+    assert "TCP on &lt;script&gt;alert(1)&lt;/script&gt; sent 5000 segments and resent 80" in lost
     assert "timed out 2 time(s)" in lost

@@ -21,7 +21,7 @@ def ns(nodes=("n0",), **counts: int) -> dict:
 def test_one_timeout_is_named_with_its_nodes_and_counts():
     record = end(ns(("csnode1",), out_segs=50, retrans_segs=1, timeouts=1), ns(("csnode2",)))
     assert tcp_loss.warnings([record]) == [
-        "TCP on csnode1 resent 1 of 50 segments and timed out 1 time(s)"
+        "TCP on csnode1 sent 50 segments and resent 1 and timed out 1 time(s)"
         " (each stalls a connection >= 200 ms)"
     ]
 
@@ -40,7 +40,7 @@ def test_resent_segments_warn_above_one_percent_of_at_least_a_thousand(out, rese
     record = end(ns(out_segs=out, retrans_segs=resent, timeouts=0))
     assert bool(tcp_loss.warnings([record])) is warned
     if warned:
-        assert tcp_loss.warnings([record]) == [f"TCP on n0 resent {resent} of {out} segments"]
+        assert tcp_loss.warnings([record]) == [f"TCP on n0 sent {out} segments and resent {resent}"]
 
 
 def test_unreadable_or_missing_counters_warn_of_nothing():
@@ -51,6 +51,12 @@ def test_unreadable_or_missing_counters_warn_of_nothing():
     (bad,) = tcp_loss.namespaces(end(ns(out_segs=-5, retrans_segs=True, timeouts=1.5)))
     assert (bad.out_segs, bad.retrans_segs, bad.timeouts) == (None, None, None)
     assert not bad.lossy
+
+
+def test_a_timeout_without_readable_segment_counts_is_said_without_them():
+    assert tcp_loss.warnings([end(ns(timeouts=2))]) == [
+        "TCP on n0 timed out 2 time(s) (each stalls a connection >= 200 ms)"
+    ]
 
 
 def test_a_warning_repeated_by_several_launches_is_given_once():

@@ -1,8 +1,9 @@
 """What the network lost while a run measured: TCP segments resent and retransmission timeouts.
 
 The engine writes, per network namespace (a host, or a node of the virtual cluster), how many
-TCP segments it sent, resent and how many retransmission timeouts fired while the ranks
-measured. The counters cover the whole namespace, so other traffic of the host counts too.
+new TCP segments it sent, how many it resent and how many retransmission timeouts fired while
+the ranks measured (the kernel counts a resent segment apart from the new ones). The counters
+cover the whole namespace, so other traffic of the host counts too.
 A timeout stalls its connection for at least 200 ms (Linux's minimum RTO): any timing that
 waited on it is that much too slow, so one timeout earns a warning. Resent segments alone
 cost less (fast retransmit recovers within a round trip), so they earn one only above
@@ -24,13 +25,13 @@ class NamespaceLoss:
     """One network namespace of a run: what its TCP sent and resent while the ranks measured."""
 
     nodes: tuple[str, ...]
-    out_segs: int | None  # None: the counter could not be read
+    out_segs: int | None  # new segments sent; None: the counter could not be read
     retrans_segs: int | None
     timeouts: int | None
 
     @property
     def resent_share(self) -> float | None:
-        """Resent segments per segment sent (None when unknown or nothing was sent)."""
+        """Resent segments per new segment sent (None when unknown or nothing was sent)."""
         if self.out_segs is None or self.retrans_segs is None or self.out_segs == 0:
             return None
         return self.retrans_segs / self.out_segs
@@ -48,10 +49,12 @@ class NamespaceLoss:
         if not self.lossy:
             return ""
         where = ", ".join(self.nodes) or "a host"
-        text = f"TCP on {where} resent {self.retrans_segs} of {self.out_segs} segments"
+        parts = []
+        if self.out_segs is not None and self.retrans_segs is not None:
+            parts.append(f"sent {self.out_segs} segments and resent {self.retrans_segs}")
         if self.timeouts:
-            text += f" and timed out {self.timeouts} time(s) (each stalls a connection >= 200 ms)"
-        return text
+            parts.append(f"timed out {self.timeouts} time(s) (each stalls a connection >= 200 ms)")
+        return f"TCP on {where} " + " and ".join(parts)
 
 
 def _count(value: Any) -> int | None:
