@@ -85,8 +85,12 @@ class _Plan:
         end_at[by_rank] = np.arange(by_rank.size)
         sorted_ranks = ranks[by_rank]
         first = np.flatnonzero(np.r_[True, sorted_ranks[1:] != sorted_ranks[:-1]])
-        pending = step[by_rank % src.size]
-        return cls(src, dst, nbytes, step, pending, end_at, first, sorted_ranks[first])
+        plan = cls(
+            src, dst, nbytes, step, step[by_rank % src.size], end_at, first, sorted_ranks[first]
+        )
+        for a in vars(plan).values():  # shared by every placement's timeline: read only
+            a.flags.writeable = False
+        return plan
 
 
 # The last pattern planned: ranking placements plays one pattern on each in turn.
@@ -95,9 +99,11 @@ _last: tuple[Pattern, _Plan | None] | None = None
 
 def _plan(pattern: Pattern) -> _Plan | None:
     global _last
-    if _last is None or _last[0] is not pattern:
-        _last = (pattern, _Plan.of(pattern))
-    return _last[1]
+    kept = _last
+    if kept is None or kept[0] is not pattern:
+        kept = (pattern, _Plan.of(pattern))
+        _last = kept
+    return kept[1]
 
 
 class _Order:
@@ -168,49 +174,49 @@ def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostM
     priced_cf = np.zeros(n)  # 0: not priced yet (a transfer's cf is at least 1)
     peak_cf = np.zeros(n)
     now = 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):  # took 0: finished at once, below
-        while True:
-            begin = order.ready() & unstarted
-            start[begin] = now
-            unstarted &= ~begin
-            in_flight |= begin
-            act = np.flatnonzero(in_flight)
-            if not act.size:
-                break
-            key = used.key[act]
-            cf = (np.bincount(key.ravel(), minlength=used.sides + 1)[key] * used.weight[act]).max(1)
-            changed = cf != priced_cf[act]
-            if changed.any():
-                again, new_cf = act[changed], cf[changed]
-                if len(priced) == len(present) == 1:  # one level, priced: no sorting by level
-                    priced_s[again] = cost.time_s(priced[0][1], nbytes[again], new_cf)
-                else:
-                    at = level[again]
-                    for code, lv in priced:
-                        sel = at == code
-                        if sel.any():
-                            priced_s[again[sel]] = cost.time_s(lv, nbytes[again[sel]], new_cf[sel])
-                priced_cf[again] = new_cf
-                peak_cf[again] = np.maximum(peak_cf[again], new_cf)
-            took = priced_s[act]
-            nic = level[act] == NIC
-            if nic.any():
-                if rate_nic:
-                    alone = _one_way(node[src[act]], node[dst[act]], nic, model.nodes)
-                    took[alone] = cf[alone] * nbytes[act[alone]] / rate_nic
-                if fabric:
-                    k = np.count_nonzero(nic)
-                    load = np.full(k, float(k))
-                    took[nic] = with_fabric(cost, known, took[nic], nbytes[act[nic]], load)
-            # Unpriced (and empty) transfers finish at once; the rest advance at 1 / took.
-            dt = float(((1.0 - done[act]) * took).min())
+    while True:
+        begin = order.ready() & unstarted
+        start[begin] = now
+        unstarted &= ~begin
+        in_flight |= begin
+        act = np.flatnonzero(in_flight)
+        if not act.size:
+            break
+        key = used.key[act]
+        cf = (np.bincount(key.ravel(), minlength=used.sides + 1)[key] * used.weight[act]).max(1)
+        changed = cf != priced_cf[act]
+        if changed.any():
+            again, new_cf = act[changed], cf[changed]
+            if len(priced) == len(present) == 1:  # one level, priced: no sorting by level
+                priced_s[again] = cost.time_s(priced[0][1], nbytes[again], new_cf)
+            else:
+                at = level[again]
+                for code, lv in priced:
+                    sel = at == code
+                    if sel.any():
+                        priced_s[again[sel]] = cost.time_s(lv, nbytes[again[sel]], new_cf[sel])
+            priced_cf[again] = new_cf
+            peak_cf[again] = np.maximum(peak_cf[again], new_cf)
+        took = priced_s[act]
+        nic = level[act] == NIC
+        if nic.any():
+            if rate_nic:
+                alone = _one_way(node[src[act]], node[dst[act]], nic, model.nodes)
+                took[alone] = cf[alone] * nbytes[act[alone]] / rate_nic
+            if fabric:
+                k = np.count_nonzero(nic)
+                load = np.full(k, float(k))
+                took[nic] = with_fabric(cost, known, took[nic], nbytes[act[nic]], load)
+        # Unpriced (and empty) transfers finish at once; the rest advance at 1 / took.
+        dt = float(((1.0 - done[act]) * took).min())
+        with np.errstate(divide="ignore", invalid="ignore"):  # took 0: replaced by 1.0
             moved = np.where(took > 0, done[act] + dt / took, 1.0)
-            done[act] = moved
-            now += dt
-            fin = act[moved >= DONE]
-            end[fin] = now
-            in_flight[fin] = False
-            order.finish(fin)
+        done[act] = moved
+        now += dt
+        fin = act[moved >= DONE]
+        end[fin] = now
+        in_flight[fin] = False
+        order.finish(fin)
     max_cf = np.zeros(len(LEVELS))
     for c in present:
         max_cf[c] = peak_cf[level == c].max()
