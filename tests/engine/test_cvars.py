@@ -21,8 +21,9 @@ from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.mpi
 # Either side of Open MPI's default vader limit (4 KiB) and of the 8 KiB one given below.
-SIZES = "4000,4100,8100,9K"
-ROUNDS = 3  # runs of each setting, alternated
+SIZES = "4000,4100,8100,8300"  # pairs 2.5 % apart: without a switch, hardly a step
+ROUNDS = 5  # runs of each setting, alternated
+AGREE = 4  # rounds that must show the switch moved
 CVAR = "MPIR_CVAR_BCAST_INTRA_ALGORITHM"
 
 
@@ -40,14 +41,14 @@ def run_p2p(cli, family, *extra):
 
 
 def steps(times):
-    """How far t(4100)/t(4000) and t(9216)/t(8100) are from no step: |log| of each ratio.
+    """How far t(4100)/t(4000) and t(8300)/t(8100) are from no step: |log| of each ratio.
 
     From each size's median. Where a size pair straddles the protocol switch, the ratio moves
     away from 1: up by the extra handshake, or down where the copy beyond the limit is
     the faster one (seen here beside a busy core: 0.72-0.82 at 8 KiB).
     """
     med = {size: float(np.median(samples)) for size, samples in times.items()}
-    return abs(math.log(med[4100] / med[4000])), abs(math.log(med[9216] / med[8100]))
+    return abs(math.log(med[4100] / med[4000])), abs(math.log(med[8300] / med[8100]))
 
 
 def test_open_mpi_records_the_vader_limit_a_given_parameter_sets_and_the_step_follows(cli):
@@ -67,8 +68,8 @@ def test_open_mpi_records_the_vader_limit_a_given_parameter_sets_and_the_step_fo
     assert "intra-node vader 8192 B (btl_vader_eager_limit, --mca)" in shown
     # The switch moved: across 4 KiB the default run steps more than the other, across 8 KiB
     # the other steps more. On this machine beside a busy core a step's size varies 1.5x-7x
-    # from run to run, so each setting runs ROUNDS times, alternated, and every round must
-    # show it (without a switch each comparison would be a coin toss: 1 in 64 to pass all).
+    # from run to run, so each setting runs ROUNDS times, alternated, and AGREE rounds must
+    # show it. Without a switch each round would be two coin tosses: 4 of 5 by chance is 1.6 %.
     rounds = [(steps(t4), steps(t8))]
     for _ in range(ROUNDS - 1):
         rounds.append(
@@ -78,7 +79,7 @@ def test_open_mpi_records_the_vader_limit_a_given_parameter_sets_and_the_step_fo
             )
         )
     print(f"|log step| at 4 KiB and 8 KiB, default and 8192 per round: {rounds}")
-    assert all(d[0] > g[0] and g[1] > d[1] for d, g in rounds), rounds
+    assert sum(d[0] > g[0] and g[1] > d[1] for d, g in rounds) >= AGREE, rounds
 
 
 def test_mpich_gets_given_and_inherited_cvars_and_records_them(cli):

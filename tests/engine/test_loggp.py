@@ -92,8 +92,19 @@ def test_loggp_parameters_obey_the_model(cli, family):
     # Netgauge's o_s from PRTT(n,d,s) agrees with the timed send calls in the first regime:
     # within 0.5 us (it also holds a timer call and the delay loop's overshoot), or 10 % where
     # the send call itself is long (MPICH's first regime can reach 1 MiB, o_s ~ 140 us).
+    # Per size from the least disturbed round trips: beside a busy core a descheduled rank
+    # put one size's median train 450 us above its send calls (the fit gives such a size
+    # weight zero; a size's medians are what the curves hold).
+    o_s_prtt = np.array(
+        [
+            (min(p.prtt_n_d_s) - min(p.prtt_1_0_s)) / (p.n - 1) - p.delay_s
+            for p in points
+            if p.bytes <= f.small_bytes[1]
+        ]
+    )
     tolerance = np.maximum(0.5e-6, 0.1 * c.o_s_s[small]) + noise
-    assert np.all(np.abs(c.o_s_prtt_s[small] - c.o_s_s[small]) < tolerance)
+    gap = np.abs(o_s_prtt - c.o_s_s[small])
+    assert np.all(gap < tolerance), (c.bytes[small], gap, tolerance)
     # Below the first protocol threshold the delay exceeded the gap everywhere.
     assert np.all(c.delay_s[small] > c.g_s[small])
 
