@@ -255,6 +255,4 @@ def _print(
     lossy = {c.placement: c.tcp_loss_warnings for c in checks if c.tcp_loss_warnings}
     for placement, warnings in lossy.items():
         for text in warnings:
-            out.print(
-                Text(f"! {placement}: {text}: its measured times include the stalls", "yellow")
-            )
+            out.print(Text(f"! {placement}: {text}: its measured times carry the losses", "yellow"))
