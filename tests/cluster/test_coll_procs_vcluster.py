@@ -61,3 +61,20 @@ def test_allgather_time_grows_with_p_at_least_as_the_link_bound_model_says(cli, 
     # per-message latency and the scheduler's clock reads, a few per cent).
     assert median2 == pytest.approx(SIZE / RATE_BPS, rel=0.05 + 2 * noise)
     assert fastest[2] < fastest[3] < fastest[4]
+
+
+@pytest.mark.parametrize("cluster", [(2, "100mbit")], indirect=True)
+def test_an_np_the_vcluster_cannot_take_is_refused_before_anything_runs(cli, cluster):
+    """A vcluster run takes every node: an --np that disagrees would be dropped silently."""
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    out = cli(
+        "run", "coll", "--vcluster", "--np", "3", "--ranks-per-node", "1", "--mpi", "openmpi",
+        "--ops", "barrier", timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "--np 3" in lines[0] and "2 nodes x 1 ranks per node = 2 ranks" in lines[0], lines
+    if cli.store.exists():  # nothing was stored
+        with Store.open(cli.store) as store:
+            assert store.list_runs() == []

@@ -149,11 +149,19 @@ def build_request(args: argparse.Namespace) -> RunRequest:
             )
         paired = args.benchmark in PAIRED
         ranks_per_node = args.ranks_per_node or (paired_ranks_per_node(args) if paired else 2)
+        nranks = len(state.nodes) * ranks_per_node
+        if args.np is not None and args.np != nranks:
+            # A run takes every node: a different --np would be dropped without a word.
+            raise UsageError(
+                f"--np {args.np}: a vcluster run takes every node, {len(state.nodes)} nodes x"
+                f" {ranks_per_node} ranks per node = {nranks} ranks; drop --np, or set"
+                " --ranks-per-node or the vcluster's node count to match"
+            )
         # The nodes share this machine's cores: pin each rank to its own core within its node
         # (rotated by node index), or two measuring ranks may share one core.
         engine["pin"] = 1
         request = request.replace(
-            np=len(state.nodes) * ranks_per_node,
+            np=nranks,
             vcluster={
                 "nodes": len(state.nodes),
                 "ranks_per_node": ranks_per_node,
