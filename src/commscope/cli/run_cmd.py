@@ -92,7 +92,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         "--np",
         type=common.ranks,
         help="number of ranks [default: one per core here; with hosts or Slurm: "
-        "nodes x ranks per node]",
+        "nodes x ranks per node; with --vcluster it must be that]",
     )
     p.add_argument(
         "--vcluster",
