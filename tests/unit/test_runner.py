@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from pathlib import Path
 
 from commscope.data.record_parse import parse_record
 from commscope.data.request import EngineOptions
@@ -69,6 +70,13 @@ def test_exit_watch_sees_which_process_ended_first():
     procs = [subprocess.Popen(["sleep", "600"]) for _ in range(3)]
     other = subprocess.Popen(["cat"], stdin=subprocess.PIPE)  # not the engine: not watched
     try:
+        # Popen returns after fork, maybe before exec: until then /proc shows python, not
+        # sleep, and the watch rightly ignores it (the runner only watches after the header).
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not all(
+            Path(f"/proc/{p.pid}/cmdline").read_bytes().startswith(b"sleep\0") for p in procs
+        ):
+            time.sleep(0.01)
         watch = ExitWatch({p.pid: rank for rank, p in enumerate(procs)} | {other.pid: 9}, "sleep")
         assert watch.first() == ()
         other.kill()
