@@ -19,11 +19,10 @@ moves one direction at a time (give --mca none to keep Open MPI's defaults). Wit
 the results stay in that store, and --tables reuses a tables run already in it (measured on
 a vcluster of the same rate), so the operations can be checked a few at a time.
 
---tcp-cc sets every node's TCP congestion control (default: the kernel's, which the nodes
-inherit). Under BBR a connection that idles while its rank exchanges with another peer
-(recursive doubling) restarts well below the link rate, which no pair table samples; see
-docs/predict.md. A node may only pick an algorithm the host allows, so the host's
-net.ipv4.tcp_allowed_congestion_control gains it for the run and is restored after.
+--tcp-cc sets every node's TCP congestion control through `vcluster up --tcp-cc` (default:
+the host's, which the nodes inherit). Under BBR a connection that idles while its rank
+exchanges with another peer (recursive doubling) restarts well below the link rate, which no
+pair table samples; see docs/predict.md.
 
 Placements predicted equal (a tie) have no order for tau to check: such a pair counts as a
 hit when its measured medians differ by less than NOISE_SIGMAS standard errors of their
@@ -46,9 +45,6 @@ from pathlib import Path
 import numpy as np
 
 from commscope.data.store import Store
-from commscope.measure import vcluster
-
-TCP_SYSCTL = Path("/proc/sys/net/ipv4")
 
 NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
 GOAL_MEDIAN_ERROR = 0.15
@@ -185,30 +181,6 @@ def validate(store: Path, args: argparse.Namespace, tables: str, op: str, p: str
     return met
 
 
-def allow_congestion_control(name: str) -> str | None:
-    """Let network namespaces pick ``name``; return the host's allowed list if it changed."""
-    available = (TCP_SYSCTL / "tcp_available_congestion_control").read_text().split()
-    if name not in available:
-        sys.exit(f"--tcp-cc {name}: this kernel has {', '.join(available)}; pick one of them")
-    allowed_file = TCP_SYSCTL / "tcp_allowed_congestion_control"
-    allowed = allowed_file.read_text().strip()
-    if name in allowed.split():
-        return None
-    allowed_file.write_text(f"{allowed} {name}\n")
-    return allowed
-
-
-def set_congestion_control(name: str) -> None:
-    """Set TCP congestion control ``name`` in every node of the vcluster that is up."""
-    state = vcluster.status()
-    assert state is not None, "the vcluster went down"
-    for node in state.nodes:
-        setting = f"net.ipv4.tcp_congestion_control={name}"
-        argv = ["ip", "netns", "exec", node.name, "sysctl", "-q", "-w", setting]
-        subprocess.run(argv, check=True)
-    print(f"TCP congestion control in every node: {name}")
-
-
 def check(store: Path, args: argparse.Namespace, tables: str) -> int:
     """Every operation at every p against the tables run ``tables``."""
     met = True
@@ -247,11 +219,9 @@ def main() -> int:
     store = args.store or Path(tempfile.mkdtemp(prefix="commscope-bench-")) / "store.sqlite"
     print(f"{args.nodes} nodes at {args.rate}, {args.mpi}, mca: {args.mca}; store {store}")
     commscope(store, "vcluster", "down")
-    restore_allowed = allow_congestion_control(args.tcp_cc) if args.tcp_cc else None
+    tcp_cc = ["--tcp-cc", args.tcp_cc] if args.tcp_cc else []
     try:
-        commscope(store, "vcluster", "up", "--nodes", str(args.nodes), "--rate", args.rate)
-        if args.tcp_cc:
-            set_congestion_control(args.tcp_cc)
+        commscope(store, "vcluster", "up", "--nodes", str(args.nodes), "--rate", args.rate, *tcp_cc)
         if args.tables:
             print(f"tables: run {args.tables} of {store}")
             return check(store, args, args.tables)
@@ -278,8 +248,6 @@ def main() -> int:
         return check(store, args, str(run))
     finally:
         commscope(store, "vcluster", "down")
-        if restore_allowed is not None:
-            (TCP_SYSCTL / "tcp_allowed_congestion_control").write_text(restore_allowed + "\n")
 
 
 if __name__ == "__main__":

@@ -118,6 +118,31 @@ def test_up_twice_is_safe_and_a_different_cluster_asks_for_down(fresh):
     assert again is not None and again.healthy and again == first
 
 
+def test_tcp_cc_is_every_nodes_until_down_puts_the_hosts_list_back(fresh):
+    sysctl = system.TCP_SYSCTL
+    available = (sysctl / "tcp_available_congestion_control").read_text().split()
+    allowed_before = (sysctl / "tcp_allowed_congestion_control").read_text().split()
+    host_default = (sysctl / "tcp_congestion_control").read_text().strip()
+    # One the host does not allow if there is one, so that up() must widen the list.
+    others = [cc for cc in available if cc != host_default]
+    need(bool(others), f"this kernel offers only {host_default}: nothing to switch the nodes to")
+    cc = next((c for c in others if c not in allowed_before), others[0])
+    state = vcluster.up(2, rate="100mbit", tcp_cc=cc)
+    assert state.healthy and state.tcp_cc == cc
+    assert [vcluster.congestion_control(n.name) for n in state.nodes] == [cc, cc]
+    assert (sysctl / "tcp_congestion_control").read_text().strip() == host_default
+    assert cc in (sysctl / "tcp_allowed_congestion_control").read_text().split()
+    with pytest.raises(ClusterError, match="down' first"):
+        vcluster.up(2, rate="100mbit")  # the same nodes under another TCP are another cluster
+    # A node switched back behind the cluster's back is a problem the health check names.
+    setting = f"net.ipv4.tcp_congestion_control={host_default}"
+    sh("ip", "netns", "exec", "csnode2", "sysctl", "-q", "-w", setting)
+    problems = vcluster.status().problems  # type: ignore[union-attr]
+    assert problems == (f"csnode2 runs TCP {host_default}, not {cc}",)
+    vcluster.down()
+    assert (sysctl / "tcp_allowed_congestion_control").read_text().split() == allowed_before
+
+
 def test_down_removes_everything_and_is_idempotent(fresh):
     vcluster.up(3)
     removed = vcluster.down()

@@ -11,7 +11,7 @@ import pytest
 from commscope.cli import OneLineParser, vcluster_cmd
 from commscope.errors import ClusterError, UsageError
 from commscope.measure import vcluster
-from commscope.measure.vcluster import launch, system
+from commscope.measure.vcluster import launch, model, system
 
 AGENT_NAMES = ("ompi-rsh-agent", "hydra-ssh-agent", "vcluster-node-exec")
 
@@ -95,6 +95,25 @@ def test_state_survives_a_json_round_trip_without_its_health():
     assert "problems" not in data and data["format"] == vcluster.STATE_FORMAT
     back = vcluster.ClusterState.from_json(data)
     assert back == sick and back.problems == () and back.healthy
+
+
+def test_congestion_control_is_part_of_the_layout_and_of_the_state_file():
+    cubic = vcluster.plan(2, tcp_cc="cubic")
+    assert cubic.tcp_cc == "cubic" and vcluster.plan(2).tcp_cc == ""
+    assert not model.same_layout(cubic, vcluster.plan(2))
+    widened = vcluster.ClusterState(**{**cubic.__dict__, "restore_allowed_cc": "reno bbr"})
+    assert vcluster.ClusterState.from_json(widened.to_json()) == widened
+    # A state file written before the option existed reads as the host's default.
+    old = vcluster.plan(2).to_json()
+    del old["tcp_cc"], old["restore_allowed_cc"]
+    assert vcluster.ClusterState.from_json(old) == vcluster.plan(2)
+
+
+@pytest.mark.parametrize("name", ["Cubic", "cubic bbr", "a" * 17, "../x", "1cc"])
+def test_congestion_control_names_are_checked_before_the_machine_is_read(name):
+    with pytest.raises(ClusterError, match="not a congestion control name") as err:
+        vcluster.plan(2, tcp_cc=name)
+    assert "\n" not in err.value.one_line()
 
 
 def _drop_rate(data):
@@ -208,6 +227,8 @@ def _cli_args(*argv: str) -> argparse.Namespace:
     [
         ["up", "--nodes", "2", "--rate", "fast"],
         ["up", "--nodes", "2", "--subnet", "10.0.0.0/28"],
+        ["up", "--nodes", "2", "--tcp-cc", "cubic;reboot"],
+        ["up", "--nodes", "2", "--tcp-cc", "no_such_cc_4242"],
     ],
 )
 def test_cli_bad_input_is_a_usage_error_before_anything_is_built(argv, monkeypatch):

@@ -15,6 +15,8 @@ EXAMPLES = """examples:
   sudo commscope vcluster up --nodes 2 --rate 100mbit --subnet 10.88.0.0/24
   sudo commscope vcluster up --nodes 2 --ssh       an sshd in every node: runs with --hostfile
   sudo commscope vcluster up --nodes 4 --slurm     a real Slurm: slurmctld here, slurmd per node
+  sudo commscope vcluster up --nodes 4 --rate 50mbit --tcp-cc cubic
+                                                   every node's TCP under CUBIC, not the host's
   commscope vcluster status                        nodes and health (exit 1 if not healthy)
   sudo commscope vcluster down                     remove everything it made"""
 
@@ -40,6 +42,13 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         "--subnet",
         default=vcluster.DEFAULT_SUBNET,
         help="IPv4 network of /24 or larger for the bridge and the nodes",
+    )
+    up.add_argument(
+        "--tcp-cc",
+        default="",
+        metavar="NAME",
+        help="TCP congestion control of every node, e.g. cubic (default: the host's, which "
+        "nodes inherit); BBR slows connections that idle between steps: see docs/cluster.md",
     )
     up.add_argument(
         "--ssh",
@@ -72,11 +81,15 @@ def run(args: argparse.Namespace) -> int:
 def _up(args: argparse.Namespace) -> int:
     # Bad input exits 2 like every other usage error; only the build itself raises ClusterError.
     try:
-        vcluster.plan(args.nodes, rate=args.rate, subnet=args.subnet)
+        vcluster.plan(args.nodes, rate=args.rate, subnet=args.subnet, tcp_cc=args.tcp_cc)
+        if args.tcp_cc:
+            vcluster.check_congestion_control(args.tcp_cc)
     except ClusterError as err:
         raise UsageError(str(err)) from None
     wanted = tuple(name for name in ("ssh", "slurm") if getattr(args, name))
-    state = vcluster.up(args.nodes, rate=args.rate, subnet=args.subnet, services=wanted)
+    state = vcluster.up(
+        args.nodes, rate=args.rate, subnet=args.subnet, services=wanted, tcp_cc=args.tcp_cc
+    )
     print(f"vcluster up: {_summary(state)}")
     for node in state.nodes:
         print(f"  {node.name:<10} {node.address}")
@@ -116,6 +129,7 @@ def _status(as_json: bool) -> int:
 
 def _summary(state: vcluster.ClusterState) -> str:
     extra = f", running {' and '.join(state.services)}" if state.services else ""
+    extra += f", TCP {state.tcp_cc} in every node" if state.tcp_cc else ""
     return (
         f"{len(state.nodes)} nodes, {state.rate} links, subnet {state.subnet}, "
         f"bridge {state.bridge} at {state.bridge_address}{extra}"

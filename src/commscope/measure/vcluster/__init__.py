@@ -41,7 +41,14 @@ from commscope.measure.vcluster.model import (
     queue_bytes,
 )
 from commscope.measure.vcluster.services import alive, daemons
-from commscope.measure.vcluster.system import COMMAND_TIMEOUT_S, HOSTS_FILE, HOSTS_MARK, TOOLS
+from commscope.measure.vcluster.system import (
+    COMMAND_TIMEOUT_S,
+    HOSTS_FILE,
+    HOSTS_MARK,
+    TOOLS,
+    check_congestion_control,
+    congestion_control,
+)
 
 __all__ = [
     "AGENTS_DIR",
@@ -70,6 +77,8 @@ __all__ = [
     "agent_path",
     "alive",
     "burst_bytes",
+    "check_congestion_control",
+    "congestion_control",
     "daemons",
     "down",
     "mpich_args",

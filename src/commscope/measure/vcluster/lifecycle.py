@@ -56,6 +56,8 @@ def _build(state: ClusterState) -> None:
         system.run(["ip", "-n", ns, "addr", "add", cidr, "dev", NODE_IFACE])
         system.run(["ip", "-n", ns, "link", "set", "lo", "up"])
         system.run(["ip", "-n", ns, "link", "set", NODE_IFACE, "up"])
+        if state.tcp_cc:  # before any daemon opens a connection
+            system.set_congestion_control(ns, state.tcp_cc)
         # Egress of the node, then egress of the bridge port, which is the node's ingress.
         system.run(["tc", "-n", ns, "qdisc", "add", "dev", NODE_IFACE, "root", *tbf])
         system.run(["tc", "qdisc", "add", "dev", node.veth, "root", *tbf])
@@ -77,6 +79,7 @@ def up(
     rate: str = DEFAULT_RATE,
     subnet: str = DEFAULT_SUBNET,
     services: tuple[str, ...] = (),
+    tcp_cc: str = "",
 ) -> ClusterState:
     """Build a vcluster of ``nodes`` nodes, or return the one already up with these parameters.
 
@@ -85,6 +88,8 @@ def up(
         rate: rate of each link in each direction, in tc syntax (``100mbit``, ``1gbit``).
         subnet: IPv4 network for the bridge and the nodes, /24 or larger.
         services: daemons to run in every node ("ssh", "slurm").
+        tcp_cc: TCP congestion control of every node (e.g. ``cubic``); empty: the host's
+            default. The host's allowed list gains it until :func:`down`.
 
     Returns:
         The state of the running cluster (also written to :data:`STATE_FILE`).
@@ -93,15 +98,17 @@ def up(
         ClusterError: not root, a tool is missing, bad inputs, a different or broken cluster
             is already there (run :func:`down` first), or a command failed.
     """
-    wanted = plan(nodes, rate, subnet, services)
+    wanted = plan(nodes, rate, subnet, services, tcp_cc)
     system.require_root_and_tools()
+    if tcp_cc:
+        system.check_congestion_control(tcp_cc)
     existing = status()
     if existing is not None:
         if not same_layout(existing, wanted):
             raise ClusterError(
                 f"a vcluster of {len(existing.nodes)} nodes at {existing.rate} on "
-                f"{existing.subnet}{_with(existing.services)} is up: run 'commscope vcluster "
-                "down' first"
+                f"{existing.subnet}{_with(existing.services)}{_cc(existing.tcp_cc)} is up: "
+                "run 'commscope vcluster down' first"
             )
         if not existing.healthy:
             problems = "; ".join(existing.problems) or "never finished building"
@@ -116,8 +123,15 @@ def up(
             "run 'commscope vcluster down' first"
         )
     system.check_subnet_free(wanted)
-    system.write_state(wanted)
+    if tcp_cc:
+        # A namespace may only choose what the host allows ("Operation not permitted").
+        allowed = system.allowed_congestion_control()
+        if tcp_cc not in allowed.split():
+            wanted = replace(wanted, restore_allowed_cc=allowed)
+    system.write_state(wanted)  # before any change, so that down() can undo a halfway up()
     try:
+        if wanted.restore_allowed_cc:
+            system.write_allowed_congestion_control(f"{wanted.restore_allowed_cc} {tcp_cc}")
         _build(wanted)
     except ClusterError as err:
         raise ClusterError(
@@ -176,6 +190,9 @@ def down() -> list[str]:
     if len(kept) != len(lines):
         system.write_hosts(kept)
         removed.append(f"{len(lines) - len(kept)} {HOSTS_FILE} entries")
+    if state and state.restore_allowed_cc:
+        system.write_allowed_congestion_control(state.restore_allowed_cc)
+        removed.append(f"congestion control {state.tcp_cc} from the host's allowed list")
     if STATE_DIR.exists():
         shutil.rmtree(STATE_DIR, ignore_errors=True)
         removed.append(f"state {STATE_DIR}")
@@ -234,6 +251,11 @@ def status() -> ClusterState | None:
         problems.append(f"bridge {state.bridge} missing")
     elif "UP" not in bridge.get("flags", []):
         problems.append(f"bridge {state.bridge} is down")
+    if state.tcp_cc:
+        for node in state.nodes:
+            now = system.congestion_control(node.name) if node.name in present else state.tcp_cc
+            if now != state.tcp_cc:
+                problems.append(f"{node.name} runs TCP {now}, not {state.tcp_cc}")
     listed = {
         line.split()[1]
         for line in system.read_hosts()
@@ -245,6 +267,10 @@ def status() -> ClusterState | None:
 
 def _with(services: tuple[str, ...]) -> str:
     return f" with {' and '.join(services)}" if services else ""
+
+
+def _cc(tcp_cc: str) -> str:
+    return f" under TCP {tcp_cc}" if tcp_cc else ""
 
 
 def _netns_folders() -> set[str]:

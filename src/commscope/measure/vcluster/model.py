@@ -48,6 +48,9 @@ SERVICES = ("ssh", "slurm")
 MIN_RATE_BPS = 1_000_000
 MAX_RATE_BPS = 1_000_000_000_000
 
+# A TCP congestion control algorithm's name as the kernel lists it (cubic, bbr, reno, ...).
+TCP_CC_RE = re.compile(r"[a-z][a-z0-9_]{0,15}")
+
 # Names of the pieces a vcluster makes; down() also finds leftovers by these alone.
 NODE_RE = re.compile(rf"{NODE_PREFIX}\d+")
 VETH_RE = re.compile(rf"{VETH_PREFIX}\d+")
@@ -80,6 +83,10 @@ class ClusterState:
         bridge_address: the bridge's address; MPI launchers in the root namespace use it.
         burst_bytes: tbf bucket size of every shaped link.
         services: daemons run in every node: "ssh" (sshd), "slurm" (slurmd, munged).
+        tcp_cc: TCP congestion control set in every node; empty: the host's default, which a
+            new namespace inherits.
+        restore_allowed_cc: the host's net.ipv4.tcp_allowed_congestion_control before
+            :func:`up` added ``tcp_cc`` to it, put back by ``down``; empty: left unchanged.
         complete: False while (or if) :func:`up` has not finished building.
         problems: what the health check found wrong; empty when healthy (never stored).
     """
@@ -91,6 +98,8 @@ class ClusterState:
     bridge_address: str
     burst_bytes: int
     services: tuple[str, ...] = ()
+    tcp_cc: str = ""
+    restore_allowed_cc: str = ""
     complete: bool = False
     problems: tuple[str, ...] = field(default=(), compare=False)
 
@@ -115,6 +124,8 @@ class ClusterState:
             "bridge_address": self.bridge_address,
             "burst_bytes": self.burst_bytes,
             "services": list(self.services),
+            "tcp_cc": self.tcp_cc,
+            "restore_allowed_cc": self.restore_allowed_cc,
             "nodes": [{"name": n.name, "address": n.address, "veth": n.veth} for n in self.nodes],
         }
 
@@ -139,6 +150,8 @@ class ClusterState:
                 bridge_address=str(data["bridge_address"]),
                 burst_bytes=int(data["burst_bytes"]),
                 services=tuple(str(s) for s in data.get("services", [])),
+                tcp_cc=str(data.get("tcp_cc", "")),
+                restore_allowed_cc=str(data.get("restore_allowed_cc", "")),
                 complete=bool(data["complete"]),
             )
         except (KeyError, TypeError, ValueError) as err:
@@ -177,15 +190,17 @@ def plan(
     rate: str = DEFAULT_RATE,
     subnet: str = DEFAULT_SUBNET,
     services: tuple[str, ...] = (),
+    tcp_cc: str = "",
 ) -> ClusterState:
     """Validate the inputs and return the cluster that :func:`up` would build.
 
     The bridge takes the subnet's first host address; node ``i`` (from 1) takes the next ones.
 
     Raises:
-        ClusterError: nodes not in 1..64, a bad rate, an unknown service, or a subnet that
-            is not an IPv4 network of /24 or larger (a /24 has room for the bridge and 64
-            nodes).
+        ClusterError: nodes not in 1..64, a bad rate, an unknown service, a congestion
+            control name that is not one, or a subnet that is not an IPv4 network of /24 or
+            larger (a /24 has room for the bridge and 64 nodes). Whether this kernel has the
+            congestion control is :func:`up`'s check: it reads the machine.
     """
     if isinstance(nodes, bool) or not isinstance(nodes, int) or not 1 <= nodes <= MAX_NODES:
         raise ClusterError(f"bad node count {nodes!r}: use 1 .. {MAX_NODES}")
@@ -194,6 +209,11 @@ def plan(
     if unknown:
         raise ClusterError(f"unknown vcluster service {unknown[0]!r}: use {', '.join(SERVICES)}")
     services = tuple(s for s in SERVICES if s in services)
+    if tcp_cc and not TCP_CC_RE.fullmatch(tcp_cc):
+        raise ClusterError(
+            f"--tcp-cc {shown(tcp_cc)} is not a congestion control name: use one of "
+            "/proc/sys/net/ipv4/tcp_available_congestion_control, e.g. cubic"
+        )
     try:
         net = ipaddress.IPv4Network(subnet.strip(), strict=True)
     except ValueError as err:
@@ -216,15 +236,17 @@ def plan(
         bridge_address=str(bridge_address),
         burst_bytes=burst_bytes(rate_bps),
         services=services,
+        tcp_cc=tcp_cc,
     )
 
 
 def same_layout(a: ClusterState, b: ClusterState) -> bool:
-    """True when two states have the same nodes, addresses, link rate and services."""
+    """True when two states have the same nodes, addresses, link rate, services and TCP."""
     return (
         a.nodes == b.nodes
         and a.subnet == b.subnet
         and a.bridge == b.bridge
         and parse_rate(a.rate) == parse_rate(b.rate)
         and a.services == b.services
+        and a.tcp_cc == b.tcp_cc
     )

@@ -115,6 +115,57 @@ def check_subnet_free(state: ClusterState) -> None:
                 )
 
 
+# ---------------------------------------------------------------- TCP congestion control
+
+# The available and allowed lists are the host's; each namespace has its own default.
+TCP_SYSCTL = Path("/proc/sys/net/ipv4")
+
+
+def _read_sysctl(name: str) -> str:
+    try:
+        return (TCP_SYSCTL / name).read_text(encoding="ascii").strip()
+    except OSError as err:
+        raise ClusterError(f"cannot read {TCP_SYSCTL / name} ({err.strerror})") from None
+
+
+def check_congestion_control(name: str) -> None:
+    """Refuse a congestion control this kernel does not offer, naming those it does."""
+    available = _read_sysctl("tcp_available_congestion_control").split()
+    if name not in available:
+        raise ClusterError(
+            f"--tcp-cc {name}: this kernel offers {', '.join(available)}; pick one of them "
+            f"(or load its module first: modprobe tcp_{name})"
+        )
+
+
+def allowed_congestion_control() -> str:
+    """The host's net.ipv4.tcp_allowed_congestion_control: what a namespace may choose."""
+    return _read_sysctl("tcp_allowed_congestion_control")
+
+
+def write_allowed_congestion_control(allowed: str) -> None:
+    """Set the host's net.ipv4.tcp_allowed_congestion_control to ``allowed``."""
+    path = TCP_SYSCTL / "tcp_allowed_congestion_control"
+    try:
+        path.write_text(allowed.strip() + "\n", encoding="ascii")
+    except OSError as err:
+        raise ClusterError(f"cannot write {path} ({err.strerror})") from None
+
+
+def set_congestion_control(namespace: str, name: str) -> None:
+    """Make ``name`` the TCP congestion control of new connections in ``namespace``."""
+    if shutil.which("sysctl") is None:
+        raise ClusterError("--tcp-cc needs sysctl, not found on PATH: install procps")
+    setting = f"net.ipv4.tcp_congestion_control={name}"
+    run(["ip", "netns", "exec", namespace, "sysctl", "-q", "-w", setting])
+
+
+def congestion_control(namespace: str) -> str:
+    """The TCP congestion control of new connections in ``namespace``."""
+    path = str(TCP_SYSCTL / "tcp_congestion_control")
+    return run(["ip", "netns", "exec", namespace, "cat", path]).strip()
+
+
 # ---------------------------------------------------------------- state file
 
 
