@@ -9,7 +9,9 @@
  * only (RFC 1213: not those holding only retransmitted data). Rank 0 writes per namespace,
  * told apart by boot id and the namespace's inode (the virtual cluster's nodes are namespaces
  * of one machine), the latest end reading of its ranks less the earliest start reading, as
- * the "tcp_loss" member of the end record. Under SMPI the
+ * the "tcp_loss" member of the end record, with the namespace's congestion control (BBR
+ * restarts a connection that idled between exchanges below the link rate; CUBIC does not),
+ * which is also per namespace. Under SMPI the
  * host's counters say nothing about the simulated network: nothing is measured.
  */
 #include <mpi.h>
@@ -25,7 +27,7 @@ void cs_tcp_loss_start(void) {}
 void cs_tcp_loss_stop(void) {}
 void cs_tcp_loss_write(cs_context *ctx, cs_json *j) { (void)ctx, (void)j; }
 #else
-enum { BOOT_ID_LEN = 40, LINE_LEN = 4096 };
+enum { BOOT_ID_LEN = 40, LINE_LEN = 4096, CC_LEN = 16 };
 
 typedef struct counters {
     long long out, retrans, timeouts; /* -1: unreadable */
@@ -34,10 +36,22 @@ typedef struct counters {
 typedef struct tcp_share { /* what each rank sends to rank 0 */
     char boot_id[BOOT_ID_LEN];
     unsigned long long netns;
+    char congestion[CC_LEN]; /* "": unreadable */
     counters start, stop;
 } tcp_share;
 
 static counters start, stop;
+static char congestion[CC_LEN];
+
+/* This namespace's congestion control for new connections, e.g. "cubic" ("" if unreadable). */
+static void read_congestion(void) {
+    FILE *f = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
+    congestion[0] = '\0';
+    if (!f) return;
+    if (!fgets(congestion, sizeof congestion, f)) congestion[0] = '\0';
+    congestion[strcspn(congestion, " \n")] = '\0';
+    fclose(f);
+}
 
 /* Value of field `name` in a /proc/net table: a "Prefix: names..." line followed by a
  * "Prefix: values..." line; -1 when the file, the line or the field is missing. */
@@ -100,16 +114,21 @@ static counters ns_counts(const tcp_share *all, int nranks, int r) {
     return d;
 }
 
-void cs_tcp_loss_start(void) { start = read_counters(); }
+void cs_tcp_loss_start(void) {
+    read_congestion();
+    start = read_counters();
+}
 void cs_tcp_loss_stop(void) { stop = read_counters(); }
 
-/* Collective; rank 0 adds "tcp_loss": [{nodes, out_segs, retrans_segs, timeouts}] to j. */
+/* Collective; rank 0 adds "tcp_loss": [{nodes, out_segs, retrans_segs, timeouts,
+ * congestion_control}] to j. */
 void cs_tcp_loss_write(cs_context *ctx, cs_json *j) {
     tcp_share mine;
     memset(&mine, 0, sizeof mine);
     cs_boot_id(mine.boot_id, sizeof mine.boot_id);
     struct stat st;
     if (stat("/proc/self/ns/net", &st) == 0) mine.netns = (unsigned long long)st.st_ino;
+    memcpy(mine.congestion, congestion, sizeof mine.congestion);
     mine.start = start;
     mine.stop = stop;
     tcp_share *all = ctx->rank == 0 ? malloc(sizeof(tcp_share) * (size_t)ctx->nranks) : NULL;
@@ -137,6 +156,7 @@ void cs_tcp_loss_write(cs_context *ctx, cs_json *j) {
         if (d.out >= 0) cs_json_int(j, "out_segs", d.out);
         if (d.retrans >= 0) cs_json_int(j, "retrans_segs", d.retrans);
         if (d.timeouts >= 0) cs_json_int(j, "timeouts", d.timeouts);
+        if (all[r].congestion[0]) cs_json_str(j, "congestion_control", all[r].congestion);
         cs_json_raw_end(j, '}');
     }
     cs_json_raw_end(j, ']');

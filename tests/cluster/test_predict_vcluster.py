@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -81,6 +82,9 @@ def test_predicted_order_of_placements_matches_the_measured_one(cli, cluster):
                 end="",
             )
         assert not any(v["unmeasured"] for v in out["sizes"]), out["sizes"]
+        # The nodes inherit the host's congestion control; BBR on them is named per placement.
+        bbr = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip() == "bbr"
+        assert all(len(r["bbr_nodes"]) == (r["nodes"] if bbr else 0) for r in rows), rows
         if all(v["kendall_tau"] == 1.0 for v in out["sizes"]):
             good = out
             break

@@ -6,6 +6,9 @@ buffer, where what the sender sends faster is dropped on the way (iperf3 here: a
 the segments resent). The sender's TCP resends them: its namespace, and only it, must be
 named by `show` and the report. The receiver sends only acknowledgements and small control
 messages, through a link left as it was.
+
+The receiver also runs another TCP congestion control than the sender (reno, which every
+kernel allows in every namespace): each namespace's own must be the one recorded.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from commscope.data.store import Store
+from commscope.measure import vcluster
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.cluster
@@ -30,6 +35,14 @@ def test_the_node_whose_segments_were_dropped_is_named(cli, cluster, tmp_path):
     sender, receiver = cluster.nodes
     subprocess.run(
         ["tc", "qdisc", "replace", "dev", receiver.veth, "root", *BOTTLENECK], check=True
+    )
+    allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().split()
+    sender_cc = vcluster.congestion_control(sender.name)
+    receiver_cc = next((cc for cc in ["reno", *allowed] if cc != sender_cc), None)
+    need(receiver_cc is not None, f"the host allows only {sender_cc}: no second algorithm")
+    setting = f"net.ipv4.tcp_congestion_control={receiver_cc}"
+    subprocess.run(
+        ["ip", "netns", "exec", receiver.name, "sysctl", "-q", "-w", setting], check=True
     )
     out = cli(
         "run", "p2p", "--vcluster", "--ranks-per-node", "1", "--mpi", "openmpi",
@@ -49,6 +62,9 @@ def test_the_node_whose_segments_were_dropped_is_named(cli, cluster, tmp_path):
     assert sent["retrans_segs"] > 0 and sent["retrans_segs"] > got["retrans_segs"]
     named = [w for w in shown["tcp_loss_warnings"] if w.startswith(f"TCP on {sender.name} ")]
     assert named and f"and resent {sent['retrans_segs']}" in named[0]
+    assert (sent["congestion_control"], got["congestion_control"]) == (sender_cc, receiver_cc)
+    text = cli("show", str(run_id), check=True).stdout
+    assert f"TCP congestion control: {sender_cc} on {sender.name}; {receiver_cc} on" in text
     # The receiver sent little and lost less: its link was left as it was.
     assert not any(w.startswith(f"TCP on {receiver.name} sent") for w in shown["tcp_loss_warnings"])
 

@@ -10,6 +10,7 @@ asserted on the virtual cluster, where a link can be made to drop
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +55,7 @@ def test_a_run_over_tcp_counts_at_least_its_own_segments(cli):
         ns["out_segs"] >= 1000 and ns["retrans_segs"] > ns["out_segs"] / 100
     )
     assert bool(shown["tcp_loss_warnings"]) is lossy
+    # The namespace's congestion control for new connections, as the kernel says it.
+    here = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    assert ns["congestion_control"] == here
+    assert shown["tcp_congestion_control"] == {here: ns["nodes"]}

@@ -69,3 +69,34 @@ def test_the_schema_takes_the_engine_member_and_refuses_negative_counts():
     record_parse.parse_record(json.dumps(good), "test")
     with pytest.raises(Exception, match="tcp_loss"):
         record_parse.parse_record(json.dumps(end(ns(out_segs=-1))), "test")
+
+
+def cc(nodes, name) -> dict:
+    return {"nodes": list(nodes), "congestion_control": name}
+
+
+def test_congestion_controls_are_gathered_per_algorithm_with_their_nodes():
+    first = end(cc(("csnode1",), "bbr"), cc(("csnode2",), "cubic"), cc(("csnode3",), "bbr"))
+    again = end(cc(("csnode1",), "bbr"), cc(("csnode4",), "bbr"))
+    found = tcp_loss.congestion_controls([first, None, again])
+    assert found == {"bbr": ("csnode1", "csnode3", "csnode4"), "cubic": ("csnode2",)}
+    assert tcp_loss.bbr_nodes([first, again]) == ("csnode1", "csnode3", "csnode4")
+    assert tcp_loss.crossed_namespaces([first, again]) == 4
+
+
+def test_bbr_on_one_node_alone_is_no_cross_node_concern():
+    assert tcp_loss.bbr_nodes([end(cc(("here",), "bbr"))]) == ()
+    assert tcp_loss.bbr_nodes([end(cc(("a",), "cubic"), cc(("b",), "cubic"))]) == ()
+
+
+@pytest.mark.parametrize("name", ["BBR", "bbr; rm", "", 7, None, "x" * 17])
+def test_a_congestion_control_that_is_no_kernel_name_is_not_recorded(name):
+    (only,) = tcp_loss.namespaces(end(cc(("a",), name)))
+    assert only.congestion_control == ""
+    assert tcp_loss.congestion_controls([end(cc(("a",), name))]) == {}
+
+
+def test_the_schema_takes_a_congestion_control_name_and_refuses_others():
+    record_parse.parse_record(json.dumps(end(cc(("a",), "cubic"))), "test")
+    with pytest.raises(Exception, match="tcp_loss"):
+        record_parse.parse_record(json.dumps(end(cc(("a",), "cubic\nbbr"))), "test")

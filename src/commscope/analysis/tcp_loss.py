@@ -9,15 +9,22 @@ waited on it is that much too slow, so one timeout earns a warning. Resent segme
 cost less (fast retransmit recovers within a round trip), so they earn one only above
 ``RESENT_SHARE`` of at least ``MIN_SEGMENTS`` segments sent, where the share is no accident
 of a few segments.
+
+Each namespace also names its TCP congestion control. Under BBR a connection that idled while
+its rank exchanged with other peers restarts well below the link rate (recursive doubling on
+four 50 mbit nodes took 1.2-1.7x its CUBIC time at 1-4 MiB; docs/predict.md), which pair
+measurements never see: :func:`bbr_nodes` finds the namespaces that ran it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 RESENT_SHARE = 0.01  # resent / sent from which a namespace's link is called lossy
 MIN_SEGMENTS = 1000  # segments sent below which a share says nothing
+CONGESTION_RE = re.compile(r"[a-z][a-z0-9_]{0,15}")  # a kernel congestion control's name
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,7 @@ class NamespaceLoss:
     out_segs: int | None  # new segments sent; None: the counter could not be read
     retrans_segs: int | None
     timeouts: int | None
+    congestion_control: str = ""  # net.ipv4.tcp_congestion_control; "": not recorded
 
     @property
     def resent_share(self) -> float | None:
@@ -62,6 +70,10 @@ def _count(value: Any) -> int | None:
     return int(value) if ok else None
 
 
+def _congestion(value: Any) -> str:
+    return value if isinstance(value, str) and CONGESTION_RE.fullmatch(value) else ""
+
+
 def namespaces(end: dict[str, Any] | None) -> list[NamespaceLoss]:
     """The TCP loss table of an end record (empty for runs that have none)."""
     return [
@@ -70,6 +82,7 @@ def namespaces(end: dict[str, Any] | None) -> list[NamespaceLoss]:
             _count(ns.get("out_segs")),
             _count(ns.get("retrans_segs")),
             _count(ns.get("timeouts")),
+            _congestion(ns.get("congestion_control")),
         )
         for ns in (end or {}).get("tcp_loss") or []
     ]
@@ -84,3 +97,25 @@ def warnings(ends: list[dict[str, Any] | None]) -> list[str]:
             if text and text not in found:
                 found.append(text)
     return found
+
+
+def congestion_controls(ends: list[dict[str, Any] | None]) -> dict[str, tuple[str, ...]]:
+    """The congestion controls a run's namespaces ran, each with its nodes, in order."""
+    found: dict[str, list[str]] = {}
+    for end in ends:
+        for ns in namespaces(end):
+            if ns.congestion_control:
+                nodes = found.setdefault(ns.congestion_control, [])
+                nodes += [n for n in ns.nodes if n not in nodes]
+    return {name: tuple(nodes) for name, nodes in found.items()}
+
+
+def crossed_namespaces(ends: list[dict[str, Any] | None]) -> int:
+    """How many network namespaces (hosts, vcluster nodes) the run's ranks ran in."""
+    return len({ns.nodes for end in ends for ns in namespaces(end)})
+
+
+def bbr_nodes(ends: list[dict[str, Any] | None]) -> tuple[str, ...]:
+    """Nodes that ran BBR, when the run crossed two namespaces or more (else none)."""
+    crossed = crossed_namespaces(ends) > 1
+    return congestion_controls(ends).get("bbr", ()) if crossed else ()

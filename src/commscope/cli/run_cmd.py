@@ -339,6 +339,7 @@ def show_outcome(
     run = read_run(store, run_id)
     out = common.console()
     out.print(render.run_title(info))
+    render.congestion_control(out, run.ends)
     render.load_warnings(out, run.ends)
     for kind, summary in kinds.summaries(run, kinds.View()):
         if summary is None:

@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
                 "load_warnings": load_analysis.warnings(run.ends),
                 "tcp_loss": [asdict(ns) for end in run.ends for ns in tcp_loss.namespaces(end)],
                 "tcp_loss_warnings": tcp_loss.warnings(run.ends),
+                "tcp_congestion_control": tcp_loss.congestion_controls(run.ends),
                 "protocol_limits": run.protocol_limits.to_json() if run.protocol_limits else None,
                 "netload": netload.stored_view(run.netload) if run.netload else None,
                 **kinds.to_json(found),
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"eager limits (recorded): {run.protocol_limits.text()}")
     if info.message:
         out.print(info.message)
+    render.congestion_control(out, run.ends)
     render.load_warnings(out, run.ends)
     for item in kinds.terminal(found):
         out.print(item)

@@ -252,6 +252,18 @@ def _print(
                 f" {BUDGET_LAUNCHES} predicted launches if longer); left out"
                 " of tau and the errors"
             )
+    bbr = list(dict.fromkeys(n for c in checks for n in c.bbr_nodes))
+    if bbr:
+        out.print(
+            Text(
+                f"! TCP ran BBR on {', '.join(bbr)}: a connection that idles while its rank"
+                " exchanges with other peers restarts below the link rate, which the pair"
+                " tables never see (recursive doubling on 4 nodes: 1.2-1.7x its CUBIC time at"
+                " 1-4 MiB, docs/predict.md); on the vcluster compare with"
+                " 'vcluster up --tcp-cc cubic'",
+                "yellow",
+            )
+        )
     lossy = {c.placement: c.tcp_loss_warnings for c in checks if c.tcp_loss_warnings}
     for placement, warnings in lossy.items():
         for text in warnings:

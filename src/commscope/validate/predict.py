@@ -58,6 +58,9 @@ class PlacementCheck:
     run_id: int
     # What TCP lost during the placement's run: its measured times carry the stalls.
     tcp_loss_warnings: tuple[str, ...] = ()
+    # Nodes whose TCP ran BBR, which slows connections that idle between steps (no pair
+    # table sees it): the measured time may exceed a right prediction.
+    bbr_nodes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
@@ -148,11 +151,11 @@ def measure(
     forced: Forced = BLOCK_ALLTOALL,
     cvar: dict[str, str] | None = None,
     max_launches: int = MAX_LAUNCHES,
-) -> tuple[int, dict[int, float], tuple[str, ...]]:
+) -> tuple[int, dict[int, float], list[dict[str, Any] | None]]:
     """Run the forced operation (default alltoall_block) on the placement's nodes.
 
-    Returns the run's id, {bytes: time_s} and its TCP loss warnings; ``mca`` and ``cvar``
-    already hold the forced settings.
+    Returns the run's id, {bytes: time_s} and its segments' end records (TCP loss and
+    congestion control); ``mca`` and ``cvar`` already hold the forced settings.
     """
     engine_op = forced.engine_op
     engine = EngineOptions(
@@ -185,8 +188,8 @@ def measure(
         request.to_json(),
     )
     runner.run(store, run_id, request, mpi)
-    lost = tcp_loss.warnings([seg.end for seg in store.segments(run_id)])
-    return run_id, {c.bytes: summarize(c).time_s for c in store.colls(run_id)}, tuple(lost)
+    ends = [seg.end for seg in store.segments(run_id)]
+    return run_id, {c.bytes: summarize(c).time_s for c in store.colls(run_id)}, ends
 
 
 def check(
@@ -217,7 +220,7 @@ def check(
             predict.predict(model, pl, pattern_of(forced, procs, size, block), cost).time_s
             for size in sizes
         ]
-        run_id, measured, lost = measure(
+        run_id, measured, ends = measure(
             store,
             mpi,
             model,
@@ -231,12 +234,23 @@ def check(
             cvar,
             max_launches,
         )
+        lost = tuple(tcp_loss.warnings(ends))
+        bbr = tcp_loss.bbr_nodes(ends)
         for size, pred in zip(sizes, predicted, strict=True):
             t = measured[size]
             checks.append(
                 PlacementCheck(
-                    pl.label, pl.nodes, pl.per_node, size, pred, t, (pred - t) / t, run_id, lost
-                )
+                    pl.label,
+                    pl.nodes,
+                    pl.per_node,
+                    size,
+                    pred,
+                    t,
+                    (pred - t) / t,
+                    run_id,
+                    lost,
+                    bbr,
+                )  # fmt: skip
             )
     verdicts = []
     for size in sizes:
