@@ -118,7 +118,14 @@ def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
                 "elapsed_s": 2.0,
                 "load": [host],
                 "tcp_loss": [
-                    {"nodes": [HOSTILE], "out_segs": 5000, "retrans_segs": 80, "timeouts": 2}
+                    {
+                        "nodes": [HOSTILE],
+                        "out_segs": 5000,
+                        "retrans_segs": 80,
+                        "timeouts": 2,
+                        "congestion_control": "bbr",
+                    },
+                    {"nodes": ["n1"], "congestion_control": "cubic"},
                 ],
             },
         )
@@ -132,3 +139,5 @@ def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
     [lost] = re.findall(r'<tr class="tcp-loss-warning">.*?</tr>', page)
     assert "TCP on &lt;script&gt;alert(1)&lt;/script&gt; sent 5000 segments and resent 80" in lost
     assert "timed out 2 time(s)" in lost
+    [cc] = re.findall(r'<tr class="tcp-congestion">.*?</tr>', page)
+    assert "bbr on &lt;script&gt;alert(1)&lt;/script&gt;; cubic on n1" in cc

@@ -119,3 +119,13 @@ def bbr_nodes(ends: list[dict[str, Any] | None]) -> tuple[str, ...]:
     """Nodes that ran BBR, when the run crossed two namespaces or more (else none)."""
     crossed = crossed_namespaces(ends) > 1
     return congestion_controls(ends).get("bbr", ()) if crossed else ()
+
+
+def congestion_text(ends: list[dict[str, Any] | None]) -> str:
+    """The congestion control of a run across nodes, e.g. ``cubic on every node``; else ''."""
+    found = congestion_controls(ends)
+    if crossed_namespaces(ends) < 2 or not found:
+        return ""
+    if len(found) == 1:
+        return f"{next(iter(found))} on every node"
+    return "; ".join(f"{name} on {', '.join(nodes)}" for name, nodes in found.items())

@@ -48,16 +48,9 @@ def where_text(request: dict[str, Any]) -> str:
 
 def congestion_control(console: Console, ends: list[dict[str, Any] | None]) -> None:
     """A line naming the TCP congestion control of a run across nodes (none on one node)."""
-    found = tcp_loss.congestion_controls(ends)
-    if tcp_loss.crossed_namespaces(ends) < 2 or not found:
-        return
-    if len(found) == 1:
-        text = f"TCP congestion control: {next(iter(found))} on every node"
-    else:
-        text = "TCP congestion control: " + "; ".join(
-            f"{name} on {', '.join(nodes)}" for name, nodes in found.items()
-        )
-    console.print(Text(text))
+    text = tcp_loss.congestion_text(ends)
+    if text:
+        console.print(Text(f"TCP congestion control: {text}"))
 
 
 def load_warnings(console: Console, ends: list[dict[str, Any] | None]) -> None:
