@@ -217,7 +217,8 @@ def main() -> int:
         sys.exit("bench/predict_vcluster.py: the virtual cluster needs root; run it as root")
     mca = [] if args.mca == "none" or args.mpi != "openmpi" else ["--mca", args.mca]
     store = args.store or Path(tempfile.mkdtemp(prefix="commscope-bench-")) / "store.sqlite"
-    print(f"{args.nodes} nodes at {args.rate}, {args.mpi}, mca: {args.mca}; store {store}")
+    given = mca[1] if mca else "none"
+    print(f"{args.nodes} nodes at {args.rate}, {args.mpi}, mca: {given}; store {store}")
     commscope(store, "vcluster", "down")
     tcp_cc = ["--tcp-cc", args.tcp_cc] if args.tcp_cc else []
     try:
