@@ -1,5 +1,7 @@
 """Numbers from users and files, read by one rule: ASCII digits, finite, within stated bounds.
 
+Also the one pattern of a kernel TCP congestion control name, shared by the vcluster and runs.
+
 ``str.isdigit`` and ``int``/``float`` accept more than a number written in ASCII digits
 (``'8²'.isdigit()`` is true, ``int('١٢')`` is 12, ``float(' inf')`` and ``float('1_0')`` parse),
 so text is matched against an ASCII pattern first, then converted, then bounded. Every failure
@@ -17,6 +19,11 @@ from commscope.limits import MAX_NUMBER_CHARS
 _WHOLE = re.compile(r"[+-]?[0-9]+")
 _REAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _SHOWN = 24
+
+# A TCP congestion control's name as the kernel lists it (cubic, bbr, reno; at most 15
+# characters, TCP_CA_NAME_MAX less the NUL): checked where a user gives one and where a record
+# says one ran. The record schema (records-v1.json) has the same pattern.
+CONGESTION_CONTROL_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
 
 
 class NumberError(ValueError):

@@ -100,3 +100,11 @@ def test_the_schema_takes_a_congestion_control_name_and_refuses_others():
     record_parse.parse_record(json.dumps(end(cc(("a",), "cubic"))), "test")
     with pytest.raises(Exception, match="tcp_loss"):
         record_parse.parse_record(json.dumps(end(cc(("a",), "cubic\nbbr"))), "test")
+
+
+def test_every_node_is_said_only_when_every_namespace_recorded_one():
+    both = end(cc(("a",), "cubic"), cc(("b",), "cubic"))
+    assert tcp_loss.congestion_text([both]) == "cubic on every node"
+    part = end(cc(("a",), "cubic"), ns(("b",), out_segs=5))  # b's engine recorded none
+    assert tcp_loss.congestion_text([part]) == "cubic on a"
+    assert tcp_loss.congestion_text([end(cc(("a",), "cubic"))]) == ""  # one node: no line

@@ -18,13 +18,13 @@ measurements never see: :func:`bbr_nodes` finds the namespaces that ran it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from commscope.strict import CONGESTION_CONTROL_NAME
+
 RESENT_SHARE = 0.01  # resent / sent from which a namespace's link is called lossy
 MIN_SEGMENTS = 1000  # segments sent below which a share says nothing
-CONGESTION_RE = re.compile(r"[a-z][a-z0-9_]{0,15}")  # a kernel congestion control's name
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def _count(value: Any) -> int | None:
 
 
 def _congestion(value: Any) -> str:
-    return value if isinstance(value, str) and CONGESTION_RE.fullmatch(value) else ""
+    return value if isinstance(value, str) and CONGESTION_CONTROL_NAME.fullmatch(value) else ""
 
 
 def namespaces(end: dict[str, Any] | None) -> list[NamespaceLoss]:
@@ -126,6 +126,8 @@ def congestion_text(ends: list[dict[str, Any] | None]) -> str:
     found = congestion_controls(ends)
     if crossed_namespaces(ends) < 2 or not found:
         return ""
-    if len(found) == 1:
+    recorded = {n for nodes in found.values() for n in nodes}
+    everywhere = recorded == {n for end in ends for ns in namespaces(end) for n in ns.nodes}
+    if len(found) == 1 and everywhere:
         return f"{next(iter(found))} on every node"
     return "; ".join(f"{name} on {', '.join(nodes)}" for name, nodes in found.items())

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from commscope.errors import ClusterError, InputError
-from commscope.strict import shown
+from commscope.strict import CONGESTION_CONTROL_NAME, shown
 from commscope.units import parse_tc_rate
 
 STATE_DIR = Path("/run/commscope-vcluster")
@@ -47,9 +47,6 @@ SERVICES = ("ssh", "slurm")
 
 MIN_RATE_BPS = 1_000_000
 MAX_RATE_BPS = 1_000_000_000_000
-
-# A TCP congestion control algorithm's name as the kernel lists it (cubic, bbr, reno, ...).
-TCP_CC_RE = re.compile(r"[a-z][a-z0-9_]{0,15}")
 
 # Names of the pieces a vcluster makes; down() also finds leftovers by these alone.
 NODE_RE = re.compile(rf"{NODE_PREFIX}\d+")
@@ -209,7 +206,7 @@ def plan(
     if unknown:
         raise ClusterError(f"unknown vcluster service {unknown[0]!r}: use {', '.join(SERVICES)}")
     services = tuple(s for s in SERVICES if s in services)
-    if tcp_cc and not TCP_CC_RE.fullmatch(tcp_cc):
+    if tcp_cc and not CONGESTION_CONTROL_NAME.fullmatch(tcp_cc):
         raise ClusterError(
             f"--tcp-cc {shown(tcp_cc)} is not a congestion control name: use one of "
             "/proc/sys/net/ipv4/tcp_available_congestion_control, e.g. cubic"
