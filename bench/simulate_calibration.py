@@ -9,12 +9,16 @@ calibrate INTER INTRA`); the model is then validated (`simulate validate`) on ro
 and on every later round's, measured afresh: a model that fits only its own round's noise
 shows there. Printed per round and level: median and 90th percentile of |relative error|
 over every size, the sizes worst off, and the measured curve's own spread within size
-triples. Goals, each level: median <= 15 %, 90th percentile <= 30 %. `--oversubscribed`
-also measures a 2 x 2 launch and compares its pairs with the same model. Needs root; each
-step that runs MPI or SimGrid holds `--lock FILE` (flock) and removes its cluster before
-letting go. Not a test: it prints figures.
+triples. Goals, each level: median <= 15 %, 90th percentile <= 30 %. `--launches N` measures
+each level N times per round, each in its own launch, and calibrates from all of round 1's;
+every later round is then also compared with round 1's measurements themselves (per size, the
+median of round 1's launches): how far the machine moved between rounds, which no model of
+round 1 can be closer than. `--oversubscribed` also measures a 2 x 2 launch and compares its
+pairs with the same model. Needs root; each step that runs MPI or SimGrid holds `--lock FILE`
+(flock) and removes its cluster before letting go. Not a test: it prints figures.
 
-    .venv/bin/python bench/simulate_calibration.py --rounds 2 --lock /tmp/commscope-bench.lock
+    .venv/bin/python bench/simulate_calibration.py --rounds 2 --launches 3 \
+        --lock /tmp/commscope-bench.lock
 """
 
 from __future__ import annotations
@@ -74,46 +78,71 @@ def measure(store: Path, lock: str | None, nodes: int, per_node: int) -> int:
 
 
 def triple_spread(points: list[dict]) -> float:
-    """Median of (max - min) / median of the measured times of each size triple."""
+    """Median of (max - min) / median of the measured times of each size triple of a launch."""
     groups: list[list[float]] = []
     last = None
-    for p in sorted(points, key=lambda p: p["bytes"]):
-        if last is not None and p["bytes"] - last <= 3:
+    for p in sorted(points, key=lambda p: (p["run"], p["bytes"])):
+        if last is not None and last[0] == p["run"] and p["bytes"] - last[1] <= 3:
             groups[-1].append(p["measured_s"])
         else:
             groups.append([p["measured_s"]])
-        last = p["bytes"]
+        last = (p["run"], p["bytes"])
     spread = [(max(g) - min(g)) / float(np.median(g)) for g in groups if len(g) > 1]
     return float(np.median(spread)) if spread else float("nan")
 
 
-def errors(store: Path, lock: str | None, run: int, model: Path) -> dict[str, tuple]:
-    """Per level the run measured: median, p90 of |relative error|, worst sizes, spread."""
+def validate(store: Path, lock: str | None, run: int, model: Path) -> list[dict]:
+    """`simulate validate` of one run on the model: its points (bytes, where, measured, error)."""
     with locked(lock):
         val = cli(store, "simulate", "validate", str(run), "--cluster", str(model), "--quiet")
+    return [{**p, "run": run} for p in val["points"]]
+
+
+def errors(points: list[dict]) -> dict[str, tuple]:
+    """Per level: median, p90 of |relative error|, worst sizes, the curve's spread in triples."""
     out = {}
     for level in LEVELS:
-        points = [p for p in val["points"] if p["where"] == level]
-        if not points:
+        mine = [p for p in points if p["where"] == level]
+        if not mine:
             continue
-        errs = np.abs([p["error"] for p in points])
-        worst = sorted(points, key=lambda p: -abs(p["error"]))[:3]
+        errs = np.abs([p["error"] for p in mine])
+        worst = sorted(mine, key=lambda p: -abs(p["error"]))[:3]
         out[level] = (
             float(np.median(errs)),
             float(np.percentile(errs, 90)),
             [f"{p['bytes']} B {p['error']:+.0%}" for p in worst],
-            triple_spread(points),
+            triple_spread(mine),
         )
     return out
 
 
-def show(title: str, result: dict[str, tuple]) -> None:
+def moved(first: list[dict], later: list[dict]) -> dict[str, tuple]:
+    """Per level: how far ``later``'s measured times lie from ``first``'s, as ``errors`` reads.
+
+    Each later point is compared with the median of the first round's times at its size, as
+    if that median were a model: the floor of what any model fitted to the first round can
+    reach on the later one.
+    """
+    reference: dict[tuple[str, int], list[float]] = {}
+    for p in first:
+        reference.setdefault((p["where"], p["bytes"]), []).append(p["measured_s"])
+    as_model = [
+        {**p, "error": (float(np.median(ref)) - p["measured_s"]) / p["measured_s"]}
+        for p in later
+        if (ref := reference.get((p["where"], p["bytes"])))
+    ]
+    return errors(as_model)
+
+
+def show(title: str, result: dict[str, tuple], judged: bool = True) -> None:
     print(title, flush=True)
     for level, (median, p90, worst, spread) in result.items():
         met = "met" if median <= GOALS[0] and p90 <= GOALS[1] else "not met"
         print(
-            f"  {level}: median {median:6.1%}, p90 {p90:6.1%} ({met}); worst {', '.join(worst)};"
-            f" the curve's own spread within triples: median {spread:.1%}",
+            f"  {level}: median {median:6.1%}, p90 {p90:6.1%}"
+            + (f" ({met})" if judged else "")
+            + f"; worst {', '.join(worst)}; the curve's own spread within triples: median"
+            f" {spread:.1%}",
             flush=True,
         )
 
@@ -121,43 +150,55 @@ def show(title: str, result: dict[str, tuple]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--launches", type=int, default=1, help="per level and round")
     parser.add_argument("--lock", help="hold this file (flock) during each MPI/SimGrid step")
     parser.add_argument("--keep", help="keep the runs in this directory's store")
     parser.add_argument(
         "--oversubscribed", action="store_true", help="also compare a 2 x 2 launch's pairs"
     )
     args = parser.parse_args()
+    if args.rounds < 1 or args.launches < 1:
+        parser.error("--rounds and --launches: give 1 or more")
     with tempfile.TemporaryDirectory() as temporary:
         tmp = args.keep or temporary
         store = Path(tmp) / "s.sqlite"
         model = Path(tmp) / "model.yaml"
+        first: list[dict] = []
         for i in range(args.rounds):
-            inter = measure(store, args.lock, 2, 1)
-            intra = measure(store, args.lock, 1, 2)
+            runs = []
+            for _ in range(args.launches):  # alternated, so a slow spell hits both levels
+                runs += [measure(store, args.lock, 2, 1), measure(store, args.lock, 1, 2)]
+            runs_text = ", ".join(map(str, runs))
             if i == 0:
                 with locked(args.lock):
-                    cal = cli(
-                        store, "simulate", "calibrate", str(inter), str(intra), "-o", str(model)
-                    )
+                    cal = cli(store, "simulate", "calibrate", *map(str, runs), "-o", str(model))
                 lat = [seg["lat_factor"] for seg in cal["segments"]]
                 bw = [seg["bw_factor"] for seg in cal["segments"]]
                 mem = cal["params"]["memory"]
                 print(
-                    f"calibrated on round 1 (runs {inter}, {intra}): lat_factor"
+                    f"calibrated on round 1 (runs {runs_text}): lat_factor"
                     f" {min(lat):.2f}-{max(lat):.2f}, bw_factor {min(bw):.3g}-{max(bw):.3g},"
                     f" memory link {mem['latency_s'] * 1e6:.2f} us,"
                     f" {mem['bandwidth_Bps'] / 1e9:.2f} GB/s",
                     flush=True,
                 )
-            result = {**errors(store, args.lock, inter, model)}
-            result.update(errors(store, args.lock, intra, model))
+            points = [p for run in runs for p in validate(store, args.lock, run, model)]
             what = "its own round" if i == 0 else "a new measurement"
-            show(f"round {i + 1} (runs {inter}, {intra}), round 1's model on {what}:", result)
+            show(f"round {i + 1} (runs {runs_text}), round 1's model on {what}:", errors(points))
+            if i == 0:
+                first = points
+            else:
+                show(
+                    f"round {i + 1}'s measurements against round 1's (per size, the median of"
+                    " round 1's launches): how far the machine moved",
+                    moved(first, points),
+                    judged=False,
+                )
             if args.oversubscribed:
                 both = measure(store, args.lock, 2, 2)
                 show(
                     f"round {i + 1}, 2 nodes x 2 ranks on 2 cores (run {both}), same model:",
-                    errors(store, args.lock, both, model),
+                    errors(validate(store, args.lock, both, model)),
                 )
     return 0
 
