@@ -149,9 +149,15 @@ def validate(store: Path, args: argparse.Namespace, tables: str, op: str, p: str
     for c in out["placements"]:
         measured = c["measured_s"] if c["measured_s"] is not None else float("nan")
         error = c["relative_error"] if c["relative_error"] is not None else float("nan")
+        launches = (
+            ""
+            if c["measured_s"] is not None
+            else f"  (valid {c['valid_launches']} of {c['launches']},"
+            f" {c['late_share']:.0%} started late)"
+        )
         print(
             f"  {c['placement']:>5} {c['bytes']:>8} {c['predicted_s'] * 1e3:10.1f}"
-            f" {measured * 1e3:10.1f} {error:+7.1%}"
+            f" {measured * 1e3:10.1f} {error:+7.1%}{launches}"
         )
     # Lost TCP segments stall a run (a retransmission timeout >= 200 ms): said per placement.
     lossy = {c["placement"]: c["tcp_loss_warnings"] for c in out["placements"]}

@@ -246,8 +246,13 @@ def _print(
         tau = f"{v.kendall_tau:.2f}" if v.kendall_tau == v.kendall_tau else "n/a"
         out.print(f"{v.bytes} B: Kendall tau {tau}, median |error| {v.median_relative_error:.0%}")
         if v.unmeasured:
+            reasons = [
+                f"{c.placement} ({c.unmeasured_reason()})"
+                for c in checks
+                if c.bytes == v.bytes and c.placement in v.unmeasured
+            ]
             out.print(
-                f"{v.bytes} B: {', '.join(v.unmeasured)}: no valid launch within the"
+                f"{v.bytes} B: {', '.join(reasons)}: no valid launch within the"
                 f" point's budget ({args.max_launches} launches, {POINT_BUDGET_S:g} s or"
                 f" {BUDGET_LAUNCHES} predicted launches if longer); left out"
                 " of tau and the errors"

@@ -20,7 +20,7 @@ from scipy import stats as sps
 
 from commscope import predict
 from commscope.analysis import tcp_loss
-from commscope.analysis.coll import summarize
+from commscope.analysis.coll import CollSummary, summarize
 from commscope.data.request import EngineOptions, RunRequest
 from commscope.data.store import Store
 from commscope.measure import runner
@@ -61,10 +61,28 @@ class PlacementCheck:
     # Nodes whose TCP ran BBR, which slows connections that idle between steps (no pair
     # table sees it): the measured time may exceed a right prediction.
     bbr_nodes: tuple[str, ...] = ()
+    # The point's launches: without a valid one, these say why (late starts: ranks waited
+    # for a core longer than the share of the launch a start may be late by; else overruns).
+    launches: int = 0
+    valid_launches: int = 0
+    late_share: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
         return asdict(self)
+
+    def unmeasured_reason(self) -> str:
+        """Why the point has no time, in a few words (empty when it has one)."""
+        if math.isfinite(self.measured_s):
+            return ""
+        if not self.launches:
+            return "no launch ran"
+        late = round(self.late_share * self.launches)
+        invalid = self.launches - self.valid_launches
+        parts = [f"{late} started late (a rank waited for a core)"] if late else []
+        if invalid > late:  # a launch both late and overrun counts as late
+            parts.append(f"{invalid - late} overran their window")
+        return f"{self.valid_launches} valid of {self.launches} launches; " + ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -151,11 +169,11 @@ def measure(
     forced: Forced = BLOCK_ALLTOALL,
     cvar: dict[str, str] | None = None,
     max_launches: int = MAX_LAUNCHES,
-) -> tuple[int, dict[int, float], list[dict[str, Any] | None]]:
+) -> tuple[int, dict[int, CollSummary], list[dict[str, Any] | None]]:
     """Run the forced operation (default alltoall_block) on the placement's nodes.
 
-    Returns the run's id, {bytes: time_s} and its segments' end records (TCP loss and
-    congestion control); ``mca`` and ``cvar`` already hold the forced settings.
+    Returns the run's id, {bytes: the point's summary} and its segments' end records (TCP
+    loss and congestion control); ``mca`` and ``cvar`` already hold the forced settings.
     """
     engine_op = forced.engine_op
     engine = EngineOptions(
@@ -189,7 +207,7 @@ def measure(
     )
     runner.run(store, run_id, request, mpi)
     ends = [seg.end for seg in store.segments(run_id)]
-    return run_id, {c.bytes: summarize(c).time_s for c in store.colls(run_id)}, ends
+    return run_id, {c.bytes: summarize(c) for c in store.colls(run_id)}, ends
 
 
 def check(
@@ -237,7 +255,8 @@ def check(
         lost = tuple(tcp_loss.warnings(ends))
         bbr = tcp_loss.bbr_nodes(ends)
         for size, pred in zip(sizes, predicted, strict=True):
-            t = measured[size]
+            point = measured[size]
+            t = point.time_s
             checks.append(
                 PlacementCheck(
                     pl.label,
@@ -250,6 +269,9 @@ def check(
                     run_id,
                     lost,
                     bbr,
+                    point.nt,
+                    point.nc,
+                    point.late_share,
                 )  # fmt: skip
             )
     verdicts = []
