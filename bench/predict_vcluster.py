@@ -22,7 +22,9 @@ a vcluster of the same rate), so the operations can be checked a few at a time.
 --tcp-cc sets every node's TCP congestion control through `vcluster up --tcp-cc` (default:
 the host's, which the nodes inherit). Under BBR a connection that idles while its rank
 exchanges with another peer (recursive doubling) restarts well below the link rate, which no
-pair table samples; see docs/predict.md.
+pair table samples; see docs/predict.md. --node-tsq BYTES sets every node's
+net.ipv4.tcp_limit_output_bytes: how much each TCP socket may keep in its node's own shaped
+queue, which drops what a NIC would hold back once the sockets' share exceeds it.
 
 Placements predicted equal (a tie) have no order for tau to check: such a pair counts as a
 hit when its measured medians differ by less than NOISE_SIGMAS standard errors of their
@@ -45,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from commscope.data.store import Store
+from commscope.measure import vcluster
 
 NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
 GOAL_MEDIAN_ERROR = 0.15
@@ -213,6 +216,12 @@ def main() -> int:
         help="tables' contention levels (fabric: node pairs exchanging at once; --nodes >= 4)",
     )
     ap.add_argument("--tcp-cc", help="TCP congestion control of every node (default: the kernel's)")
+    ap.add_argument(
+        "--node-tsq",
+        type=int,
+        help="bytes each TCP socket may queue in its node's shaped queue"
+        " (net.ipv4.tcp_limit_output_bytes in every node; default: the kernel's)",
+    )
     ap.add_argument("--store", type=Path, help="keep the results in this store")
     ap.add_argument("--tables", help="a tables run already in --store: skip measuring them")
     args = ap.parse_args()
@@ -229,6 +238,13 @@ def main() -> int:
     tcp_cc = ["--tcp-cc", args.tcp_cc] if args.tcp_cc else []
     try:
         commscope(store, "vcluster", "up", "--nodes", str(args.nodes), "--rate", args.rate, *tcp_cc)
+        if args.node_tsq:
+            setting = f"net.ipv4.tcp_limit_output_bytes={args.node_tsq}"
+            for node in vcluster.status().nodes:
+                subprocess.run(
+                    ["ip", "netns", "exec", node.name, "sysctl", "-q", "-w", setting], check=True
+                )
+            print(f"every node: {setting}")
         if args.tables:
             print(f"tables: run {args.tables} of {store}")
             return check(store, args, args.tables)
