@@ -156,7 +156,7 @@ def validate(store: Path, args: argparse.Namespace, tables: str, op: str, p: str
             ""
             if c["measured_s"] is not None
             else f"  (valid {c['valid_launches']} of {c['launches']},"
-            f" {c['late_share']:.0%} started late)"
+            f" {c['late_launches']} started late)"
         )
         print(
             f"  {c['placement']:>5} {c['bytes']:>8} {c['predicted_s'] * 1e3:10.1f}"

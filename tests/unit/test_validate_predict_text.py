@@ -39,7 +39,7 @@ def test_no_bbr_line_when_no_node_ran_it(capsys):
     assert "! 4x1: TCP on csnode3 x: its measured times carry the losses" in lines
 
 
-def unmeasured(placement: str, nt: int, nc: int, late: float) -> PlacementCheck:
+def unmeasured(placement: str, nt: int, nc: int, late: int) -> PlacementCheck:
     nan = float("nan")
     return PlacementCheck(placement, 2, 2, 1 << 20, 0.36, nan, nan, 7, (), (), nt, nc, late)
 
@@ -49,7 +49,7 @@ def test_a_placement_without_a_valid_launch_says_how_its_launches_failed(capsys)
     args = argparse.Namespace(procs=4, max_launches=16)
     checks = [
         check("4x1", 4, ()),
-        unmeasured("2x2", 16, 0, 1.0),  # every launch late: ranks waited for a core
+        unmeasured("2x2", 16, 0, 16),  # every launch late: ranks waited for a core
     ]
     verdicts = [SizeVerdict(1 << 20, float("nan"), 0.03, ("2x2",))]
     validate_predict._print(args, 3, forced, {}, {}, checks, verdicts)
@@ -61,11 +61,11 @@ def test_a_placement_without_a_valid_launch_says_how_its_launches_failed(capsys)
 
 
 def test_the_reason_splits_late_starts_from_overruns():
-    assert unmeasured("4x2", 16, 0, 11 / 16).unmeasured_reason() == (
+    assert unmeasured("4x2", 16, 0, 11).unmeasured_reason() == (
         "0 valid of 16 launches; 11 started late (a rank waited for a core), 5 overran their window"
     )
-    assert unmeasured("4x2", 8, 1, 0.0).unmeasured_reason() == (
+    assert unmeasured("4x2", 8, 1, 0).unmeasured_reason() == (
         "1 valid of 8 launches; 7 overran their window"
     )
-    assert unmeasured("4x2", 0, 0, 0.0).unmeasured_reason() == "no launch ran"
+    assert unmeasured("4x2", 0, 0, 0).unmeasured_reason() == "no launch ran"
     assert check("4x1", 4, ()).unmeasured_reason() == ""  # it has a time

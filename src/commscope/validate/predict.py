@@ -65,7 +65,7 @@ class PlacementCheck:
     # for a core longer than the share of the launch a start may be late by; else overruns).
     launches: int = 0
     valid_launches: int = 0
-    late_share: float = 0.0
+    late_launches: int = 0  # started late on some rank (overrun as well or not)
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
@@ -77,7 +77,7 @@ class PlacementCheck:
             return ""
         if not self.launches:
             return "no launch ran"
-        late = round(self.late_share * self.launches)
+        late = self.late_launches
         invalid = self.launches - self.valid_launches
         parts = [f"{late} started late (a rank waited for a core)"] if late else []
         if invalid > late:  # a launch both late and overrun counts as late
@@ -271,7 +271,7 @@ def check(
                     bbr,
                     point.nt,
                     point.nc,
-                    point.late_share,
+                    point.invalid_late,
                 )  # fmt: skip
             )
     verdicts = []
