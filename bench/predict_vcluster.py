@@ -22,9 +22,9 @@ a vcluster of the same rate), so the operations can be checked a few at a time.
 --tcp-cc sets every node's TCP congestion control through `vcluster up --tcp-cc` (default:
 the host's, which the nodes inherit). Under BBR a connection that idles while its rank
 exchanges with another peer (recursive doubling) restarts well below the link rate, which no
-pair table samples; see docs/predict.md. --node-tsq BYTES sets every node's
-net.ipv4.tcp_limit_output_bytes: how much each TCP socket may keep in its node's own shaped
-queue, which drops what a NIC would hold back once the sockets' share exceeds it.
+pair table samples; see docs/predict.md. --tcp-limit-output BYTES|kernel is `vcluster up`'s:
+how much each TCP socket may keep in its node's own shaped queue (default: the vcluster's
+32 KiB; kernel: 4 MiB, so that the queue drops what a NIC would hold back).
 
 Placements predicted equal (a tie) have no order for tau to check: such a pair counts as a
 hit when its measured medians differ by less than NOISE_SIGMAS standard errors of their
@@ -217,10 +217,9 @@ def main() -> int:
     )
     ap.add_argument("--tcp-cc", help="TCP congestion control of every node (default: the kernel's)")
     ap.add_argument(
-        "--node-tsq",
-        type=int,
-        help="bytes each TCP socket may queue in its node's shaped queue"
-        " (net.ipv4.tcp_limit_output_bytes in every node; default: the kernel's)",
+        "--tcp-limit-output",
+        help="bytes each TCP socket may queue in its node's shaped queue, or kernel"
+        " (vcluster up --tcp-limit-output; default: the vcluster's)",
     )
     ap.add_argument("--store", type=Path, help="keep the results in this store")
     ap.add_argument("--tables", help="a tables run already in --store: skip measuring them")
@@ -235,16 +234,15 @@ def main() -> int:
     given = mca[1] if mca else "none"
     print(f"{args.nodes} nodes at {args.rate}, {args.mpi}, mca: {given}; store {store}")
     commscope(store, "vcluster", "down")
-    tcp_cc = ["--tcp-cc", args.tcp_cc] if args.tcp_cc else []
+    tcp = ["--tcp-cc", args.tcp_cc] if args.tcp_cc else []
+    if args.tcp_limit_output:
+        tcp += ["--tcp-limit-output", args.tcp_limit_output]
     try:
-        commscope(store, "vcluster", "up", "--nodes", str(args.nodes), "--rate", args.rate, *tcp_cc)
-        if args.node_tsq:
-            setting = f"net.ipv4.tcp_limit_output_bytes={args.node_tsq}"
-            for node in vcluster.status().nodes:
-                subprocess.run(
-                    ["ip", "netns", "exec", node.name, "sysctl", "-q", "-w", setting], check=True
-                )
-            print(f"every node: {setting}")
+        commscope(store, "vcluster", "up", "--nodes", str(args.nodes), "--rate", args.rate, *tcp)
+        state = vcluster.status()
+        limit = state.tcp_limit_output if state else 0
+        queued = f"{limit} bytes" if limit else "the kernel's default"
+        print(f"each TCP socket may queue {queued} in its node's own shaped queue")
         if args.tables:
             print(f"tables: run {args.tables} of {store}")
             return check(store, args, args.tables)

@@ -143,6 +143,32 @@ def test_tcp_cc_is_every_nodes_until_down_puts_the_hosts_list_back(fresh):
     assert (sysctl / "tcp_allowed_congestion_control").read_text().split() == allowed_before
 
 
+def test_socket_queue_limit_is_every_nodes_and_the_health_check_watches_it(fresh):
+    path = system.TCP_SYSCTL / "tcp_limit_output_bytes"
+    host = int(path.read_text())
+    state = vcluster.up(2, rate="100mbit", tcp_limit_output=65536)
+    assert state.healthy and state.tcp_limit_output == 65536
+    assert [vcluster.tcp_limit_output(n.name) for n in state.nodes] == [65536, 65536]
+    assert int(path.read_text()) == host  # the host's own sockets are left alone
+    with pytest.raises(ClusterError, match="down' first"):
+        vcluster.up(2, rate="100mbit")  # the default limit makes another cluster
+    setting = "net.ipv4.tcp_limit_output_bytes=4096"
+    sh("ip", "netns", "exec", "csnode1", "sysctl", "-q", "-w", setting)
+    problems = vcluster.status().problems  # type: ignore[union-attr]
+    assert problems == ("csnode1 lets a TCP socket queue 4096 bytes, not 65536",)
+    vcluster.down()
+    # "kernel": every node keeps the default a new namespace starts with.
+    fresh_ns = "csprobe-limit"
+    assert sh("ip", "netns", "add", fresh_ns).returncode == 0
+    try:
+        default = int(sh("ip", "netns", "exec", fresh_ns, "cat", str(path)).stdout)
+    finally:
+        sh("ip", "netns", "del", fresh_ns)
+    kernel = vcluster.up(2, rate="100mbit", tcp_limit_output=0)
+    assert kernel.healthy and kernel.tcp_limit_output == 0
+    assert [vcluster.tcp_limit_output(n.name) for n in kernel.nodes] == [default, default]
+
+
 def test_down_removes_everything_and_is_idempotent(fresh):
     vcluster.up(3)
     removed = vcluster.down()

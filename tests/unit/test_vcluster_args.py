@@ -109,6 +109,44 @@ def test_congestion_control_is_part_of_the_layout_and_of_the_state_file():
     assert vcluster.ClusterState.from_json(old) == vcluster.plan(2)
 
 
+def test_socket_queue_limit_is_an_eighth_of_the_smallest_queue_and_part_of_the_layout():
+    # Eight sockets of one node filling their share still fit the node's own queue.
+    default = vcluster.plan(2)
+    assert default.tcp_limit_output == vcluster.MIN_QUEUE_BYTES // 8 == 32768
+    assert 8 * default.tcp_limit_output <= vcluster.queue_bytes(vcluster.MIN_RATE_BPS)
+    kernel = vcluster.plan(2, tcp_limit_output=0)
+    assert kernel.tcp_limit_output == 0 and not model.same_layout(default, kernel)
+    wide = vcluster.plan(2, tcp_limit_output=1 << 20)
+    assert vcluster.ClusterState.from_json(wide.to_json()) == wide
+    # A state file written before the limit existed left the kernel's default in every node.
+    old = default.to_json()
+    del old["tcp_limit_output"]
+    assert vcluster.ClusterState.from_json(old) == kernel
+
+
+@pytest.mark.parametrize("limit", [1, 4095, (64 << 20) + 1, -32768])
+def test_socket_queue_limits_out_of_range_are_refused_in_one_line(limit):
+    with pytest.raises(ClusterError, match="tcp-limit-output") as err:
+        vcluster.plan(2, tcp_limit_output=limit)
+    assert "\n" not in err.value.one_line()
+
+
+@pytest.mark.parametrize(
+    ("text", "limit"), [("32K", 32768), ("32768", 32768), ("1MiB", 1 << 20), ("Kernel", 0)]
+)
+def test_cli_reads_the_socket_queue_limit_as_a_size_or_kernel(text, limit):
+    assert _cli_args("up", "--nodes", "2", "--tcp-limit-output", text).tcp_limit_output == limit
+
+
+@pytest.mark.parametrize("text", ["0", "100", "65MiB", "lots", "", "32K;reboot"])
+def test_cli_refuses_socket_queue_limits_while_parsing(text, capsys):
+    with pytest.raises(SystemExit) as done:
+        _cli_args("up", "--nodes", "2", "--tcp-limit-output", text)
+    assert done.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "--tcp-limit-output" in err and "kernel" in err and "\n" not in err
+
+
 @pytest.mark.parametrize("name", ["Cubic", "cubic bbr", "a" * 17, "../x", "1cc"])
 def test_congestion_control_names_are_checked_before_the_machine_is_read(name):
     with pytest.raises(ClusterError, match="not a congestion control name") as err:
@@ -249,6 +287,7 @@ def test_cli_declares_its_actions():
     assert vcluster_cmd.NAME == "vcluster"
     args = _cli_args("up", "--nodes", "3")
     assert (args.nodes, args.rate, args.subnet) == (3, "1gbit", "10.77.0.0/24")
+    assert args.tcp_limit_output == vcluster.DEFAULT_TCP_LIMIT_OUTPUT
     assert _cli_args("status", "--json").json is True
     assert _cli_args("down").action == "down"
 

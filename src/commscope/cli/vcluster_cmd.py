@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 
 from commscope.cli import common
-from commscope.errors import ClusterError, UsageError
+from commscope.errors import ClusterError, InputError, UsageError
 from commscope.measure import vcluster
+from commscope.strict import shown
+from commscope.units import parse_size
 
 NAME = "vcluster"
 HELP = "build, check or remove a virtual cluster of network namespaces on this machine (root)"
@@ -17,6 +19,8 @@ EXAMPLES = """examples:
   sudo commscope vcluster up --nodes 4 --slurm     a real Slurm: slurmctld here, slurmd per node
   sudo commscope vcluster up --nodes 4 --rate 50mbit --tcp-cc cubic
                                                    every node's TCP under CUBIC, not the host's
+  sudo commscope vcluster up --nodes 4 --tcp-limit-output kernel
+                                                   sockets may fill the nodes' queues (drops)
   commscope vcluster status                        nodes and health (exit 1 if not healthy)
   sudo commscope vcluster down                     remove everything it made"""
 
@@ -51,6 +55,15 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         "nodes inherit); BBR slows connections that idle between steps: see docs/cluster.md",
     )
     up.add_argument(
+        "--tcp-limit-output",
+        type=_tcp_limit_output,
+        default=vcluster.DEFAULT_TCP_LIMIT_OUTPUT,
+        metavar="BYTES",
+        help="bytes each TCP socket may keep in its node's shaped queue, e.g. 32K, or kernel "
+        "for the kernel's default (4 MiB, which overflows the queue into drops: see "
+        "docs/cluster.md) [default: %(default)s]",
+    )
+    up.add_argument(
         "--ssh",
         action="store_true",
         help="run an OpenSSH server in every node (keys made now, gone at 'down')",
@@ -69,6 +82,24 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     status.add_argument("--json", action="store_true", help="print the state as JSON")
 
 
+def _tcp_limit_output(text: str) -> int:
+    """``kernel`` (0: leave every node's net.ipv4.tcp_limit_output_bytes as it is) or a size."""
+    if text.strip().lower() == "kernel":
+        return 0
+    try:
+        limit = parse_size(text)
+    except InputError:
+        raise argparse.ArgumentTypeError(
+            f"{shown(text)} is not a size: give bytes such as 32768, 32K or 1MiB, or kernel"
+        ) from None
+    if not vcluster.MIN_TCP_LIMIT_OUTPUT <= limit <= vcluster.MAX_TCP_LIMIT_OUTPUT:
+        raise argparse.ArgumentTypeError(
+            f"{limit} bytes is out of range: use {vcluster.MIN_TCP_LIMIT_OUTPUT} .. "
+            f"{vcluster.MAX_TCP_LIMIT_OUTPUT} (4K .. 64MiB), or kernel"
+        )
+    return limit
+
+
 def run(args: argparse.Namespace) -> int:
     """Carry out the chosen action; return the exit status."""
     if args.action == "up":
@@ -81,14 +112,25 @@ def run(args: argparse.Namespace) -> int:
 def _up(args: argparse.Namespace) -> int:
     # Bad input exits 2 like every other usage error; only the build itself raises ClusterError.
     try:
-        vcluster.plan(args.nodes, rate=args.rate, subnet=args.subnet, tcp_cc=args.tcp_cc)
+        vcluster.plan(
+            args.nodes,
+            rate=args.rate,
+            subnet=args.subnet,
+            tcp_cc=args.tcp_cc,
+            tcp_limit_output=args.tcp_limit_output,
+        )
         if args.tcp_cc:
             vcluster.check_congestion_control(args.tcp_cc)
     except ClusterError as err:
         raise UsageError(str(err)) from None
     wanted = tuple(name for name in ("ssh", "slurm") if getattr(args, name))
     state = vcluster.up(
-        args.nodes, rate=args.rate, subnet=args.subnet, services=wanted, tcp_cc=args.tcp_cc
+        args.nodes,
+        rate=args.rate,
+        subnet=args.subnet,
+        services=wanted,
+        tcp_cc=args.tcp_cc,
+        tcp_limit_output=args.tcp_limit_output,
     )
     print(f"vcluster up: {_summary(state)}")
     for node in state.nodes:
@@ -130,6 +172,8 @@ def _status(as_json: bool) -> int:
 def _summary(state: vcluster.ClusterState) -> str:
     extra = f", running {' and '.join(state.services)}" if state.services else ""
     extra += f", TCP {state.tcp_cc} in every node" if state.tcp_cc else ""
+    if state.tcp_limit_output:
+        extra += f", {state.tcp_limit_output} bytes queued per TCP socket"
     return (
         f"{len(state.nodes)} nodes, {state.rate} links, subnet {state.subnet}, "
         f"bridge {state.bridge} at {state.bridge_address}{extra}"

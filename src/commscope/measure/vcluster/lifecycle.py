@@ -17,6 +17,7 @@ from commscope.measure.vcluster.model import (
     BRIDGE,
     DEFAULT_RATE,
     DEFAULT_SUBNET,
+    DEFAULT_TCP_LIMIT_OUTPUT,
     NODE_RE,
     STATE_DIR,
     VETH_RE,
@@ -58,6 +59,8 @@ def _build(state: ClusterState) -> None:
         system.run(["ip", "-n", ns, "link", "set", NODE_IFACE, "up"])
         if state.tcp_cc:  # before any daemon opens a connection
             system.set_congestion_control(ns, state.tcp_cc)
+        if state.tcp_limit_output:
+            system.set_tcp_limit_output(ns, state.tcp_limit_output)
         # Egress of the node, then egress of the bridge port, which is the node's ingress.
         system.run(["tc", "-n", ns, "qdisc", "add", "dev", NODE_IFACE, "root", *tbf])
         system.run(["tc", "qdisc", "add", "dev", node.veth, "root", *tbf])
@@ -80,6 +83,7 @@ def up(
     subnet: str = DEFAULT_SUBNET,
     services: tuple[str, ...] = (),
     tcp_cc: str = "",
+    tcp_limit_output: int = DEFAULT_TCP_LIMIT_OUTPUT,
 ) -> ClusterState:
     """Build a vcluster of ``nodes`` nodes, or return the one already up with these parameters.
 
@@ -90,6 +94,8 @@ def up(
         services: daemons to run in every node ("ssh", "slurm").
         tcp_cc: TCP congestion control of every node (e.g. ``cubic``); empty: the host's
             default. The host's allowed list gains it until :func:`down`.
+        tcp_limit_output: bytes each TCP socket may keep in its node's own shaped queue
+            (net.ipv4.tcp_limit_output_bytes of every node); 0: the kernel's default.
 
     Returns:
         The state of the running cluster (also written to :data:`STATE_FILE`).
@@ -98,7 +104,7 @@ def up(
         ClusterError: not root, a tool is missing, bad inputs, a different or broken cluster
             is already there (run :func:`down` first), or a command failed.
     """
-    wanted = plan(nodes, rate, subnet, services, tcp_cc)
+    wanted = plan(nodes, rate, subnet, services, tcp_cc, tcp_limit_output)
     system.require_root_and_tools()
     if tcp_cc:
         system.check_congestion_control(tcp_cc)
@@ -107,7 +113,8 @@ def up(
         if not same_layout(existing, wanted):
             raise ClusterError(
                 f"a vcluster of {len(existing.nodes)} nodes at {existing.rate} on "
-                f"{existing.subnet}{_with(existing.services)}{_cc(existing.tcp_cc)} is up: "
+                f"{existing.subnet}{_with(existing.services)}{_cc(existing.tcp_cc)}"
+                f"{_limit(existing.tcp_limit_output)} is up: "
                 "run 'commscope vcluster down' first"
             )
         if not existing.healthy:
@@ -256,6 +263,16 @@ def status() -> ClusterState | None:
             now = system.congestion_control(node.name) if node.name in present else state.tcp_cc
             if now != state.tcp_cc:
                 problems.append(f"{node.name} runs TCP {now}, not {state.tcp_cc}")
+    if state.tcp_limit_output:
+        for node in state.nodes:
+            if node.name not in present:
+                continue
+            limit = system.tcp_limit_output(node.name)
+            if limit != state.tcp_limit_output:
+                problems.append(
+                    f"{node.name} lets a TCP socket queue {limit} bytes, "
+                    f"not {state.tcp_limit_output}"
+                )
     listed = {
         line.split()[1]
         for line in system.read_hosts()
@@ -271,6 +288,11 @@ def _with(services: tuple[str, ...]) -> str:
 
 def _cc(tcp_cc: str) -> str:
     return f" under TCP {tcp_cc}" if tcp_cc else ""
+
+
+def _limit(tcp_limit_output: int) -> str:
+    queue = f"{tcp_limit_output} bytes" if tcp_limit_output else "the kernel's default"
+    return f", {queue} per TCP socket"
 
 
 def _netns_folders() -> set[str]:

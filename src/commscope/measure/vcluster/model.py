@@ -42,6 +42,16 @@ MIN_BURST_BYTES = 4096
 QUEUE_SECONDS = 0.010
 MIN_QUEUE_BYTES = 256 << 10
 
+# How much each TCP socket may keep in its node's own shaped queue (the kernel's
+# net.ipv4.tcp_limit_output_bytes, 4 MiB by default, set in every node). A NIC pushes back on
+# its sockets when its ring is full; a tbf queue drops instead, so at the kernel's 4 MiB one
+# fan-out's sockets overflow the 256 KiB queue and time out where a real node would have
+# waited. An eighth of the smallest queue lets eight sockets fill it without a drop; it
+# halved the drops and timeouts of a fan-out Bcast on 4 nodes (docs/predict.md).
+DEFAULT_TCP_LIMIT_OUTPUT = MIN_QUEUE_BYTES // 8
+MIN_TCP_LIMIT_OUTPUT = 4096
+MAX_TCP_LIMIT_OUTPUT = 64 << 20
+
 # Daemons a cluster may run in its nodes, in the order up() starts them.
 SERVICES = ("ssh", "slurm")
 
@@ -84,6 +94,8 @@ class ClusterState:
             new namespace inherits.
         restore_allowed_cc: the host's net.ipv4.tcp_allowed_congestion_control before
             :func:`up` added ``tcp_cc`` to it, put back by ``down``; empty: left unchanged.
+        tcp_limit_output: net.ipv4.tcp_limit_output_bytes set in every node; 0: the kernel's
+            default, left as it is.
         complete: False while (or if) :func:`up` has not finished building.
         problems: what the health check found wrong; empty when healthy (never stored).
     """
@@ -97,6 +109,7 @@ class ClusterState:
     services: tuple[str, ...] = ()
     tcp_cc: str = ""
     restore_allowed_cc: str = ""
+    tcp_limit_output: int = 0
     complete: bool = False
     problems: tuple[str, ...] = field(default=(), compare=False)
 
@@ -123,6 +136,7 @@ class ClusterState:
             "services": list(self.services),
             "tcp_cc": self.tcp_cc,
             "restore_allowed_cc": self.restore_allowed_cc,
+            "tcp_limit_output": self.tcp_limit_output,
             "nodes": [{"name": n.name, "address": n.address, "veth": n.veth} for n in self.nodes],
         }
 
@@ -149,6 +163,7 @@ class ClusterState:
                 services=tuple(str(s) for s in data.get("services", [])),
                 tcp_cc=str(data.get("tcp_cc", "")),
                 restore_allowed_cc=str(data.get("restore_allowed_cc", "")),
+                tcp_limit_output=int(data.get("tcp_limit_output", 0)),
                 complete=bool(data["complete"]),
             )
         except (KeyError, TypeError, ValueError) as err:
@@ -188,6 +203,7 @@ def plan(
     subnet: str = DEFAULT_SUBNET,
     services: tuple[str, ...] = (),
     tcp_cc: str = "",
+    tcp_limit_output: int = DEFAULT_TCP_LIMIT_OUTPUT,
 ) -> ClusterState:
     """Validate the inputs and return the cluster that :func:`up` would build.
 
@@ -195,7 +211,8 @@ def plan(
 
     Raises:
         ClusterError: nodes not in 1..64, a bad rate, an unknown service, a congestion
-            control name that is not one, or a subnet that is not an IPv4 network of /24 or
+            control name that is not one, a TCP output limit that is neither 0 (the kernel's)
+            nor 4 KiB .. 64 MiB, or a subnet that is not an IPv4 network of /24 or
             larger (a /24 has room for the bridge and 64 nodes). Whether this kernel has the
             congestion control is :func:`up`'s check: it reads the machine.
     """
@@ -210,6 +227,13 @@ def plan(
         raise ClusterError(
             f"--tcp-cc {shown(tcp_cc)} is not a congestion control name: use one of "
             "/proc/sys/net/ipv4/tcp_available_congestion_control, e.g. cubic"
+        )
+    if tcp_limit_output != 0 and not (
+        MIN_TCP_LIMIT_OUTPUT <= tcp_limit_output <= MAX_TCP_LIMIT_OUTPUT
+    ):
+        raise ClusterError(
+            f"--tcp-limit-output {tcp_limit_output!r} is out of range: use "
+            f"{MIN_TCP_LIMIT_OUTPUT} .. {MAX_TCP_LIMIT_OUTPUT} bytes, or kernel"
         )
     try:
         net = ipaddress.IPv4Network(subnet.strip(), strict=True)
@@ -234,6 +258,7 @@ def plan(
         burst_bytes=burst_bytes(rate_bps),
         services=services,
         tcp_cc=tcp_cc,
+        tcp_limit_output=tcp_limit_output,
     )
 
 
@@ -246,4 +271,5 @@ def same_layout(a: ClusterState, b: ClusterState) -> bool:
         and parse_rate(a.rate) == parse_rate(b.rate)
         and a.services == b.services
         and a.tcp_cc == b.tcp_cc
+        and a.tcp_limit_output == b.tcp_limit_output
     )

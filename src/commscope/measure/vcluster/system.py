@@ -152,18 +152,39 @@ def write_allowed_congestion_control(allowed: str) -> None:
         raise ClusterError(f"cannot write {path} ({err.strerror})") from None
 
 
+def _write_node_sysctl(namespace: str, name: str, value: str, option: str) -> None:
+    """Set the net.ipv4 sysctl ``name`` of ``namespace``; ``option`` names the cause in errors."""
+    if shutil.which("sysctl") is None:
+        raise ClusterError(f"{option} needs sysctl, not found on PATH: install procps")
+    run(["ip", "netns", "exec", namespace, "sysctl", "-q", "-w", f"net.ipv4.{name}={value}"])
+
+
+def _read_node_sysctl(namespace: str, name: str) -> str:
+    return run(["ip", "netns", "exec", namespace, "cat", str(TCP_SYSCTL / name)]).strip()
+
+
 def set_congestion_control(namespace: str, name: str) -> None:
     """Make ``name`` the TCP congestion control of new connections in ``namespace``."""
-    if shutil.which("sysctl") is None:
-        raise ClusterError("--tcp-cc needs sysctl, not found on PATH: install procps")
-    setting = f"net.ipv4.tcp_congestion_control={name}"
-    run(["ip", "netns", "exec", namespace, "sysctl", "-q", "-w", setting])
+    _write_node_sysctl(namespace, "tcp_congestion_control", name, "--tcp-cc")
 
 
 def congestion_control(namespace: str) -> str:
     """The TCP congestion control of new connections in ``namespace``."""
-    path = str(TCP_SYSCTL / "tcp_congestion_control")
-    return run(["ip", "netns", "exec", namespace, "cat", path]).strip()
+    return _read_node_sysctl(namespace, "tcp_congestion_control")
+
+
+def set_tcp_limit_output(namespace: str, limit: int) -> None:
+    """Let each TCP socket of ``namespace`` queue at most ``limit`` bytes below it."""
+    _write_node_sysctl(namespace, "tcp_limit_output_bytes", str(limit), "--tcp-limit-output")
+
+
+def tcp_limit_output(namespace: str) -> int:
+    """The net.ipv4.tcp_limit_output_bytes of ``namespace``."""
+    text = _read_node_sysctl(namespace, "tcp_limit_output_bytes")
+    try:
+        return int(text)
+    except ValueError:
+        raise ClusterError(f"{namespace}: tcp_limit_output_bytes reads {text!r}") from None
 
 
 # ---------------------------------------------------------------- state file
