@@ -46,8 +46,9 @@ MIN_QUEUE_BYTES = 256 << 10
 # net.ipv4.tcp_limit_output_bytes, 4 MiB by default, set in every node). A NIC pushes back on
 # its sockets when its ring is full; a tbf queue drops instead, so at the kernel's 4 MiB one
 # fan-out's sockets overflow the 256 KiB queue and time out where a real node would have
-# waited. An eighth of the smallest queue lets eight sockets fill it without a drop; it
-# halved the drops and timeouts of a fan-out Bcast on 4 nodes (docs/predict.md).
+# waited. 32 KiB, an eighth of the smallest queue, halved the drops and timeouts of a fan-out
+# Bcast on 4 nodes; on kernel 6.18 a socket can still queue its whole window past the limit,
+# so it spreads a socket's bursts rather than bounding its share (docs/predict.md).
 DEFAULT_TCP_LIMIT_OUTPUT = MIN_QUEUE_BYTES // 8
 MIN_TCP_LIMIT_OUTPUT = 4096
 MAX_TCP_LIMIT_OUTPUT = 64 << 20
