@@ -10,8 +10,9 @@
  * told apart by boot id and the namespace's inode (the virtual cluster's nodes are namespaces
  * of one machine), the latest end reading of its ranks less the earliest start reading, as
  * the "tcp_loss" member of the end record, with the namespace's congestion control (BBR
- * restarts a connection that idled between exchanges below the link rate; CUBIC does not),
- * which is also per namespace. Under SMPI the
+ * restarts a connection that idled between exchanges below the link rate; CUBIC does not)
+ * and its tcp_limit_output_bytes (how much one socket may queue below TCP: a fan-out's
+ * sockets overflow a small shaped queue when each may fill it), both per namespace. Under SMPI the
  * host's counters say nothing about the simulated network: nothing is measured.
  */
 #include <mpi.h>
@@ -37,11 +38,13 @@ typedef struct tcp_share { /* what each rank sends to rank 0 */
     char boot_id[BOOT_ID_LEN];
     unsigned long long netns;
     char congestion[CC_LEN]; /* "": unreadable */
+    long long limit_output;  /* -1: unreadable */
     counters start, stop;
 } tcp_share;
 
 static counters start, stop;
 static char congestion[CC_LEN];
+static long long limit_output = -1;
 
 /* This namespace's congestion control for new connections, e.g. "cubic" ("" if unreadable). */
 static void read_congestion(void) {
@@ -50,6 +53,15 @@ static void read_congestion(void) {
     if (!f) return;
     if (!fgets(congestion, sizeof congestion, f)) congestion[0] = '\0';
     congestion[strcspn(congestion, " \n")] = '\0';
+    fclose(f);
+}
+
+/* This namespace's net.ipv4.tcp_limit_output_bytes (-1 if unreadable). */
+static void read_limit_output(void) {
+    FILE *f = fopen("/proc/sys/net/ipv4/tcp_limit_output_bytes", "r");
+    limit_output = -1;
+    if (!f) return;
+    if (fscanf(f, "%lld", &limit_output) != 1 || limit_output < 0) limit_output = -1;
     fclose(f);
 }
 
@@ -116,12 +128,13 @@ static counters ns_counts(const tcp_share *all, int nranks, int r) {
 
 void cs_tcp_loss_start(void) {
     read_congestion();
+    read_limit_output();
     start = read_counters();
 }
 void cs_tcp_loss_stop(void) { stop = read_counters(); }
 
 /* Collective; rank 0 adds "tcp_loss": [{nodes, out_segs, retrans_segs, timeouts,
- * congestion_control}] to j. */
+ * congestion_control, tcp_limit_output_bytes}] to j. */
 void cs_tcp_loss_write(cs_context *ctx, cs_json *j) {
     tcp_share mine;
     memset(&mine, 0, sizeof mine);
@@ -129,6 +142,7 @@ void cs_tcp_loss_write(cs_context *ctx, cs_json *j) {
     struct stat st;
     if (stat("/proc/self/ns/net", &st) == 0) mine.netns = (unsigned long long)st.st_ino;
     memcpy(mine.congestion, congestion, sizeof mine.congestion);
+    mine.limit_output = limit_output;
     mine.start = start;
     mine.stop = stop;
     tcp_share *all = ctx->rank == 0 ? malloc(sizeof(tcp_share) * (size_t)ctx->nranks) : NULL;
@@ -157,6 +171,8 @@ void cs_tcp_loss_write(cs_context *ctx, cs_json *j) {
         if (d.retrans >= 0) cs_json_int(j, "retrans_segs", d.retrans);
         if (d.timeouts >= 0) cs_json_int(j, "timeouts", d.timeouts);
         if (all[r].congestion[0]) cs_json_str(j, "congestion_control", all[r].congestion);
+        if (all[r].limit_output >= 0)
+            cs_json_int(j, "tcp_limit_output_bytes", all[r].limit_output);
         cs_json_raw_end(j, '}');
     }
     cs_json_raw_end(j, ']');

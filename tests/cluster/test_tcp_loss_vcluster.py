@@ -22,6 +22,7 @@ import pytest
 
 from commscope.data.store import Store
 from commscope.measure import vcluster
+from commscope.units import size_text
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.cluster
@@ -65,6 +66,11 @@ def test_the_node_whose_segments_were_dropped_is_named(cli, cluster, tmp_path):
     assert (sent["congestion_control"], got["congestion_control"]) == (sender_cc, receiver_cc)
     text = cli("show", str(run_id), check=True).stdout
     assert f"TCP congestion control: {sender_cc} on {sender.name}; {receiver_cc} on" in text
+    # Each node's socket queue limit, as the vcluster set it, is part of the run's record.
+    limits = {sent["tcp_limit_output_bytes"], got["tcp_limit_output_bytes"]}
+    assert limits == {cluster.tcp_limit_output}
+    queue = size_text(cluster.tcp_limit_output, exact=True)
+    assert f"TCP socket queue limit (tcp_limit_output_bytes): {queue} on every node" in text
     # The receiver sent little and lost less: its link was left as it was.
     assert not any(w.startswith(f"TCP on {receiver.name} sent") for w in shown["tcp_loss_warnings"])
 

@@ -59,3 +59,7 @@ def test_a_run_over_tcp_counts_at_least_its_own_segments(cli):
     here = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
     assert ns["congestion_control"] == here
     assert shown["tcp_congestion_control"] == {here: ns["nodes"]}
+    # And how much one socket may queue below TCP, as the kernel says it.
+    limit = int(Path("/proc/sys/net/ipv4/tcp_limit_output_bytes").read_text())
+    assert ns["tcp_limit_output_bytes"] == limit
+    assert shown["tcp_limit_output"] == [{"bytes": limit, "nodes": ns["nodes"]}]

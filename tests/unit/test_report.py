@@ -124,8 +124,13 @@ def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
                         "retrans_segs": 80,
                         "timeouts": 2,
                         "congestion_control": "bbr",
+                        "tcp_limit_output_bytes": 32768,
                     },
-                    {"nodes": ["n1"], "congestion_control": "cubic"},
+                    {
+                        "nodes": ["n1"],
+                        "congestion_control": "cubic",
+                        "tcp_limit_output_bytes": 4194304,
+                    },
                 ],
             },
         )
@@ -141,3 +146,5 @@ def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
     assert "timed out 2 time(s)" in lost
     [cc] = re.findall(r'<tr class="tcp-congestion">.*?</tr>', page)
     assert "bbr on &lt;script&gt;alert(1)&lt;/script&gt;; cubic on n1" in cc
+    [queue] = re.findall(r'<tr class="tcp-socket-queue">.*?</tr>', page)
+    assert "32 KiB on &lt;script&gt;alert(1)&lt;/script&gt;; 4 MiB on n1" in queue

@@ -108,3 +108,41 @@ def test_every_node_is_said_only_when_every_namespace_recorded_one():
     part = end(cc(("a",), "cubic"), ns(("b",), out_segs=5))  # b's engine recorded none
     assert tcp_loss.congestion_text([part]) == "cubic on a"
     assert tcp_loss.congestion_text([end(cc(("a",), "cubic"))]) == ""  # one node: no line
+
+
+def limit(nodes, nbytes) -> dict:
+    return {"nodes": list(nodes), "tcp_limit_output_bytes": nbytes}
+
+
+def test_socket_queue_limits_are_gathered_per_size_with_their_nodes():
+    first = end(limit(("a",), 32768), limit(("b",), 4194304), limit(("c",), 32768))
+    found = tcp_loss.socket_queue_limits([first, None, end(limit(("d",), 32768))])
+    assert found == {32768: ("a", "c", "d"), 4194304: ("b",)}
+    assert tcp_loss.socket_queue_text([first]) == "32 KiB on a, c; 4 MiB on b"
+    same = end(limit(("a",), 32768), limit(("b",), 32768))
+    assert tcp_loss.socket_queue_text([same]) == "32 KiB on every node"
+    # A size that is no whole KiB reads in bytes, not rounded into another limit.
+    odd = end(limit(("a",), 5000), limit(("b",), 5000))
+    assert tcp_loss.socket_queue_text([odd]) == "5000 B on every node"
+
+
+def test_a_socket_queue_limit_is_said_only_across_nodes_and_only_when_recorded():
+    assert tcp_loss.socket_queue_text([end(limit(("a",), 32768))]) == ""  # one node
+    # Records written before the limit was read carry none: nothing is said, nothing guessed.
+    older = end(cc(("a",), "cubic"), cc(("b",), "cubic"))
+    assert tcp_loss.socket_queue_limits([older]) == {}
+    assert tcp_loss.socket_queue_text([older]) == ""
+    part = end(limit(("a",), 32768), cc(("b",), "cubic"))
+    assert tcp_loss.socket_queue_text([part]) == "32 KiB on a"
+
+
+@pytest.mark.parametrize("value", [-1, True, 1.5, "32768", None])
+def test_a_socket_queue_limit_that_is_no_byte_count_is_not_recorded(value):
+    (only,) = tcp_loss.namespaces(end(limit(("a",), value)))
+    assert only.tcp_limit_output_bytes is None
+
+
+def test_the_schema_takes_a_socket_queue_limit_and_refuses_a_negative_one():
+    record_parse.parse_record(json.dumps(end(limit(("a",), 32768))), "test")
+    with pytest.raises(Exception, match="tcp_loss"):
+        record_parse.parse_record(json.dumps(end(limit(("a",), -1))), "test")

@@ -13,15 +13,22 @@ of a few segments.
 Each namespace also names its TCP congestion control. Under BBR a connection that idled while
 its rank exchanged with other peers restarts well below the link rate (recursive doubling on
 four 50 mbit nodes took 1.2-1.7x its CUBIC time at 1-4 MiB; docs/predict.md), which pair
-measurements never see: :func:`bbr_nodes` finds the namespaces that ran it.
+measurements never see: :func:`bbr_nodes` finds the namespaces that ran it. And each names
+how much one socket may queue below TCP (net.ipv4.tcp_limit_output_bytes): where that is more
+than a node's shaped queue holds, a fan-out's sockets overflow it into drops and timeouts
+(docs/cluster.md), so runs under different limits are not alike.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from commscope.strict import CONGESTION_CONTROL_NAME
+from commscope.units import size_text
+
+T = TypeVar("T")
 
 RESENT_SHARE = 0.01  # resent / sent from which a namespace's link is called lossy
 MIN_SEGMENTS = 1000  # segments sent below which a share says nothing
@@ -36,6 +43,7 @@ class NamespaceLoss:
     retrans_segs: int | None
     timeouts: int | None
     congestion_control: str = ""  # net.ipv4.tcp_congestion_control; "": not recorded
+    tcp_limit_output_bytes: int | None = None  # None: not recorded
 
     @property
     def resent_share(self) -> float | None:
@@ -83,6 +91,7 @@ def namespaces(end: dict[str, Any] | None) -> list[NamespaceLoss]:
             _count(ns.get("retrans_segs")),
             _count(ns.get("timeouts")),
             _congestion(ns.get("congestion_control")),
+            _count(ns.get("tcp_limit_output_bytes")),
         )
         for ns in (end or {}).get("tcp_loss") or []
     ]
@@ -99,15 +108,28 @@ def warnings(ends: list[dict[str, Any] | None]) -> list[str]:
     return found
 
 
-def congestion_controls(ends: list[dict[str, Any] | None]) -> dict[str, tuple[str, ...]]:
-    """The congestion controls a run's namespaces ran, each with its nodes, in order."""
-    found: dict[str, list[str]] = {}
+def _nodes_by(
+    ends: list[dict[str, Any] | None], setting: Callable[[NamespaceLoss], T | None]
+) -> dict[T, tuple[str, ...]]:
+    """Each recorded value of a namespace setting with the nodes that had it, in order."""
+    found: dict[T, list[str]] = {}
     for end in ends:
         for ns in namespaces(end):
-            if ns.congestion_control:
-                nodes = found.setdefault(ns.congestion_control, [])
+            value = setting(ns)
+            if value is not None:
+                nodes = found.setdefault(value, [])
                 nodes += [n for n in ns.nodes if n not in nodes]
-    return {name: tuple(nodes) for name, nodes in found.items()}
+    return {value: tuple(nodes) for value, nodes in found.items()}
+
+
+def congestion_controls(ends: list[dict[str, Any] | None]) -> dict[str, tuple[str, ...]]:
+    """The congestion controls a run's namespaces ran, each with its nodes, in order."""
+    return _nodes_by(ends, lambda ns: ns.congestion_control or None)
+
+
+def socket_queue_limits(ends: list[dict[str, Any] | None]) -> dict[int, tuple[str, ...]]:
+    """The bytes one TCP socket could queue below TCP, each with its nodes, in order."""
+    return _nodes_by(ends, lambda ns: ns.tcp_limit_output_bytes)
 
 
 def crossed_namespaces(ends: list[dict[str, Any] | None]) -> int:
@@ -121,13 +143,23 @@ def bbr_nodes(ends: list[dict[str, Any] | None]) -> tuple[str, ...]:
     return congestion_controls(ends).get("bbr", ()) if crossed else ()
 
 
-def congestion_text(ends: list[dict[str, Any] | None]) -> str:
-    """The congestion control of a run across nodes, e.g. ``cubic on every node``; else ''."""
-    found = congestion_controls(ends)
+def _across_nodes_text(ends: list[dict[str, Any] | None], found: dict[str, tuple[str, ...]]) -> str:
+    """``VALUE on every node`` or ``A on n1; B on n2``, for a run across nodes; else ''."""
     if crossed_namespaces(ends) < 2 or not found:
         return ""
     recorded = {n for nodes in found.values() for n in nodes}
     everywhere = recorded == {n for end in ends for ns in namespaces(end) for n in ns.nodes}
     if len(found) == 1 and everywhere:
         return f"{next(iter(found))} on every node"
-    return "; ".join(f"{name} on {', '.join(nodes)}" for name, nodes in found.items())
+    return "; ".join(f"{value} on {', '.join(nodes)}" for value, nodes in found.items())
+
+
+def congestion_text(ends: list[dict[str, Any] | None]) -> str:
+    """The congestion control of a run across nodes, e.g. ``cubic on every node``; else ''."""
+    return _across_nodes_text(ends, congestion_controls(ends))
+
+
+def socket_queue_text(ends: list[dict[str, Any] | None]) -> str:
+    """One socket's queue limit of a run across nodes, e.g. ``32 KiB on every node``; else ''."""
+    found = socket_queue_limits(ends)
+    return _across_nodes_text(ends, {size_text(b, exact=True): n for b, n in found.items()})

@@ -47,10 +47,13 @@ def where_text(request: dict[str, Any]) -> str:
 
 
 def congestion_control(console: Console, ends: list[dict[str, Any] | None]) -> None:
-    """A line naming the TCP congestion control of a run across nodes (none on one node)."""
+    """Lines naming the TCP congestion control and socket queue limit of a run across nodes."""
     text = tcp_loss.congestion_text(ends)
     if text:
         console.print(Text(f"TCP congestion control: {text}"))
+    queue = tcp_loss.socket_queue_text(ends)
+    if queue:
+        console.print(Text(f"TCP socket queue limit (tcp_limit_output_bytes): {queue}"))
 
 
 def load_warnings(console: Console, ends: list[dict[str, Any] | None]) -> None:

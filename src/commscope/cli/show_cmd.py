@@ -69,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
                 "tcp_loss": [asdict(ns) for end in run.ends for ns in tcp_loss.namespaces(end)],
                 "tcp_loss_warnings": tcp_loss.warnings(run.ends),
                 "tcp_congestion_control": tcp_loss.congestion_controls(run.ends),
+                "tcp_limit_output": [
+                    {"bytes": b, "nodes": list(nodes)}
+                    for b, nodes in tcp_loss.socket_queue_limits(run.ends).items()
+                ],
                 "protocol_limits": run.protocol_limits.to_json() if run.protocol_limits else None,
                 "netload": netload.stored_view(run.netload) if run.netload else None,
                 **kinds.to_json(found),

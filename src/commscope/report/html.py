@@ -157,6 +157,7 @@ def run_context(run: RunData) -> dict[str, Any]:
         "load_warnings": load.warnings(run.ends),
         "tcp_loss_warnings": tcp_loss.warnings(run.ends),
         "congestion_control": tcp_loss.congestion_text(run.ends),
+        "socket_queue": tcp_loss.socket_queue_text(run.ends),
         "figures": figs,
         "findings": findings.findings(
             figs, mpi_config.naming_limits(info.kind, run.protocol_limits)
