@@ -26,27 +26,22 @@ pair table samples; see docs/predict.md. --tcp-limit-output BYTES|kernel is `vcl
 how much each TCP socket may keep in its node's own shaped queue (default: the vcluster's
 32 KiB; kernel: 4 MiB, so that the queue drops what a NIC would hold back).
 
-Placements predicted equal (a tie) have no order for tau to check: such a pair counts as a
-hit when its measured medians differ by less than NOISE_SIGMAS standard errors of their
-difference (each median's relative standard error as in tests/noise.py: 1.2533 sigma /
-sqrt(n), sigma = IQR / 1.349 of the point's valid launches), and as a miss otherwise.
+Each pair of placements is judged as `validate predict` judges it: where the tables' own
+noise settles which is faster (resampled tables, commscope.predict.resolution), the measured
+order must be the same; where it does not, the measured gap must agree with the predicted gap
+within two standard errors of both.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
-import math
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
-from commscope.data.store import Store
 from commscope.measure import vcluster
 
 NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
@@ -56,51 +51,6 @@ OPS = (
     "allreduce:recursive-doubling,allreduce:ring,allgather:ring,gather:linear"
 )
 REFUSED = 2  # the exit status of a request the MPI cannot run as modelled
-NOISE_SIGMAS = 2.0  # a measured gap within two standard errors is noise
-TIE = 1e-6  # predicted times closer than this (relative) are a tie
-
-
-def median_rel_error(samples: list[float]) -> float:
-    """Relative standard error of the median of ``samples`` (tests/noise.py's estimate)."""
-    x = np.asarray(samples, dtype=float)
-    if x.size < 2:
-        return math.inf
-    q25, med, q75 = np.percentile(x, [25, 50, 75])
-    return float(1.2533 * (q75 - q25) / 1.349 / math.sqrt(x.size) / med)
-
-
-def launches(store: Path, run_id: int, size: int) -> list[float]:
-    """The valid launch times of one measured point."""
-    with Store.open(store, write=False) as st:
-        return [t for c in st.colls(run_id) if c.bytes == size for t in c.valid_times_s]
-
-
-def pairs_judged(store: Path, rows: list[dict[str, float]]) -> tuple[bool, list[str]]:
-    """Judge every pair of placements at one size: (all hits, one line per predicted tie).
-
-    A pair predicted apart is a hit when measured in the same order (what tau = 1 asks of
-    every pair); a pair predicted equal when its measured gap is within the noise.
-    """
-    ok, lines = True, []
-    for a, b in itertools.combinations(rows, 2):
-        pa, pb = a["predicted_s"], b["predicted_s"]
-        ma, mb = a["measured_s"], b["measured_s"]
-        if abs(pa - pb) > TIE * max(pa, pb):
-            ok = ok and (pa - pb) * (ma - mb) > 0
-            continue
-        noise = math.hypot(
-            median_rel_error(launches(store, int(a["run_id"]), int(a["bytes"]))),
-            median_rel_error(launches(store, int(b["run_id"]), int(b["bytes"]))),
-        )
-        gap = abs(ma - mb) / ((ma + mb) / 2)
-        hit = gap < NOISE_SIGMAS * noise
-        ok = ok and hit
-        lines.append(
-            f"predicted tie {a['placement']} = {b['placement']}: measured {gap:.1%} apart,"
-            f" {NOISE_SIGMAS:g} standard errors {NOISE_SIGMAS * noise:.1%}:"
-            f" {'hit' if hit else 'MISSED'}"
-        )
-    return ok, lines
 
 
 def commscope(store: Path, *args: str, refusable: bool = False) -> str | None:
@@ -172,12 +122,8 @@ def validate(store: Path, args: argparse.Namespace, tables: str, op: str, p: str
         tau = v["kendall_tau"] if v["kendall_tau"] is not None else float("nan")
         med = v["median_relative_error"]
         med = med if med is not None else float("nan")
-        rows = [
-            c for c in out["placements"] if c["bytes"] == v["bytes"] and c["measured_s"] is not None
-        ]
-        # Tau's goal, with predicted ties judged by the noise (tau itself leaves them out).
-        judged, lines = pairs_judged(store, rows)
-        ok = len(rows) >= 2 and not v["unmeasured"] and judged and med <= GOAL_MEDIAN_ERROR
+        # Tau's goal, pair by pair: an order where the tables settle one, else agreeing gaps.
+        ok = bool(v["pairs_hit"]) and not v["unmeasured"] and med <= GOAL_MEDIAN_ERROR
         met = met and ok
         print(
             f"  {v['bytes']:>8} B: Kendall tau {tau:.2f} (goal 1), median |error| {med:.1%}"
@@ -185,8 +131,8 @@ def validate(store: Path, args: argparse.Namespace, tables: str, op: str, p: str
             f"{'; unmeasured: ' + ', '.join(v['unmeasured']) if v['unmeasured'] else ''}",
             flush=True,
         )
-        for line in lines:
-            print(f"    {line}")
+        for pair in v["pairs"]:
+            print(f"    {pair['text']}")
     return met
 
 

@@ -69,3 +69,29 @@ def test_the_reason_splits_late_starts_from_overruns():
     )
     assert unmeasured("4x2", 0, 0, 0).unmeasured_reason() == "no launch ran"
     assert check("4x1", 4, ()).unmeasured_reason() == ""  # it has a time
+
+
+def test_each_pair_is_printed_under_its_size_with_its_verdict(capsys):
+    from commscope.validate.predict import PairVerdict
+
+    tie = PairVerdict("2x2", "4x1", 0.003, 0.012, 0.4, False, -0.021, 0.004, True)
+    order = PairVerdict("2x2", "4x1", -0.3, 0.01, 1.0, True, 0.05, 0.004, False)
+    forced = forcing.forced("allreduce", "recursive-doubling", "openmpi", 4)
+    args = argparse.Namespace(procs=4, max_launches=10)
+    checks = [check("2x2", 2, ()), check("4x1", 4, ())]
+    verdicts = [
+        SizeVerdict(1 << 20, 1.0, 0.03, (), (tie,)),
+        SizeVerdict(1 << 22, -1.0, 0.1, (), (order,)),
+    ]
+    validate_predict._print(args, 3, forced, {}, {}, checks, verdicts)
+    text = " ".join(line.strip() for line in capsys.readouterr().out.splitlines())
+    assert (
+        "1048576 B: Kendall tau 1.00, median |error| 3% 2x2 and 4x1 within the tables' noise:"
+        " predicted +0.3% +- 1.2%, measured -2.1% +- 0.4%: hit" in text
+    )
+    assert (
+        "4194304 B: Kendall tau -1.00, median |error| 10% 2x2 < 4x1 predicted (100% of resampled"
+        " tables), measured 5.0% apart, the other way: MISSED" in text
+    )
+    assert verdicts[0].pairs_hit is True and verdicts[1].pairs_hit is False
+    assert SizeVerdict(1 << 20, float("nan"), 0.03).pairs_hit is None  # fewer than two measured

@@ -6,6 +6,8 @@ Module 2 of Peryshkova and Kurnosov 2018 (contention-aware placement).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from commscope import limits
@@ -16,6 +18,8 @@ from commscope.units import parse_size, time_text
 
 if TYPE_CHECKING:
     from commscope import predict
+    from commscope.analysis.contention import LevelTable
+    from commscope.data.records import Contention
     from commscope.predict.cost import CostModel
     from commscope.predict.model import ClusterModel
     from commscope.predict.rank import Prediction
@@ -179,22 +183,33 @@ def _model(args: argparse.Namespace) -> ClusterModel:
     return predict.model_from_hwloc(nodes=args.nodes)
 
 
-def _cost(args: argparse.Namespace, model: ClusterModel) -> CostModel:
+@dataclass(frozen=True)
+class _Costs:
+    """The cost model, and what re-prices it from resampled tables (no tables: no cells)."""
+
+    cost: CostModel
+    cells: list[Contention]
+    with_tables: Callable[[dict[str, LevelTable]], CostModel]
+
+
+def _cost(args: argparse.Namespace, model: ClusterModel) -> _Costs:
     from commscope import predict
     from commscope.analysis import contention
     from commscope.predict.cost import HockneyCost, TableCost
 
-    models: list[CostModel] = []
+    models: list[CostModel] = []  # after the tables' model, in order of precedence
+    cells: list[Contention] = []
+    source = ""
     with common.open_store(args, write=False) as store:
         if args.tables:
             run_id = store.resolve_run(args.tables)
-            found = store.contentions(run_id)
+            cells = store.contentions(run_id)
             common.require(
-                bool(found),
+                bool(cells),
                 f"--tables {args.tables}: run {run_id} has no contention"
                 " measurements; measure t(m, cf) first, or give --p2p RUN",
             )
-            models.append(TableCost.from_tables(contention.tables(found), f"run {run_id}", model))
+            source = f"run {run_id}"
             if points := store.points(run_id):
                 models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
         if args.p2p:
@@ -206,11 +221,16 @@ def _cost(args: argparse.Namespace, model: ClusterModel) -> CostModel:
     if nominal.levels:
         models.append(nominal)
     common.require(
-        bool(models),
+        bool(cells or models),
         "no cost model: give --tables RUN (t(m, cf) tables), --p2p"
         " RUN (ping-pong), or channel bandwidths in the cluster model",
     )
-    return predict.combine(*models)
+
+    def with_tables(tables: dict[str, LevelTable]) -> CostModel:
+        return predict.combine(TableCost.from_tables(tables, source, model), *models)
+
+    cost = with_tables(contention.tables(cells)) if cells else predict.combine(*models)
+    return _Costs(cost, cells, with_tables)
 
 
 def _placements(args: argparse.Namespace, model: ClusterModel) -> list[predict.Placement]:
@@ -267,21 +287,75 @@ def run(args: argparse.Namespace) -> int:
     model = _model(args)
     # Placements first: they check that --procs fits the model before any pattern is built.
     placements = _placements(args, model)
-    cost = _cost(args, model)
+    costs = _cost(args, model)
+    cost = costs.cost
     pattern = predict.build(args.op, args.procs, size, args.algorithm, args.block, args.root)
     ranked = predict.rank_placements(model, pattern, cost, placements)
+    fastest = _fastest_shares(model, pattern, costs, ranked)
     chosen = _chosen(args, ranked)
     slurm = handoff.slurm_args(model, chosen.placement)
     _write(args.write_rankfile, handoff.rankfile(model, chosen.placement), "--write-rankfile")
     _write(args.write_hostfile, handoff.hostfile(model, chosen.placement), "--write-hostfile")
     job = _submit(args, model, chosen, slurm) if args.submit else None
     if args.json:
-        common.print_json({**_json(model, pattern, cost, ranked, chosen, slurm), "submitted": job})
+        common.print_json(
+            {
+                **_json(model, pattern, cost, ranked, chosen, slurm),
+                "fastest_under_resampled_tables": fastest,
+                "submitted": job,
+            }
+        )
         return 0
-    _print(args, model, pattern, cost, ranked, chosen, slurm)
+    _print(args, model, pattern, cost, ranked, chosen, slurm, fastest)
     if job:
         common.console().print(f"submitted batch job {job} ({chosen.placement.label})")
     return 0
+
+
+# The leading placements whose lead the resampled tables test: enough to see a near tie for
+# the first place, few enough that a 192-rank ranking stays a matter of seconds.
+CONTENDERS = 4
+RESAMPLES = 100
+
+
+def _fastest_shares(
+    model: ClusterModel, pattern: predict.Pattern, costs: _Costs, ranked: list[Prediction]
+) -> dict[str, float]:
+    """Per leading placement, the share of resampled tables under which none is faster.
+
+    Empty without tables, or with fewer than two priced placements.
+    """
+    from commscope import predict
+    from commscope.predict import resolution
+
+    leading = [pr.placement for pr in ranked if pr.priced][:CONTENDERS]
+    if not costs.cells or len(leading) < 2:
+        return {}
+    costed = resolution.resampled_costs(costs.cells, costs.with_tables, RESAMPLES)
+    found = resolution.spread(
+        lambda cost: [predict.predict(model, pl, pattern, cost).time_s for pl in leading], costed
+    )
+    return {pl.label: found.fastest_share(i) for i, pl in enumerate(leading)}
+
+
+def _print_fastest(fastest: dict[str, float]) -> None:
+    """Which leading placements the tables' own noise could put first, and whether to trust it."""
+    from commscope.predict.resolution import SUPPORT
+
+    if not fastest:
+        return
+    out = common.console()
+    shares = ", ".join(f"{label} {share:.0%}" for label, share in fastest.items() if share > 0)
+    out.print(f"fastest under {RESAMPLES} resampled tables: {shares}")
+    first, *others = fastest
+    # A placement fastest under more than 1 - SUPPORT of the resamples could be the fastest.
+    rivals = [label for label in others if fastest[label] > 1 - SUPPORT]
+    if rivals:
+        out.print(
+            f"the tables' noise cannot tell {first} from {', '.join(rivals)}: their predicted"
+            " times are equal or differ by less than the tables could measure; choose among"
+            " them by other needs (fewer nodes, a free partition)"
+        )
 
 
 def _submit(
@@ -332,6 +406,7 @@ def _print(
     ranked: list[Prediction],
     chosen: Prediction,
     slurm: list[str],
+    fastest: dict[str, float],
 ) -> None:
     from rich.table import Table
 
@@ -380,6 +455,7 @@ def _print(
             cfs,
         )
     out.print(table)
+    _print_fastest(fastest)
     pl = chosen.placement
     out.print(f"hand-off for {pl.label}" + (" (fastest)" if chosen is ranked[0] else ""))
     out.print(f"  slurm: {' '.join(slurm)}")

@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
     """Predict and measure every placement of --procs ranks; print the verdict per size."""
     from commscope import predict
     from commscope.analysis import contention
+    from commscope.predict import resolution
     from commscope.units import parse_size_list
     from commscope.validate import forcing
     from commscope.validate.predict import check, unpriced_levels
@@ -175,6 +176,10 @@ def run(args: argparse.Namespace) -> int:
             " --levels memory,nic' on these nodes)",
         )
         mca, cvar = _settings(args, mpi, store.get_run(run_id).request, forced)
+        # The same tables resampled: which pairs of placements their noise leaves unordered.
+        resampled = resolution.resampled_costs(
+            found, lambda t: predict.TableCost.from_tables(t, f"run {run_id}", model)
+        )
         checks, verdicts = check(
             store,
             mpi,
@@ -188,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
             forced,
             cvar,
             args.max_launches,
+            resampled,
         )
     if args.json:
         common.print_json(
@@ -245,6 +251,8 @@ def _print(
         # NaN: the predictions tie (the ring Allgather on 2x2 and 4x1) or < 2 were measured.
         tau = f"{v.kendall_tau:.2f}" if v.kendall_tau == v.kendall_tau else "n/a"
         out.print(f"{v.bytes} B: Kendall tau {tau}, median |error| {v.median_relative_error:.0%}")
+        for pair in v.pairs:
+            out.print(Text(f"  {pair.text()}", "" if pair.hit else "yellow"))
         if v.unmeasured:
             reasons = [
                 f"{c.placement} ({c.unmeasured_reason()})"
