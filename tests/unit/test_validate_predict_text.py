@@ -72,7 +72,7 @@ def test_the_reason_splits_late_starts_from_overruns():
 
 
 def test_each_pair_is_printed_under_its_size_with_its_verdict(capsys):
-    from commscope.validate.predict import PairVerdict
+    from commscope.validate.pairs import PairVerdict
 
     tie = PairVerdict("2x2", "4x1", 0.003, 0.012, 0.4, False, -0.021, 0.004, True)
     order = PairVerdict("2x2", "4x1", -0.3, 0.01, 1.0, True, 0.05, 0.004, False)

@@ -6,20 +6,16 @@ Module 2 of Peryshkova and Kurnosov 2018 (contention-aware placement).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from commscope import limits
-from commscope.cli import common
+from commscope.cli import common, predict_costs
 from commscope.errors import ClusterError, PredictError, UsageError
 from commscope.measure import vcluster
 from commscope.units import parse_size, time_text
 
 if TYPE_CHECKING:
     from commscope import predict
-    from commscope.analysis.contention import LevelTable
-    from commscope.data.records import Contention
     from commscope.predict.cost import CostModel
     from commscope.predict.model import ClusterModel
     from commscope.predict.rank import Prediction
@@ -183,56 +179,6 @@ def _model(args: argparse.Namespace) -> ClusterModel:
     return predict.model_from_hwloc(nodes=args.nodes)
 
 
-@dataclass(frozen=True)
-class _Costs:
-    """The cost model, and what re-prices it from resampled tables (no tables: no cells)."""
-
-    cost: CostModel
-    cells: list[Contention]
-    with_tables: Callable[[dict[str, LevelTable]], CostModel]
-
-
-def _cost(args: argparse.Namespace, model: ClusterModel) -> _Costs:
-    from commscope import predict
-    from commscope.analysis import contention
-    from commscope.predict.cost import HockneyCost, TableCost
-
-    models: list[CostModel] = []  # after the tables' model, in order of precedence
-    cells: list[Contention] = []
-    source = ""
-    with common.open_store(args, write=False) as store:
-        if args.tables:
-            run_id = store.resolve_run(args.tables)
-            cells = store.contentions(run_id)
-            common.require(
-                bool(cells),
-                f"--tables {args.tables}: run {run_id} has no contention"
-                " measurements; measure t(m, cf) first, or give --p2p RUN",
-            )
-            source = f"run {run_id}"
-            if points := store.points(run_id):
-                models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
-        if args.p2p:
-            run_id = store.resolve_run(args.p2p)
-            points = [pt for pt in store.points(run_id) if pt.op == "pingpong"]
-            common.require(bool(points), f"--p2p {args.p2p}: run {run_id} has no ping-pong points")
-            models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
-    nominal = HockneyCost.from_model(model)
-    if nominal.levels:
-        models.append(nominal)
-    common.require(
-        bool(cells or models),
-        "no cost model: give --tables RUN (t(m, cf) tables), --p2p"
-        " RUN (ping-pong), or channel bandwidths in the cluster model",
-    )
-
-    def with_tables(tables: dict[str, LevelTable]) -> CostModel:
-        return predict.combine(TableCost.from_tables(tables, source, model), *models)
-
-    cost = with_tables(contention.tables(cells)) if cells else predict.combine(*models)
-    return _Costs(cost, cells, with_tables)
-
-
 def _placements(args: argparse.Namespace, model: ClusterModel) -> list[predict.Placement]:
     from commscope import predict
 
@@ -287,11 +233,11 @@ def run(args: argparse.Namespace) -> int:
     model = _model(args)
     # Placements first: they check that --procs fits the model before any pattern is built.
     placements = _placements(args, model)
-    costs = _cost(args, model)
+    costs = predict_costs.costs(args, model)
     cost = costs.cost
     pattern = predict.build(args.op, args.procs, size, args.algorithm, args.block, args.root)
     ranked = predict.rank_placements(model, pattern, cost, placements)
-    fastest = _fastest_shares(model, pattern, costs, ranked)
+    fastest = predict_costs.fastest_shares(model, pattern, costs, ranked)
     chosen = _chosen(args, ranked)
     slurm = handoff.slurm_args(model, chosen.placement)
     _write(args.write_rankfile, handoff.rankfile(model, chosen.placement), "--write-rankfile")
@@ -310,52 +256,6 @@ def run(args: argparse.Namespace) -> int:
     if job:
         common.console().print(f"submitted batch job {job} ({chosen.placement.label})")
     return 0
-
-
-# The leading placements whose lead the resampled tables test: enough to see a near tie for
-# the first place, few enough that a 192-rank ranking stays a matter of seconds.
-CONTENDERS = 4
-RESAMPLES = 100
-
-
-def _fastest_shares(
-    model: ClusterModel, pattern: predict.Pattern, costs: _Costs, ranked: list[Prediction]
-) -> dict[str, float]:
-    """Per leading placement, the share of resampled tables under which none is faster.
-
-    Empty without tables, or with fewer than two priced placements.
-    """
-    from commscope import predict
-    from commscope.predict import resolution
-
-    leading = [pr.placement for pr in ranked if pr.priced][:CONTENDERS]
-    if not costs.cells or len(leading) < 2:
-        return {}
-    costed = resolution.resampled_costs(costs.cells, costs.with_tables, RESAMPLES)
-    found = resolution.spread(
-        lambda cost: [predict.predict(model, pl, pattern, cost).time_s for pl in leading], costed
-    )
-    return {pl.label: found.fastest_share(i) for i, pl in enumerate(leading)}
-
-
-def _print_fastest(fastest: dict[str, float]) -> None:
-    """Which leading placements the tables' own noise could put first, and whether to trust it."""
-    from commscope.predict.resolution import SUPPORT
-
-    if not fastest:
-        return
-    out = common.console()
-    shares = ", ".join(f"{label} {share:.0%}" for label, share in fastest.items() if share > 0)
-    out.print(f"fastest under {RESAMPLES} resampled tables: {shares}")
-    first, *others = fastest
-    # A placement fastest under more than 1 - SUPPORT of the resamples could be the fastest.
-    rivals = [label for label in others if fastest[label] > 1 - SUPPORT]
-    if rivals:
-        out.print(
-            f"the tables' noise cannot tell {first} from {', '.join(rivals)}: their predicted"
-            " times are equal or differ by less than the tables could measure; choose among"
-            " them by other needs (fewer nodes, a free partition)"
-        )
 
 
 def _submit(
@@ -455,7 +355,7 @@ def _print(
             cfs,
         )
     out.print(table)
-    _print_fastest(fastest)
+    predict_costs.print_fastest(fastest)
     pl = chosen.placement
     out.print(f"hand-off for {pl.label}" + (" (fastest)" if chosen is ranked[0] else ""))
     out.print(f"  slurm: {' '.join(slurm)}")

@@ -60,12 +60,6 @@ class Spread:
 
     times_s: NDArray[np.float64]
 
-    def interval_s(self, i: int, level: float = 0.95) -> tuple[float, float]:
-        """The central ``level`` share of placement i's resampled times."""
-        tail = 100 * (1 - level) / 2
-        lo, hi = np.percentile(self.times_s[:, i], [tail, 100 - tail])
-        return float(lo), float(hi)
-
     def faster_share(self, i: int, j: int) -> float:
         """Share of resamples under which placement i is strictly faster than j."""
         return float(np.mean(self.times_s[:, i] < self.times_s[:, j]))

@@ -6,14 +6,11 @@ with the algorithm it models (the block All-to-all of Peryshkova and Kurnosov 20
 contention-aware placement, by default; others forced through the MPI's settings, see
 ``forcing``), and the measured time (MPIPerf method, Kurnosov 2012) is set beside the
 predicted one: per size, Kendall's tau between the two orders and the relative error of each
-placement. Each pair of placements is also judged on its own: where the tables' noise
-cannot settle which is faster (``predict.resolution``), the predicted gap must agree with the
-measured one within both noises, instead of ordering them.
+placement, and every pair of placements judged on its own (``validate.pairs``).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -29,9 +26,9 @@ from commscope.data.request import EngineOptions, RunRequest
 from commscope.data.store import Store
 from commscope.measure import runner
 from commscope.measure.mpi import MPIInstall
-from commscope.predict import resolution
 from commscope.predict.cost import CostModel
 from commscope.validate.forcing import BLOCK_ALLTOALL, Forced
+from commscope.validate.pairs import PairVerdict, judge_pairs
 
 # Each measured point stops after MAX_LAUNCHES launches or its time budget, whichever comes
 # first. The budget is POINT_BUDGET_S, raised to BUDGET_LAUNCHES times the slowest predicted
@@ -41,7 +38,6 @@ MAX_LAUNCHES = 40
 POINT_BUDGET_S = 30.0
 BUDGET_LAUNCHES = 20
 MAX_BUDGET_S = 3600.0  # no point runs longer than an hour
-NOISE_SIGMAS = 2.0  # a gap within two standard errors of another agrees with it
 
 
 def point_budget_s(predicted_s: list[float]) -> float:
@@ -90,69 +86,6 @@ class PlacementCheck:
         if invalid > late:  # a launch both late and overrun counts as late
             parts.append(f"{invalid - late} overran their window")
         return f"{self.valid_launches} valid of {self.launches} launches; " + ", ".join(parts)
-
-
-@dataclass(frozen=True)
-class PairVerdict:
-    """Two measured placements at one size: the gap between them, predicted and measured.
-
-    Gaps are relative: (t_a - t_b) / their mean. ``resolved``: the resampled tables order the
-    pair the same way in at least ``resolution.SUPPORT`` of the resamples, and the hit is the
-    same order measured; otherwise the predicted gap is within the tables' noise, and the hit
-    is a measured gap within NOISE_SIGMAS standard errors (both gaps' errors) of it.
-    """
-
-    a: str
-    b: str
-    predicted_gap: float
-    predicted_gap_error: float  # standard deviation over the resampled tables
-    a_faster_share: float  # share of resampled tables that predict a faster than b
-    resolved: bool
-    measured_gap: float
-    measured_gap_error: float  # from the two points' standard errors
-    hit: bool
-
-    def text(self) -> str:
-        """One line, e.g. ``2x2 < 4x1 (99 % of resampled tables), measured 3.1 % apart: hit``."""
-        verdict = "hit" if self.hit else "MISSED"
-        measured = f"measured {abs(self.measured_gap):.1%} apart"
-        if self.resolved:
-            first, second = (self.a, self.b) if self.predicted_gap < 0 else (self.b, self.a)
-            share = max(self.a_faster_share, 1 - self.a_faster_share)
-            return (
-                f"{first} < {second} predicted ({share:.0%} of resampled tables),"
-                f" {measured}{'' if self.hit else ', the other way'}: {verdict}"
-            )
-        return (
-            f"{self.a} and {self.b} within the tables' noise: predicted"
-            f" {self.predicted_gap:+.1%} +- {self.predicted_gap_error:.1%}, measured"
-            f" {self.measured_gap:+.1%} +- {self.measured_gap_error:.1%}: {verdict}"
-        )
-
-
-def judge_pair(
-    a: PlacementCheck, b: PlacementCheck, spread: resolution.Spread | None, i: int, j: int
-) -> PairVerdict:
-    """The verdict on placements a and b (columns i and j of ``spread``; None: no resampling)."""
-    mean_p = (a.predicted_s + b.predicted_s) / 2
-    mean_m = (a.measured_s + b.measured_s) / 2
-    gap_p = (a.predicted_s - b.predicted_s) / mean_p
-    gap_m = (a.measured_s - b.measured_s) / mean_m
-    if spread is None:  # exact tables: any predicted gap is an order, an equality a tie
-        err_p, share = 0.0, float(a.predicted_s < b.predicted_s)
-        resolved = a.predicted_s != b.predicted_s
-    else:
-        err_p, share, resolved = (
-            spread.gap_rel_error(i, j),
-            spread.faster_share(i, j),
-            spread.resolved(i, j),
-        )
-    err_m = math.hypot(a.measured_se_s / a.measured_s, b.measured_se_s / b.measured_s)
-    if resolved:
-        hit = gap_p * gap_m > 0
-    else:
-        hit = abs(gap_m - gap_p) <= NOISE_SIGMAS * math.hypot(err_p, err_m)
-    return PairVerdict(a.placement, b.placement, gap_p, err_p, share, resolved, gap_m, err_m, hit)
 
 
 @dataclass(frozen=True)
@@ -312,6 +245,7 @@ def check(
     without them every predicted gap counts as an order.
     """
     placements = checked_placements(model, procs)
+    by_label = {pl.label: pl for pl in placements}
     checks: list[PlacementCheck] = []
     for pl in placements:
         predicted = [
@@ -371,31 +305,7 @@ def check(
             tau = float("nan")
         med = statistics.median(abs(c.relative_error) for c in mine) if mine else float("nan")
         unmeasured = tuple(c.placement for c in at_size if c not in mine)
-        pairs = _pairs(model, mine, pattern_of(forced, procs, size, block), resampled)
+        pattern = pattern_of(forced, procs, size, block)
+        pairs = judge_pairs(model, [by_label[c.placement] for c in mine], mine, pattern, resampled)
         verdicts.append(SizeVerdict(size, tau, med, unmeasured, pairs))
     return checks, verdicts
-
-
-def _pairs(
-    model: predict.ClusterModel,
-    mine: list[PlacementCheck],
-    pattern: predict.Pattern,
-    resampled: Sequence[CostModel],
-) -> tuple[PairVerdict, ...]:
-    """Every pair of the measured placements at one size, judged."""
-    if len(mine) < 2:
-        return ()
-    by_label = {pl.label: pl for pl in checked_placements(model, pattern.p)}
-    placements = [by_label[c.placement] for c in mine]
-    spread = (
-        resolution.spread(
-            lambda cost: [predict.predict(model, pl, pattern, cost).time_s for pl in placements],
-            resampled,
-        )
-        if resampled
-        else None
-    )
-    return tuple(
-        judge_pair(mine[i], mine[j], spread, i, j)
-        for i, j in itertools.combinations(range(len(mine)), 2)
-    )

@@ -1,0 +1,115 @@
+"""Each pair of placements at one size: its predicted gap set beside its measured one.
+
+Where the tables' own noise settles which of the two is faster (``predict.resolution``: at
+least ``SUPPORT`` of the resampled tables agree), the measured order must be that one, as
+Kendall's tau asks of every pair. Where it does not, the pair is no order to check: its
+predicted gap, with its spread over the resampled tables, must agree with the measured gap
+within NOISE_SIGMAS standard errors of both.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from commscope import predict
+from commscope.predict import resolution
+from commscope.predict.cost import CostModel
+
+if TYPE_CHECKING:  # validate.predict imports this module
+    from commscope.validate.predict import PlacementCheck
+
+NOISE_SIGMAS = 2.0  # a gap within two standard errors of another agrees with it
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    """Two measured placements at one size: the gap between them, predicted and measured.
+
+    Gaps are relative: (t_a - t_b) / their mean. ``resolved``: the resampled tables order the
+    pair the same way in at least ``resolution.SUPPORT`` of the resamples, and the hit is the
+    same order measured; otherwise the predicted gap is within the tables' noise, and the hit
+    is a measured gap within NOISE_SIGMAS standard errors (both gaps' errors) of it.
+    """
+
+    a: str
+    b: str
+    predicted_gap: float
+    predicted_gap_error: float  # standard deviation over the resampled tables
+    a_faster_share: float  # share of resampled tables that predict a faster than b
+    resolved: bool
+    measured_gap: float
+    measured_gap_error: float  # from the two points' standard errors
+    hit: bool
+
+    def text(self) -> str:
+        """One line: the order or the two gaps, and the verdict.
+
+        E.g. ``2x2 < 4x1 predicted (99% of resampled tables), measured 3.1% apart: hit``.
+        """
+        verdict = "hit" if self.hit else "MISSED"
+        measured = f"measured {abs(self.measured_gap):.1%} apart"
+        if self.resolved:
+            first, second = (self.a, self.b) if self.predicted_gap < 0 else (self.b, self.a)
+            share = max(self.a_faster_share, 1 - self.a_faster_share)
+            return (
+                f"{first} < {second} predicted ({share:.0%} of resampled tables),"
+                f" {measured}{'' if self.hit else ', the other way'}: {verdict}"
+            )
+        return (
+            f"{self.a} and {self.b} within the tables' noise: predicted"
+            f" {self.predicted_gap:+.1%} +- {self.predicted_gap_error:.1%}, measured"
+            f" {self.measured_gap:+.1%} +- {self.measured_gap_error:.1%}: {verdict}"
+        )
+
+
+def judge_pair(
+    a: PlacementCheck, b: PlacementCheck, spread: resolution.Spread | None, i: int, j: int
+) -> PairVerdict:
+    """The verdict on placements a and b (columns i and j of ``spread``; None: no resampling)."""
+    mean_p = (a.predicted_s + b.predicted_s) / 2
+    mean_m = (a.measured_s + b.measured_s) / 2
+    gap_p = (a.predicted_s - b.predicted_s) / mean_p
+    gap_m = (a.measured_s - b.measured_s) / mean_m
+    if spread is None:  # exact tables: any predicted gap is an order, an equality a tie
+        err_p, share = 0.0, float(a.predicted_s < b.predicted_s)
+        resolved = a.predicted_s != b.predicted_s
+    else:
+        err_p, share, resolved = (
+            spread.gap_rel_error(i, j),
+            spread.faster_share(i, j),
+            spread.resolved(i, j),
+        )
+    err_m = math.hypot(a.measured_se_s / a.measured_s, b.measured_se_s / b.measured_s)
+    if resolved:
+        hit = gap_p * gap_m > 0
+    else:
+        hit = abs(gap_m - gap_p) <= NOISE_SIGMAS * math.hypot(err_p, err_m)
+    return PairVerdict(a.placement, b.placement, gap_p, err_p, share, resolved, gap_m, err_m, hit)
+
+
+def judge_pairs(
+    model: predict.ClusterModel,
+    placements: Sequence[predict.Placement],
+    mine: Sequence[PlacementCheck],
+    pattern: predict.Pattern,
+    resampled: Sequence[CostModel],
+) -> tuple[PairVerdict, ...]:
+    """Every pair of the measured placements at one size (``mine[i]`` ran ``placements[i]``)."""
+    if len(mine) < 2:
+        return ()
+    spread = (
+        resolution.spread(
+            lambda cost: [predict.predict(model, pl, pattern, cost).time_s for pl in placements],
+            resampled,
+        )
+        if resampled
+        else None
+    )
+    return tuple(
+        judge_pair(mine[i], mine[j], spread, i, j)
+        for i, j in itertools.combinations(range(len(mine)), 2)
+    )
