@@ -238,6 +238,7 @@ def run(args: argparse.Namespace) -> int:
     pattern = predict.build(args.op, args.procs, size, args.algorithm, args.block, args.root)
     ranked = predict.rank_placements(model, pattern, cost, placements)
     fastest = predict_costs.fastest_shares(model, pattern, costs, ranked)
+    rendezvous = predict_costs.above_eager(pattern, costs.eager)
     chosen = _chosen(args, ranked)
     slurm = handoff.slurm_args(model, chosen.placement)
     _write(args.write_rankfile, handoff.rankfile(model, chosen.placement), "--write-rankfile")
@@ -248,11 +249,12 @@ def run(args: argparse.Namespace) -> int:
             {
                 **_json(model, pattern, cost, ranked, chosen, slurm),
                 "fastest_under_resampled_tables": fastest,
+                "rendezvous": rendezvous,
                 "submitted": job,
             }
         )
         return 0
-    _print(args, model, pattern, cost, ranked, chosen, slurm, fastest)
+    _print(args, model, pattern, cost, ranked, chosen, slurm, fastest, rendezvous)
     if job:
         common.console().print(f"submitted batch job {job} ({chosen.placement.label})")
     return 0
@@ -307,6 +309,7 @@ def _print(
     chosen: Prediction,
     slurm: list[str],
     fastest: dict[str, float],
+    rendezvous: dict[str, Any] | None,
 ) -> None:
     from rich.table import Table
 
@@ -356,6 +359,7 @@ def _print(
         )
     out.print(table)
     predict_costs.print_fastest(fastest)
+    predict_costs.print_above_eager(rendezvous)
     pl = chosen.placement
     out.print(f"hand-off for {pl.label}" + (" (fastest)" if chosen is ranked[0] else ""))
     out.print(f"  slurm: {' '.join(slurm)}")

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from commscope.cli import common
 
 if TYPE_CHECKING:
     from commscope import predict
     from commscope.analysis.contention import LevelTable
+    from commscope.data.mpi_config import EagerLimit
     from commscope.data.records import Contention
     from commscope.predict.cost import CostModel
     from commscope.predict.model import ClusterModel
@@ -32,17 +33,20 @@ class Costs:
     cost: CostModel
     cells: list[Contention]
     with_tables: Callable[[dict[str, LevelTable]], CostModel]
+    eager: EagerLimit | None = None  # the inter-node eager limit recorded with the tables
 
 
 def costs(args: argparse.Namespace, model: ClusterModel) -> Costs:
     """The tables of --tables, then Hockney fits (--tables' points, --p2p), then nominal rates."""
     from commscope import predict
     from commscope.analysis import contention
+    from commscope.data import mpi_config
     from commscope.predict.cost import HockneyCost, TableCost
 
     models: list[CostModel] = []  # after the tables' model, in order of precedence
     cells: list[Contention] = []
     source = ""
+    eager = None
     with common.open_store(args, write=False) as store:
         if args.tables:
             run_id = store.resolve_run(args.tables)
@@ -53,6 +57,13 @@ def costs(args: argparse.Namespace, model: ClusterModel) -> Costs:
                 " measurements; measure t(m, cf) first, or give --p2p RUN",
             )
             source = f"run {run_id}"
+            limits = mpi_config.ProtocolLimits.from_json(
+                store.run_data(run_id, mpi_config.RUN_DATA_KIND)
+            )
+            eager = next(
+                (lim for lim in (limits.limits if limits else ()) if lim.scope == "inter-node"),
+                None,
+            )
             if points := store.points(run_id):
                 models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
         if args.p2p:
@@ -73,7 +84,37 @@ def costs(args: argparse.Namespace, model: ClusterModel) -> Costs:
         return predict.combine(TableCost.from_tables(tables, source, model), *models)
 
     cost = with_tables(contention.tables(cells)) if cells else predict.combine(*models)
-    return Costs(cost, cells, with_tables)
+    return Costs(cost, cells, with_tables, eager)
+
+
+def above_eager(pattern: predict.Pattern, eager: EagerLimit | None) -> dict[str, Any] | None:
+    """The pattern's largest message and the inter-node eager limit it exceeds, if it does.
+
+    Above that limit the MPI sends a message between nodes only after its receiver answers (a
+    rendezvous). The tables' pair exchanges carry one such handshake per transfer, in lockstep;
+    how a handshake delays the next step of a chain (a ring) depends on the queues of the
+    moment, which the model does not follow (docs/predict.md).
+    """
+    largest = pattern.largest_message()
+    if eager is None or largest + eager.headers_bytes <= eager.bytes:
+        return None
+    return {"largest_message_bytes": largest, "eager_limit": asdict(eager)}
+
+
+def print_above_eager(found: dict[str, Any] | None) -> None:
+    """Say that the messages go by rendezvous and what that leaves unpriced."""
+    if not found:
+        return
+    from commscope.units import size_text
+
+    lim = found["eager_limit"]
+    common.console().print(
+        f"note: its messages (up to {size_text(found['largest_message_bytes'])}) are above the"
+        f" inter-node eager limit recorded with the tables ({lim['mpi']} {lim['path']}"
+        f" {lim['bytes']} B, {lim['setting']}), so each waits for its receiver's answer; the"
+        " model does not price how those handshakes chain from step to step, which on TCP can"
+        " set placements priced alike several per cent apart (docs/predict.md)"
+    )
 
 
 # The leading placements whose lead the resampled tables test: enough to see a near tie for

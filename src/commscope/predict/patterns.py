@@ -104,6 +104,16 @@ class Pattern:
         """Transfers over all steps."""
         return sum(s.size(self.p) for s in self.steps)
 
+    def largest_message(self) -> int:
+        """Bytes of the largest single transfer (0 for a pattern without transfers)."""
+        sizes = [
+            (s.nbytes if s.offsets.size else 0)
+            if isinstance(s, ShiftStep)
+            else int(s.nbytes.max(initial=0))
+            for s in self.steps
+        ]
+        return max(sizes, default=0)
+
     def describe(self) -> str:
         """One line, e.g. ``alltoall (block, block=8), 8 processes, 1 MiB per pair, 1 step``."""
         extra = "".join(f", {k}={v}" for k, v in self.params.items())

@@ -1,0 +1,75 @@
+"""`predict` says when a pattern's messages go by rendezvous between nodes, which it does not price."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from commscope.data.mpi_config import RUN_DATA_KIND, EagerLimit, ProtocolLimits
+from commscope.data.store import Store
+from commscope.predict import build
+from tests.synthetic_contention import as_measured, records, store_run
+
+B = 6.25e6  # 50 mbit
+SIZES = [1 << 16, 1 << 18, 1 << 20]
+TCP = EagerLimit("Open MPI", "tcp", "inter-node", "btl_tcp_eager_limit", 65536, "default")
+VADER = EagerLimit("Open MPI", "vader", "intra-node", "btl_vader_eager_limit", 4096, "default")
+
+
+@pytest.mark.parametrize(
+    ("op", "algorithm", "size", "largest"),
+    [
+        ("allreduce", "ring", 1 << 20, 1 << 18),  # p blocks of the buffer
+        ("allgather", "ring", 1 << 20, 1 << 20),  # each rank's contribution
+        ("alltoall", "block", 1 << 16, 1 << 16),  # per pair
+        ("gather", "linear", 1000, 1000),
+    ],
+)
+def test_the_largest_message_is_what_one_transfer_carries(op, algorithm, size, largest):
+    assert build(op, 4, size, algorithm).largest_message() == largest
+
+
+def test_one_rank_sends_no_message():
+    assert build("allreduce", 1, 1 << 20, "ring").largest_message() == 0
+
+
+def predicted(cli, size: str, limits: ProtocolLimits | None) -> tuple[str, dict]:
+    nic = records("nic", as_measured(lambda m, cf: cf * m / B), SIZES, [1, 2])
+    memory = records("memory", as_measured(lambda m, cf: 0.01 * cf * m / B), SIZES, [1, 2])
+    run_id = store_run(cli.store, memory + nic)
+    if limits:
+        with Store.open(cli.store) as store:
+            store.set_run_data(run_id, RUN_DATA_KIND, limits.to_json())
+    cluster = cli.store.parent / "cluster.yaml"
+    cluster.write_text("name: four\nnodes: 4\nsockets: 1\ncores: 2\n")
+    argv = ["predict", "allreduce", "--algorithm", "ring", "--procs", "4", "--size", size]
+    argv += ["--tables", str(run_id), "--cluster", str(cluster)]
+    text = " ".join(cli(*argv, check=True).stdout.split())
+    return text, json.loads(cli(*argv, "--json", check=True).stdout)
+
+
+def test_messages_above_the_tables_inter_node_eager_limit_are_named_with_the_limit(cli):
+    text, out = predicted(cli, "1MiB", ProtocolLimits("Open MPI", (VADER, TCP)))
+    assert out["rendezvous"]["largest_message_bytes"] == 1 << 18
+    assert out["rendezvous"]["eager_limit"]["setting"] == "btl_tcp_eager_limit"
+    assert "its messages (up to 256 KiB) are above the inter-node eager limit" in text
+    assert "(Open MPI tcp 65536 B, btl_tcp_eager_limit)" in text
+    assert "does not price how those handshakes chain" in text
+
+
+def test_messages_sent_eagerly_or_an_unrecorded_limit_bring_no_note(cli):
+    # 128 KiB in 4 blocks: 32 KiB messages, under the 64 KiB limit with room for headers.
+    text, out = predicted(cli, "128KiB", ProtocolLimits("Open MPI", (VADER, TCP)))
+    assert out["rendezvous"] is None and "eager limit" not in text
+    text, out = predicted(cli, "1MiB", None)  # tables measured before limits were recorded
+    assert out["rendezvous"] is None and "eager limit" not in text
+    only_intra = ProtocolLimits("Open MPI", (VADER,), unknown=("inter-node eager limit unknown",))
+    text, out = predicted(cli, "1MiB", only_intra)
+    assert out["rendezvous"] is None and "eager limit" not in text
+
+
+def test_a_message_within_the_headers_of_the_limit_counts_as_above(cli):
+    # 256 KiB in 4 blocks: exactly 64 KiB each; with its headers it no longer fits the limit.
+    _, out = predicted(cli, "256KiB", ProtocolLimits("Open MPI", (TCP,)))
+    assert out["rendezvous"]["largest_message_bytes"] == 65536
