@@ -1,4 +1,4 @@
-"""`predict` says when a pattern's messages go by rendezvous between nodes, which it does not price."""
+"""`predict` says when messages go by rendezvous between nodes, which it does not price."""
 
 from __future__ import annotations
 
