@@ -60,10 +60,7 @@ def costs(args: argparse.Namespace, model: ClusterModel) -> Costs:
             limits = mpi_config.ProtocolLimits.from_json(
                 store.run_data(run_id, mpi_config.RUN_DATA_KIND)
             )
-            eager = next(
-                (lim for lim in (limits.limits if limits else ()) if lim.scope == "inter-node"),
-                None,
-            )
+            eager = limits.inter_node() if limits else None
             if points := store.points(run_id):
                 models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
         if args.p2p:
@@ -101,7 +98,7 @@ def above_eager(pattern: predict.Pattern, eager: EagerLimit | None) -> dict[str,
     return {"largest_message_bytes": largest, "eager_limit": asdict(eager)}
 
 
-def print_above_eager(found: dict[str, Any] | None) -> None:
+def print_above_eager(found: dict[str, Any] | None, recorded_with: str = "the tables") -> None:
     """Say that the messages go by rendezvous and what that leaves unpriced."""
     if not found:
         return
@@ -110,7 +107,7 @@ def print_above_eager(found: dict[str, Any] | None) -> None:
     lim = found["eager_limit"]
     common.console().print(
         f"note: its messages (up to {size_text(found['largest_message_bytes'])}) are above the"
-        f" inter-node eager limit recorded with the tables ({lim['mpi']} {lim['path']}"
+        f" inter-node eager limit recorded with {recorded_with} ({lim['mpi']} {lim['path']}"
         f" {lim['bytes']} B, {lim['setting']}), so each waits for its receiver's answer; the"
         " model does not price how those handshakes chain from step to step, which on TCP can"
         " set placements priced alike several per cent apart (docs/predict.md)"

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from commscope import limits
-from commscope.cli import common
+from commscope.cli import common, predict_costs
 from commscope.measure import cvars, launch
 from commscope.measure import mpi as mpi_mod
 
@@ -195,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
             args.max_launches,
             resampled,
         )
+        rendezvous = _above_eager(store, checks, forced, args.procs, sizes, args.block)
     if args.json:
         common.print_json(
             {
@@ -205,11 +206,27 @@ def run(args: argparse.Namespace) -> int:
                 "cvar": cvar,
                 "placements": [c.to_json() for c in checks],
                 "sizes": [v.to_json() for v in verdicts],
+                "rendezvous": rendezvous,
             }
         )
         return 0
     _print(args, run_id, forced, mca, cvar, checks, verdicts)
+    predict_costs.print_above_eager(rendezvous, "the measured runs")
     return 0
+
+
+def _above_eager(
+    store: Any, checks: list[Any], forced: Any, procs: int, sizes: list[int], block: int | None
+) -> dict[str, Any] | None:
+    """The largest size's messages against the measured runs' inter-node eager limit."""
+    from commscope.data.mpi_config import RUN_DATA_KIND, ProtocolLimits
+    from commscope.validate.predict import pattern_of
+
+    if not checks or not sizes:
+        return None
+    limits = ProtocolLimits.from_json(store.run_data(checks[0].run_id, RUN_DATA_KIND))
+    pattern = pattern_of(forced, procs, max(sizes), block or 0)
+    return predict_costs.above_eager(pattern, limits.inter_node() if limits else None)
 
 
 def _print(

@@ -65,6 +65,10 @@ class ProtocolLimits:
         scope = scope_of(pair)
         return [lim for lim in self.limits if lim.scope == scope]
 
+    def inter_node(self) -> EagerLimit | None:
+        """The limit on the path between nodes, when it was read."""
+        return next((lim for lim in self.limits if lim.scope == "inter-node"), None)
+
     def text(self) -> str:
         """One line for `show` and the report header."""
         parts = [
