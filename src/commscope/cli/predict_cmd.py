@@ -34,7 +34,10 @@ EXAMPLES = """examples:
 Costs come from the run given with --tables (its t(m, cf) tables, as in Peryshkova and
 Kurnosov 2018; the run's point-to-point results fill levels it lacks), then --p2p (Hockney
 fits), then the cluster model's nominal rates. Placements using a level none of them covers
-are listed last."""
+are listed last. With tables, the output also gives the share of 100 resampled tables under
+which each leading placement is fastest (their noise may leave a tie), and a note when the
+messages are above the inter-node eager limit recorded with the tables (a rendezvous, whose
+handshakes the model does not chain)."""
 # The choices and default --help shows, written out: importing commscope.predict (numpy, SciPy,
 # PyYAML) would slow every command's start. tests/unit/test_cli_startup.py checks them against
 # predict.ALGORITHMS, predict.placement.ORDERS and predict.patterns.DEFAULT_BLOCK.
