@@ -11,11 +11,13 @@ modelled is named and skipped. Not a test: it prints figures.
     .venv/bin/python bench/predict_vcluster.py [--nodes 4] [--rate 50mbit] [--procs 4]
         [--ops alltoall:block,bcast:binomial-fanout,...] [--max-launches 10] [--mpi openmpi]
         [--levels memory,nic,fabric]
-        [--mca btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma]
+        [--mca btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma [--mca ...]]
         [--tcp-cc cubic] [--store PATH [--tables RUN]]
 
 The default --mca turns off the Open MPI TCP BTL's PUT protocol, under which a pair exchange
-moves one direction at a time (give --mca none to keep Open MPI's defaults). With --store
+moves one direction at a time (give --mca none to keep Open MPI's defaults). Given --mca
+settings replace the default, and the option repeats: adding --mca btl_tcp_eager_limit=4194304
+--mca btl_tcp_max_send_size=4194304 to that one sends every message here eagerly. With --store
 the results stay in that store, and --tables reuses a tables run already in it (measured on
 a vcluster of the same rate), so the operations can be checked a few at a time.
 
@@ -155,7 +157,11 @@ def main() -> int:
     ap.add_argument("--ops", default=OPS, help="OP:ALGORITHM,... (default: every modelled one)")
     ap.add_argument("--max-launches", type=int, default=10, help="per point: bounds the time")
     ap.add_argument("--mpi", default="openmpi")
-    ap.add_argument("--mca", default=NO_PUT, help="NAME=VALUE, or none")
+    ap.add_argument(
+        "--mca",
+        action="append",
+        help=f"NAME=VALUE for the tables and every run, repeatable, or none [default: {NO_PUT}]",
+    )
     ap.add_argument(
         "--levels",
         default="memory,nic,fabric",
@@ -175,9 +181,12 @@ def main() -> int:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]  # figures as they come
     if os.geteuid() != 0:
         sys.exit("bench/predict_vcluster.py: the virtual cluster needs root; run it as root")
-    mca = [] if args.mca == "none" or args.mpi != "openmpi" else ["--mca", args.mca]
+    settings = args.mca or [NO_PUT]
+    if "none" in settings or args.mpi != "openmpi":
+        settings = []
+    mca = [arg for setting in settings for arg in ("--mca", setting)]
     store = args.store or Path(tempfile.mkdtemp(prefix="commscope-bench-")) / "store.sqlite"
-    given = mca[1] if mca else "none"
+    given = " ".join(settings) or "none"
     print(f"{args.nodes} nodes at {args.rate}, {args.mpi}, mca: {given}; store {store}")
     commscope(store, "vcluster", "down")
     tcp = ["--tcp-cc", args.tcp_cc] if args.tcp_cc else []
