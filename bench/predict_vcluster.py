@@ -101,6 +101,12 @@ def validate(store: Path, args: argparse.Namespace, tables: str, op: str, p: str
     out = json.loads(text)
     settings = {**out["mca"], **out["cvar"]}
     print("  run with " + " ".join(f"{k}={v}" for k, v in settings.items()))
+    if rendezvous := out.get("rendezvous"):  # what the model leaves out at these sizes
+        limit = rendezvous["eager_limit"]
+        print(
+            f"  messages up to {rendezvous['largest_message_bytes']} B, above the"
+            f" {limit['setting']} of {limit['bytes']} B: rendezvous, whose chaining is not priced"
+        )
     for c in out["placements"]:
         measured = c["measured_s"] if c["measured_s"] is not None else float("nan")
         error = c["relative_error"] if c["relative_error"] is not None else float("nan")
