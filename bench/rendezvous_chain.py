@@ -61,6 +61,8 @@ def main() -> int:
     ap.add_argument("--wait-ms", default="10,20", help="a waiting answer's range (uniform)")
     ap.add_argument("--draws", type=int, default=4000)
     args = ap.parse_args()
+    if args.procs < 4 or args.procs % 2:
+        ap.error(f"--procs {args.procs}: give an even count of at least 4 (p x 1 against p/2 x 2)")
     lo, hi = (float(x) / 1e3 for x in args.wait_ms.split(","))
 
     def wait(rnd: random.Random) -> float:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from commscope.analysis.contention import LevelTable
     from commscope.data.mpi_config import EagerLimit
     from commscope.data.records import Contention
+    from commscope.data.store import Store
     from commscope.predict.cost import CostModel
     from commscope.predict.model import ClusterModel
     from commscope.predict.rank import Prediction
@@ -36,6 +37,16 @@ class Costs:
     eager: EagerLimit | None = None  # the inter-node eager limit recorded with the tables
 
 
+def table_cells(store: Store, tables: str, fix: str) -> tuple[int, list[Contention]]:
+    """Run ``tables``'s t(m, cf) cells; a run without any is refused, naming ``fix``."""
+    run_id = store.resolve_run(tables)
+    cells = store.contentions(run_id)
+    common.require(
+        bool(cells), f"--tables {tables}: run {run_id} has no contention measurements; {fix}"
+    )
+    return run_id, cells
+
+
 def costs(args: argparse.Namespace, model: ClusterModel) -> Costs:
     """The tables of --tables, then Hockney fits (--tables' points, --p2p), then nominal rates."""
     from commscope import predict
@@ -49,12 +60,8 @@ def costs(args: argparse.Namespace, model: ClusterModel) -> Costs:
     eager = None
     with common.open_store(args, write=False) as store:
         if args.tables:
-            run_id = store.resolve_run(args.tables)
-            cells = store.contentions(run_id)
-            common.require(
-                bool(cells),
-                f"--tables {args.tables}: run {run_id} has no contention"
-                " measurements; measure t(m, cf) first, or give --p2p RUN",
+            run_id, cells = table_cells(
+                store, args.tables, "measure t(m, cf) first, or give --p2p RUN"
             )
             source = f"run {run_id}"
             limits = mpi_config.ProtocolLimits.from_json(

@@ -159,12 +159,8 @@ def run(args: argparse.Namespace) -> int:
     forced = forcing.forced(args.op, algorithm, mpi.family, args.procs)
     model, site = _site(args, mpi)
     with common.open_store(args) as store:
-        run_id = store.resolve_run(args.tables)
-        found = store.contentions(run_id)
-        common.require(
-            bool(found),
-            f"--tables {args.tables}: run {run_id} has no contention "
-            "measurements ('commscope run contention' on these nodes first)",
+        run_id, found = predict_costs.table_cells(
+            store, args.tables, "run 'commscope run contention' on these nodes first"
         )
         cost = predict.TableCost.from_tables(contention.tables(found), f"run {run_id}", model)
         missing = unpriced_levels(model, cost, args.procs, forced, args.block)
