@@ -186,6 +186,8 @@ void cs_coll_write_refused(cs_json *j); /* end member "refused", rank 0 */
 
 /* Contention t(m, cf) at every requested level (collective). */
 void cs_contention_run(cs_context *ctx);
+/* Level "queue": round trips from a node while it streams m bytes out (ops/queue.c). */
+void cs_queue_run(cs_context *ctx, char *sbuf, char *rbuf);
 
 /* LogGP round trips and overheads (Netgauge's PRTT(n, d, s)) for every pair and LogGP size. */
 void cs_loggp_init(cs_context *ctx); /* allocate buffers for the largest LogGP size */

@@ -92,7 +92,12 @@ def test_messages_in_flight_are_posted_together_and_timed_per_message(cli):
 
 @pytest.mark.parametrize(
     "level,needs",
-    [("socket", "two sockets"), ("nic", "two nodes"), ("fabric", "two nodes or more")],
+    [
+        ("socket", "two sockets"),
+        ("nic", "two nodes"),
+        ("fabric", "two nodes or more"),
+        ("queue", "2 ranks on each of two nodes"),
+    ],
 )
 def test_a_level_the_allocation_cannot_express_is_refused_with_what_would(cli, level, needs):
     need(have_mpi("openmpi"), "openmpi is not installed")

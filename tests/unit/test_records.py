@@ -8,7 +8,7 @@ from commscope.data.records import End, Header, Point
 from commscope.errors import RecordError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "p2p_openmpi.jsonl"
-TYPES = "'type' is header, point, coll, contention, stream, linpack, loggp or end"
+TYPES = "'type' is header, point, coll, contention, queue, stream, linpack, loggp or end"
 
 
 def lines() -> list[str]:

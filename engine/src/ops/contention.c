@@ -6,6 +6,8 @@
  *   nic     ends on two nodes (the network interface of each)
  *   fabric  cf pairs of nodes, one pair each (2 cf nodes): what the switch carries at once
  *           between distinct NICs, which a blocking or shared fabric cannot at full rate
+ *   queue   no t(m, cf): how long a small message waits behind its node's outgoing stream
+ *           of m-byte messages (ops/queue.c)
  * Each process of a pair runs the paper's loop after an untimed warm-up:
  *   repeat nruns: t -= now; Irecv; Isend; Waitall; t += now;   t /= 2 * nruns
  * With --in-flight W > 1 each iteration posts W receives and W sends (distinct receive
@@ -226,5 +228,6 @@ void cs_contention_run(cs_context *ctx) {
                 measure(ctx, level, cf, o->coll_sizes[s], pairs, sbuf, rbuf, rq, mine, all);
             }
     }
+    if (cs_list_has(o->levels, "queue")) cs_queue_run(ctx, sbuf, rbuf);
     cs_buffer_free(sbuf); cs_buffer_free(rbuf); free(mine); free(all); free(pairs); free(rq);
 }

@@ -26,6 +26,7 @@ from commscope.data.records import (
     MpiInfo,
     PairInfo,
     Point,
+    Queue,
     RankInfo,
     Record,
     Stream,
@@ -253,6 +254,23 @@ def _contention(d: dict[str, Any], where: str) -> Contention:
     )
 
 
+def _queue(d: dict[str, Any], where: str) -> Queue:
+    reps = len(d["stream_s"])
+    if len(d["idle_s"]) != reps or len(d["loaded_s"]) != reps:
+        raise _fail(where, "queue stream_s, idle_s and loaded_s must have one entry per repetition")
+    return Queue(
+        int(d["bytes"]),
+        (int(d["stream"][0]), int(d["stream"][1])),
+        (int(d["ping"][0]), int(d["ping"][1])),
+        int(d["ping_bytes"]),
+        int(d["messages"]),
+        tuple(float(t) for t in d["stream_s"]),
+        tuple(tuple(float(t) for t in rep) for rep in d["idle_s"]),
+        tuple(tuple(float(t) for t in rep) for rep in d["loaded_s"]),
+        raw=d,
+    )
+
+
 def _stream(d: dict[str, Any], where: str) -> Stream:
     def known(value: Any) -> int | None:
         return None if value is None else int(value)
@@ -343,6 +361,7 @@ _BUILDERS: dict[str, Callable[[dict[str, Any], str], Record]] = {
     "point": _point,
     "coll": _coll,
     "contention": _contention,
+    "queue": _queue,
     "stream": _stream,
     "linpack": _linpack,
     "loggp": _loggp,

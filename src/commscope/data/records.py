@@ -23,7 +23,17 @@ from commscope.data.header import TimerInfo as TimerInfo
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = "records-v1.json"
-RECORD_TYPES = ("header", "point", "coll", "contention", "stream", "linpack", "loggp", "end")
+RECORD_TYPES = (
+    "header",
+    "point",
+    "coll",
+    "contention",
+    "queue",
+    "stream",
+    "linpack",
+    "loggp",
+    "end",
+)
 
 MIN_KEPT_SHARE = 0.25  # untouched samples needed before held-up ones are left out
 
@@ -220,6 +230,47 @@ class Contention:
 
 
 @dataclass(frozen=True)
+class Queue:
+    """Round trips of a small message from a node while that node streams m bytes out.
+
+    Contention level "queue": how long an answer (an MPI's rendezvous handshake) waits behind
+    its node's own outgoing data. ``stream`` is the stream's (sender, receiver), ``ping`` the
+    (pinger, answerer), the answerer on the stream sender's node. Per repetition r:
+    ``idle_s[r]``, round trips of ``ping_bytes`` with nothing else running; ``loaded_s[r]``,
+    round trips back to back while the stream sent ``messages`` messages of ``bytes``;
+    ``stream_s[r]``, the stream's time.
+    """
+
+    bytes: int
+    stream: tuple[int, int]
+    ping: tuple[int, int]
+    ping_bytes: int
+    messages: int
+    stream_s: tuple[float, ...]
+    idle_s: tuple[tuple[float, ...], ...]
+    loaded_s: tuple[tuple[float, ...], ...]
+    raw: dict[str, Any] = field(compare=False, repr=False)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """(contention_queue, ping, bytes): what identifies this point within a run."""
+        return ("contention_queue", "ping", self.bytes)
+
+    @property
+    def n_samples(self) -> int:
+        """Round trips timed under load, all repetitions."""
+        return sum(len(rep) for rep in self.loaded_s)
+
+    @cached_property
+    def median_s(self) -> float:
+        """Median round trip under load (NaN when none was timed)."""
+        import numpy as np
+
+        loaded = [t for rep in self.loaded_s for t in rep]
+        return float(np.median(loaded)) if loaded else float("nan")
+
+
+@dataclass(frozen=True)
 class StreamDirection:
     """One direction of a stream: what its sender sent and its receiver got, and when.
 
@@ -391,5 +442,5 @@ class End:
 
 # Every record that is a measurement, stored as a point of its run (isinstance accepts the
 # union itself); a new kind's record class joins it.
-Measured = Point | Coll | Contention | Stream | Linpack | LogGP
+Measured = Point | Coll | Contention | Queue | Stream | Linpack | LogGP
 Record = Header | Measured | End

@@ -11,7 +11,7 @@ from typing import Any
 
 from commscope.data.mpi_config import RUN_DATA_KIND, ProtocolLimits
 from commscope.data.point_ops import family
-from commscope.data.records import Coll, Contention, Linpack, LogGP, Point, Stream
+from commscope.data.records import Coll, Contention, Linpack, LogGP, Point, Queue, Stream
 from commscope.data.store import RunInfo, SegmentInfo, Store, of_class
 
 
@@ -23,6 +23,7 @@ class RunData:
     points: list[Point]
     colls: list[Coll]
     contentions: list[Contention]
+    queues: list[Queue]  # contention level "queue": waits behind a node's outgoing stream
     streams: list[Stream]
     linpacks: list[Linpack]
     loggps: list[LogGP]
@@ -55,6 +56,7 @@ def read_run(store: Store, run_id: int) -> RunData:
         points=families.pop("p2p", []),
         colls=of_class(records, Coll),
         contentions=of_class(records, Contention),
+        queues=of_class(records, Queue),
         streams=of_class(records, Stream),
         linpacks=of_class(records, Linpack),
         loggps=of_class(records, LogGP),

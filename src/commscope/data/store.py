@@ -20,7 +20,16 @@ from typing import Any, TypeVar
 
 from commscope.data import store_read as read
 from commscope.data.record_parse import record_from_dict
-from commscope.data.records import Coll, Contention, Header, Linpack, LogGP, Point, Stream
+from commscope.data.records import (
+    Coll,
+    Contention,
+    Header,
+    Linpack,
+    LogGP,
+    Point,
+    Queue,
+    Stream,
+)
 
 # Re-exported: callers import the file's constants from here.
 from commscope.data.store_file import APPLICATION_ID as APPLICATION_ID
@@ -35,7 +44,7 @@ from commscope.errors import StoreError, UsageError
 from commscope.strict import shown
 
 MAX_RUN_ID = 2**63 - 1  # SQLite's largest INTEGER
-_M = TypeVar("_M", Point, Coll, Contention, Stream, Linpack, LogGP)
+_M = TypeVar("_M", Point, Coll, Contention, Queue, Stream, Linpack, LogGP)
 
 # The columns RunInfo and SegmentInfo take as they are; *_json columns are decoded.
 _RUN_FIELDS = (
@@ -210,7 +219,7 @@ class Store(StoreWrites):
         Args:
             run_id: the run.
             kind: the records' type as the engine writes it: "point", "coll",
-                "contention", "stream", "linpack" or "loggp".
+                "contention", "queue", "stream", "linpack" or "loggp".
 
         Raises:
             StoreError: no such run, or one of its rows is damaged.
@@ -261,6 +270,10 @@ class Store(StoreWrites):
     def contentions(self, run_id: int) -> list[Contention]:
         """Return a run's contention points ordered by level, cf and bytes."""
         return self._of(run_id, Contention)
+
+    def queues(self, run_id: int) -> list[Queue]:
+        """Return a run's queue points (contention level queue) ordered by stream size."""
+        return self._of(run_id, Queue)
 
     def streams(self, run_id: int) -> list[Stream]:
         """Return a run's TCP stream records ordered by pair and mean message size."""

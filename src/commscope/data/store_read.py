@@ -22,6 +22,7 @@ from commscope.data.records import (
     LogGP,
     Measured,
     Point,
+    Queue,
     Stream,
 )
 from commscope.data.store_seal import Row, damaged
@@ -32,6 +33,7 @@ KIND_CLASSES: dict[str, type[Measurement]] = {
     "point": Point,
     "coll": Coll,
     "contention": Contention,
+    "queue": Queue,
     "stream": Stream,
     "linpack": Linpack,
     "loggp": LogGP,

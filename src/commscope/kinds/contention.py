@@ -1,7 +1,8 @@
-"""The contention kind: t(m, cf) per channel, tables and heat maps.
+"""The contention kind: t(m, cf) per channel, tables and heat maps; waits behind a queue.
 
 The method of Peryshkova and Kurnosov 2018 (contention-aware placement): degradation
-t(m, cf) / t(m, 1) per channel level, as tables, their JSON and the report's heat maps.
+t(m, cf) / t(m, 1) per channel level, as tables, their JSON and the report's heat maps. The
+level "queue" adds how long a small message waits behind its node's outgoing stream.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from commscope.analysis import contention as contention_analysis
-from commscope.data.records import Contention
+from commscope.analysis import queue as queue_analysis
+from commscope.data.records import Contention, Queue
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
 from commscope.kinds.p2p import us
@@ -21,18 +23,20 @@ from commscope.kinds.p2p import us
 
 @dataclass(frozen=True)
 class ContentionRun:
-    """Degradation tables per channel level, and the messages in flight the run posted."""
+    """Degradation tables per level, the messages in flight posted, and the queue's waits."""
 
     tables: dict[str, contention_analysis.LevelTable]
     in_flight: list[int]
+    queue: list[queue_analysis.QueueWait]
 
 
 def summarize(run: RunData, view: View) -> ContentionRun | None:
-    """The run's degradation tables; None without contention records."""
-    if not run.contentions:
+    """The run's degradation tables and queue waits; None without records of either."""
+    if not run.contentions and not run.queues:
         return None
     flights = sorted({p.in_flight for p in run.contentions})
-    return ContentionRun(contention_analysis.tables(run.contentions), flights)
+    tables = contention_analysis.tables(run.contentions) if run.contentions else {}
+    return ContentionRun(tables, flights, queue_analysis.waits(run.queues))
 
 
 def tables(run: ContentionRun) -> list[Any]:
@@ -61,21 +65,46 @@ def tables(run: ContentionRun) -> list[Any]:
             base = t.t_s[i, 0] if t.cfs[0] == 1 else float("nan")
             table.add_row(str(int(m)), us(base) if base == base else "", *cells, str(best[int(m)]))
         out.append(table)
+    if run.queue:
+        out.append(queue_table(run.queue))
     return out
 
 
-def report(run: ContentionRun) -> list[dict[str, Any]]:
-    """The report entry: one heat map and verdict per level."""
+def queue_table(waits: list[queue_analysis.QueueWait]) -> Table:
+    """Per stream size: the idle round trip, the waits under load and the queue they imply."""
+    table = Table(
+        title="queue: round trips of a small message whose answer leaves a node while the node"
+        " streams m-byte messages out (wait: less the idle round trip)"
+    )
+    for name in ("bytes", "idle us", "wait p10/p50/p90 ms", "waited", "stream MB/s"):
+        table.add_column(name, justify="right")
+    table.add_column("queued ahead p50/p90 KiB", justify="right")
+    for w in waits:
+        ms = "/".join(f"{w.quantile(q) * 1e3:.2f}" for q in queue_analysis.QUANTILES)
+        kib = "/".join(f"{w.queued_bytes(q) / 1024:.0f}" for q in (0.5, 0.9))
+        share = f"{w.waiting_share:.0%}"
+        table.add_row(str(w.bytes), us(w.idle_s), ms, share, f"{w.stream_Bps / 1e6:.2f}", kib)
+    return table
+
+
+def report(run: ContentionRun) -> dict[str, Any]:
+    """The report entry: one heat map and verdict per level, and the queue waits."""
     from commscope.report import contention_section  # matplotlib: only for a report
 
-    return [contention_section.level_context(t) for t in run.tables.values()]
+    return {
+        "levels": [contention_section.level_context(t) for t in run.tables.values()],
+        "queue": [w.to_json() for w in run.queue],
+    }
 
 
 KIND = Kind(
     name="contention",
-    records=(Contention,),
+    records=(Contention, Queue),
     summarize=summarize,
-    to_json=lambda run: {"contention": [t.to_json() for t in run.tables.values()] if run else []},
+    to_json=lambda run: {
+        "contention": [t.to_json() for t in run.tables.values()] if run else [],
+        "contention_queue": [w.to_json() for w in run.queue] if run else [],
+    },
     terminal=tables,
     report=report,
     template="contention_section.html.j2",

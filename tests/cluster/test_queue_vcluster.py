@@ -1,0 +1,64 @@
+"""A small message's wait behind its node's outgoing stream follows that node's queue (root).
+
+Two nodes at 50 mbit under Reno (every kernel allows it in every namespace), which like CUBIC
+fills a link's queue before it backs off. Contention
+level "queue" times round trips from node 2 whose answers leave node 1 while node 1 streams 1
+MiB messages to node 2: the way an MPI's rendezvous answer leaves a node that is sending. Those
+answers wait in node 1's shaped queue, so most must take longer than every idle round trip,
+none much longer than the queue takes to drain at the link's rate; and with node 1's queue cut
+to a quarter, every wait must fit the smaller queue, which the full one's median exceeds.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from commscope.measure.vcluster.model import burst_bytes, parse_rate, queue_bytes
+from tests.conftest import have_mpi, need
+
+pytestmark = pytest.mark.cluster
+
+RATE = "50mbit"
+NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
+
+
+def waits(cli) -> dict:
+    out = cli(
+        "run", "contention", "--vcluster", "--ranks-per-node", "2", "--mpi", "openmpi",
+        "--levels", "queue", "--sizes", "1MiB", "--reps", "3", "--mca", NO_PUT, "--json",
+        timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    shown = json.loads(cli("show", str(json.loads(out.stdout)["run"]), "--json", check=True).stdout)
+    [found] = shown["contention_queue"]
+    print(json.dumps(found))
+    return found
+
+
+@pytest.mark.parametrize("cluster", [(2, RATE)], indirect=True)
+def test_answers_wait_behind_their_nodes_queue_and_follow_its_depth(cli, cluster):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    for node in cluster.nodes:
+        sysctl = ["sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=reno"]
+        subprocess.run(["ip", "netns", "exec", node.name, *sysctl], check=True)
+    Bps = parse_rate(RATE) / 8
+    full_s = queue_bytes(parse_rate(RATE)) / Bps  # the time a full queue takes to drain
+
+    full = waits(cli)
+    assert full["samples"] >= 20
+    assert full["waiting_share"] > 0.5  # most answers took longer than every idle round trip
+    assert full["wait_s"]["p90"] < 1.5 * full_s
+
+    quarter = queue_bytes(parse_rate(RATE)) // 4
+    tbf = ["tbf", "rate", RATE, "burst", str(burst_bytes(parse_rate(RATE))), "limit", str(quarter)]
+    sender = cluster.nodes[0].name  # rank 0, which streams, runs on the first node
+    subprocess.run(
+        ["tc", "-n", sender, "qdisc", "replace", "dev", "eth0", "root", *tbf], check=True
+    )
+    cut = waits(cli)
+    assert cut["waiting_share"] > 0.5
+    assert cut["wait_s"]["p90"] < 1.5 * quarter / Bps
+    assert full["wait_s"]["p50"] > 1.2 * quarter / Bps  # the full queue held more than a quarter
