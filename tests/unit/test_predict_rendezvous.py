@@ -7,6 +7,8 @@ import json
 import pytest
 
 from commscope.data.mpi_config import RUN_DATA_KIND, EagerLimit, ProtocolLimits
+from commscope.data.record_parse import record_from_dict
+from commscope.data.records import Queue
 from commscope.data.store import Store
 from commscope.predict import build
 from tests.synthetic_contention import as_measured, records, store_run
@@ -34,10 +36,26 @@ def test_one_rank_sends_no_message():
     assert build("allreduce", 1, 1 << 20, "ring").largest_message() == 0
 
 
-def predicted(cli, size: str, limits: ProtocolLimits | None) -> tuple[str, dict]:
+def queue_record(stream_bytes: int, wait_s: float) -> Queue:
+    """Answers that waited ``wait_s`` behind a stream of ``stream_bytes`` messages (30 us idle)."""
+    rec = record_from_dict(
+        {
+            "type": "queue", "bytes": stream_bytes, "stream": [0, 2], "ping": [3, 1],
+            "ping_bytes": 8, "messages": 10, "stream_s": [10 * stream_bytes / B],
+            "idle_s": [[30e-6] * 5], "loaded_s": [[30e-6 + wait_s] * 9 + [30e-6 + 2 * wait_s]],
+        },
+        f"queue {stream_bytes}",
+    )  # fmt: skip
+    assert isinstance(rec, Queue)
+    return rec
+
+
+def predicted(
+    cli, size: str, limits: ProtocolLimits | None, queue: list[Queue] | None = None
+) -> tuple[str, dict]:
     nic = records("nic", as_measured(lambda m, cf: cf * m / B), SIZES, [1, 2])
     memory = records("memory", as_measured(lambda m, cf: 0.01 * cf * m / B), SIZES, [1, 2])
-    run_id = store_run(cli.store, memory + nic)
+    run_id = store_run(cli.store, [*memory, *nic, *(queue or [])])  # type: ignore[list-item]
     if limits:
         with Store.open(cli.store) as store:
             store.set_run_data(run_id, RUN_DATA_KIND, limits.to_json())
@@ -56,6 +74,23 @@ def test_messages_above_the_tables_inter_node_eager_limit_are_named_with_the_lim
     assert "its messages (up to 256 KiB) are above the inter-node eager limit" in text
     assert "(Open MPI tcp 65536 B, btl_tcp_eager_limit)" in text
     assert "does not price how those handshakes chain" in text
+    assert out["rendezvous"]["answer_wait"] is None  # the tables run measured no queue waits
+    assert "'commscope run contention --levels queue' measures how long" in text
+
+
+def test_the_answer_wait_of_the_nearest_stream_size_is_named_with_the_note(cli):
+    queue = [
+        queue_record(1 << 16, 0.004),
+        queue_record(1 << 18, 0.010),
+        queue_record(1 << 22, 0.02),
+    ]
+    text, out = predicted(cli, "1MiB", ProtocolLimits("Open MPI", (VADER, TCP)), queue)
+    wait = out["rendezvous"]["answer_wait"]
+    assert wait["bytes"] == 1 << 18  # the 256 KiB messages of the 1 MiB ring
+    assert wait["wait_s"]["p50"] == pytest.approx(0.010)
+    assert wait["wait_s"]["p90"] == pytest.approx(0.010, rel=0.2)  # 9 of 10 waited 10 ms
+    assert "measured such an answer waiting 10.0 ms (median; 90th percentile" in text
+    assert "behind its node's outgoing stream of 256 KiB messages" in text
 
 
 def test_messages_sent_eagerly_or_an_unrecorded_limit_bring_no_note(cli):

@@ -241,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
     pattern = predict.build(args.op, args.procs, size, args.algorithm, args.block, args.root)
     ranked = predict.rank_placements(model, pattern, cost, placements)
     fastest = predict_costs.fastest_shares(model, pattern, costs, ranked)
-    rendezvous = predict_costs.above_eager(pattern, costs.eager)
+    rendezvous = predict_costs.above_eager(pattern, costs.eager, costs.queue)
     chosen = _chosen(args, ranked)
     slurm = handoff.slurm_args(model, chosen.placement)
     _write(args.write_rankfile, handoff.rankfile(model, chosen.placement), "--write-rankfile")

@@ -10,7 +10,8 @@ the first place is settled.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from commscope.cli import common
 if TYPE_CHECKING:
     from commscope import predict
     from commscope.analysis.contention import LevelTable
+    from commscope.analysis.queue import QueueWait
     from commscope.data.mpi_config import EagerLimit
     from commscope.data.records import Contention
     from commscope.data.store import Store
@@ -35,6 +37,7 @@ class Costs:
     cells: list[Contention]
     with_tables: Callable[[dict[str, LevelTable]], CostModel]
     eager: EagerLimit | None = None  # the inter-node eager limit recorded with the tables
+    queue: tuple[QueueWait, ...] = ()  # the tables run's answer waits (contention level queue)
 
 
 def table_cells(store: Store, tables: str, fix: str) -> tuple[int, list[Contention]]:
@@ -58,6 +61,7 @@ def costs(args: argparse.Namespace, model: ClusterModel) -> Costs:
     cells: list[Contention] = []
     source = ""
     eager = None
+    queue: tuple[QueueWait, ...] = ()
     with common.open_store(args, write=False) as store:
         if args.tables:
             run_id, cells = table_cells(
@@ -68,6 +72,7 @@ def costs(args: argparse.Namespace, model: ClusterModel) -> Costs:
                 store.run_data(run_id, mpi_config.RUN_DATA_KIND)
             )
             eager = limits.inter_node() if limits else None
+            queue = tuple(queue_waits(store, run_id))
             if points := store.points(run_id):
                 models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
         if args.p2p:
@@ -88,36 +93,63 @@ def costs(args: argparse.Namespace, model: ClusterModel) -> Costs:
         return predict.combine(TableCost.from_tables(tables, source, model), *models)
 
     cost = with_tables(contention.tables(cells)) if cells else predict.combine(*models)
-    return Costs(cost, cells, with_tables, eager)
+    return Costs(cost, cells, with_tables, eager, queue)
 
 
-def above_eager(pattern: predict.Pattern, eager: EagerLimit | None) -> dict[str, Any] | None:
+def queue_waits(store: Store, run_id: int) -> list[QueueWait]:
+    """Run ``run_id``'s answer waits behind a node's outgoing stream, per stream size."""
+    from commscope.analysis import queue
+
+    return queue.waits(store.queues(run_id))
+
+
+def above_eager(
+    pattern: predict.Pattern, eager: EagerLimit | None, waits: Sequence[QueueWait] = ()
+) -> dict[str, Any] | None:
     """The pattern's largest message and the inter-node eager limit it exceeds, if it does.
 
     Above that limit the MPI sends a message between nodes only after its receiver answers (a
     rendezvous). The tables' pair exchanges carry one such handshake per transfer, in lockstep;
     how a handshake delays the next step of a chain (a ring) depends on the queues of the
-    moment, which the model does not follow (docs/predict.md).
+    moment, which the model does not follow (docs/predict.md). With ``waits`` measured
+    (contention level queue), the one of the stream size nearest the largest message says how
+    long such an answer waited behind its node's outgoing data: what one handshake can cost.
     """
     largest = pattern.largest_message()
     if eager is None or largest + eager.headers_bytes <= eager.bytes:
         return None
-    return {"largest_message_bytes": largest, "eager_limit": asdict(eager)}
+    found: dict[str, Any] = {"largest_message_bytes": largest, "eager_limit": asdict(eager)}
+    measured = [w for w in waits if w.samples]
+    if measured:
+        near = min(measured, key=lambda w: abs(math.log2(max(w.bytes, 1) / max(largest, 1))))
+        found["answer_wait"] = near.to_json()
+    else:
+        found["answer_wait"] = None
+    return found
 
 
 def print_above_eager(found: dict[str, Any] | None, recorded_with: str = "the tables") -> None:
-    """Say that the messages go by rendezvous and what that leaves unpriced."""
+    """Say that the messages go by rendezvous, what that leaves unpriced, and what it can cost."""
     if not found:
         return
-    from commscope.units import size_text
+    from commscope.units import size_text, time_text
 
     lim = found["eager_limit"]
+    wait = found.get("answer_wait")
+    if wait:
+        cost = (
+            f"; the tables run measured such an answer waiting {time_text(wait['wait_s']['p50'])}"
+            f" (median; 90th percentile {time_text(wait['wait_s']['p90'])}) behind its node's"
+            f" outgoing stream of {size_text(wait['bytes'])} messages"
+        )
+    else:
+        cost = "; 'commscope run contention --levels queue' measures how long such answers wait"
     common.console().print(
         f"note: its messages (up to {size_text(found['largest_message_bytes'])}) are above the"
         f" inter-node eager limit recorded with {recorded_with} ({lim['mpi']} {lim['path']}"
         f" {lim['bytes']} B, {lim['setting']}), so each waits for its receiver's answer; the"
         " model does not price how those handshakes chain from step to step, which on TCP can"
-        " set placements priced alike several per cent apart (docs/predict.md)"
+        f" set placements priced alike several per cent apart (docs/predict.md){cost}"
     )
 
 

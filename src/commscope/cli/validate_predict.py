@@ -191,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
             args.max_launches,
             resampled,
         )
-        rendezvous = _above_eager(store, checks, forced, args.procs, sizes, args.block)
+        waits = predict_costs.queue_waits(store, run_id)
+        rendezvous = _above_eager(store, checks, forced, args.procs, sizes, args.block, waits)
     if args.json:
         common.print_json(
             {
@@ -212,9 +213,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _above_eager(
-    store: Any, checks: list[Any], forced: Any, procs: int, sizes: list[int], block: int | None
+    store: Any,
+    checks: list[Any],
+    forced: Any,
+    procs: int,
+    sizes: list[int],
+    block: int | None,
+    waits: list[Any],
 ) -> dict[str, Any] | None:
-    """The largest size's messages against the measured runs' inter-node eager limit."""
+    """The largest size's messages against the measured runs' inter-node eager limit.
+
+    With the tables run's answer waits (contention level queue) where it measured them.
+    """
     from commscope.data.mpi_config import RUN_DATA_KIND, ProtocolLimits
     from commscope.validate.predict import pattern_of
 
@@ -222,7 +232,7 @@ def _above_eager(
         return None
     limits = ProtocolLimits.from_json(store.run_data(checks[0].run_id, RUN_DATA_KIND))
     pattern = pattern_of(forced, procs, max(sizes), block or 0)
-    return predict_costs.above_eager(pattern, limits.inter_node() if limits else None)
+    return predict_costs.above_eager(pattern, limits.inter_node() if limits else None, waits)
 
 
 def _print(
