@@ -1,16 +1,17 @@
 """How well placement predictions order and price each modelled collective on the virtual cluster.
 
 Builds a vcluster (root), measures its t(m, cf) tables (memory, NIC and fabric, two ranks per
-node), then runs `commscope validate predict` for each operation and algorithm the predictor
-models (the real runs forced to that algorithm) and each p: every placement, on one node or
-several, is run for real and set beside its prediction. Prints each placement's predicted and
-measured time, and per operation, p and size Kendall's tau and the median relative error
-against the goals (tau = 1, median |error| <= 15 %); an operation the MPI cannot run as
+node) and how long an answer waits behind a node's outgoing stream (level queue), then runs
+`commscope validate predict` for each operation and algorithm the predictor models (the real
+runs forced to that algorithm) and each p: every placement, on one node or several, is run for
+real and set beside its prediction. Prints each placement's predicted and measured time, and
+per operation, p and size Kendall's tau and the median relative error against the goals (tau
+= 1, median |error| <= 15 %); an operation the MPI cannot run as
 modelled is named and skipped. Not a test: it prints figures.
 
     .venv/bin/python bench/predict_vcluster.py [--nodes 4] [--rate 50mbit] [--procs 4]
         [--ops alltoall:block,bcast:binomial-fanout,...] [--max-launches 10] [--mpi openmpi]
-        [--levels memory,nic,fabric]
+        [--levels memory,nic,fabric,queue]
         [--mca btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma [--mca ...]]
         [--tcp-cc cubic] [--store PATH [--tables RUN]]
 
@@ -103,9 +104,17 @@ def validate(store: Path, args: argparse.Namespace, tables: str, op: str, p: str
     print("  run with " + " ".join(f"{k}={v}" for k, v in settings.items()))
     if rendezvous := out.get("rendezvous"):  # what the model leaves out at these sizes
         limit = rendezvous["eager_limit"]
+        wait = rendezvous.get("answer_wait")
+        waited = (
+            f"; an answer waited {wait['wait_s']['p50'] * 1e3:.1f} ms (median) behind a"
+            f" {wait['bytes']} B stream"
+            if wait
+            else ""
+        )
         print(
             f"  messages up to {rendezvous['largest_message_bytes']} B, above the"
             f" {limit['setting']} of {limit['bytes']} B: rendezvous, whose chaining is not priced"
+            + waited
         )
     for c in out["placements"]:
         measured = c["measured_s"] if c["measured_s"] is not None else float("nan")
@@ -170,8 +179,9 @@ def main() -> int:
     )
     ap.add_argument(
         "--levels",
-        default="memory,nic,fabric",
-        help="tables' contention levels (fabric: node pairs exchanging at once; --nodes >= 4)",
+        default="memory,nic,fabric,queue",
+        help="tables' contention levels (fabric: node pairs exchanging at once, --nodes >= 4;"
+        " queue: how long an answer waits behind its node's outgoing stream)",
     )
     ap.add_argument("--tcp-cc", help="TCP congestion control of every node (default: the kernel's)")
     ap.add_argument(
