@@ -118,7 +118,12 @@ def above_eager(
     largest = pattern.largest_message()
     if eager is None or largest + eager.headers_bytes <= eager.bytes:
         return None
-    found: dict[str, Any] = {"largest_message_bytes": largest, "eager_limit": asdict(eager)}
+    found: dict[str, Any] = {
+        "largest_message_bytes": largest,
+        "eager_limit": asdict(eager),
+        # the least limit that sends every message of the pattern at once
+        "eager_enough_bytes": largest + eager.headers_bytes,
+    }
     measured = [w for w in waits if w.samples]
     if measured:
         near = min(measured, key=lambda w: abs(math.log2(max(w.bytes, 1) / max(largest, 1))))
@@ -135,6 +140,9 @@ def print_above_eager(found: dict[str, Any] | None, recorded_with: str = "the ta
     from commscope.units import size_text, time_text
 
     lim = found["eager_limit"]
+    enough = f"{lim['setting']} to {found['eager_enough_bytes']} B or more"
+    if lim["setting"] == "btl_tcp_eager_limit":  # its fragments must be as large (as measured)
+        enough += " (and btl_tcp_max_send_size alike)"
     wait = found.get("answer_wait")
     if wait:
         cost = (
@@ -149,7 +157,8 @@ def print_above_eager(found: dict[str, Any] | None, recorded_with: str = "the ta
         f" inter-node eager limit recorded with {recorded_with} ({lim['mpi']} {lim['path']}"
         f" {lim['bytes']} B, {lim['setting']}), so each waits for its receiver's answer; the"
         " model does not price how those handshakes chain from step to step, which on TCP can"
-        f" set placements priced alike several per cent apart (docs/predict.md){cost}"
+        f" set placements priced alike several per cent apart (docs/predict.md){cost}; setting"
+        f" {enough} sends them at once"
     )
 
 
