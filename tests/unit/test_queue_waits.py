@@ -89,4 +89,9 @@ def test_show_and_the_report_give_the_waits_per_stream_size(cli, tmp_path):
     html = page.read_text()
     [table] = re.findall(r'<table class="contention-queue".*?</table>', html, re.S)
     assert "256 KiB" in table and "4 MiB" in table and "80 %" in table
+    [plot] = re.findall(
+        r'<figure class="plot" id="contention-queue-plot-1">.*?</figure>', html, re.S
+    )
+    for m in (256 << 10, 4 * MIB):  # one curve per stream size
+        assert f'id="queue-cdf-{m}"' in plot
     assert "degradation t(m,cf)" not in html  # no level tables without their records

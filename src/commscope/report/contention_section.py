@@ -27,7 +27,8 @@ from matplotlib.colors import LogNorm
 from matplotlib.patches import Rectangle
 
 from commscope.analysis import contention as contention_analysis
-from commscope.report.plotting import figure, to_svg
+from commscope.analysis.queue import QueueWait
+from commscope.report.plotting import figure, finish, to_svg
 from commscope.units import size_text
 
 ONSET = 1.1  # degradation from which a cell is outlined
@@ -132,3 +133,23 @@ def level_context(table: contention_analysis.LevelTable) -> dict[str, Any]:
         "onset": onset,
         "above_cells": int(np.count_nonzero(table.above_cf)),
     }
+
+
+def queue_cdf(waits: list[QueueWait]) -> str:
+    """Per stream size, the share of answers that waited at most x ms (SVG text).
+
+    A step curve per size (id ``queue-cdf-<bytes>``); a curve that rises at 0 is a node whose
+    answers mostly went at once, one that rises late is a queue that was full.
+    """
+    with figure((6.4, 3.6)) as (fig, (ax,)):
+        for w in waits:
+            if not w.samples:
+                continue
+            ms = np.maximum(w.waits_s, 0.0) * 1e3
+            share = np.arange(1, ms.size + 1) / ms.size
+            (line,) = ax.step(ms, share, where="post", label=f"stream of {size_text(w.bytes)}")
+            line.set_gid(f"queue-cdf-{w.bytes}")
+        ax.set_ylim(0.0, 1.0)
+        ax.set_xlim(left=0.0)
+        finish(ax, "wait behind the node's outgoing stream (ms)", "share of answers")
+        return to_svg(fig)
