@@ -21,7 +21,7 @@ NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
 pytestmark = pytest.mark.cluster
 
 
-def tables_run(cli, mpi: str, sizes: str) -> int:
+def tables_run(cli, mpi: str, sizes: str, levels: tuple[str, ...] = ()) -> int:
     """Measure t(m, cf) tables, two ranks per node, under the protocol the checks run with."""
     # Without the TCP BTL's PUT protocol a pair exchange moves both directions at once, as
     # the tables' t / 2 assumes; validate predict runs the placements with the same setting.
@@ -38,6 +38,7 @@ def tables_run(cli, mpi: str, sizes: str) -> int:
                 "2",
                 "--sizes",
                 sizes,
+                *(["--levels", ",".join(levels)] if levels else []),
                 *settings,
                 "--json",
                 "--quiet",
@@ -189,7 +190,9 @@ def test_forced_collectives_are_predicted_on_one_node_and_across_nodes(cli, clus
     # 168 ms a transfer at 50 mbit: bandwidth-bound, and long enough that a rank a few ms late
     # (four ranks on two cores) stays within the 2 % start delay a launch may carry.
     size = 1 << 20
-    tables = tables_run(cli, mpi, str(size))
+    # Open MPI's tables also time the answers behind a busy node's queue, which the note names.
+    levels = ("memory", "nic", "queue") if mpi == "openmpi" else ()
+    tables = tables_run(cli, mpi, str(size), levels)
     asserted = 0
     cases = (("bcast", 2), ("bcast", 4), ("allreduce", 4), ("allgather", 2))
     if mpi == "mpich":
@@ -206,6 +209,9 @@ def test_forced_collectives_are_predicted_on_one_node_and_across_nodes(cli, clus
         if mpi == "openmpi":
             assert out["rendezvous"]["largest_message_bytes"] == size
             assert out["rendezvous"]["eager_limit"]["setting"] == "btl_tcp_eager_limit"
+            assert out["rendezvous"]["eager_enough_bytes"] == size + 128
+            assert out["rendezvous"]["answer_wait"]["bytes"] == size  # the tables' queue level
+            assert out["rendezvous"]["answer_wait"]["samples"] > 0
         else:
             assert out["rendezvous"] is None
         (verdict,) = out["sizes"]
