@@ -141,7 +141,7 @@ def print_above_eager(found: dict[str, Any] | None, recorded_with: str = "the ta
 
     lim = found["eager_limit"]
     enough = f"{lim['setting']} to {found['eager_enough_bytes']} B or more"
-    if lim["setting"] == "btl_tcp_eager_limit":  # its fragments must be as large (as measured)
+    if lim["setting"] == "btl_tcp_eager_limit":  # as the rings were measured (docs/predict.md)
         enough += " (and btl_tcp_max_send_size alike)"
     wait = found.get("answer_wait")
     if wait:

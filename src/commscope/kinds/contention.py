@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from markupsafe import Markup
 from rich.table import Table
 from rich.text import Text
 
@@ -92,12 +91,10 @@ def report(run: ContentionRun) -> dict[str, Any]:
     """The report entry: one heat map and verdict per level, and the queue waits."""
     from commscope.report import contention_section  # matplotlib: only for a report
 
-    measured = [w for w in run.queue if w.samples]
     return {
         "levels": [contention_section.level_context(t) for t in run.tables.values()],
         "queue": [w.to_json() for w in run.queue],
-        # SVG that matplotlib produced from numbers and size labels.
-        "queue_plot": Markup(contention_section.queue_cdf(measured)) if measured else None,
+        "queue_plot": contention_section.queue_plot(run.queue),
     }
 
 

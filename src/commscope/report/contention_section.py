@@ -153,3 +153,10 @@ def queue_cdf(waits: list[QueueWait]) -> str:
         ax.set_xlim(left=0.0)
         finish(ax, "wait behind the node's outgoing stream (ms)", "share of answers")
         return to_svg(fig)
+
+
+def queue_plot(waits: list[QueueWait]) -> Markup | None:
+    """The waits' curves for the template, or None when no answer was timed under load."""
+    measured = [w for w in waits if w.samples]
+    # SVG that matplotlib produced from numbers and size labels.
+    return Markup(queue_cdf(measured)) if measured else None
