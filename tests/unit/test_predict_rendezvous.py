@@ -75,6 +75,7 @@ def test_messages_above_the_tables_inter_node_eager_limit_are_named_with_the_lim
     assert "(Open MPI tcp 65536 B, btl_tcp_eager_limit)" in text
     # The advice: the least limit that sends the 256 KiB messages, headers included, at once.
     assert out["rendezvous"]["eager_enough_bytes"] == (1 << 18) + TCP.headers_bytes
+    assert out["rendezvous"]["raise_with"] == ["btl_tcp_max_send_size"]
     assert (
         f"setting btl_tcp_eager_limit to {(1 << 18) + 128} B or more (and btl_tcp_max_send_size"
         " alike) sends them at once" in text

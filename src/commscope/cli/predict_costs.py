@@ -121,8 +121,9 @@ def above_eager(
     found: dict[str, Any] = {
         "largest_message_bytes": largest,
         "eager_limit": asdict(eager),
-        # the least limit that sends every message of the pattern at once
+        # the least limit that sends every message of the pattern at once, and what goes with it
         "eager_enough_bytes": largest + eager.headers_bytes,
+        "raise_with": list(eager.raised_with()),
     }
     measured = [w for w in waits if w.samples]
     if measured:
@@ -141,8 +142,8 @@ def print_above_eager(found: dict[str, Any] | None, recorded_with: str = "the ta
 
     lim = found["eager_limit"]
     enough = f"{lim['setting']} to {found['eager_enough_bytes']} B or more"
-    if lim["setting"] == "btl_tcp_eager_limit":  # as the rings were measured (docs/predict.md)
-        enough += " (and btl_tcp_max_send_size alike)"
+    if found["raise_with"]:
+        enough += f" (and {', '.join(found['raise_with'])} alike)"
     wait = found.get("answer_wait")
     if wait:
         cost = (

@@ -152,7 +152,9 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         groups["contention"],
         "--levels",
         default="auto",
-        help="auto (memory, and nic across nodes) or a list of memory,socket,nic,fabric",
+        help="auto (memory, and nic across nodes) or a list of memory,socket,nic,fabric,queue"
+        " (queue: how long an answer waits behind its node's outgoing stream; 2 ranks on each"
+        " of two nodes)",
     )
     run_options.add_options(groups, "contention")
     run_options.add_options(groups, "matrix")

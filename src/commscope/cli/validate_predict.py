@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from commscope import limits
 from commscope.cli import common, predict_costs
 from commscope.measure import cvars, launch
 from commscope.measure import mpi as mpi_mod
+
+if TYPE_CHECKING:
+    from commscope.analysis.queue import QueueWait
 
 OPS = ("alltoall", "bcast", "reduce", "allreduce", "allgather", "gather")
 REDUCTIONS = ("reduce", "allreduce")  # the engine sums doubles: sizes are multiples of 8
@@ -219,7 +222,7 @@ def _above_eager(
     procs: int,
     sizes: list[int],
     block: int | None,
-    waits: list[Any],
+    waits: list[QueueWait],
 ) -> dict[str, Any] | None:
     """The largest size's messages against the measured runs' inter-node eager limit.
 

@@ -16,6 +16,9 @@ from typing import Any
 RUN_DATA_KIND = "protocol_limits"
 SCOPES = ("intra-node", "inter-node")
 HEADERS_BYTES = 128  # bound on the headers an MPI counts into its limit (tens of bytes)
+# Settings raised alike with an eager limit when messages were sent at once by raising it:
+# Open MPI's TCP transport was measured so (docs/predict.md, every message eager).
+RAISED_WITH = {"btl_tcp_eager_limit": ("btl_tcp_max_send_size",)}
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,10 @@ class EagerLimit:
     bytes: int
     set_by: str  # "default", "--mca", "--cvar", "environment", a file
     headers_bytes: int = HEADERS_BYTES
+
+    def raised_with(self) -> tuple[str, ...]:
+        """The settings to raise with this one for messages up to a larger limit to go eagerly."""
+        return RAISED_WITH.get(self.setting, ())
 
     def name(self) -> str:
         """How findings name it: ``the Open MPI vader eager limit (4096 B)``."""
