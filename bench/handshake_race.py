@@ -41,14 +41,13 @@ from commscope.data.store import Store
 from commscope.measure.vcluster.model import parse_rate
 from commscope.units import parse_size
 
-LATENCY_S = 1e-4  # one way between nodes: the vcluster's idle round trip is about 31 us
-
 
 def ring_time(
     nodes: Sequence[int],
     step_s: float,
     eager_s: float,
     waits: np.ndarray,
+    latency_s: float,
     jitter_s: float,
     noise: float,
     draws: int,
@@ -69,7 +68,7 @@ def ring_time(
                     done[s] + rnd.uniform(0, jitter_s),
                     done[d] + rnd.uniform(0, jitter_s),
                 )
-                posts.append((max(sent + LATENCY_S, posted), rnd.random(), s, d, sent))
+                posts.append((max(sent + latency_s, posted), rnd.random(), s, d, sent))
             ends = list(done)
             for answer, _tie, s, d, sent in sorted(posts):  # answers in the order they are due
                 took = step_s * max(0.5, rnd.gauss(1.0, noise)) if noise else step_s
@@ -78,7 +77,7 @@ def ring_time(
                 else:
                     busy = any(n == nodes[d] and b <= answer < e for n, b, e in flows)
                     wait = float(waits[rnd.randrange(waits.size)]) if busy else 0.0
-                    bulk = answer + wait + LATENCY_S
+                    bulk = answer + wait + latency_s
                     end = max(sent + eager_s, bulk) + took - eager_s
                     flows.append((nodes[s], bulk, end))
                 ends[s] = max(ends[s], end)
@@ -123,6 +122,7 @@ def main() -> int:
     for step_s, size in zip(steps, sizes, strict=True):
         w = found[size]
         waits = np.maximum(w.waits_s, 0.0)
+        latency_s = w.idle_s / 2  # one way: half the measured idle round trip
         model = 2 * (p - 1) * step_s * 1e3
         print(
             f"step {step_s * 1e3:g} ms, waits of the {size} B stream (p50"
@@ -132,7 +132,10 @@ def main() -> int:
         cases += [(f"noise {float(x):.1%}", 0.0, float(x)) for x in args.noise.split(",")]
         for name, jitter, noise in cases:
             found_ms = {
-                label: ring_time(nodes, step_s, eager_s, waits, jitter, noise, args.draws) * 1e3
+                label: ring_time(
+                    nodes, step_s, eager_s, waits, latency_s, jitter, noise, args.draws
+                )
+                * 1e3
                 for label, nodes in placements.items()
             }
             text = ", ".join(f"{k} {t:.0f} ms (+{t / model - 1:.0%})" for k, t in found_ms.items())
