@@ -74,7 +74,7 @@ def commscope(store: Path, *args: str, refusable: bool = False) -> str | None:
 def validate(store: Path, args: argparse.Namespace, tables: str, op: str, p: str) -> bool:
     """One operation at one p: print its rows and verdicts; True when the goals are met."""
     name, algorithm = op.split(":")
-    print(f"{name} ({algorithm}), p = {p}: placement, bytes, predicted ms, measured ms, error")
+    print(f"{name} ({algorithm}), p = {p}")
     text = commscope(
         store,
         "validate",
@@ -111,11 +111,13 @@ def validate(store: Path, args: argparse.Namespace, tables: str, op: str, p: str
             if wait
             else ""
         )
+        priced = "priced" if rendezvous.get("answers_priced") else "not priced"
         print(
             f"  messages up to {rendezvous['largest_message_bytes']} B, above the"
-            f" {limit['setting']} of {limit['bytes']} B: rendezvous, whose chaining is not priced"
-            + waited
+            f" {limit['setting']} of {limit['bytes']} B: rendezvous, answers behind busy queues"
+            f" {priced}" + waited
         )
+    print("  placement, bytes, predicted ms (of it, answers waiting), measured ms, error")
     for c in out["placements"]:
         measured = c["measured_s"] if c["measured_s"] is not None else float("nan")
         error = c["relative_error"] if c["relative_error"] is not None else float("nan")
@@ -125,8 +127,9 @@ def validate(store: Path, args: argparse.Namespace, tables: str, op: str, p: str
             else f"  (valid {c['valid_launches']} of {c['launches']},"
             f" {c['late_launches']} started late)"
         )
+        answers = f"({c['answer_wait_s'] * 1e3:.1f})"
         print(
-            f"  {c['placement']:>5} {c['bytes']:>8} {c['predicted_s'] * 1e3:10.1f}"
+            f"  {c['placement']:>5} {c['bytes']:>8} {c['predicted_s'] * 1e3:10.1f} {answers:>8}"
             f" {measured * 1e3:10.1f} {error:+7.1%}{launches}"
         )
     # Lost TCP segments stall a run (a retransmission timeout >= 200 ms): said per placement.

@@ -1,4 +1,4 @@
-"""`predict` says when messages go by rendezvous between nodes, which it does not price."""
+"""`predict` says when messages go by rendezvous between nodes, and prices their answers' waits."""
 
 from __future__ import annotations
 
@@ -80,9 +80,12 @@ def test_messages_above_the_tables_inter_node_eager_limit_are_named_with_the_lim
         f"setting btl_tcp_eager_limit to {(1 << 18) + 128} B or more (and btl_tcp_max_send_size"
         " alike) sends them at once" in text
     )
-    assert "does not price how those handshakes chain" in text
     assert out["rendezvous"]["answer_wait"] is None  # the tables run measured no queue waits
-    assert "'commscope run contention --levels queue' measures how long" in text
+    assert out["rendezvous"]["answers_priced"] is False
+    assert all(pr["answer_wait_s"] == 0.0 for pr in out["predictions"])
+    assert "the prices leave out the answers that wait behind their node's outgoing stream" in text
+    assert "'commscope run contention --levels queue' measures" in text
+    assert "of it, answers waiting" not in text
 
 
 def test_the_answer_wait_of_the_nearest_stream_size_is_named_with_the_note(cli):
@@ -98,6 +101,24 @@ def test_the_answer_wait_of_the_nearest_stream_size_is_named_with_the_note(cli):
     assert wait["wait_s"]["p90"] == pytest.approx(0.010, rel=0.2)  # 9 of 10 waited 10 ms
     assert "measured such an answer waiting 10.0 ms (median; 90th percentile" in text
     assert "behind its node's outgoing stream of 256 KiB messages" in text
+    # The ring's hops race their receivers' streams: the prices include the waits, chained.
+    assert out["rendezvous"]["answers_priced"] is True
+    assert "the prices include the answers that wait behind their receiver's node's" in text
+    assert "of it, answers waiting" in text
+    by = {pr["placement"]["label"]: pr for pr in out["predictions"]}
+    assert by["4x1"]["answer_wait_s"] > by["2x2"]["answer_wait_s"] > 0
+    # Six steps, half the answers waiting 10 ms or more: at least 30 ms on 4x1.
+    assert by["4x1"]["answer_wait_s"] >= 0.03
+    assert [pr["placement"]["label"] for pr in out["predictions"]][:2] == ["2x2", "4x1"]
+
+
+def test_waits_measured_far_from_the_messages_size_are_named_but_not_priced(cli):
+    queue = [queue_record(1 << 16, 0.004), queue_record(1 << 22, 0.02)]  # 4x and 16x off
+    text, out = predicted(cli, "1MiB", ProtocolLimits("Open MPI", (VADER, TCP)), queue)
+    assert out["rendezvous"]["answer_wait"]["bytes"] == 1 << 16  # the nearest, still named
+    assert out["rendezvous"]["answers_priced"] is False
+    assert all(pr["answer_wait_s"] == 0.0 for pr in out["predictions"])
+    assert "but no stream near these messages' size, so the prices leave their" in text
 
 
 def test_messages_sent_eagerly_or_an_unrecorded_limit_bring_no_note(cli):

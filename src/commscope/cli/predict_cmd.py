@@ -239,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
     costs = predict_costs.costs(args, model)
     cost = costs.cost
     pattern = predict.build(args.op, args.procs, size, args.algorithm, args.block, args.root)
-    ranked = predict.rank_placements(model, pattern, cost, placements)
+    ranked = predict.rank_placements(model, pattern, cost, placements, costs.answers)
     fastest = predict_costs.fastest_shares(model, pattern, costs, ranked)
     rendezvous = predict_costs.above_eager(pattern, costs.eager, costs.queue)
     chosen = _chosen(args, ranked)
@@ -328,6 +328,8 @@ def _print(
     if "fabric" in sources:  # a bound on inter-node transfers, not a level of its own
         out.print(f"inter-node transfers bounded by the fabric: {sources['fabric']}")
     best = ranked[0].time_s
+    shown = ranked[: args.top] if args.top else ranked
+    answers = any(pr.answer_wait_s > 0 for pr in shown)  # a column only where priced
     table = Table(title="placements, fastest first")
     for col in (
         "#",
@@ -337,11 +339,11 @@ def _print(
         "sockets/node",
         "order",
         "predicted",
+        *(["of it, answers waiting"] if answers else []),
         "vs best",
         "max cf (memory/socket/nic)",
     ):
         table.add_column(col, justify="left" if col in ("placement", "order") else "right")
-    shown = ranked[: args.top] if args.top else ranked
     for i, pr in enumerate(shown, 1):
         pl = pr.placement
         cfs = "/".join(f"{pr.max_cf[lv]:g}" if lv in pr.max_cf else "-" for lv in LEVELS)
@@ -357,6 +359,7 @@ def _print(
             str(pl.sockets_used),
             pl.order,
             when,
+            *([time_text(pr.answer_wait_s) if pr.priced else ""] if answers else []),
             ratio,
             cfs,
         )

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from commscope.data.mpi_config import EagerLimit
     from commscope.data.records import Contention
     from commscope.data.store import Store
+    from commscope.predict.answers import AnswerWaits
     from commscope.predict.cost import CostModel
     from commscope.predict.model import ClusterModel
     from commscope.predict.rank import Prediction
@@ -38,6 +39,13 @@ class Costs:
     with_tables: Callable[[dict[str, LevelTable]], CostModel]
     eager: EagerLimit | None = None  # the inter-node eager limit recorded with the tables
     queue: tuple[QueueWait, ...] = ()  # the tables run's answer waits (contention level queue)
+
+    @property
+    def answers(self) -> AnswerWaits | None:
+        """What prices rendezvous answers waiting behind busy queues (None: not measured)."""
+        from commscope.predict.answers import AnswerWaits
+
+        return AnswerWaits.of(self.eager, self.queue)
 
 
 def table_cells(store: Store, tables: str, fix: str) -> tuple[int, list[Contention]]:
@@ -54,7 +62,6 @@ def costs(args: argparse.Namespace, model: ClusterModel) -> Costs:
     """The tables of --tables, then Hockney fits (--tables' points, --p2p), then nominal rates."""
     from commscope import predict
     from commscope.analysis import contention
-    from commscope.data import mpi_config
     from commscope.predict.cost import HockneyCost, TableCost
 
     models: list[CostModel] = []  # after the tables' model, in order of precedence
@@ -68,11 +75,7 @@ def costs(args: argparse.Namespace, model: ClusterModel) -> Costs:
                 store, args.tables, "measure t(m, cf) first, or give --p2p RUN"
             )
             source = f"run {run_id}"
-            limits = mpi_config.ProtocolLimits.from_json(
-                store.run_data(run_id, mpi_config.RUN_DATA_KIND)
-            )
-            eager = limits.inter_node() if limits else None
-            queue = tuple(queue_waits(store, run_id))
+            eager, queue = rendezvous_of(store, run_id)
             if points := store.points(run_id):
                 models.append(HockneyCost.from_p2p(points, f"run {run_id}"))
         if args.p2p:
@@ -96,6 +99,14 @@ def costs(args: argparse.Namespace, model: ClusterModel) -> Costs:
     return Costs(cost, cells, with_tables, eager, queue)
 
 
+def rendezvous_of(store: Store, run_id: int) -> tuple[EagerLimit | None, tuple[QueueWait, ...]]:
+    """Run ``run_id``'s inter-node eager limit (recorded) and answer waits (level queue)."""
+    from commscope.data import mpi_config
+
+    limits = mpi_config.ProtocolLimits.from_json(store.run_data(run_id, mpi_config.RUN_DATA_KIND))
+    return (limits.inter_node() if limits else None), tuple(queue_waits(store, run_id))
+
+
 def queue_waits(store: Store, run_id: int) -> list[QueueWait]:
     """Run ``run_id``'s answer waits behind a node's outgoing stream, per stream size."""
     from commscope.analysis import queue
@@ -110,11 +121,13 @@ def above_eager(
 
     Above that limit the MPI sends a message between nodes only after its receiver answers (a
     rendezvous). The tables' pair exchanges carry one such handshake per transfer, in lockstep;
-    how a handshake delays the next step of a chain (a ring) depends on the queues of the
-    moment, which the model does not follow (docs/predict.md). With ``waits`` measured
-    (contention level queue), the one of the stream size nearest the largest message says how
-    long such an answer waited behind its node's outgoing data: what one handshake can cost.
+    an answer that races its node's outgoing stream to a third rank waits behind it, which
+    the prices include when ``waits`` were measured (contention level queue) near the
+    message's size (``predict.answers``; ``answers_priced``). The wait of the stream size
+    nearest the largest message says what one handshake can cost.
     """
+    from commscope.predict.answers import AnswerWaits
+
     largest = pattern.largest_message()
     if eager is None or largest + eager.headers_bytes <= eager.bytes:
         return None
@@ -131,6 +144,8 @@ def above_eager(
         found["answer_wait"] = near.to_json()
     else:
         found["answer_wait"] = None
+    answers = AnswerWaits.of(eager, waits)
+    found["answers_priced"] = answers is not None and answers.waits_s(largest) is not None
     return found
 
 
@@ -145,21 +160,33 @@ def print_above_eager(found: dict[str, Any] | None, recorded_with: str = "the ta
     if found["raise_with"]:
         enough += f" (and {', '.join(found['raise_with'])} alike)"
     wait = found.get("answer_wait")
-    if wait:
+    measured = (
+        f"the tables run measured such an answer waiting {time_text(wait['wait_s']['p50'])}"
+        f" (median; 90th percentile {time_text(wait['wait_s']['p90'])}) behind its node's"
+        f" outgoing stream of {size_text(wait['bytes'])} messages"
+        if wait
+        else ""
+    )
+    if found.get("answers_priced"):
         cost = (
-            f"; the tables run measured such an answer waiting {time_text(wait['wait_s']['p50'])}"
-            f" (median; 90th percentile {time_text(wait['wait_s']['p90'])}) behind its node's"
-            f" outgoing stream of {size_text(wait['bytes'])} messages"
+            "; the prices include the answers that wait behind their receiver's node's stream"
+            f" to a third rank, half of those that race one, as {measured}"
+        )
+    elif wait:
+        cost = (
+            f"; {measured}, but no stream near these messages' size, so the prices leave their"
+            " answers' waits out"
         )
     else:
-        cost = "; 'commscope run contention --levels queue' measures how long such answers wait"
+        cost = (
+            "; the prices leave out the answers that wait behind their node's outgoing stream,"
+            " which 'commscope run contention --levels queue' measures and the prices then include"
+        )
     common.console().print(
         f"note: its messages (up to {size_text(found['largest_message_bytes'])}) are above the"
         f" inter-node eager limit recorded with {recorded_with} ({lim['mpi']} {lim['path']}"
-        f" {lim['bytes']} B, {lim['setting']}), so each waits for its receiver's answer; the"
-        " model does not price how those handshakes chain from step to step, which on TCP can"
-        f" set placements priced alike several per cent apart (docs/predict.md){cost}; setting"
-        f" {enough} sends them at once"
+        f" {lim['bytes']} B, {lim['setting']}), so each waits for its receiver's answer"
+        f" (docs/predict.md){cost}; setting {enough} sends them at once"
     )
 
 
@@ -179,14 +206,19 @@ def fastest_shares(
     from commscope import predict
     from commscope.predict import resolution
 
-    leading = [pr.placement for pr in ranked if pr.priced][:CONTENDERS]
+    leading = [pr for pr in ranked if pr.priced][:CONTENDERS]
     if not costs.cells or len(leading) < 2:
         return {}
     costed = resolution.resampled_costs(costs.cells, costs.with_tables, RESAMPLES)
+    # The answers' waits are priced once, from the tables as measured (``validate.pairs``).
     found = resolution.spread(
-        lambda cost: [predict.predict(model, pl, pattern, cost).time_s for pl in leading], costed
+        lambda cost: [
+            predict.predict(model, pr.placement, pattern, cost).time_s + pr.answer_wait_s
+            for pr in leading
+        ],
+        costed,
     )
-    return {pl.label: found.fastest_share(i) for i, pl in enumerate(leading)}
+    return {pr.placement.label: found.fastest_share(i) for i, pr in enumerate(leading)}
 
 
 def print_fastest(fastest: dict[str, float]) -> None:

@@ -11,6 +11,8 @@ from commscope.measure import cvars, launch
 from commscope.measure import mpi as mpi_mod
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from commscope.analysis.queue import QueueWait
 
 OPS = ("alltoall", "bcast", "reduce", "allreduce", "allgather", "gather")
@@ -144,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     from commscope import predict
     from commscope.analysis import contention
     from commscope.predict import resolution
+    from commscope.predict.answers import AnswerWaits
     from commscope.units import parse_size_list
     from commscope.validate import forcing
     from commscope.validate.predict import check, unpriced_levels
@@ -179,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
         resampled = resolution.resampled_costs(
             found, lambda t: predict.TableCost.from_tables(t, f"run {run_id}", model)
         )
+        # Rendezvous answers are priced with the tables run's limit: the runs take its settings.
+        eager, waits = predict_costs.rendezvous_of(store, run_id)
         checks, verdicts = check(
             store,
             mpi,
@@ -193,8 +198,8 @@ def run(args: argparse.Namespace) -> int:
             cvar,
             args.max_launches,
             resampled,
+            AnswerWaits.of(eager, waits),
         )
-        waits = predict_costs.queue_waits(store, run_id)
         rendezvous = _above_eager(store, checks, forced, args.procs, sizes, args.block, waits)
     if args.json:
         common.print_json(
@@ -222,7 +227,7 @@ def _above_eager(
     procs: int,
     sizes: list[int],
     block: int | None,
-    waits: list[QueueWait],
+    waits: Sequence[QueueWait],
 ) -> dict[str, Any] | None:
     """The largest size's messages against the measured runs' inter-node eager limit.
 

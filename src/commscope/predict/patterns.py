@@ -104,6 +104,17 @@ class Pattern:
         """Transfers over all steps."""
         return sum(s.size(self.p) for s in self.steps)
 
+    def flat(self) -> tuple[Transfers, NDArray[np.int64]]:
+        """Every transfer of every step, in step order, and the index of its step."""
+        parts = [(k, s.transfers(self.p)) for k, s in enumerate(self.steps)]
+        parts = [(k, t) for k, t in parts if t[0].size]
+        if not parts:
+            none = np.zeros(0, np.int64)
+            return (none, none, none), none
+        flat = tuple(np.concatenate([t[i] for _, t in parts]) for i in range(3))
+        step = np.repeat(np.array([k for k, _ in parts]), [t[0].size for _, t in parts])
+        return (flat[0], flat[1], flat[2]), step
+
     def largest_message(self) -> int:
         """Bytes of the largest single transfer (0 for a pattern without transfers)."""
         sizes = [

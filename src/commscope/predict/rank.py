@@ -11,13 +11,14 @@ priced once.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from commscope.errors import PredictError
+from commscope.predict import answers as answers_mod
 from commscope.predict import channels, timeline
 from commscope.predict.cost import CostModel, with_fabric
 from commscope.predict.model import LEVELS, NIC, ClusterModel
@@ -38,6 +39,8 @@ class Prediction:
         transfers: per level, transfers over all steps.
         max_cf: per level, the most transfers sharing one channel (side) in any step.
         missing: levels used that the cost model cannot price.
+        answer_wait_s: of ``time_s``, what rendezvous answers waiting behind their nodes'
+            queues add (``predict.answers``; 0 when not priced).
     """
 
     placement: Placement
@@ -46,6 +49,7 @@ class Prediction:
     transfers: dict[str, int]
     max_cf: dict[str, float]
     missing: tuple[str, ...] = ()
+    answer_wait_s: float = 0.0
 
     @property
     def priced(self) -> bool:
@@ -62,6 +66,7 @@ class Prediction:
             "max_cf": self.max_cf,
             "steps": int(self.step_s.size),
             "slowest_step_s": float(self.step_s.max(initial=0.0)),
+            "answer_wait_s": self.answer_wait_s,
         }
         if steps:
             d["step_s"] = self.step_s.tolist()
@@ -104,11 +109,33 @@ def _symmetric(
     return _result(placement, step_s, used, max_cf, _missing(cost, used))
 
 
+def transfer_times(
+    model: ClusterModel,
+    placement: Placement,
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    nbytes: NDArray[np.int64],
+    step_of: NDArray[np.int64],
+    steps: int,
+    cost: CostModel,
+) -> tuple[NDArray[np.float64], channels.Usage]:
+    """Each transfer's time at the cf of its step (0 where its level has no cost), and the count."""
+    known = set(cost.sources())
+    usage = channels.count(model, placement, src, dst, step_of, steps)
+    took = np.zeros(src.size)
+    for code, level in enumerate(LEVELS):
+        sel = usage.level == code
+        if sel.any() and level in known:
+            took[sel] = cost.time_s(level, nbytes[sel], usage.cf[sel])
+            if code == NIC:
+                took[sel] = with_fabric(cost, known, took[sel], nbytes[sel], usage.fabric[sel])
+    return took, usage
+
+
 def _general(
     model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostModel
 ) -> Prediction:
     """Price every transfer of every step, steps batched up to BATCH transfers at a time."""
-    known = set(cost.sources())
     step_s = np.zeros(len(pattern.steps))
     used = np.zeros(len(LEVELS), dtype=np.int64)
     max_cf = np.zeros(len(LEVELS))
@@ -124,19 +151,14 @@ def _general(
         step_of = np.repeat(
             np.array([k for k, _ in batch], dtype=np.int64), [t[0].size for _, t in batch]
         )
-        usage = channels.count(model, placement, src, dst, step_of, len(pattern.steps))
-        took = np.zeros(src.size)
-        for code, level in enumerate(LEVELS):
+        took, usage = transfer_times(
+            model, placement, src, dst, nbytes, step_of, len(pattern.steps), cost
+        )
+        for code in range(len(LEVELS)):
             sel = usage.level == code
-            if not sel.any():
-                continue
-            used[code] += int(np.count_nonzero(sel))
-            here = usage.cf[sel]
-            max_cf[code] = max(max_cf[code], float(here.max()))
-            if level in known:
-                took[sel] = cost.time_s(level, nbytes[sel], here)
-                if code == NIC:
-                    took[sel] = with_fabric(cost, known, took[sel], nbytes[sel], usage.fabric[sel])
+            if sel.any():
+                used[code] += int(np.count_nonzero(sel))
+                max_cf[code] = max(max_cf[code], float(usage.cf[sel].max()))
         np.maximum.at(step_s, step_of, took)
         # A transfer starts once both its ranks are done with their earlier steps: ranks
         # wait for their partners only, not for the whole step (no barrier between steps).
@@ -184,9 +206,16 @@ def _result(
 
 
 def predict(
-    model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostModel
+    model: ClusterModel,
+    placement: Placement,
+    pattern: Pattern,
+    cost: CostModel,
+    answers: answers_mod.AnswerWaits | None = None,
 ) -> Prediction:
     """Price every step of ``pattern`` on ``placement``.
+
+    With ``answers`` (an eager limit and measured waits), rendezvous answers that race a
+    busy node's queue are priced too (``predict.answers``).
 
     Raises:
         PredictError: the placement and the pattern have different process counts.
@@ -196,10 +225,15 @@ def predict(
             f"placement {placement.label} has {placement.p} processes, the pattern {pattern.p}"
         )
     if pattern.timeline:
-        return _timed(model, placement, pattern, cost)
-    if placement.symmetric and pattern.shift_invariant:
-        return _symmetric(model, placement, pattern, cost)
-    return _general(model, placement, pattern, cost)
+        found = _timed(model, placement, pattern, cost)
+    elif placement.symmetric and pattern.shift_invariant:
+        found = _symmetric(model, placement, pattern, cost)
+    else:
+        found = _general(model, placement, pattern, cost)
+    if answers is None or not found.priced:
+        return found
+    wait_s = answers_mod.cost_s(model, placement, pattern, cost, answers)
+    return replace(found, time_s=found.time_s + wait_s, answer_wait_s=wait_s)
 
 
 def _timed(
@@ -224,12 +258,13 @@ def rank_placements(
     pattern: Pattern,
     cost: CostModel,
     placements: list[Placement] | None = None,
+    answers: answers_mod.AnswerWaits | None = None,
 ) -> list[Prediction]:
     """Predictions for ``placements`` (default: every regular one), fastest first.
 
     Placements that use a level the cost model cannot price come last, in their given order.
     """
     todo = enumerate_placements(model, pattern.p) if placements is None else placements
-    out = [predict(model, pl, pattern, cost) for pl in todo]
+    out = [predict(model, pl, pattern, cost, answers) for pl in todo]
     # sorted() is stable: equal times keep the enumeration order (fewer nodes first).
     return sorted(out, key=lambda pr: pr.time_s)

@@ -71,14 +71,9 @@ class _Plan:
     @classmethod
     def of(cls, pattern: Pattern) -> _Plan | None:
         """The plan of ``pattern`` (None: it moves nothing)."""
-        parts = [(k, s.transfers(pattern.p)) for k, s in enumerate(pattern.steps)]
-        parts = [(k, t) for k, t in parts if t[0].size]
-        if not parts:
+        (src, dst, nbytes), step = pattern.flat()
+        if not src.size:
             return None
-        src = np.concatenate([t[0] for _, t in parts])
-        dst = np.concatenate([t[1] for _, t in parts])
-        nbytes = np.concatenate([t[2] for _, t in parts])
-        step = np.repeat(np.array([k for k, _ in parts]), [t[0].size for _, t in parts])
         ranks = np.concatenate((src, dst))
         by_rank = np.argsort(ranks, kind="stable")
         end_at = np.empty_like(by_rank)

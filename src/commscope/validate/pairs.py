@@ -101,9 +101,15 @@ def judge_pairs(
     """Every pair of the measured placements at one size (``mine[i]`` ran ``placements[i]``)."""
     if len(mine) < 2:
         return ()
+    # The answers' waits are priced once, from the tables as measured: redrawn tables move
+    # the transfers' times, not the waits measured apart (contention level queue).
+    waits = [c.answer_wait_s for c in mine]
     spread = (
         resolution.spread(
-            lambda cost: [predict.predict(model, pl, pattern, cost).time_s for pl in placements],
+            lambda cost: [
+                predict.predict(model, pl, pattern, cost).time_s + w
+                for pl, w in zip(placements, waits, strict=True)
+            ],
             resampled,
         )
         if resampled

@@ -26,6 +26,7 @@ from commscope.data.request import EngineOptions, RunRequest
 from commscope.data.store import Store
 from commscope.measure import runner
 from commscope.measure.mpi import MPIInstall
+from commscope.predict.answers import AnswerWaits
 from commscope.predict.cost import CostModel
 from commscope.validate.forcing import BLOCK_ALLTOALL, Forced
 from commscope.validate.pairs import PairVerdict, judge_pairs
@@ -69,6 +70,7 @@ class PlacementCheck:
     valid_launches: int = 0
     late_launches: int = 0  # started late on some rank (overrun as well or not)
     measured_se_s: float = math.nan  # standard error of measured_s (MPIPerf's SE)
+    answer_wait_s: float = 0.0  # of predicted_s: answers waiting behind busy queues
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
@@ -234,6 +236,7 @@ def check(
     cvar: dict[str, str] | None = None,
     max_launches: int = MAX_LAUNCHES,
     resampled: Sequence[CostModel] = (),
+    answers: AnswerWaits | None = None,
 ) -> tuple[list[PlacementCheck], list[SizeVerdict]]:
     """Predict and measure every placement; judge the order per size.
 
@@ -242,14 +245,15 @@ def check(
     operation and algorithm (default: the block All-to-all); ``mca`` and ``cvar`` are the
     runs' settings, the forced ones included. ``resampled``: cost models of the tables
     resampled (``resolution.resampled_costs``), which say what pairs the tables can order;
-    without them every predicted gap counts as an order.
+    without them every predicted gap counts as an order. ``answers``: the tables run's eager
+    limit and answer waits, which price the rendezvous answers that race a busy queue.
     """
     placements = checked_placements(model, procs)
     by_label = {pl.label: pl for pl in placements}
     checks: list[PlacementCheck] = []
     for pl in placements:
         predicted = [
-            predict.predict(model, pl, pattern_of(forced, procs, size, block), cost).time_s
+            predict.predict(model, pl, pattern_of(forced, procs, size, block), cost, answers)
             for size in sizes
         ]
         run_id, measured, ends = measure(
@@ -260,7 +264,7 @@ def check(
             sizes,
             block,
             site,
-            point_budget_s(predicted),
+            point_budget_s([pr.time_s for pr in predicted]),
             mca,
             forced,
             cvar,
@@ -268,7 +272,8 @@ def check(
         )
         lost = tuple(tcp_loss.warnings(ends))
         bbr = tcp_loss.bbr_nodes(ends)
-        for size, pred in zip(sizes, predicted, strict=True):
+        for size, found in zip(sizes, predicted, strict=True):
+            pred = found.time_s
             point = measured[size]
             t = point.time_s
             checks.append(
@@ -287,6 +292,7 @@ def check(
                     point.nc,
                     point.invalid_late,
                     point.se_s,
+                    found.answer_wait_s,
                 )  # fmt: skip
             )
     verdicts = []

@@ -1,0 +1,171 @@
+"""Rendezvous answers that wait behind a busy node's queue: their expected cost, chained.
+
+Above its eager limit an MPI sends a message between nodes only after the receiver answers
+(Open MPI's TCP transport sends the first 64 KiB, then the rest once answered). The answer
+leaves the receiver's node through the queue that holds whatever that node sends meanwhile,
+and contention level "queue" measures how long it waits there behind a stream of m-byte
+messages (``analysis.queue``). Whether such a stream is under way when a request comes is a
+race, decided step by step:
+
+- The answer to s -> d waits when d's node streams, in the same step, to a third rank: d (or
+  a rank beside it) posted its own send and had it answered before s's request came. Ranks
+  that play the same part post first equally often, so half such answers wait
+  (``RACE_SHARE``; a packet capture of the ring Allreduce on the virtual cluster found half,
+  on 2x2 and 4x1 alike, docs/predict.md).
+- A stream from d back to s itself cannot be under way: it waits for s's own answer. So a
+  pair exchange, which the t(m, cf) tables time in lockstep, holds none of these waits.
+- A wait costs time only when it idles the sender's link: s's node sends nothing else
+  between nodes in that step. Otherwise the link carries the other data meanwhile.
+
+A wait delays the sender's and the receiver's next steps, so waits chain from step to step
+(a ring pays more on p x 1, where every hop crosses a link, than on p/2 x 2). The cost is the
+mean, over draws of which answers wait and how long (from the measured waits), of the
+rank-by-rank count with the waits, less the same count without them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from commscope.analysis.queue import QueueWait
+from commscope.data.mpi_config import EagerLimit
+from commscope.predict.cost import CostModel
+from commscope.predict.model import ClusterModel
+from commscope.predict.patterns import Pattern
+from commscope.predict.placement import Placement
+
+RACE_SHARE = 0.5  # answers that find their node streaming: either rank of a race posts first
+DRAWS = 256  # draws of the race; the mean's own spread stays well under a per cent
+SEED = 2012  # fixed: a placement's price does not change from one call to the next
+NEAR_LOG2 = 1.0  # stream sizes apart by at most a factor of two share their waits
+
+
+@dataclass(frozen=True)
+class AnswerWaits:
+    """The inter-node eager limit and the measured waits of an answer behind a stream.
+
+    Attributes:
+        eager: the limit between nodes, recorded with the tables.
+        waits: per stream size measured (contention level queue), its waits; at least one.
+    """
+
+    eager: EagerLimit
+    waits: tuple[QueueWait, ...]
+
+    @classmethod
+    def of(cls, eager: EagerLimit | None, waits: Sequence[QueueWait]) -> AnswerWaits | None:
+        """Both measured, or None: without either nothing prices the answers."""
+        measured = tuple(w for w in waits if w.samples)
+        return cls(eager, measured) if eager is not None and measured else None
+
+    def rendezvous(self, nbytes: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Per message size: sent only after the receiver answers."""
+        return np.asarray(nbytes + self.eager.headers_bytes > self.eager.bytes, dtype=np.bool_)
+
+    def waits_s(self, nbytes: int) -> NDArray[np.float64] | None:
+        """The waits measured behind a stream of ``nbytes`` messages, none below 0.
+
+        Those of the nearest stream size measured, if it lies within a factor of two (a
+        queue's depth follows the stream's message size); None otherwise.
+        """
+        near = min(self.waits, key=lambda w: abs(math.log2(max(w.bytes, 1) / max(nbytes, 1))))
+        if abs(math.log2(max(near.bytes, 1) / max(nbytes, 1))) > NEAR_LOG2:
+            return None
+        return np.maximum(near.waits_s, 0.0)
+
+
+@dataclass(frozen=True)
+class _Transfers:
+    src: NDArray[np.int64]
+    dst: NDArray[np.int64]
+    nbytes: NDArray[np.int64]
+    step: NDArray[np.int64]
+
+
+def _transfers(pattern: Pattern) -> _Transfers:
+    (src, dst, nbytes), step = pattern.flat()
+    return _Transfers(src, dst, nbytes, step)
+
+
+def racing(
+    node: NDArray[np.int64], t: _Transfers, rendezvous: NDArray[np.bool_]
+) -> NDArray[np.bool_]:
+    """Per transfer: its answer may wait behind a third-party stream, idling its sender's link.
+
+    ``node``: per rank, its node; ``rendezvous``: per transfer, sent only once answered.
+    """
+    p = node.size
+    ns, nd = node[t.src], node[t.dst]
+    bulk = np.asarray((ns != nd) & rendezvous, dtype=np.bool_)  # between nodes, after a handshake
+    if not bulk.any():
+        return bulk
+    nodes = int(node.max()) + 1
+    steps = int(t.step.max()) + 1
+    # Per step and node: transfers between nodes leaving it that wait for an answer.
+    out = np.bincount(t.step[bulk] * nodes + ns[bulk], minlength=steps * nodes)
+    key = (t.step * p + t.src) * p + t.dst
+    back = np.isin((t.step * p + t.dst) * p + t.src, key[bulk])  # d -> s in the same step
+    third = out[t.step * nodes + nd] - back.astype(np.int64) > 0
+    alone = out[t.step * nodes + ns] == 1  # the sender's link carries this transfer only
+    return np.asarray(bulk & third & alone, dtype=np.bool_)
+
+
+def _chain(
+    t: _Transfers, took: NDArray[np.float64], extra: NDArray[np.float64], p: int
+) -> NDArray[np.float64]:
+    """Per draw (row of ``extra``), the rank-by-rank count: its makespan.
+
+    A transfer starts once both its ranks are done with their earlier steps (as ``rank``'s
+    count), and lasts ``took`` plus its row's ``extra``.
+    """
+    draws = extra.shape[0]
+    ready = np.zeros((draws, p))
+    rows = np.arange(draws)[:, None]
+    bounds = np.flatnonzero(np.r_[True, t.step[1:] != t.step[:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        s, d = t.src[a:b], t.dst[a:b]
+        end = np.maximum(ready[:, s], ready[:, d]) + took[a:b] + extra[:, a:b]
+        if np.unique(s).size == s.size and np.unique(d).size == d.size:
+            ready[:, s] = np.maximum(ready[:, s], end)  # each rank once a side: no scatter
+            ready[:, d] = np.maximum(ready[:, d], end)
+        else:
+            np.maximum.at(ready, (rows, s[None, :]), end)
+            np.maximum.at(ready, (rows, d[None, :]), end)
+    return np.asarray(ready.max(axis=1), dtype=np.float64)
+
+
+def cost_s(
+    model: ClusterModel,
+    placement: Placement,
+    pattern: Pattern,
+    cost: CostModel,
+    answers: AnswerWaits,
+) -> float:
+    """The mean time the waiting answers add to ``pattern`` on ``placement`` (0: none race)."""
+    from commscope.predict.rank import transfer_times  # here: rank imports this module
+
+    t = _transfers(pattern)
+    race = racing(placement.node, t, answers.rendezvous(t.nbytes))
+    measured = [m for m in np.unique(t.nbytes[race]) if answers.waits_s(int(m)) is not None]
+    race &= np.isin(t.nbytes, measured)  # sizes with no stream measured near: unpriced
+    if not race.any():
+        return 0.0
+    took, _ = transfer_times(
+        model, placement, t.src, t.dst, t.nbytes, t.step, len(pattern.steps), cost
+    )
+    rnd = np.random.default_rng(SEED)
+    extra = np.zeros((DRAWS, t.src.size))
+    for size in np.unique(t.nbytes[race]):
+        waits = answers.waits_s(int(size))
+        assert waits is not None  # sizes without waits left the race above
+        at = np.flatnonzero(race & (t.nbytes == size))
+        lost = rnd.random((DRAWS, at.size)) < RACE_SHARE
+        extra[:, at] = np.where(lost, waits[rnd.integers(0, waits.size, (DRAWS, at.size))], 0.0)
+    plain = float(_chain(t, took, np.zeros((1, t.src.size)), pattern.p)[0])
+    # Waits never shorten the count: below 0 is the mean's rounding.
+    return max(0.0, float(_chain(t, took, extra, pattern.p).mean()) - plain)
