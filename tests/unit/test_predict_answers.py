@@ -118,14 +118,18 @@ def test_waits_chain_so_a_ring_across_every_link_pays_more():
     assert [pr.placement.label for pr in ranked] == ["2x2", "4x1"]
 
 
-def test_a_stream_size_not_measured_within_a_factor_of_two_prices_nothing():
+def test_only_a_stream_of_messages_as_large_or_up_to_half_as_large_prices_them():
     ring = predict.build("allreduce", 4, 1 << 20, "ring")  # 256 KiB messages
     far = constant(0.02, sizes=(1 << 16, 1 << 22))  # 64 KiB and 4 MiB streams: 4x and 16x off
     assert far.waits_s(1 << 18) is None
     pl = predict.regular(MODEL, 4, 1)
     assert predict.predict(MODEL, pl, ring, COST, far).answer_wait_s == 0.0
-    near = constant(0.02, sizes=(1 << 19,))  # 512 KiB: within two
+    near = constant(0.02, sizes=(1 << 17,))  # 128 KiB: within two, and no larger
     assert predict.predict(MODEL, pl, ring, COST, near).answer_wait_s > 0
+    # A stream of larger messages keeps a fuller queue: its waits would overstate these.
+    larger = constant(0.02, sizes=(1 << 19,))
+    assert larger.waits_s(1 << 18) is None
+    assert predict.predict(MODEL, pl, ring, COST, larger).answer_wait_s == 0.0
 
 
 def test_nothing_prices_answers_without_a_limit_or_measured_waits():

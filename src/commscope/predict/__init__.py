@@ -13,8 +13,9 @@ Typical use::
 
 Modules: ``model`` (the cluster), ``model_yaml``, ``model_sources`` (hwloc, virtual cluster),
 ``placement`` and ``placement_files`` (where ranks run), ``patterns`` (step-wise transfers),
-``channels`` (who shares which channel), ``cost`` (t(m, cf) tables, Hockney), ``rank``
-(prediction and ranking), ``handoff`` (Slurm options, rankfile, hostfile).
+``channels`` (who shares which channel), ``cost`` (t(m, cf) tables, Hockney), ``answers``
+(rendezvous answers waiting behind busy queues), ``rank`` (prediction and ranking),
+``handoff`` (Slurm options, rankfile, hostfile).
 """
 
 from commscope.predict.cost import (
