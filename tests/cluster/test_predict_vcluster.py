@@ -179,10 +179,11 @@ def validate_measured(cli, mpi: str, op: str, procs: int, tables: int, size: int
 def test_forced_collectives_are_predicted_on_one_node_and_across_nodes(cli, cluster, mpi):
     """bcast, allreduce and allgather, each forced to its modelled algorithm, on 2 and 4 ranks.
 
-    Four validations, not six: Allreduce's two ranks exchange once, as Bcast's send once, and
-    the ring Allgather's 2x2 and 4x1 are a predicted tie that orders nothing. MPICH leaves out
-    the four-rank Bcast: its setting is the two-rank Bcast's, checked there, and its ranks,
-    polling without yielding, take twice Open MPI's time on two cores.
+    Four validations under MPICH, not six: Allreduce's two ranks exchange once, as Bcast's
+    send once; MPICH leaves out the four-rank Bcast (its setting is the two-rank Bcast's,
+    checked there; its ranks, polling without yielding, take twice Open MPI's time on two
+    cores) and the four-rank ring Allgather, whose answers only Open MPI's recorded eager limit
+    and queue level price: under Open MPI its 4x1 must carry more waiting answers than 2x2.
     """
     from commscope.validate import forcing
 
@@ -197,6 +198,8 @@ def test_forced_collectives_are_predicted_on_one_node_and_across_nodes(cli, clus
     cases = (("bcast", 2), ("bcast", 4), ("allreduce", 4), ("allgather", 2))
     if mpi == "mpich":
         cases = tuple(case for case in cases if case != ("bcast", 4))
+    else:
+        cases += (("allgather", 4),)
     for op, procs in cases:
         placements = {"1x2", "2x1"} if procs == 2 else {"2x2", "4x1"}
         out = validate_measured(cli, mpi, op, procs, tables, size)
@@ -212,6 +215,13 @@ def test_forced_collectives_are_predicted_on_one_node_and_across_nodes(cli, clus
             assert out["rendezvous"]["eager_enough_bytes"] == size + 128
             assert out["rendezvous"]["answer_wait"]["bytes"] == size  # the tables' queue level
             assert out["rendezvous"]["answer_wait"]["samples"] > 0
+            # Each ring hop between nodes races its receiver's stream: priced from the level.
+            waiting = {r["placement"]: r["answer_wait_s"] for r in rows}
+            if (op, procs) == ("allgather", 4):
+                assert out["rendezvous"]["answers_priced"] is True
+                assert waiting["4x1"] > waiting["2x2"] > 0
+            else:  # trees, pairs and recursive doubling: no answer idles a link
+                assert set(waiting.values()) == {0.0}
         else:
             assert out["rendezvous"] is None
         (verdict,) = out["sizes"]

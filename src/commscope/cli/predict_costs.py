@@ -150,7 +150,7 @@ def above_eager(
 
 
 def print_above_eager(found: dict[str, Any] | None, recorded_with: str = "the tables") -> None:
-    """Say that the messages go by rendezvous, what that leaves unpriced, and what it can cost."""
+    """Say that the messages go by rendezvous, whether their answers' waits are priced, and why."""
     if not found:
         return
     from commscope.units import size_text, time_text
