@@ -118,7 +118,7 @@ def test_waits_measured_far_from_the_messages_size_are_named_but_not_priced(cli)
     assert out["rendezvous"]["answer_wait"]["bytes"] == 1 << 16  # the nearest, still named
     assert out["rendezvous"]["answers_priced"] is False
     assert all(pr["answer_wait_s"] == 0.0 for pr in out["predictions"])
-    assert "but no stream near these messages' size, so the prices leave their" in text
+    assert "but none behind messages as large as these or down to half their size" in text
 
 
 def test_messages_sent_eagerly_or_an_unrecorded_limit_bring_no_note(cli):

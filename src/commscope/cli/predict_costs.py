@@ -122,9 +122,9 @@ def above_eager(
     Above that limit the MPI sends a message between nodes only after its receiver answers (a
     rendezvous). The tables' pair exchanges carry one such handshake per transfer, in lockstep;
     an answer that races its node's outgoing stream to a third rank waits behind it, which
-    the prices include when ``waits`` were measured (contention level queue) near the
-    message's size (``predict.answers``; ``answers_priced``). The wait of the stream size
-    nearest the largest message says what one handshake can cost.
+    the prices include when ``waits`` were measured (contention level queue) behind messages
+    as large as these or down to half their size (``predict.answers``; ``answers_priced``).
+    The wait of the stream size nearest the largest message says what one handshake can cost.
     """
     from commscope.predict.answers import AnswerWaits
 
@@ -174,8 +174,8 @@ def print_above_eager(found: dict[str, Any] | None, recorded_with: str = "the ta
         )
     elif wait:
         cost = (
-            f"; {measured}, but no stream near these messages' size, so the prices leave their"
-            " answers' waits out"
+            f"; {measured}, but none behind messages as large as these or down to half their"
+            " size, so the prices leave their answers' waits out"
         )
     else:
         cost = (
