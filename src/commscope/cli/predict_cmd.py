@@ -36,8 +36,9 @@ Kurnosov 2018; the run's point-to-point results fill levels it lacks), then --p2
 fits), then the cluster model's nominal rates. Placements using a level none of them covers
 are listed last. With tables, the output also gives the share of 100 resampled tables under
 which each leading placement is fastest (their noise may leave a tie), and a note when the
-messages are above the inter-node eager limit recorded with the tables (a rendezvous, whose
-handshakes the model does not chain)."""
+messages are above the inter-node eager limit recorded with the tables (a rendezvous). When
+the tables run also measured contention level queue, the prices include the answers that wait
+behind their receiver's node's outgoing stream (column "of it, answers waiting")."""
 # The choices and default --help shows, written out: importing commscope.predict (numpy, SciPy,
 # PyYAML) would slow every command's start. tests/unit/test_cli_startup.py checks them against
 # predict.ALGORITHMS, predict.placement.ORDERS and predict.patterns.DEFAULT_BLOCK.

@@ -40,7 +40,9 @@ from commscope.predict.patterns import Pattern
 from commscope.predict.placement import Placement
 
 RACE_SHARE = 0.5  # answers that find their node streaming: either rank of a race posts first
-DRAWS = 256  # draws of the race; the mean's own spread stays well under a per cent
+# Draws of the race: over 20 seeds the ring Allreduce's price on the 4-node vcluster's tables
+# moved by 0.1-0.5 % (standard deviation) at 1 and 4 MiB.
+DRAWS = 256
 SEED = 2012  # fixed: a placement's price does not change from one call to the next
 NEAR_LOG2 = 1.0  # a stream of messages down to half the size lends its waits
 
