@@ -6,7 +6,9 @@ level "queue" times round trips from node 2 whose answers leave node 1 while nod
 MiB messages to node 2: the way an MPI's rendezvous answer leaves a node that is sending. Those
 answers wait in node 1's shaped queue, so most must take longer than every idle round trip,
 none much longer than the queue takes to drain at the link's rate; and with node 1's queue cut
-to a quarter, every wait must fit the smaller queue, which the full one's median exceeds.
+to a quarter, every wait must fit the smaller queue, which the full one's median exceeds. A
+stream's rate is timed until its receiver has it all, so no stream outruns the link, not even
+one of eager messages, whose sends return as soon as the kernel holds them.
 """
 
 from __future__ import annotations
@@ -25,17 +27,17 @@ RATE = "50mbit"
 NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
 
 
-def waits(cli) -> dict:
+def waits(cli, sizes: str = "1MiB") -> dict[int, dict]:
+    """Per stream size, ``show --json``'s waits."""
     out = cli(
         "run", "contention", "--vcluster", "--ranks-per-node", "2", "--mpi", "openmpi",
-        "--levels", "queue", "--sizes", "1MiB", "--reps", "3", "--mca", NO_PUT, "--json",
+        "--levels", "queue", "--sizes", sizes, "--reps", "3", "--mca", NO_PUT, "--json",
         timeout=600,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     shown = json.loads(cli("show", str(json.loads(out.stdout)["run"]), "--json", check=True).stdout)
-    [found] = shown["contention_queue"]
-    print(json.dumps(found))
-    return found
+    print(json.dumps(shown["contention_queue"]))
+    return {found["bytes"]: found for found in shown["contention_queue"]}
 
 
 @pytest.mark.parametrize("cluster", [(2, RATE)], indirect=True)
@@ -47,7 +49,10 @@ def test_answers_wait_behind_their_nodes_queue_and_follow_its_depth(cli, cluster
     Bps = parse_rate(RATE) / 8
     full_s = queue_bytes(parse_rate(RATE)) / Bps  # the time a full queue takes to drain
 
-    full = waits(cli)
+    measured = waits(cli, "32KiB,1MiB")
+    for found in measured.values():  # 32 KiB goes eagerly, 1 MiB after an answer
+        assert 0.5 * Bps < found["stream_Bps"] < 1.05 * Bps, found["bytes"]
+    full = measured[1 << 20]
     assert full["samples"] >= 20
     assert full["waiting_share"] > 0.5  # most answers took longer than every idle round trip
     assert full["wait_s"]["p90"] < 1.5 * full_s
@@ -58,7 +63,7 @@ def test_answers_wait_behind_their_nodes_queue_and_follow_its_depth(cli, cluster
     subprocess.run(
         ["tc", "-n", sender, "qdisc", "replace", "dev", "eth0", "root", *tbf], check=True
     )
-    cut = waits(cli)
+    cut = waits(cli)[1 << 20]
     assert cut["waiting_share"] > 0.5
     assert cut["wait_s"]["p90"] < 1.5 * quarter / Bps
     assert full["wait_s"]["p50"] > 1.2 * quarter / Bps  # the full queue held more than a quarter

@@ -6,7 +6,8 @@
  * Ranks: a0, a1 on node 0 (a0 is world rank 0), b0, b1 on node 1. Per repetition:
  *   idle    b1 times 20 round trips of an 8-byte message to a1 and back, nothing else running;
  *   loaded  a0 sends nruns messages of m bytes to b0 (blocking sends, back to back) while b1
- *           times round trips to a1 back to back until b0 says the stream has arrived.
+ *           times round trips to a1 back to back until b0 says the stream has arrived; the
+ *           stream's time runs until b0 tells a0 so too.
  * a1's answers leave node 0 behind a0's stream; b1's messages cross node 1's queue, which
  * carries only the stream's acknowledgements. A loaded round trip less the idle ones is the
  * wait. Every round trip is written (the samples a repetition keeps are capped; the stream
@@ -150,9 +151,11 @@ static void measure(cs_context *ctx, size_t bytes, const int who[4], char *sbuf,
                          MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Barrier(sub);
             if (role == A0) {
+                /* until b0 has it all: an eager send returns once the kernel holds its bytes */
                 double t = ctx->timer->now();
                 for (int k = 0; k < o->nruns; k++)
                     MPI_Send(sbuf, (int)bytes, MPI_BYTE, who[B0], TAG_STREAM, MPI_COMM_WORLD);
+                MPI_Recv(NULL, 0, MPI_BYTE, who[B0], TAG_DONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 stream_s[r] = ctx->timer->now() - t;
             }
             if (role == B0) {
@@ -160,6 +163,7 @@ static void measure(cs_context *ctx, size_t bytes, const int who[4], char *sbuf,
                     MPI_Recv(rbuf, (int)bytes, MPI_BYTE, who[A0], TAG_STREAM, MPI_COMM_WORLD,
                              MPI_STATUS_IGNORE);
                 MPI_Send(NULL, 0, MPI_BYTE, who[B1], TAG_DONE, MPI_COMM_WORLD);
+                MPI_Send(NULL, 0, MPI_BYTE, who[A0], TAG_DONE, MPI_COMM_WORLD);
             }
             if (role == A1) answer(who[B1]);
             if (role == B1) {

@@ -31,7 +31,7 @@ class QueueWait:
         idle_s: median round trip with nothing else running.
         idle_max_s: the longest idle round trip: a loaded one beyond it waited.
         waits_s: every loaded round trip less ``idle_s``, sorted.
-        stream_Bps: median over repetitions of the stream's rate at its sender.
+        stream_Bps: median over repetitions of the stream's rate, until its receiver had it.
     """
 
     bytes: int

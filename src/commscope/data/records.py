@@ -238,7 +238,9 @@ class Queue:
     (pinger, answerer), the answerer on the stream sender's node. Per repetition r:
     ``idle_s[r]``, round trips of ``ping_bytes`` with nothing else running; ``loaded_s[r]``,
     round trips back to back while the stream sent ``messages`` messages of ``bytes``;
-    ``stream_s[r]``, the stream's time.
+    ``stream_s[r]``, the stream's time, from its first send until the receiver said it had
+    it all (engines before that ended it at the last send's return, which for eager messages
+    is only when the kernel took them).
     """
 
     bytes: int
