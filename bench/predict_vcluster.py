@@ -11,7 +11,7 @@ modelled is named and skipped. Not a test: it prints figures.
 
     .venv/bin/python bench/predict_vcluster.py [--nodes 4] [--rate 50mbit] [--procs 4]
         [--ops alltoall:block,bcast:binomial-fanout,...] [--max-launches 10] [--mpi openmpi]
-        [--levels memory,nic,fabric,queue]
+        [--levels memory,nic,fabric,queue] [--table-sizes SIZES]
         [--mca btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma [--mca ...]]
         [--tcp-cc cubic] [--store PATH [--tables RUN]]
 
@@ -28,6 +28,11 @@ exchanges with another peer (recursive doubling) restarts well below the link ra
 pair table samples; see docs/predict.md. --tcp-limit-output BYTES|kernel is `vcluster up`'s:
 how much each TCP socket may keep in its node's own shaped queue (default: the vcluster's
 32 KiB; kernel: 4 MiB, so that the queue drops what a NIC would hold back).
+
+The tables are measured at the checked sizes and, when the ring Allreduce is checked, at its
+message size (size / p), so that its answers are priced from the waits behind a stream of its
+own messages (the predictor takes waits only from streams of messages as large as the message
+or down to half its size); --table-sizes replaces that list.
 
 Each pair of placements is judged as `validate predict` judges it: where the tables' own
 noise settles which is faster (resampled tables, commscope.predict.resolution), the measured
@@ -46,6 +51,7 @@ import tempfile
 from pathlib import Path
 
 from commscope.measure import vcluster
+from commscope.units import parse_size_list
 
 NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
 GOAL_MEDIAN_ERROR = 0.15
@@ -69,6 +75,16 @@ def commscope(store: Path, *args: str, refusable: bool = False) -> str | None:
     if out.returncode != 0:
         sys.exit(f"commscope {' '.join(args)} failed: {out.stderr.strip()}")
     return out.stdout
+
+
+def table_sizes(args: argparse.Namespace) -> str:
+    """The checked sizes and the ring Allreduce's messages at each p: what the tables measure."""
+    if args.table_sizes:
+        return str(args.table_sizes)
+    sizes = set(parse_size_list(args.sizes, "--sizes"))
+    if "allreduce:ring" in args.ops.split(","):  # its steps move size / p; the others' move size
+        sizes |= {size // int(p) for size in set(sizes) for p in args.procs.split(",")}
+    return ",".join(str(size) for size in sorted(sizes))
 
 
 def validate(store: Path, args: argparse.Namespace, tables: str, op: str, p: str) -> bool:
@@ -186,6 +202,10 @@ def main() -> int:
         help="tables' contention levels (fabric: node pairs exchanging at once, --nodes >= 4;"
         " queue: how long an answer waits behind its node's outgoing stream)",
     )
+    ap.add_argument(
+        "--table-sizes",
+        help="sizes the tables measure (default: --sizes and the ring Allreduce's messages)",
+    )
     ap.add_argument("--tcp-cc", help="TCP congestion control of every node (default: the kernel's)")
     ap.add_argument(
         "--tcp-limit-output",
@@ -220,6 +240,7 @@ def main() -> int:
         if args.tables:
             print(f"tables: run {args.tables} of {store}")
             return check(store, args, args.tables)
+        print(f"tables at {table_sizes(args)} B")
         tables = commscope(
             store,
             "run",
@@ -232,7 +253,7 @@ def main() -> int:
             "--levels",
             args.levels,
             "--sizes",
-            args.sizes,
+            table_sizes(args),
             "--json",
             "--quiet",
             *mca,
