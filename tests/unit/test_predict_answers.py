@@ -132,6 +132,21 @@ def test_only_a_stream_of_messages_as_large_or_up_to_half_as_large_prices_them()
     assert predict.predict(MODEL, pl, ring, COST, larger).answer_wait_s == 0.0
 
 
+def test_no_wait_outlasts_what_the_racing_transfer_sends_once_answered():
+    # The racing transfer's first fragment (up to the limit) left with its request, as the
+    # answered one's did: only the rest can stand ahead of the answer.
+    found = constant(0.02, sizes=(1 << 16, 1 << 17))
+    answered = (1 << 16) + TCP.headers_bytes - TCP.bytes  # 64 KiB: its headers, no more
+    assert found.waits_s(1 << 16) == pytest.approx(np.full(20, answered / B))
+    rest_s = ((1 << 17) + TCP.headers_bytes - TCP.bytes) / B  # 128 KiB: 64 KiB and headers
+    assert rest_s < 0.02
+    assert found.waits_s(1 << 17) == pytest.approx(np.full(20, rest_s))
+    assert constant(0.02).waits_s(1 << 20) == pytest.approx(np.full(20, 0.02))  # far above
+    ring = predict.build("allreduce", 4, 1 << 18, "ring")  # 64 KiB messages, just above
+    pl = predict.regular(MODEL, 4, 1)
+    assert predict.predict(MODEL, pl, ring, COST, found).answer_wait_s < 6 * answered / B
+
+
 def test_nothing_prices_answers_without_a_limit_or_measured_waits():
     assert answers.AnswerWaits.of(None, [waits_of(1 << 20, [0.01])]) is None
     assert answers.AnswerWaits.of(TCP, []) is None
