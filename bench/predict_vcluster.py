@@ -137,9 +137,9 @@ def validate(store: Path, args: argparse.Namespace, tables: str, op: str, p: str
     for c in out["placements"]:
         measured = c["measured_s"] if c["measured_s"] is not None else float("nan")
         error = c["relative_error"] if c["relative_error"] is not None else float("nan")
-        launches = (
+        launches = (  # a point on few valid launches is a thin one: said
             ""
-            if c["measured_s"] is not None
+            if c["valid_launches"] == c["launches"]
             else f"  (valid {c['valid_launches']} of {c['launches']},"
             f" {c['late_launches']} started late)"
         )

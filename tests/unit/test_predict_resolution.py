@@ -133,6 +133,7 @@ def test_without_resampled_tables_every_predicted_gap_is_an_order_and_equality_a
     assert apart.resolved and not apart.hit  # no noise allowed for: measured the other way
     unknown = judge_pair(check("2x2", 1.0, 1.0, math.nan), check("4x1", 1.0, 1.0, 0.01), None, 0, 1)
     assert not unknown.hit  # a tie cannot be confirmed without the measured noise
+    assert "no standard error, so no tie confirmed" in unknown.text()
 
 
 def predicted_json(cli, found) -> dict:

@@ -59,10 +59,15 @@ class PairVerdict:
                 f"{first} < {second} predicted ({share:.0%} of resampled tables),"
                 f" {measured}{'' if self.hit else ', the other way'}: {verdict}"
             )
+        noise = (
+            f"+- {self.measured_gap_error:.1%}"
+            if math.isfinite(self.measured_gap_error)
+            else "(no standard error, so no tie confirmed: a point on one valid launch)"
+        )
         return (
             f"{self.a} and {self.b} within the tables' noise: predicted"
             f" {self.predicted_gap:+.1%} +- {self.predicted_gap_error:.1%}, measured"
-            f" {self.measured_gap:+.1%} +- {self.measured_gap_error:.1%}: {verdict}"
+            f" {self.measured_gap:+.1%} {noise}: {verdict}"
         )
 
 
