@@ -29,10 +29,10 @@ pair table samples; see docs/predict.md. --tcp-limit-output BYTES|kernel is `vcl
 how much each TCP socket may keep in its node's own shaped queue (default: the vcluster's
 32 KiB; kernel: 4 MiB, so that the queue drops what a NIC would hold back).
 
-The tables are measured at the checked sizes and, when the ring Allreduce is checked, at its
-message size (size / p), so that its answers are priced from the waits behind a stream of its
-own messages (the predictor takes waits only from streams of messages as large as the message
-or down to half its size); --table-sizes replaces that list.
+The tables are measured at the checked sizes and at every message size the checked patterns
+send (the ring Allreduce's steps move size / p), so that each message is priced from cells and
+from waits behind a stream of its own size (the predictor takes waits only from streams of
+messages as large as the message or down to half its size); --table-sizes replaces that list.
 
 Each pair of placements is judged as `validate predict` judges it: where the tables' own
 noise settles which is faster (resampled tables, commscope.predict.resolution), the measured
@@ -50,6 +50,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
+from commscope import predict
 from commscope.measure import vcluster
 from commscope.units import parse_size_list
 
@@ -78,12 +81,17 @@ def commscope(store: Path, *args: str, refusable: bool = False) -> str | None:
 
 
 def table_sizes(args: argparse.Namespace) -> str:
-    """The checked sizes and the ring Allreduce's messages at each p: what the tables measure."""
+    """The checked sizes and every message the checked patterns send: what the tables measure."""
     if args.table_sizes:
         return str(args.table_sizes)
-    sizes = set(parse_size_list(args.sizes, "--sizes"))
-    if "allreduce:ring" in args.ops.split(","):  # its steps move size / p; the others' move size
-        sizes |= {size // int(p) for size in set(sizes) for p in args.procs.split(",")}
+    checked = parse_size_list(args.sizes, "--sizes")
+    sizes = set(checked)
+    for op in args.ops.split(","):
+        name, algorithm = op.split(":")
+        for p in map(int, args.procs.split(",")):
+            for size in checked:  # a ring Allreduce's steps move size / p, most others size
+                (_, _, nbytes), _ = predict.build(name, p, size, algorithm, block=p).flat()
+                sizes.update(int(m) for m in np.unique(nbytes))
     return ",".join(str(size) for size in sorted(sizes))
 
 
@@ -204,7 +212,7 @@ def main() -> int:
     )
     ap.add_argument(
         "--table-sizes",
-        help="sizes the tables measure (default: --sizes and the ring Allreduce's messages)",
+        help="sizes the tables measure (default: --sizes and every message the --ops send)",
     )
     ap.add_argument("--tcp-cc", help="TCP congestion control of every node (default: the kernel's)")
     ap.add_argument(
