@@ -16,6 +16,7 @@ race, decided step by step:
   pair exchange, which the t(m, cf) tables time in lockstep, holds none of these waits.
 - A wait costs time only when it idles the sender's link: s's node sends nothing else
   between nodes in that step. Otherwise the link carries the other data meanwhile.
+- No wait outlasts what the racing transfer sends once answered (``AnswerWaits.waits_s``).
 
 A wait delays the sender's and the receiver's next steps, so waits chain from step to step
 (a ring pays more on p x 1, where every hop crosses a link, than on p/2 x 2). The cost is the
@@ -81,7 +82,7 @@ class AnswerWaits:
         once answered, at the stream's rate: its first fragment, up to the eager limit, left
         with the request, as the one being answered did. A message just above the limit races
         nothing (on the 4-node virtual cluster, 64 KiB messages priced 39 ms of waits on 4x1
-        where 3 ms were measured).
+        where 3 ms were measured: docs/predict.md, "Answers capped").
         """
         below = [w for w in self.waits if w.bytes <= nbytes]
         if not below:
