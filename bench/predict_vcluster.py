@@ -36,8 +36,9 @@ messages as large as the message or down to half its size); --table-sizes replac
 
 Each pair of placements is judged as `validate predict` judges it: where the tables' own
 noise settles which is faster (resampled tables, commscope.predict.resolution), the measured
-order must be the same; where it does not, the measured gap must agree with the predicted gap
-within two standard errors of both.
+order must be the same or within the measurement's own noise of the predicted gap; where it
+does not, the measured gap must agree with the predicted gap within two standard errors of
+both.
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def ordered(share: float, n: int = 1000) -> Spread:
     return Spread(np.column_stack([np.where(first_faster, 0.99, 1.01), np.ones(n)]))
 
 
-def test_an_ordered_pair_is_a_hit_only_when_measured_the_same_way():
+def test_an_ordered_pair_is_missed_when_measured_the_other_way_beyond_both_noises():
     sure = ordered(0.99)
     assert sure.resolved(0, 1)
     hit = judge_pair(check("4x1", 0.99, 1.00, 0.01), check("2x2", 1.0, 1.02, 0.01), sure, 0, 1)
@@ -112,6 +112,24 @@ def test_an_ordered_pair_is_a_hit_only_when_measured_the_same_way():
     assert "4x1 < 2x2 predicted (99% of resampled tables), measured 2.0% apart: hit" in hit.text()
     missed = judge_pair(check("4x1", 0.99, 1.02, 0.001), check("2x2", 1.0, 1.00, 0.001), sure, 0, 1)
     assert not missed.hit and "the other way: MISSED" in missed.text()
+
+
+def test_a_measured_order_within_its_own_noise_refutes_no_predicted_order():
+    sure = ordered(0.99)  # 4x1 predicted 1 % faster
+    # Measured 0.5 % the other way, each point's standard error 1 %: the gaps agree.
+    noisy = judge_pair(check("4x1", 0.99, 1.005, 0.01), check("2x2", 1.0, 1.0, 0.01), sure, 0, 1)
+    assert noisy.resolved and noisy.hit
+    assert noisy.measured_gap == pytest.approx(0.005, rel=0.01)
+    assert (
+        "4x1 < 2x2 predicted (99% of resampled tables), measured 0.5% apart, the other way,"
+        " within two standard errors of the predicted 1.0% (+- 1.4% measured" in noisy.text()
+    )
+    # The same gap measured ten times more tightly refutes it.
+    tight = judge_pair(check("4x1", 0.99, 1.005, 0.001), check("2x2", 1.0, 1.0, 0.001), sure, 0, 1)
+    assert not tight.hit and tight.text().endswith("the other way: MISSED")
+    # One valid launch: no standard error, so only the predicted order can make it a hit.
+    lone = judge_pair(check("4x1", 0.99, 1.005, math.nan), check("2x2", 1.0, 1.0, 0.01), sure, 0, 1)
+    assert not lone.hit
 
 
 def test_an_unordered_pair_is_a_hit_when_the_gaps_agree_within_both_noises():
@@ -129,8 +147,10 @@ def test_an_unordered_pair_is_a_hit_when_the_gaps_agree_within_both_noises():
 def test_without_resampled_tables_every_predicted_gap_is_an_order_and_equality_a_tie():
     tie = judge_pair(check("2x2", 1.0, 1.004, 0.002), check("4x1", 1.0, 1.0, 0.002), None, 0, 1)
     assert not tie.resolved and tie.predicted_gap_error == 0 and tie.hit  # 0.4 % < 2 x 0.28 %
-    apart = judge_pair(check("2x2", 1.001, 1.0, 0.1), check("4x1", 1.0, 1.01, 0.1), None, 0, 1)
-    assert apart.resolved and not apart.hit  # no noise allowed for: measured the other way
+    apart = judge_pair(check("2x2", 1.001, 1.0, 0.001), check("4x1", 1.0, 1.01, 0.001), None, 0, 1)
+    assert apart.resolved and not apart.hit  # measured the other way, beyond its noise
+    loose = judge_pair(check("2x2", 1.001, 1.0, 0.1), check("4x1", 1.0, 1.01, 0.1), None, 0, 1)
+    assert loose.resolved and loose.hit  # the other way, but 1 % is within 10 % noise
     unknown = judge_pair(check("2x2", 1.0, 1.0, math.nan), check("4x1", 1.0, 1.0, 0.01), None, 0, 1)
     assert not unknown.hit  # a tie cannot be confirmed without the measured noise
     assert "no standard error, so no tie confirmed" in unknown.text()

@@ -2,9 +2,11 @@
 
 Where the tables' own noise settles which of the two is faster (``predict.resolution``: at
 least ``SUPPORT`` of the resampled tables agree), the measured order must be that one, as
-Kendall's tau asks of every pair. Where it does not, the pair is no order to check: its
-predicted gap, with its spread over the resampled tables, must agree with the measured gap
-within NOISE_SIGMAS standard errors of both.
+Kendall's tau asks of every pair, unless the measurement's own noise leaves it no order: a
+measured gap the other way that still agrees with the predicted gap within NOISE_SIGMAS
+standard errors of both refutes nothing. Where the tables do not settle it, the pair is no
+order to check: its predicted gap, with its spread over the resampled tables, must agree with
+the measured gap within NOISE_SIGMAS standard errors of both.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ class PairVerdict:
 
     Gaps are relative: (t_a - t_b) / their mean. ``resolved``: the resampled tables order the
     pair the same way in at least ``resolution.SUPPORT`` of the resamples, and the hit is the
-    same order measured; otherwise the predicted gap is within the tables' noise, and the hit
-    is a measured gap within NOISE_SIGMAS standard errors (both gaps' errors) of it.
+    same order measured or a measured gap within NOISE_SIGMAS standard errors (both gaps'
+    errors) of the predicted one; otherwise the predicted gap is within the tables' noise, and
+    the hit is only the latter.
     """
 
     a: str
@@ -55,9 +58,17 @@ class PairVerdict:
         if self.resolved:
             first, second = (self.a, self.b) if self.predicted_gap < 0 else (self.b, self.a)
             share = max(self.a_faster_share, 1 - self.a_faster_share)
+            if self.predicted_gap * self.measured_gap <= 0:
+                measured += ", the other way"
+                if self.hit:  # refutes nothing: within the noise of both gaps
+                    measured += (
+                        f", within two standard errors of the predicted"
+                        f" {abs(self.predicted_gap):.1%} (+- {self.measured_gap_error:.1%}"
+                        f" measured, +- {self.predicted_gap_error:.1%} predicted)"
+                    )
             return (
                 f"{first} < {second} predicted ({share:.0%} of resampled tables),"
-                f" {measured}{'' if self.hit else ', the other way'}: {verdict}"
+                f" {measured}: {verdict}"
             )
         noise = (
             f"+- {self.measured_gap_error:.1%}"
@@ -89,10 +100,10 @@ def judge_pair(
             spread.resolved(i, j),
         )
     err_m = math.hypot(a.measured_se_s / a.measured_s, b.measured_se_s / b.measured_s)
-    if resolved:
-        hit = gap_p * gap_m > 0
-    else:
-        hit = abs(gap_m - gap_p) <= NOISE_SIGMAS * math.hypot(err_p, err_m)
+    # False where a point has no standard error (one valid launch): no agreement is confirmed.
+    agree = abs(gap_m - gap_p) <= NOISE_SIGMAS * math.hypot(err_p, err_m)
+    # A measured order within the measurement's own noise is no order: it cannot refute one.
+    hit = (gap_p * gap_m > 0 or agree) if resolved else agree
     return PairVerdict(a.placement, b.placement, gap_p, err_p, share, resolved, gap_m, err_m, hit)
 
 
