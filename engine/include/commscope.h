@@ -55,7 +55,7 @@ typedef struct cs_topo {
 } cs_topo;
 
 int cs_topo_gather(cs_topo *topo, char *err, size_t errlen); /* collective */
-int cs_pin_to_core(int by_package, char *err, size_t errlen); /* collective: one core per rank of a node (by_package: rank i of a node on package i) */
+int cs_pin_to_core(int by_package, int mode, char *err, size_t errlen); /* collective: one core per rank of a node (by_package: rank i of a node on package i; mode 2: core rank mod cores) */
 
 /* ---- pairs for point-to-point: rank 0 with one partner per level ---- */
 typedef struct cs_pair {

@@ -177,7 +177,7 @@ int main(int argc, char **argv) {
     if (opt.distort_rank == rank) cs_timer_distort(timer, opt.distort_offset_s, opt.distort_drift);
     /* a matrix of sockets: only matrix and bisection (bit 4) place ranks by socket */
     int by_package = (has_p2p & 4) && strcmp(opt.matrix_per, "socket") == 0;
-    if ((opt.pin || by_package) && cs_pin_to_core(by_package, err, sizeof err) != 0)
+    if ((opt.pin || by_package) && cs_pin_to_core(by_package, opt.pin, err, sizeof err) != 0)
         cs_die("rank %d: %s", rank, err);
 
     cs_topo topo;

@@ -92,9 +92,33 @@ static int socket_of_binding(const cs_rankinfo *me, const char **source) {
 }
 #endif
 
-int cs_pin_to_core(int by_package, char *err, size_t errlen) {
+static int set_cpu(int cpu, char *err, size_t errlen) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) {
+        snprintf(err, errlen, "--pin: sched_setaffinity to cpu %d failed", cpu);
+        return -1;
+    }
+    return 0;
+}
+
+/* Core (index mod n) of this rank's affinity. */
+static int pin_to(int index, char *err, size_t errlen) {
+    int cpus[CS_MAX_CPUS], n = affinity_list(cpus, CS_MAX_CPUS);
+    if (n == 0) {
+        snprintf(err, errlen, "--pin: cannot read this rank's cpu affinity");
+        return -1;
+    }
+    return set_cpu(cpus[index % n], err, errlen);
+}
+
+int cs_pin_to_core(int by_package, int mode, char *err, size_t errlen) {
     int rank, local, leader;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    /* Mode 2 reads the rank alone, so which ranks share a core is the same on every
+     * placement of them onto nodes that share one machine's cores. */
+    if (!by_package && mode == 2) return pin_to(rank, err, errlen);
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &local);
@@ -114,34 +138,22 @@ int cs_pin_to_core(int by_package, char *err, size_t errlen) {
     MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, MPI_COMM_WORLD);
     for (int r = 0; r < leader; r++) node_index += leaders[r] == r;
     free(leaders);
-    int cpus[CS_MAX_CPUS], n, npkg = 0;
-    if (by_package) { /* node-local rank i on a core of package i */
-        n = package_cpus(local, cpus, CS_MAX_CPUS, &npkg);
-        if (npkg == 0) {
-            snprintf(err, errlen, "--matrix-per socket: cannot read this node's sockets from "
-                                  "/sys/devices/system/cpu; use --matrix-per node");
-            return -1;
-        }
-        if (n == 0) {
-            snprintf(err, errlen,
-                     "--matrix-per socket: this node has %d socket(s) and more ranks than that; "
-                     "give --ranks-per-node %d or fewer",
-                     npkg, npkg);
-            return -1;
-        }
-    } else if ((n = affinity_list(cpus, CS_MAX_CPUS)) == 0) {
-        snprintf(err, errlen, "--pin: cannot read this rank's cpu affinity");
+    if (!by_package) return pin_to(local + node_index, err, errlen);
+    int cpus[CS_MAX_CPUS], npkg = 0; /* node-local rank i on a core of package i */
+    int n = package_cpus(local, cpus, CS_MAX_CPUS, &npkg);
+    if (npkg == 0) {
+        snprintf(err, errlen, "--matrix-per socket: cannot read this node's sockets from "
+                              "/sys/devices/system/cpu; use --matrix-per node");
         return -1;
     }
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    int cpu = cpus[((by_package ? 0 : local) + node_index) % n];
-    CPU_SET(cpu, &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0) {
-        snprintf(err, errlen, "--pin: sched_setaffinity to cpu %d failed", cpu);
+    if (n == 0) {
+        snprintf(err, errlen,
+                 "--matrix-per socket: this node has %d socket(s) and more ranks than that; "
+                 "give --ranks-per-node %d or fewer",
+                 npkg, npkg);
         return -1;
     }
-    return 0;
+    return set_cpu(cpus[node_index % n], err, errlen);
 }
 
 int cs_topo_gather(cs_topo *topo, char *err, size_t errlen) {

@@ -195,8 +195,11 @@ def measure(
         block=block if engine_op == "alltoall_block" else None,
         max_launches=max_launches,
         coll_budget_s=budget_s,
-        # Virtual nodes share this machine's cores: the engine spreads them.
-        pin=int("vcluster" in site),
+        # Virtual nodes share this machine's cores. Pinned by global rank, the same ranks share
+        # a core on every placement; the node rotation of the tables' runs (pin 1) put both
+        # ends of 2x2's inter-node ring hops on one core and slowed 2x2 against 4x1 in every
+        # run (docs/predict.md).
+        pin=2 if "vcluster" in site else 0,
     )
     request = RunRequest(
         benchmark="coll",
