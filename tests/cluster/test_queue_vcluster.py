@@ -6,7 +6,10 @@ level "queue" times round trips from node 2 whose answers leave node 1 while nod
 MiB messages to node 2: the way an MPI's rendezvous answer leaves a node that is sending. Those
 answers wait in node 1's shaped queue, so most must take longer than every idle round trip,
 none much longer than the queue takes to drain at the link's rate; and with node 1's queue cut
-to a quarter, every wait must fit the smaller queue, which the full one's median exceeds. A
+to a quarter, every wait must fit the smaller queue, which the full one's median exceeds. The
+stream's sender answering the stream's receiver waits behind the stream's own connection,
+which holds more than the node's queue lets one socket keep there, so those answers wait longer
+than the third rank's. A
 stream's rate is timed until its receiver has it all, so no stream outruns the link, not even
 one of eager messages, whose sends return as soon as the kernel holds them.
 """
@@ -27,8 +30,9 @@ RATE = "50mbit"
 NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
 
 
-def waits(cli, sizes: str = "1MiB") -> dict[int, dict]:
-    """Per stream size, ``show --json``'s waits."""
+def waits(cli, sizes: str = "1MiB") -> dict[tuple[str, int], dict]:
+    """Per answerer (a third rank, the stream's sender) and stream size, ``show --json``'s
+    waits."""
     out = cli(
         "run", "contention", "--vcluster", "--ranks-per-node", "2", "--mpi", "openmpi",
         "--levels", "queue", "--sizes", sizes, "--reps", "3", "--mca", NO_PUT, "--json",
@@ -37,7 +41,9 @@ def waits(cli, sizes: str = "1MiB") -> dict[int, dict]:
     assert out.returncode == 0, out.stderr
     shown = json.loads(cli("show", str(json.loads(out.stdout)["run"]), "--json", check=True).stdout)
     print(json.dumps(shown["contention_queue"]))
-    return {found["bytes"]: found for found in shown["contention_queue"]}
+    found = {(q["answerer"], q["bytes"]): q for q in shown["contention_queue"]}
+    assert len(found) == 2 * len(sizes.split(","))  # both answerers, every size
+    return found
 
 
 @pytest.mark.parametrize("cluster", [(2, RATE)], indirect=True)
@@ -52,10 +58,15 @@ def test_answers_wait_behind_their_nodes_queue_and_follow_its_depth(cli, cluster
     measured = waits(cli, "32KiB,1MiB")
     for found in measured.values():  # 32 KiB goes eagerly, 1 MiB after an answer
         assert 0.5 * Bps < found["stream_Bps"] < 1.05 * Bps, found["bytes"]
-    full = measured[1 << 20]
+    full = measured[("third rank", 1 << 20)]
     assert full["samples"] >= 20
     assert full["waiting_share"] > 0.5  # most answers took longer than every idle round trip
     assert full["wait_s"]["p90"] < 1.5 * full_s
+    # The sender's own answers queue behind what it handed its socket and its MPI as well.
+    back = measured[("stream's sender", 1 << 20)]
+    assert back["samples"] >= 10
+    assert back["waiting_share"] > 0.5
+    assert back["wait_s"]["p90"] > full["wait_s"]["p90"]
 
     quarter = queue_bytes(parse_rate(RATE)) // 4
     tbf = ["tbf", "rate", RATE, "burst", str(burst_bytes(parse_rate(RATE))), "limit", str(quarter)]
@@ -63,7 +74,7 @@ def test_answers_wait_behind_their_nodes_queue_and_follow_its_depth(cli, cluster
     subprocess.run(
         ["tc", "-n", sender, "qdisc", "replace", "dev", "eth0", "root", *tbf], check=True
     )
-    cut = waits(cli)[1 << 20]
+    cut = waits(cli)[("third rank", 1 << 20)]
     assert cut["waiting_share"] > 0.5
     assert cut["wait_s"]["p90"] < 1.5 * quarter / Bps
     assert full["wait_s"]["p50"] > 1.2 * quarter / Bps  # the full queue held more than a quarter

@@ -95,3 +95,38 @@ def test_show_and_the_report_give_the_waits_per_stream_size(cli, tmp_path):
     for m in (256 << 10, 4 * MIB):  # one curve per stream size
         assert f'id="queue-cdf-{m}"' in plot
     assert "degradation t(m,cf)" not in html  # no level tables without their records
+
+
+def back_dict(bytes_: int = MIB) -> dict[str, object]:
+    """The stream's sender (rank 0) answering the stream's receiver (rank 2)."""
+    d = queue_dict(bytes_, loaded=[[0.04, 0.13, 0.131], [0.13, 0.15]])
+    d["ping"] = [2, 0]
+    return d
+
+
+def test_the_senders_own_answers_are_a_point_of_their_own():
+    third = record_from_dict(queue_dict(), "test")
+    back = record_from_dict(back_dict(), "test")
+    assert isinstance(back, Queue) and back.back and not third.back  # type: ignore[union-attr]
+    assert back.key == ("contention_queue", "back", MIB)
+    assert back.key != third.key  # both kinds of one size fit one run
+    found = queue_analysis.waits([back, third])  # type: ignore[list-item]
+    assert [w.back for w in found] == [False, True]  # a third rank's answers first
+    assert found[1].to_json()["answerer"] == "stream's sender"
+    assert found[0].to_json()["answerer"] == "third rank"
+    assert found[1].quantile(0.5) > found[0].quantile(0.5)
+
+
+def test_show_and_the_report_tell_the_two_answerers_apart(cli, tmp_path):
+    recs = [record_from_dict(d, f"q{i}") for i, d in enumerate((queue_dict(), back_dict()))]
+    run = store_records(cli.store, "contention", recs, "queue", 4)  # type: ignore[arg-type]
+    shown = json.loads(cli("show", str(run), "--json", check=True).stdout)
+    assert [q["answerer"] for q in shown["contention_queue"]] == ["third rank", "stream's sender"]
+    text = cli("show", str(run), check=True).stdout
+    assert "third rank" in text and "stream's sender" in text
+    page = tmp_path / "r.html"
+    cli("report", str(run), "-o", str(page), check=True)
+    html = page.read_text()
+    [table] = re.findall(r'<table class="contention-queue".*?</table>', html, re.S)
+    assert "stream&#39;s sender" in table or "stream's sender" in table
+    assert f'id="queue-cdf-{MIB}"' in html and f'id="queue-cdf-back-{MIB}"' in html

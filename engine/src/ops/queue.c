@@ -12,6 +12,11 @@
  * carries only the stream's acknowledgements. A loaded round trip less the idle ones is the
  * wait. Every round trip is written (the samples a repetition keeps are capped; the stream
  * goes on to its end regardless).
+ *
+ * A second record per size ("back"): the same, with b0 pinging a0 while a0 streams to b0. a0's
+ * answers then share the stream's own connection, behind every byte a0 has handed its socket
+ * and its MPI's send queue, as in a pair exchange where one rank answers its peer's request
+ * after its own stream to that peer started.
  */
 #include <mpi.h>
 #include <stdlib.h>
@@ -40,10 +45,18 @@ static void choose(cs_context *ctx, int who[4]) {
     MPI_Bcast(who, 4, MPI_INT, 0, MPI_COMM_WORLD);
 }
 
-/* b1's side: round trips to a1 until ``n`` are timed or, with stop_from >= 0, that rank says
- * so; returns how many were kept. */
-static int ping(cs_context *ctx, int a1, int n, int stop_from, double *rtt) {
+/* One round trip of a small message to ``to``, which answers it: its time. */
+static double round_trip(cs_context *ctx, int to) {
     char msg[PING_BYTES] = {0};
+    double t = ctx->timer->now();
+    MPI_Send(msg, PING_BYTES, MPI_BYTE, to, TAG_PING, MPI_COMM_WORLD);
+    MPI_Recv(msg, PING_BYTES, MPI_BYTE, to, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return ctx->timer->now() - t;
+}
+
+/* The pinger's side: round trips to ``to`` until ``n`` are timed or, with stop_from >= 0, that
+ * rank says so; returns how many were kept. */
+static int ping(cs_context *ctx, int to, int n, int stop_from, double *rtt) {
     int kept = 0;
     for (;;) {
         if (stop_from >= 0) {
@@ -60,28 +73,52 @@ static int ping(cs_context *ctx, int a1, int n, int stop_from, double *rtt) {
         } else if (kept == n) {
             break;
         }
-        double t = ctx->timer->now();
-        MPI_Send(msg, PING_BYTES, MPI_BYTE, a1, TAG_PING, MPI_COMM_WORLD);
-        MPI_Recv(msg, PING_BYTES, MPI_BYTE, a1, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        rtt[kept++] = ctx->timer->now() - t;
+        rtt[kept++] = round_trip(ctx, to);
     }
-    MPI_Send(NULL, 0, MPI_BYTE, a1, TAG_STOP, MPI_COMM_WORLD);
+    MPI_Send(NULL, 0, MPI_BYTE, to, TAG_STOP, MPI_COMM_WORLD);
     return kept;
 }
 
-/* a1's side: answer every ping until the stop. */
-static void answer(int b1) {
+/* The answerer's side: answer every ping from ``from`` until the stop. */
+static void answer(int from) {
     char msg[PING_BYTES];
     for (;;) {
         MPI_Status st;
-        MPI_Recv(msg, PING_BYTES, MPI_BYTE, b1, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+        MPI_Recv(msg, PING_BYTES, MPI_BYTE, from, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
         if (st.MPI_TAG == TAG_STOP) return;
-        MPI_Send(msg, PING_BYTES, MPI_BYTE, b1, TAG_PING, MPI_COMM_WORLD);
+        MPI_Send(msg, PING_BYTES, MPI_BYTE, from, TAG_PING, MPI_COMM_WORLD);
     }
 }
 
-static void write_record(cs_context *ctx, size_t bytes, const int who[4], const double *stream_s,
-                         const double *idle, const double *loaded, const int *nloaded, int cap) {
+/* One record's samples: round trips (one repetition's, any rank that pings) and, on rank 0
+ * (a0), every repetition's stream time, idle and loaded round trips. */
+typedef struct {
+    int cap; /* loaded round trips a repetition keeps */
+    double *rtt, *stream_s, *idle, *loaded;
+    int *nloaded;
+} samples;
+
+static samples samples_new(const cs_context *ctx, int role) {
+    const cs_options *o = ctx->opt;
+    samples x;
+    x.cap = MOST_SAMPLES / o->reps;
+    x.cap = x.cap > MOST_PINGS ? MOST_PINGS : x.cap < 16 ? 16 : x.cap;
+    x.rtt = malloc(sizeof(double) * (size_t)(x.cap > IDLE_PINGS ? x.cap : IDLE_PINGS));
+    x.stream_s = malloc(sizeof(double) * (size_t)o->reps);
+    x.idle = role == A0 ? malloc(sizeof(double) * (size_t)o->reps * IDLE_PINGS) : NULL;
+    x.loaded = role == A0 ? malloc(sizeof(double) * (size_t)o->reps * (size_t)x.cap) : NULL;
+    x.nloaded = malloc(sizeof(int) * (size_t)o->reps);
+    if (!x.rtt || !x.stream_s || !x.nloaded || (role == A0 && (!x.idle || !x.loaded)))
+        cs_die("rank %d: out of memory", ctx->rank);
+    return x;
+}
+
+static void samples_free(samples *x) {
+    free(x->rtt); free(x->stream_s); free(x->idle); free(x->loaded); free(x->nloaded);
+}
+
+static void write_record(cs_context *ctx, size_t bytes, const int who[4], int pinger, int answerer,
+                         const samples *x) {
     const cs_options *o = ctx->opt;
     cs_json j;
     cs_json_begin(&j, stdout);
@@ -92,30 +129,43 @@ static void write_record(cs_context *ctx, size_t bytes, const int who[4], const 
     cs_json_elem_int(&j, who[B0]);
     cs_json_raw_end(&j, ']');
     cs_json_raw_begin(&j, "ping", '[');
-    cs_json_elem_int(&j, who[B1]);
-    cs_json_elem_int(&j, who[A1]);
+    cs_json_elem_int(&j, who[pinger]);
+    cs_json_elem_int(&j, who[answerer]);
     cs_json_raw_end(&j, ']');
     cs_json_int(&j, "ping_bytes", PING_BYTES);
     cs_json_int(&j, "messages", o->nruns);
     cs_json_raw_begin(&j, "stream_s", '[');
-    for (int r = 0; r < o->reps; r++) cs_json_elem_num(&j, stream_s[r]);
+    for (int r = 0; r < o->reps; r++) cs_json_elem_num(&j, x->stream_s[r]);
     cs_json_raw_end(&j, ']');
     cs_json_raw_begin(&j, "idle_s", '[');
     for (int r = 0; r < o->reps; r++) {
         cs_json_raw_begin(&j, NULL, '[');
-        for (int i = 0; i < IDLE_PINGS; i++) cs_json_elem_num(&j, idle[r * IDLE_PINGS + i]);
+        for (int i = 0; i < IDLE_PINGS; i++) cs_json_elem_num(&j, x->idle[r * IDLE_PINGS + i]);
         cs_json_raw_end(&j, ']');
     }
     cs_json_raw_end(&j, ']');
     cs_json_raw_begin(&j, "loaded_s", '[');
     for (int r = 0; r < o->reps; r++) {
         cs_json_raw_begin(&j, NULL, '[');
-        for (int i = 0; i < nloaded[r]; i++) cs_json_elem_num(&j, loaded[(size_t)r * cap + i]);
+        for (int i = 0; i < x->nloaded[r]; i++)
+            cs_json_elem_num(&j, x->loaded[(size_t)r * x->cap + i]);
         cs_json_raw_end(&j, ']');
     }
     cs_json_raw_end(&j, ']');
     cs_json_end(&j);
     ctx->npoints++;
+}
+
+/* The pinger sends a repetition's loaded round trips to a0, which keeps them as repetition r. */
+static void send_loaded(const double *rtt, int n, int a0) {
+    MPI_Send(&n, 1, MPI_INT, a0, TAG_PING, MPI_COMM_WORLD);
+    MPI_Send(rtt, n, MPI_DOUBLE, a0, TAG_PING, MPI_COMM_WORLD);
+}
+
+static void recv_loaded(samples *x, int r, int pinger) {
+    MPI_Recv(&x->nloaded[r], 1, MPI_INT, pinger, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(x->loaded + (size_t)r * x->cap, x->nloaded[r], MPI_DOUBLE, pinger, TAG_PING,
+             MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
 static void measure(cs_context *ctx, size_t bytes, const int who[4], char *sbuf, char *rbuf) {
@@ -126,16 +176,8 @@ static void measure(cs_context *ctx, size_t bytes, const int who[4], char *sbuf,
     MPI_Comm sub;
     MPI_Comm_split(MPI_COMM_WORLD, role >= 0 ? 0 : MPI_UNDEFINED, role, &sub);
     if (role >= 0) {
-        int cap = MOST_SAMPLES / o->reps;
-        cap = cap > MOST_PINGS ? MOST_PINGS : cap < 16 ? 16 : cap;
-        double *rtt = malloc(sizeof(double) * (size_t)(cap > IDLE_PINGS ? cap : IDLE_PINGS));
-        /* rank 0 (a0) keeps every repetition's samples for the record */
-        double *stream_s = malloc(sizeof(double) * (size_t)o->reps);
-        double *idle = role == A0 ? malloc(sizeof(double) * (size_t)o->reps * IDLE_PINGS) : NULL;
-        double *loaded = role == A0 ? malloc(sizeof(double) * (size_t)o->reps * (size_t)cap) : NULL;
-        int *nloaded = malloc(sizeof(int) * (size_t)o->reps);
-        if (!rtt || !stream_s || !nloaded || (role == A0 && (!idle || !loaded)))
-            cs_die("rank %d: out of memory", ctx->rank);
+        samples x = samples_new(ctx, role);
+        double *rtt = x.rtt;
         /* warm-up, not timed: both connections open, one message each way of the stream */
         if (role == A0) MPI_Send(sbuf, (int)bytes, MPI_BYTE, who[B0], TAG_STREAM, MPI_COMM_WORLD);
         if (role == B0) MPI_Recv(rbuf, (int)bytes, MPI_BYTE, who[A0], TAG_STREAM, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -147,7 +189,7 @@ static void measure(cs_context *ctx, size_t bytes, const int who[4], char *sbuf,
             if (role == A1) answer(who[B1]);
             if (role == B1) MPI_Send(rtt, IDLE_PINGS, MPI_DOUBLE, 0, TAG_PING, MPI_COMM_WORLD);
             if (role == A0)
-                MPI_Recv(idle + r * IDLE_PINGS, IDLE_PINGS, MPI_DOUBLE, who[B1], TAG_PING,
+                MPI_Recv(x.idle + r * IDLE_PINGS, IDLE_PINGS, MPI_DOUBLE, who[B1], TAG_PING,
                          MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Barrier(sub);
             if (role == A0) {
@@ -156,7 +198,7 @@ static void measure(cs_context *ctx, size_t bytes, const int who[4], char *sbuf,
                 for (int k = 0; k < o->nruns; k++)
                     MPI_Send(sbuf, (int)bytes, MPI_BYTE, who[B0], TAG_STREAM, MPI_COMM_WORLD);
                 MPI_Recv(NULL, 0, MPI_BYTE, who[B0], TAG_DONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                stream_s[r] = ctx->timer->now() - t;
+                x.stream_s[r] = ctx->timer->now() - t;
             }
             if (role == B0) {
                 for (int k = 0; k < o->nruns; k++)
@@ -166,20 +208,101 @@ static void measure(cs_context *ctx, size_t bytes, const int who[4], char *sbuf,
                 MPI_Send(NULL, 0, MPI_BYTE, who[A0], TAG_DONE, MPI_COMM_WORLD);
             }
             if (role == A1) answer(who[B1]);
-            if (role == B1) {
-                int n = ping(ctx, who[A1], cap, who[B0], rtt);
-                MPI_Send(&n, 1, MPI_INT, 0, TAG_PING, MPI_COMM_WORLD);
-                MPI_Send(rtt, n, MPI_DOUBLE, 0, TAG_PING, MPI_COMM_WORLD);
+            if (role == B1) send_loaded(rtt, ping(ctx, who[A1], x.cap, who[B0], rtt), who[A0]);
+            if (role == A0) recv_loaded(&x, r, who[B1]);
+        }
+        if (role == A0) write_record(ctx, bytes, who, B1, A1, &x);
+        samples_free(&x);
+        MPI_Comm_free(&sub);
+    }
+    cs_idle_barrier();
+}
+
+/* a0's side of "back": stream the messages to b0, answering b0's round trips between tests,
+ * until b0 says it has them all; returns the stream's time. */
+static double stream_answering(cs_context *ctx, size_t bytes, int b0, char *sbuf) {
+    const cs_options *o = ctx->opt;
+    char msg[PING_BYTES];
+    MPI_Request req;
+    int sent = 0;
+    double t = ctx->timer->now();
+    MPI_Isend(sbuf, (int)bytes, MPI_BYTE, b0, TAG_STREAM, MPI_COMM_WORLD, &req);
+    for (;;) {
+        int flag = 0;
+        MPI_Status st;
+        if (req != MPI_REQUEST_NULL) {
+            MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+            if (flag && ++sent < o->nruns)
+                MPI_Isend(sbuf, (int)bytes, MPI_BYTE, b0, TAG_STREAM, MPI_COMM_WORLD, &req);
+        }
+        MPI_Iprobe(b0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+        if (!flag) continue;
+        if (st.MPI_TAG == TAG_STOP) {
+            MPI_Recv(NULL, 0, MPI_BYTE, b0, TAG_STOP, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            break;
+        }
+        MPI_Recv(msg, PING_BYTES, MPI_BYTE, b0, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(msg, PING_BYTES, MPI_BYTE, b0, TAG_PING, MPI_COMM_WORLD);
+    }
+    double took = ctx->timer->now() - t;
+    MPI_Wait(&req, MPI_STATUS_IGNORE); /* b0 has every byte: the last send completes at once */
+    return took;
+}
+
+/* b0's side of "back": receive the stream, timing round trips to a0 until ``cap`` are kept;
+ * returns how many were. */
+static int receive_pinging(cs_context *ctx, size_t bytes, int a0, int cap, char *rbuf,
+                           double *rtt) {
+    int kept = 0;
+    for (int k = 0; k < ctx->opt->nruns; k++) {
+        MPI_Request req;
+        MPI_Irecv(rbuf, (int)bytes, MPI_BYTE, a0, TAG_STREAM, MPI_COMM_WORLD, &req);
+        for (;;) {
+            int done = 0;
+            MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+            if (done) break;
+            if (kept == cap) {
+                MPI_Wait(&req, MPI_STATUS_IGNORE);
+                break;
             }
-            if (role == A0) {
-                MPI_Recv(&nloaded[r], 1, MPI_INT, who[B1], TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Recv(loaded + (size_t)r * cap, nloaded[r], MPI_DOUBLE, who[B1], TAG_PING,
+            rtt[kept++] = round_trip(ctx, a0);
+        }
+    }
+    MPI_Send(NULL, 0, MPI_BYTE, a0, TAG_STOP, MPI_COMM_WORLD);
+    return kept;
+}
+
+/* The "back" record: b0's round trips to a0, idle and while a0 streams to b0. */
+static void measure_back(cs_context *ctx, size_t bytes, const int who[4], char *sbuf,
+                         char *rbuf) {
+    const cs_options *o = ctx->opt;
+    int role = ctx->rank == who[A0] ? A0 : ctx->rank == who[B0] ? B0 : -1;
+    MPI_Comm pair;
+    MPI_Comm_split(MPI_COMM_WORLD, role >= 0 ? 0 : MPI_UNDEFINED, role, &pair);
+    if (role >= 0) {
+        samples x = samples_new(ctx, role);
+        double *rtt = x.rtt;
+        for (int r = 0; r < o->reps; r++) {
+            MPI_Barrier(pair);
+            if (role == B0) {
+                ping(ctx, who[A0], IDLE_PINGS, -1, rtt);
+                MPI_Send(rtt, IDLE_PINGS, MPI_DOUBLE, who[A0], TAG_PING, MPI_COMM_WORLD);
+            } else {
+                answer(who[B0]);
+                MPI_Recv(x.idle + r * IDLE_PINGS, IDLE_PINGS, MPI_DOUBLE, who[B0], TAG_PING,
                          MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             }
+            MPI_Barrier(pair);
+            if (role == B0) {
+                send_loaded(rtt, receive_pinging(ctx, bytes, who[A0], x.cap, rbuf, rtt), who[A0]);
+            } else {
+                x.stream_s[r] = stream_answering(ctx, bytes, who[B0], sbuf);
+                recv_loaded(&x, r, who[B0]);
+            }
         }
-        if (role == A0) write_record(ctx, bytes, who, stream_s, idle, loaded, nloaded, cap);
-        free(rtt); free(stream_s); free(idle); free(loaded); free(nloaded);
-        MPI_Comm_free(&sub);
+        if (role == A0) write_record(ctx, bytes, who, B0, A0, &x);
+        samples_free(&x);
+        MPI_Comm_free(&pair);
     }
     cs_idle_barrier();
 }
@@ -189,7 +312,9 @@ void cs_queue_run(cs_context *ctx, char *sbuf, char *rbuf) {
     int who[4];
     choose(ctx, who);
     for (int s = 0; s < o->ncoll_sizes; s++) {
-        if (cs_options_skipped(o, "contention_queue", "ping", o->coll_sizes[s])) continue;
-        measure(ctx, o->coll_sizes[s], who, sbuf, rbuf);
+        if (!cs_options_skipped(o, "contention_queue", "ping", o->coll_sizes[s]))
+            measure(ctx, o->coll_sizes[s], who, sbuf, rbuf);
+        if (!cs_options_skipped(o, "contention_queue", "back", o->coll_sizes[s]))
+            measure_back(ctx, o->coll_sizes[s], who, sbuf, rbuf);
     }
 }

@@ -6,7 +6,9 @@ meanwhile. A queue record times round trips of a small message whose answer leav
 while the node streams m-byte messages out, and the same round trips with nothing else
 running. The wait of a loaded round trip is its time less the idle round trips' median; the
 bytes queued ahead of it are that wait at the stream's rate, the depth of the queue the
-answer met.
+answer met. Two kinds: the answer of a third rank on the streaming node (behind the node's
+shaped queue), and the stream's sender answering the stream's receiver (``back``: behind the
+stream's own connection, every byte the sender has handed its socket and its MPI).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class QueueWait:
         idle_max_s: the longest idle round trip: a loaded one beyond it waited.
         waits_s: every loaded round trip less ``idle_s``, sorted.
         stream_Bps: median over repetitions of the stream's rate, until its receiver had it.
+        back: the answers came from the stream's sender over the stream's connection; False:
+            from a third rank on its node.
     """
 
     bytes: int
@@ -39,6 +43,7 @@ class QueueWait:
     idle_max_s: float
     waits_s: NDArray[np.float64]
     stream_Bps: float
+    back: bool = False
 
     @property
     def samples(self) -> int:
@@ -64,6 +69,7 @@ class QueueWait:
         """``show --json``: the figures above, times in seconds."""
         return {
             "bytes": self.bytes,
+            "answerer": "stream's sender" if self.back else "third rank",
             "idle_round_trip_s": self.idle_s,
             "samples": self.samples,
             "wait_s": {f"p{round(q * 100)}": self.quantile(q) for q in QUANTILES},
@@ -85,9 +91,10 @@ def wait_of(record: Queue) -> QueueWait:
         float(idle.max()) if idle.size else float("nan"),
         np.sort(loaded - idle_s),
         float(np.median(rates)) if rates else float("nan"),
+        record.back,
     )
 
 
 def waits(records: list[Queue]) -> list[QueueWait]:
-    """One :class:`QueueWait` per record, by stream size."""
-    return [wait_of(r) for r in sorted(records, key=lambda r: r.bytes)]
+    """One :class:`QueueWait` per record: a third rank's answers, then the sender's, by size."""
+    return [wait_of(r) for r in sorted(records, key=lambda r: (r.back, r.bytes))]

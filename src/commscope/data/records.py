@@ -235,7 +235,9 @@ class Queue:
 
     Contention level "queue": how long an answer (an MPI's rendezvous handshake) waits behind
     its node's own outgoing data. ``stream`` is the stream's (sender, receiver), ``ping`` the
-    (pinger, answerer), the answerer on the stream sender's node. Per repetition r:
+    (pinger, answerer), the answerer on the stream sender's node: a third rank there, or the
+    stream's sender itself answering the stream's receiver (``back``: the answer shares the
+    stream's connection). Per repetition r:
     ``idle_s[r]``, round trips of ``ping_bytes`` with nothing else running; ``loaded_s[r]``,
     round trips back to back while the stream sent ``messages`` messages of ``bytes``;
     ``stream_s[r]``, the stream's time, from its first send until the receiver said it had
@@ -254,9 +256,14 @@ class Queue:
     raw: dict[str, Any] = field(compare=False, repr=False)
 
     @property
+    def back(self) -> bool:
+        """The stream's sender answers the stream's receiver, over the stream's connection."""
+        return self.ping == (self.stream[1], self.stream[0])
+
+    @property
     def key(self) -> tuple[str, str, int]:
-        """(contention_queue, ping, bytes): what identifies this point within a run."""
-        return ("contention_queue", "ping", self.bytes)
+        """(contention_queue, ping or back, bytes): what identifies this point within a run."""
+        return ("contention_queue", "back" if self.back else "ping", self.bytes)
 
     @property
     def n_samples(self) -> int:

@@ -76,6 +76,7 @@ def queue_table(waits: list[queue_analysis.QueueWait]) -> Table:
         title="queue: round trips of a small message whose answer leaves a node while the node"
         " streams m-byte messages out (wait: less the idle round trip)"
     )
+    table.add_column("answerer")
     for name in ("bytes", "idle us", "wait p10/p50/p90 ms", "waited", "stream MB/s"):
         table.add_column(name, justify="right")
     table.add_column("queued ahead p50/p90 KiB", justify="right")
@@ -83,7 +84,8 @@ def queue_table(waits: list[queue_analysis.QueueWait]) -> Table:
         ms = "/".join(f"{w.quantile(q) * 1e3:.2f}" for q in queue_analysis.QUANTILES)
         kib = "/".join(f"{w.queued_bytes(q) / 1024:.0f}" for q in (0.5, 0.9))
         share = f"{w.waiting_share:.0%}"
-        table.add_row(str(w.bytes), us(w.idle_s), ms, share, f"{w.stream_Bps / 1e6:.2f}", kib)
+        who = "stream's sender" if w.back else "third rank"
+        table.add_row(who, str(w.bytes), us(w.idle_s), ms, share, f"{w.stream_Bps / 1e6:.2f}", kib)
     return table
 
 
