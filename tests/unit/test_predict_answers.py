@@ -28,8 +28,8 @@ MODEL = ClusterModel(
 COST = HockneyCost.from_model(MODEL)
 
 
-def waits_of(stream_bytes: int, waits_s: list[float]) -> QueueWait:
-    return QueueWait(stream_bytes, 30e-6, 40e-6, np.sort(np.array(waits_s)), B)
+def waits_of(stream_bytes: int, waits_s: list[float], back: bool = False) -> QueueWait:
+    return QueueWait(stream_bytes, 30e-6, 40e-6, np.sort(np.array(waits_s)), B, back)
 
 
 def constant(wait_s: float, sizes=(1 << 18, 1 << 20)) -> answers.AnswerWaits:
@@ -38,16 +38,21 @@ def constant(wait_s: float, sizes=(1 << 18, 1 << 20)) -> answers.AnswerWaits:
     return found
 
 
-def racing(op: str, algorithm: str, nodes: int, per_node: int, size: int = 1 << 20):
-    """Per step, the transfers whose answers race, as (src, dst) pairs."""
+def by_step(which, op: str, algorithm: str, nodes: int, per_node: int, size: int):
+    """Per step, the transfers ``which`` picks, as (src, dst) pairs."""
     pattern = predict.build(op, nodes * per_node, size, algorithm)
     placement = predict.regular(MODEL, nodes, per_node)
     t = answers._transfers(pattern)
-    race = answers.racing(placement.node, t, constant(0.01).rendezvous(t.nbytes))
+    picked = which(placement.node, t, constant(0.01).rendezvous(t.nbytes))
     steps: dict[int, set[tuple[int, int]]] = {}
-    for k, s, d in zip(t.step[race], t.src[race], t.dst[race], strict=True):
+    for k, s, d in zip(t.step[picked], t.src[picked], t.dst[picked], strict=True):
         steps.setdefault(int(k), set()).add((int(s), int(d)))
     return steps
+
+
+def racing(op: str, algorithm: str, nodes: int, per_node: int, size: int = 1 << 20):
+    """Per step, the transfers whose answers race."""
+    return by_step(answers.racing, op, algorithm, nodes, per_node, size)
 
 
 def test_every_hop_of_a_ring_between_nodes_races_its_receivers_stream():
@@ -151,3 +156,77 @@ def test_nothing_prices_answers_without_a_limit_or_measured_waits():
     assert answers.AnswerWaits.of(None, [waits_of(1 << 20, [0.01])]) is None
     assert answers.AnswerWaits.of(TCP, []) is None
     assert answers.AnswerWaits.of(TCP, [waits_of(1 << 20, [])]) is None  # no samples
+
+
+def with_back(wait_s: float, back_s: float, sizes=(1 << 18, 1 << 20)) -> answers.AnswerWaits:
+    """Waits behind a node's queue and, as deep as ``back_s``, behind a sender's own stream."""
+    measured = [waits_of(m, [wait_s] * 20) for m in sizes]
+    measured += [waits_of(m, [back_s] * 20, back=True) for m in sizes]
+    found = answers.AnswerWaits.of(TCP, measured)
+    assert found is not None
+    return found
+
+
+def exchanging(op: str, algorithm: str, nodes: int, per_node: int, size: int = 1 << 20):
+    """Per step, the transfers that are half of a pair exchange between nodes."""
+    return by_step(answers.exchanging, op, algorithm, nodes, per_node, size)
+
+
+def test_the_waits_of_each_kind_go_to_their_own_rule():
+    both = with_back(0.02, 0.13)
+    assert [w.back for w in both.waits] == [False, False]
+    assert [w.back for w in both.back] == [True, True]
+    only_back = answers.AnswerWaits.of(TCP, [waits_of(1 << 20, [0.13] * 20, back=True)])
+    assert only_back is not None and only_back.waits_s(1 << 20) is None
+
+
+def test_the_answer_behind_a_fresh_stream_meets_the_deepest_connection_measured():
+    both = with_back(0.02, 0.13)  # 0.13 s at 6.25 MB/s: 812 KB, less than 1 MiB's rest
+    assert both.behind_own_stream_s(1 << 20) == pytest.approx(np.full(20, 0.13))
+    # 256 KiB messages hand the connection only their 192 KiB after the first fragment.
+    rest = (1 << 18) + TCP.headers_bytes - TCP.bytes
+    assert both.behind_own_stream_s(1 << 18) == pytest.approx(np.full(20, rest / B))
+    assert constant(0.02).behind_own_stream_s(1 << 20) is None  # not measured
+    assert both.first_fragment_s() == pytest.approx(TCP.bytes / B)
+
+
+def test_pair_exchanges_between_nodes_whose_links_carry_them_alone():
+    # The pairwise All-to-all's step of shift 2 exchanges; its shifts 1 and 3 do not.
+    found = exchanging("alltoall", "pairwise", 4, 1)
+    assert list(found.values()) == [{(0, 2), (2, 0), (1, 3), (3, 1)}]
+    # Recursive doubling exchanges at every step; on 2x2 its inter-node step shares links.
+    assert len(exchanging("allreduce", "recursive-doubling", 4, 1)) == 2
+    assert exchanging("allreduce", "recursive-doubling", 2, 2) == {}
+    assert exchanging("allreduce", "ring", 4, 1) == {}
+
+
+def test_an_exchange_whose_sender_arrives_late_waits_behind_its_peers_stream():
+    # Step 0: 0 -> 1 (50 ms) while rank 2 idles. Step 1: 0 and 2 exchange, 100 ms each way.
+    # Rank 0 arrives 50 ms after rank 2: 0 -> 2 waits 30 ms behind 2's stream to 0.
+    t = answers._Transfers(
+        np.array([0, 0, 2]), np.array([1, 2, 0]), np.full(3, 1 << 20), np.array([0, 1, 1])
+    )
+    took = np.array([0.05, 0.1, 0.1])
+    behind = np.array([[0.0, 0.03, 0.03]])
+    none = np.zeros((1, 3))
+    assert answers._chain(t, took, none, 3)[0] == pytest.approx(0.15)
+    assert answers._chain(t, took, none, 3, behind, 0.01)[0] == pytest.approx(0.18)
+    # Within the first fragment's time both answer at once: no wait.
+    assert answers._chain(t, took, none, 3, behind, 0.06)[0] == pytest.approx(0.15)
+
+
+def test_the_pairwise_all_to_all_pays_for_its_exchanges_only_where_ranks_arrive_apart():
+    pairwise = predict.build("alltoall", 4, 1 << 20, "pairwise")
+    four = predict.regular(MODEL, 4, 1)
+    plain = predict.predict(MODEL, four, pairwise, COST, constant(0.02))
+    deep = predict.predict(MODEL, four, pairwise, COST, with_back(0.02, 0.13))
+    # Its shifts' racing answers set ranks 20 ms apart in some draws; the exchange then waits.
+    assert deep.answer_wait_s > plain.answer_wait_s
+    # No more than every exchange waiting 130 ms, chained through the last step.
+    assert deep.answer_wait_s - plain.answer_wait_s < 2 * 0.13
+    # With no racing wait, ranks arrive together at its exchange: nothing more to pay.
+    lockstep = predict.predict(MODEL, four, pairwise, COST, with_back(0.0, 0.13))
+    assert lockstep.answer_wait_s == 0.0
+    # Recursive doubling exchanges in lockstep at every step: its price does not move.
+    rd = predict.build("allreduce", 4, 1 << 20, "recursive-doubling")
+    assert predict.predict(MODEL, four, rd, COST, with_back(0.02, 0.13)).answer_wait_s == 0.0

@@ -12,8 +12,18 @@ race, decided step by step:
   that play the same part post first equally often, so half such answers wait
   (``RACE_SHARE``; a packet capture of the ring Allreduce on the virtual cluster found half,
   on 2x2 and 4x1 alike, docs/predict.md).
-- A stream from d back to s itself cannot be under way: it waits for s's own answer. So a
-  pair exchange, which the t(m, cf) tables time in lockstep, holds none of these waits.
+- A stream from d back to s itself does not count as a third: it waits for s's own answer.
+- A pair exchange (s -> d and d -> s in one step) whose ranks arrive apart holds a wait of its
+  own. When d arrives more than its first fragment's time before s, d's request is in when s
+  comes: s answers it at once, before its own request, and d starts its stream to s. s's
+  request then finds d streaming, and d's answer queues behind that stream on their own
+  connection: behind every byte d has handed its socket and its MPI, not the node's shaped
+  queue alone. Contention level "queue" measures that depth too (the stream's sender answering
+  its receiver, ``QueueWait.back``). Ranks that arrive together answer each other before
+  either streams, so the t(m, cf) tables' exchanges, timed in lockstep, hold none of it; in the
+  count below ranks arrive apart through the waits drawn or their transfers' own times. A
+  packet capture of the pairwise All-to-all on the 4-node virtual cluster found such a wait
+  in 38-48 % of its exchanges, 76-132 ms behind 1 MiB messages (docs/predict.md).
 - A wait costs time only when it idles the sender's link: s's node sends nothing else
   between nodes in that step. Otherwise the link carries the other data meanwhile.
 - No wait outlasts what the racing transfer sends once answered (``AnswerWaits.waits_s``).
@@ -59,12 +69,18 @@ class AnswerWaits:
 
     eager: EagerLimit
     waits: tuple[QueueWait, ...]
+    back: tuple[QueueWait, ...] = ()
 
     @classmethod
     def of(cls, eager: EagerLimit | None, waits: Sequence[QueueWait]) -> AnswerWaits | None:
-        """Both measured, or None: without either nothing prices the answers."""
-        measured = tuple(w for w in waits if w.samples)
-        return cls(eager, measured) if eager is not None and measured else None
+        """The limit and some waits measured, or None: without either nothing prices answers.
+
+        ``waits`` holds both kinds; those of a stream's sender answering its receiver go to
+        ``back``.
+        """
+        third = tuple(w for w in waits if w.samples and not w.back)
+        back = tuple(w for w in waits if w.samples and w.back)
+        return cls(eager, third, back) if eager is not None and (third or back) else None
 
     def rendezvous(self, nbytes: NDArray[np.int64]) -> NDArray[np.bool_]:
         """Per message size: sent only after the receiver answers."""
@@ -96,6 +112,29 @@ class AnswerWaits:
             waits = np.minimum(waits, answered / near.stream_Bps)
         return waits
 
+    def behind_own_stream_s(self, nbytes: int) -> NDArray[np.float64] | None:
+        """The waits of an answer behind its sender's fresh stream of ``nbytes`` messages.
+
+        A message's answered part is handed to the connection at once, so the answer meets
+        the connection as deep as it gets: the waits of the largest stream measured (whose
+        answers mostly met it full: 768 KiB at the median behind 4 MiB messages on the
+        virtual cluster, 256 KiB behind 1 MiB ones, whose answers mostly came mid-message),
+        none longer than that part takes at the stream's rate. None when not measured.
+        """
+        if not self.back:
+            return None
+        deepest = max(self.back, key=lambda w: w.bytes)
+        waits = np.maximum(deepest.waits_s, 0.0)
+        if math.isfinite(deepest.stream_Bps) and deepest.stream_Bps > 0:
+            answered = max(nbytes + self.eager.headers_bytes - self.eager.bytes, 0)
+            waits = np.minimum(waits, answered / deepest.stream_Bps)
+        return waits
+
+    def first_fragment_s(self) -> float:
+        """How long a request's first fragment (up to the limit) takes at the streams' rate."""
+        rates = [w.stream_Bps for w in (*self.waits, *self.back) if w.stream_Bps > 0]
+        return self.eager.bytes / max(rates) if rates else 0.0
+
 
 @dataclass(frozen=True)
 class _Transfers:
@@ -110,6 +149,27 @@ def _transfers(pattern: Pattern) -> _Transfers:
     return _Transfers(src, dst, nbytes, step)
 
 
+def _between_nodes(
+    node: NDArray[np.int64], t: _Transfers, rendezvous: NDArray[np.bool_]
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64], NDArray[np.int64]]:
+    """Per transfer, how it crosses between nodes.
+
+    Returns: whether it goes between nodes after a handshake; whether a transfer d -> s of its
+    step does so too; and how many such transfers leave its sender's node and its receiver's
+    node in its step.
+    """
+    p = node.size
+    ns, nd = node[t.src], node[t.dst]
+    bulk = np.asarray((ns != nd) & rendezvous, dtype=np.bool_)
+    nodes = int(node.max()) + 1
+    steps = int(t.step.max()) + 1
+    # Per step and node: transfers between nodes leaving it that wait for an answer.
+    out = np.bincount(t.step[bulk] * nodes + ns[bulk], minlength=steps * nodes)
+    key = (t.step * p + t.src) * p + t.dst
+    back = np.isin((t.step * p + t.dst) * p + t.src, key[bulk])  # d -> s in the same step
+    return bulk, back, out[t.step * nodes + ns], out[t.step * nodes + nd]
+
+
 def racing(
     node: NDArray[np.int64], t: _Transfers, rendezvous: NDArray[np.bool_]
 ) -> NDArray[np.bool_]:
@@ -117,29 +177,37 @@ def racing(
 
     ``node``: per rank, its node; ``rendezvous``: per transfer, sent only once answered.
     """
-    p = node.size
-    ns, nd = node[t.src], node[t.dst]
-    bulk = np.asarray((ns != nd) & rendezvous, dtype=np.bool_)  # between nodes, after a handshake
-    if not bulk.any():
-        return bulk
-    nodes = int(node.max()) + 1
-    steps = int(t.step.max()) + 1
-    # Per step and node: transfers between nodes leaving it that wait for an answer.
-    out = np.bincount(t.step[bulk] * nodes + ns[bulk], minlength=steps * nodes)
-    key = (t.step * p + t.src) * p + t.dst
-    back = np.isin((t.step * p + t.dst) * p + t.src, key[bulk])  # d -> s in the same step
-    third = out[t.step * nodes + nd] - back.astype(np.int64) > 0
-    alone = out[t.step * nodes + ns] == 1  # the sender's link carries this transfer only
+    bulk, back, from_sender, from_receiver = _between_nodes(node, t, rendezvous)
+    third = from_receiver - back.astype(np.int64) > 0
+    alone = from_sender == 1  # the sender's link carries this transfer only
     return np.asarray(bulk & third & alone, dtype=np.bool_)
 
 
+def exchanging(
+    node: NDArray[np.int64], t: _Transfers, rendezvous: NDArray[np.bool_]
+) -> NDArray[np.bool_]:
+    """Per transfer: half of a pair exchange between nodes, alone on its sender's link.
+
+    Its answer may wait behind the other half's stream, idling that link (``cost_s``).
+    """
+    bulk, back, from_sender, _ = _between_nodes(node, t, rendezvous)
+    return np.asarray(bulk & back & (from_sender == 1), dtype=np.bool_)
+
+
 def _chain(
-    t: _Transfers, took: NDArray[np.float64], extra: NDArray[np.float64], p: int
+    t: _Transfers,
+    took: NDArray[np.float64],
+    extra: NDArray[np.float64],
+    p: int,
+    behind: NDArray[np.float64] | None = None,
+    first_s: float = 0.0,
 ) -> NDArray[np.float64]:
     """Per draw (row of ``extra``), the rank-by-rank count: its makespan.
 
     A transfer starts once both its ranks are done with their earlier steps (as ``rank``'s
-    count), and lasts ``took`` plus its row's ``extra``.
+    count), and lasts ``took`` plus its row's ``extra``. With ``behind`` (per draw and
+    transfer, the wait of an exchange's answer behind its peer's stream; 0 for the rest), a
+    transfer whose sender arrives more than ``first_s`` after its receiver waits that too.
     """
     draws = extra.shape[0]
     ready = np.zeros((draws, p))
@@ -147,7 +215,11 @@ def _chain(
     bounds = np.flatnonzero(np.r_[True, t.step[1:] != t.step[:-1], True])
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         s, d = t.src[a:b], t.dst[a:b]
-        end = np.maximum(ready[:, s], ready[:, d]) + took[a:b] + extra[:, a:b]
+        wait = extra[:, a:b]
+        if behind is not None:
+            late = ready[:, s] - ready[:, d] > first_s
+            wait = wait + np.where(late, behind[:, a:b], 0.0)
+        end = np.maximum(ready[:, s], ready[:, d]) + took[a:b] + wait
         if np.unique(s).size == s.size and np.unique(d).size == d.size:
             ready[:, s] = np.maximum(ready[:, s], end)  # each rank once a side: no scatter
             ready[:, d] = np.maximum(ready[:, d], end)
@@ -168,10 +240,12 @@ def cost_s(
     from commscope.predict.rank import transfer_times  # here: rank imports this module
 
     t = _transfers(pattern)
-    race = racing(placement.node, t, answers.rendezvous(t.nbytes))
+    rendezvous = answers.rendezvous(t.nbytes)
+    race = racing(placement.node, t, rendezvous)
     measured = [m for m in np.unique(t.nbytes[race]) if answers.waits_s(int(m)) is not None]
     race &= np.isin(t.nbytes, measured)  # sizes with no stream measured near: unpriced
-    if not race.any():
+    pairs = exchanging(placement.node, t, rendezvous) if answers.back else None
+    if not race.any() and (pairs is None or not pairs.any()):
         return 0.0
     took, _ = transfer_times(
         model, placement, t.src, t.dst, t.nbytes, t.step, len(pattern.steps), cost
@@ -184,6 +258,16 @@ def cost_s(
         at = np.flatnonzero(race & (t.nbytes == size))
         lost = rnd.random((DRAWS, at.size)) < RACE_SHARE
         extra[:, at] = np.where(lost, waits[rnd.integers(0, waits.size, (DRAWS, at.size))], 0.0)
+    behind = None
+    if pairs is not None and pairs.any():
+        behind = np.zeros((DRAWS, t.src.size))
+        for size in np.unique(t.nbytes[pairs]):
+            deep = answers.behind_own_stream_s(int(size))
+            assert deep is not None  # answers.back is measured
+            at = np.flatnonzero(pairs & (t.nbytes == size))
+            behind[:, at] = deep[rnd.integers(0, deep.size, (DRAWS, at.size))]
     plain = float(_chain(t, took, np.zeros((1, t.src.size)), pattern.p)[0])
-    # Waits never shorten the count: below 0 is the mean's rounding.
-    return max(0.0, float(_chain(t, took, extra, pattern.p).mean()) - plain)
+    drawn = _chain(t, took, extra, pattern.p, behind, answers.first_fragment_s())
+    # Waits never shorten the count: below 0 is the mean's rounding. The mean of the
+    # differences: draws that add nothing add exactly 0.
+    return max(0.0, float((drawn - plain).mean()))
