@@ -1,0 +1,192 @@
+"""Where a pair exchange's answer waits: packet captures of every node during `validate predict`.
+
+Runs `commscope validate predict` for one operation on the virtual cluster while tcpdump
+captures every node's link, then reads each node's capture: every message's bulk (the part an
+MPI sends once the receiver has answered) that stalled mid-way for longer than --gap-ms while
+its receiver streamed to it and its sender sent nothing else, is an answer that queued behind
+the receiver's own stream to the sender, on their shared connection. Prints, per placement
+and pair of nodes, how many messages' bulks crossed and how many stalled so, and the stalls'
+lengths with what the peer sent meanwhile. Each connection (a pair of ranks) is read apart,
+so placements with several ranks on a node count each rank pair's messages. Not a test: it
+prints figures.
+
+    .venv/bin/commscope vcluster up --nodes 4 --rate 50mbit --tcp-cc cubic   (root)
+    flock /tmp/commscope-bench.lock .venv/bin/python bench/exchange_capture.py --store S
+        --tables RUN [--op alltoall --algorithm pairwise] [--procs 4] [--size 1MiB]
+        [--max-launches 10]
+
+The tables run must be in the store (as `validate predict --tables` takes it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+NETNS = ("ip", "netns", "exec")
+SNAP = "96"  # bytes of each packet kept: the headers are enough
+BULK = 1000  # payload bytes: a data segment, not an acknowledgement or a handshake
+RUN_GAP_S = 0.3  # a pause this long ends one message's bulk to a peer
+BACK_BYTES = 200 * 1024  # what the peer must stream meanwhile for a stall to be its
+
+
+@dataclass(frozen=True)
+class Packet:
+    """A data segment: its time and its ends as address.port."""
+
+    t: float
+    src: str
+    dst: str
+    size: int
+
+
+def host(end: str) -> str:
+    """The address of an address.port end."""
+    return end.rsplit(".", 1)[0]
+
+
+def node_ips() -> dict[str, str]:
+    """Per vcluster node (its namespace), its address on eth0."""
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    ips = {}
+    for line in names.stdout.splitlines():
+        name = line.split()[0]
+        if not name.startswith("csnode"):
+            continue
+        out = subprocess.run(
+            ["ip", "-n", name, "-4", "-o", "addr", "show", "dev", "eth0"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        ips[name] = out.stdout.split()[3].split("/")[0]
+    return ips
+
+
+def packets(pcap: Path, start: float, end: float) -> list[Packet]:
+    """The capture's data segments between ``start`` and ``end`` (unix seconds)."""
+    out = subprocess.run(
+        ["tcpdump", "-tt", "-n", "-r", str(pcap)], capture_output=True, text=True, check=True
+    )
+    found = []
+    for line in out.stdout.splitlines():
+        f = line.split()
+        if len(f) < 5 or f[1] != "IP" or not f[-1].isdigit():
+            continue
+        t, size = float(f[0]), int(f[-1])
+        if start <= t < end and size >= BULK:
+            found.append(Packet(t, f[2], f[4].rstrip(":"), size))
+    return found
+
+
+def stalls(
+    me: str, pk: list[Packet], message: int, gap_s: float
+) -> tuple[Counter[str], list[tuple[str, float, int]]]:
+    """Per peer node, the messages' bulks ``me`` sent it; and each stall behind the stream
+    that came back on the same connection meanwhile."""
+    runs: list[tuple[str, str, list[float]]] = []  # per connection, one message's bulk
+    last: dict[tuple[str, str], list[float]] = {}  # per connection, its latest bulk's times
+    for p in pk:
+        if host(p.src) != me:
+            continue
+        times = last.get((p.src, p.dst))
+        if times and p.t - times[-1] < RUN_GAP_S:
+            times.append(p.t)
+        else:
+            last[(p.src, p.dst)] = [p.t]
+            runs.append((p.src, p.dst, last[(p.src, p.dst)]))
+    sent: Counter[str] = Counter()
+    found = []
+    for mine, peer, times in runs:
+        if len(times) * 1448 < message // 2:  # a first fragment alone, not a bulk
+            continue
+        sent[host(peer)] += 1
+        for a, b in zip(times, times[1:], strict=False):
+            if b - a <= gap_s:
+                continue
+            back = sum(p.size for p in pk if p.src == peer and p.dst == mine and a < p.t < b)
+            other = sum(p.size for p in pk if host(p.src) == me and p.dst != peer and a < p.t < b)
+            if back >= BACK_BYTES and other == 0:
+                found.append((host(peer), b - a, back))
+                break
+    return sent, found
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--store", type=Path, required=True)
+    ap.add_argument("--tables", required=True, help="the tables run in --store")
+    ap.add_argument("--op", default="alltoall")
+    ap.add_argument("--algorithm", default="pairwise")
+    ap.add_argument("--procs", default="4")
+    ap.add_argument("--size", default="1MiB")
+    ap.add_argument("--max-launches", default="10")
+    ap.add_argument("--gap-ms", type=float, default=30.0, help="a stall at least this long")
+    args = ap.parse_args()
+    ips = node_ips()
+    if not ips:
+        sys.exit("no virtual cluster: run 'commscope vcluster up --nodes 4 --rate 50mbit' first")
+    with tempfile.TemporaryDirectory() as tmp:
+        caps = {name: Path(tmp) / f"{name}.pcap" for name in ips}
+        dumps = [
+            subprocess.Popen(
+                [*NETNS, name, "tcpdump", "-i", "eth0", "-s", SNAP, "-n", "-w", str(path), "tcp"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for name, path in caps.items()
+        ]
+        try:
+            run = subprocess.run(
+                [sys.executable, "-m", "commscope", "--store", str(args.store), "validate",
+                 "predict", "--op", args.op, "--algorithm", args.algorithm, "--procs",
+                 args.procs, "--sizes", args.size, "--tables", args.tables, "--vcluster",
+                 "--max-launches", args.max_launches, "--json"],
+                capture_output=True, text=True,
+            )  # fmt: skip
+        finally:
+            for d in dumps:
+                d.terminate()
+                d.wait()
+        if run.returncode != 0:
+            sys.exit(run.stderr.strip() or "validate predict failed")
+        found = json.loads(run.stdout)
+        with sqlite3.connect(args.store) as db:
+            sql = "SELECT created_unix FROM runs WHERE id = ?"
+            starts = [db.execute(sql, (p["run_id"],)).fetchone()[0] for p in found["placements"]]
+        ends = [*starts[1:], float("inf")]
+        for p, start, end in zip(found["placements"], starts, ends, strict=True):
+            message = int(p["bytes"])
+            print(
+                f"{args.op} ({args.algorithm}) {p['placement']} {message} B: predicted"
+                f" {p['predicted_s'] * 1e3:.1f} ms, measured {p['measured_s'] * 1e3:.1f} ms"
+            )
+            waits = []
+            for name, path in caps.items():
+                me = ips[name]
+                sent, behind = stalls(me, packets(path, start, end), message, args.gap_ms / 1e3)
+                stalled = Counter(peer for peer, _, _ in behind)
+                for peer in sorted(sent):
+                    print(
+                        f"  {me} -> {peer}: {sent[peer]} bulks, {stalled[peer]} stalled behind"
+                        " the peer's own stream"
+                    )
+                waits += [(s, back) for _, s, back in behind]
+            if waits:
+                ms = [s * 1e3 for s, _ in waits]
+                kib = [back / 1024 for _, back in waits]
+                print(
+                    f"  stalls: {len(waits)}, {min(ms):.1f} / {statistics.median(ms):.1f} /"
+                    f" {max(ms):.1f} ms (min / median / max), the peer streaming"
+                    f" {statistics.median(kib):.0f} KiB meanwhile (median)"
+                )
+
+
+if __name__ == "__main__":
+    main()
