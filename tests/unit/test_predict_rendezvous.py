@@ -36,11 +36,13 @@ def test_one_rank_sends_no_message():
     assert build("allreduce", 1, 1 << 20, "ring").largest_message() == 0
 
 
-def queue_record(stream_bytes: int, wait_s: float) -> Queue:
-    """Answers that waited ``wait_s`` behind a stream of ``stream_bytes`` messages (30 us idle)."""
+def queue_record(stream_bytes: int, wait_s: float, back: bool = False) -> Queue:
+    """Answers that waited ``wait_s`` behind a stream of ``stream_bytes`` messages (30 us idle):
+    a third rank's, or with ``back`` the stream's sender's."""
     rec = record_from_dict(
         {
-            "type": "queue", "bytes": stream_bytes, "stream": [0, 2], "ping": [3, 1],
+            "type": "queue", "bytes": stream_bytes, "stream": [0, 2],
+            "ping": [2, 0] if back else [3, 1],
             "ping_bytes": 8, "messages": 10, "stream_s": [10 * stream_bytes / B],
             "idle_s": [[30e-6] * 5], "loaded_s": [[30e-6 + wait_s] * 9 + [30e-6 + 2 * wait_s]],
         },
@@ -82,6 +84,8 @@ def test_messages_above_the_tables_inter_node_eager_limit_are_named_with_the_lim
     )
     assert out["rendezvous"]["answer_wait"] is None  # the tables run measured no queue waits
     assert out["rendezvous"]["answers_priced"] is False
+    assert out["rendezvous"]["exchanges_priced"] is False
+    assert "behind the peer's own stream" not in text
     assert all(pr["answer_wait_s"] == 0.0 for pr in out["predictions"])
     assert "the prices leave out the answers that wait behind their node's outgoing stream" in text
     assert "'commscope run contention --levels queue' measures" in text
@@ -136,3 +140,14 @@ def test_a_message_within_the_headers_of_the_limit_counts_as_above(cli):
     # 256 KiB in 4 blocks: exactly 64 KiB each; with its headers it no longer fits the limit.
     _, out = predicted(cli, "256KiB", ProtocolLimits("Open MPI", (TCP,)))
     assert out["rendezvous"]["largest_message_bytes"] == 65536
+
+
+def test_the_note_says_when_an_exchanges_answer_behind_its_peers_stream_is_priced(cli):
+    # The ring exchanges nothing: its prices do not move, but the note names what is priced.
+    queue = [queue_record(1 << 18, 0.010), queue_record(1 << 20, 0.13, back=True)]
+    text, out = predicted(cli, "1MiB", ProtocolLimits("Open MPI", (VADER, TCP)), queue)
+    assert out["rendezvous"]["exchanges_priced"] is True
+    assert out["rendezvous"]["answer_wait"]["answerer"] == "third rank"  # the node's queue
+    assert "where the two ranks of an exchange arrive apart, the answer that waits" in text
+    plain, _ = predicted(cli, "1MiB", ProtocolLimits("Open MPI", (VADER, TCP)), queue[:1])
+    assert "behind the peer's own stream" not in plain

@@ -146,6 +146,8 @@ def above_eager(
         found["answer_wait"] = None
     answers = AnswerWaits.of(eager, waits)
     found["answers_priced"] = answers is not None and answers.waits_s(largest) is not None
+    # The stream's sender answering its receiver: an exchange's answer behind its own stream.
+    found["exchanges_priced"] = answers is not None and bool(answers.back)
     return found
 
 
@@ -181,6 +183,11 @@ def print_above_eager(found: dict[str, Any] | None, recorded_with: str = "the ta
         cost = (
             "; the prices leave out the answers that wait behind their node's outgoing stream,"
             " which 'commscope run contention --levels queue' measures and the prices then include"
+        )
+    if found.get("exchanges_priced"):
+        cost += (
+            ", and, where the two ranks of an exchange arrive apart, the answer that waits"
+            " behind the peer's own stream, as the tables run measured it"
         )
     common.console().print(
         f"note: its messages (up to {size_text(found['largest_message_bytes'])}) are above the"
