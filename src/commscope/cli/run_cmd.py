@@ -153,8 +153,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         "--levels",
         default="auto",
         help="auto (memory, and nic across nodes) or a list of memory,socket,nic,fabric,queue"
-        " (queue: how long an answer waits behind its node's outgoing stream; 2 ranks on each"
-        " of two nodes)",
+        " (queue: how long an answer waits behind its node's outgoing stream, a third rank's"
+        " and the stream's sender's own; 2 ranks on each of two nodes)",
     )
     run_options.add_options(groups, "contention")
     run_options.add_options(groups, "matrix")

@@ -106,10 +106,18 @@ class AnswerWaits:
         near = max(below, key=lambda w: w.bytes)
         if math.log2(max(nbytes, 1) / max(near.bytes, 1)) > NEAR_LOG2:
             return None
-        waits = np.maximum(near.waits_s, 0.0)
-        if math.isfinite(near.stream_Bps) and near.stream_Bps > 0:
+        return self._capped(near, nbytes)
+
+    def _capped(self, stream: QueueWait, nbytes: int) -> NDArray[np.float64]:
+        """``stream``'s waits, none below 0 nor longer than the answered part takes.
+
+        The answered part of an ``nbytes`` message is all but its first fragment; it goes at
+        the stream's rate.
+        """
+        waits = np.maximum(stream.waits_s, 0.0)
+        if math.isfinite(stream.stream_Bps) and stream.stream_Bps > 0:
             answered = max(nbytes + self.eager.headers_bytes - self.eager.bytes, 0)
-            waits = np.minimum(waits, answered / near.stream_Bps)
+            waits = np.minimum(waits, answered / stream.stream_Bps)
         return waits
 
     def behind_own_stream_s(self, nbytes: int) -> NDArray[np.float64] | None:
@@ -123,12 +131,7 @@ class AnswerWaits:
         """
         if not self.back:
             return None
-        deepest = max(self.back, key=lambda w: w.bytes)
-        waits = np.maximum(deepest.waits_s, 0.0)
-        if math.isfinite(deepest.stream_Bps) and deepest.stream_Bps > 0:
-            answered = max(nbytes + self.eager.headers_bytes - self.eager.bytes, 0)
-            waits = np.minimum(waits, answered / deepest.stream_Bps)
-        return waits
+        return self._capped(max(self.back, key=lambda w: w.bytes), nbytes)
 
     def first_fragment_s(self) -> float:
         """How long a request's first fragment (up to the limit) takes at the streams' rate."""
