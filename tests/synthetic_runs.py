@@ -133,6 +133,31 @@ def colls(seed: int = 1) -> list[Coll]:
     return out
 
 
+def window_coll(
+    times: Sequence[float], flags: Sequence[int], delays: Sequence[float] | None = None
+) -> Coll:
+    """A 256 KiB all-to-all point of MPIPerf launches, with its start delays when given."""
+    rec = record_from_dict(
+        {
+            "type": "coll",
+            "op": "alltoall",
+            "group": "world",
+            "nranks": 4,
+            "bytes": 262144,
+            "root": None,
+            "method": "window",
+            "times_s": list(times),
+            "flags": list(flags),
+            **({} if delays is None else {"start_delays_s": list(delays)}),
+            "stage": [1] * len(times),
+            "stop": "rule_b",
+        },
+        "synthetic alltoall",
+    )
+    assert isinstance(rec, Coll)
+    return rec
+
+
 def store_run(
     path: Path,
     label: str,

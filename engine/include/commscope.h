@@ -225,6 +225,7 @@ typedef struct cs_sched_result {
     int n;            /* launches kept (stage 0 excluded) */
     double *times_s;  /* max over ranks of end - scheduled start (rank 0) */
     int *flags;       /* 0 valid, 1 late start, 2 overrun, 3 both (rank 0) */
+    double *delays_s; /* latest rank's start past the scheduled one (rank 0; naive: 0) */
     int *stage;
     int nstages;
     double *windows_s; /* window of each counted stage */

@@ -25,7 +25,9 @@
  *   hands its data over in a fraction of the launch would otherwise invalidate launches its
  *   delay cannot have lengthened (a 256 KiB binomial Reduce on 2 nodes x 2 ranks had not one
  *   valid launch). A rank taken off its core while it spins is flagged instead of counting
- *   the delay as operation time.
+ *   the delay as operation time. Each launch's delay (its latest rank's) is written with it:
+ *   an operation that amplifies a delay (a rendezvous race lost by the later rank) breaks the
+ *   bound, which the analysis checks (analysis/start_skew.py).
  *
  * - The window follows the operation, not the stage's disturbances. The paper's
  *   b = gamma * (stage end - tau) / k after a disturbed stage takes in every delay of that
@@ -200,6 +202,7 @@ void cs_schedule_run(cs_context *ctx, void (*launch)(void *state, long i), void 
             if (most[l] > tol + LATE_SHARE * worst[l]) anyflag[l] |= 1;
             res->times_s[res->n] = worst[l];
             res->flags[res->n] = anyflag[l];
+            res->delays_s[res->n] = most[l];
             res->stage[res->n] = j;
             res->n++;
             rs.nt++;
@@ -250,6 +253,7 @@ void cs_naive_run(cs_context *ctx, void (*launch)(void *state, long i), void *st
         if (ctx->rank == 0) {
             res->times_s[res->n] = worst;
             res->flags[res->n] = 0;
+            res->delays_s[res->n] = 0.0;
             res->stage[res->n] = 1;
             res->n++;
             rs.nt++;

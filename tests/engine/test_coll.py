@@ -78,8 +78,15 @@ def test_every_collective_runs_checked_and_is_stored_raw(cli, family, np_):
     for c in colls:
         assert c.nranks == np_ and c.method == "window"
         assert 0 < c.raw["late_tol_s"] < 10e-6  # a few clock reads
-        assert len(c.times_s) == len(c.flags) >= 4
+        assert len(c.times_s) == len(c.flags) == len(c.start_delays_s) >= 4
         assert all(t >= 0 for t in c.times_s)
+        # A launch is late exactly when its latest rank began more than the tolerance plus
+        # 2 % of its time after the start: the recorded delay is the one judged.
+        for t, f, d in zip(c.times_s, c.flags, c.start_delays_s, strict=True):
+            bound = c.raw["late_tol_s"] + 0.02 * t
+            assert d >= 0
+            if abs(d - bound) > 1e-6 * bound:  # 9 digits in the JSON: no verdict at the edge
+                assert bool(f & 1) == (d > bound), (c.op, t, d, f)
         assert c.root == (
             0
             if c.op.removeprefix("i")

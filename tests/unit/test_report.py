@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
+
 from commscope import importers, kinds
 from commscope.analysis import coll as coll_analysis
 from commscope.data.mpi_config import EagerLimit, ProtocolLimits
@@ -148,3 +150,24 @@ def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
     assert "bbr on &lt;script&gt;alert(1)&lt;/script&gt;; cubic on n1" in cc
     [queue] = re.findall(r'<tr class="tcp-socket-queue">.*?</tr>', page)
     assert "32 KiB on &lt;script&gt;alert(1)&lt;/script&gt;; 4 MiB on n1" in queue
+
+
+def test_a_collective_whose_times_rise_with_start_delay_is_flagged_in_its_table(tmp_path):
+    rng = np.random.default_rng(3)
+    delays = [d / 1e3 for d in [0.05] * 8 + [0.1] * 8 + [1.4, 2.0, 2.5, 2.9]]
+    times = [float(t) for t in 0.137 + rng.normal(0, 0.003, 16)]
+    times += [float(t) for t in 0.200 + rng.normal(0, 0.005, 4)]
+    skewed = synthetic_runs.window_coll(times, [0] * 20, delays)
+    path = tmp_path / "s.sqlite"
+    with Store.open(path) as store:
+        run_id = store.create_run("coll", "skew", "openmpi-4.1.4", "mpirun", 4, {"np": 4})
+        seg = store.start_segment(run_id, ["mpirun"])
+        store.set_header(run_id, seg, synthetic_runs.header())
+        for rec in [*synthetic_runs.colls(), skewed]:
+            store.add_point(run_id, seg, rec)
+        store.finish_segment(seg, "complete", end={"type": "end", "points": 15, "elapsed_s": 1.0})
+        store.set_run_status(run_id, "complete")
+        page = kinds.write_report([read_run(store, run_id)], tmp_path / "r.html").read_text()
+    [row] = re.findall(r'<tr class="coll-warning">.*?</tr>', page, re.S)
+    assert "alltoall 262144 B: launch times rise with start delay" in row
+    assert "the 4 of 20 valid launches begun 1.40-2.90 ms late" in row

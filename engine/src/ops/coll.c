@@ -342,6 +342,9 @@ static void write_record(cs_context *ctx, coll_state *s, const char *group,
     cs_json_raw_begin(&j, "flags", '[');
     for (int i = 0; i < res->n; i++) cs_json_elem_int(&j, res->flags[i]);
     cs_json_raw_end(&j, ']');
+    cs_json_raw_begin(&j, "start_delays_s", '[');
+    for (int i = 0; i < res->n; i++) cs_json_elem_num(&j, res->delays_s[i]);
+    cs_json_raw_end(&j, ']');
     cs_json_raw_begin(&j, "stage", '[');
     for (int i = 0; i < res->n; i++) cs_json_elem_int(&j, res->stage[i]);
     cs_json_raw_end(&j, ']');
@@ -379,9 +382,16 @@ void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes, const 
     if (o->check && !cs_coll_sizeless(op)) check(&s);
     int kmax = o->k > o->k0 ? o->k : o->k0;
     size_t cap = (size_t)o->max_launches + (size_t)kmax;
-    cs_sched_result res = {0, malloc(sizeof(double) * cap), malloc(sizeof(int) * cap),
-                           malloc(sizeof(int) * cap), 0, malloc(sizeof(double) * cap), NULL, 0.0};
-    if (!res.times_s || !res.flags || !res.stage || !res.windows_s)
+    cs_sched_result res = {0,
+                           malloc(sizeof(double) * cap),
+                           malloc(sizeof(int) * cap),
+                           malloc(sizeof(double) * cap),
+                           malloc(sizeof(int) * cap),
+                           0,
+                           malloc(sizeof(double) * cap),
+                           NULL,
+                           0.0};
+    if (!res.times_s || !res.flags || !res.delays_s || !res.stage || !res.windows_s)
         cs_die("rank %d: out of memory for %zu launches", ctx->rank, cap);
     int windowed = strcmp(o->sync, "barrier") != 0;
     if (windowed && strcmp(o->resync, "point") == 0) cs_clock_resync(ctx);
@@ -393,6 +403,6 @@ void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes, const 
     if (ctx->rank == 0)
         write_record(ctx, &s, group, &res, op->nonblocking && op->kind != BARRIER ? ov : NULL,
                      windowed ? clock : NULL);
-    free(res.times_s); free(res.flags); free(res.stage); free(res.windows_s);
+    free(res.times_s); free(res.flags); free(res.delays_s); free(res.stage); free(res.windows_s);
     teardown(&s);
 }

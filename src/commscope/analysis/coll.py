@@ -11,8 +11,11 @@ handful of launches, or none), ``late_starts`` when at least half of the launche
 on some rank (other processes took the ranks' cores: the figures come from the launches the
 machine left alone), ``clock_drift`` when the clock check after the point found the ranks'
 clocks apart by more than both estimates' error bounds explain, and that excess is over 5 % of
-the point's median time (every launch time and every late/overrun verdict can be off by it).
-The engine only flags each launch and writes the check; the reading is done here.
+the point's median time (every launch time and every late/overrun verdict can be off by it),
+``start_skew`` when the valid launches whose ranks began later ran longer than their delay
+explains (``analysis.start_skew``: the operation amplifies start skew, so the point's time
+depends on how well its ranks started together). The engine only flags each launch, records
+its start delay and writes the check; the reading is done here.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from commscope.analysis import stats
+from commscope.analysis import start_skew, stats
+from commscope.analysis.start_skew import SkewEffect
 from commscope.data.records import Coll
 
 LEVELS = (0.90, 0.95, 0.99)
@@ -33,6 +37,7 @@ WARNINGS = {
     "too_few_valid": "too few valid launches",
     "late_starts": "most launches started late (other processes took the ranks' cores)",
     "clock_drift": "the clocks drifted apart during the point (try --sync drift)",
+    "start_skew": "launch times rise with start delay",
 }
 
 
@@ -64,6 +69,8 @@ class CollSummary:
     late_share: float = 0.0  # launches started late on some rank / all launches
     warnings: tuple[str, ...] = ()  # keys of WARNINGS
     clock_unexplained_s: float | None = None  # clock check after the point (window method)
+    start_delay_median_s: float | None = None  # valid launches' latest rank's start delay
+    start_skew: SkewEffect | None = None  # later-starting launches ran longer (warning)
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names; NaN becomes None, tuples lists."""
@@ -94,10 +101,27 @@ def clock_unexplained_s(point: Coll) -> float | None:
     return float(value) if value is not None else None
 
 
+def skew_of(point: Coll) -> SkewEffect | None:
+    """How the valid launches' times rise with their start delay (None: they do not)."""
+    if point.method != "window" or len(point.start_delays_s) != point.n_samples:
+        return None
+    flags, delays = point.flags, point.start_delays_s
+    valid = [(t, d) for t, d, f in zip(point.times_s, delays, flags, strict=True) if f == 0]
+    return start_skew.effect([t for t, _ in valid], [d for _, d in valid])
+
+
 def warnings_of(
-    point: Coll, nc: int, late: int, min_valid: int = MIN_VALID, median_s: float = float("nan")
+    point: Coll,
+    nc: int,
+    late: int,
+    min_valid: int = MIN_VALID,
+    median_s: float = float("nan"),
+    skew: SkewEffect | None = None,
 ) -> tuple[str, ...]:
-    """What makes a window-method point untrustworthy as it stands (keys of WARNINGS)."""
+    """What makes a window-method point untrustworthy as it stands (keys of WARNINGS).
+
+    ``skew``: the point's ``skew_of``.
+    """
     if point.method != "window":
         return ()
     found = []
@@ -108,6 +132,8 @@ def warnings_of(
     drift = clock_unexplained_s(point)
     if drift is not None and drift > 0 and not drift <= DRIFT_SHARE * median_s:
         found.append("clock_drift")
+    if skew is not None:
+        found.append("start_skew")
     return tuple(found)
 
 
@@ -137,6 +163,7 @@ def summarize(
     else:
         figures = (0, nan, nan, nan, nan, nan, nan, nan, nan)
     ns, mean, med, se, lo, hi, err, ci_lo, ci_hi = figures
+    skew = skew_of(point)
     return CollSummary(
         point.op,
         point.bytes,
@@ -160,9 +187,19 @@ def summarize(
         point.stop,
         overlap,
         late / point.n_samples if point.n_samples else 0.0,
-        warnings_of(point, len(valid), late, min_valid, med),
+        warnings_of(point, len(valid), late, min_valid, med, skew),
         clock_unexplained_s(point),
+        _median_delay_s(point),
+        skew,
     )
+
+
+def _median_delay_s(point: Coll) -> float | None:
+    """Median start delay of the valid launches (None: not recorded, or none valid)."""
+    if len(point.start_delays_s) != point.n_samples:
+        return None
+    delays = [d for d, f in zip(point.start_delays_s, point.flags, strict=True) if f == 0]
+    return stats.median(delays) if delays else None
 
 
 def summaries(
@@ -179,7 +216,10 @@ def warning_text(s: CollSummary) -> str:
     """One line saying why a flagged point is not to be trusted (empty when it is not)."""
     if not s.warnings:
         return ""
-    parts = [WARNINGS[w] for w in s.warnings]
+    parts = [
+        s.start_skew.text() if w == "start_skew" and s.start_skew else WARNINGS[w]
+        for w in s.warnings
+    ]
     if s.clock_unexplained_s is not None and "clock_drift" in s.warnings:
         parts.append(f"{s.clock_unexplained_s * 1e6:.2f} us unexplained")
     return (

@@ -308,6 +308,9 @@ def _print(
                 "yellow",
             )
         )
+    for c in checks:
+        if c.start_skew:
+            out.print(Text(f"! {c.placement} {c.bytes} B: {c.start_skew}", "yellow"))
     lossy = {c.placement: c.tcp_loss_warnings for c in checks if c.tcp_loss_warnings}
     for placement, warnings in lossy.items():
         for text in warnings:

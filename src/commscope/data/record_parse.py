@@ -216,6 +216,9 @@ def _coll(d: dict[str, Any], where: str) -> Coll:
     n = len(d["times_s"])
     if len(d["flags"]) != n or len(d.get("stage", [0] * n)) != n:
         raise _fail(where, "coll times_s, flags and stage must have one entry per launch")
+    delays = d.get("start_delays_s", [])
+    if delays and len(delays) != n:
+        raise _fail(where, "coll start_delays_s must have one entry per launch")
     root = d.get("root")
     return Coll(
         op=d["op"],
@@ -231,6 +234,7 @@ def _coll(d: dict[str, Any], where: str) -> Coll:
         windows_s=tuple(float(w) for w in d.get("windows_s", ())),
         stop=d["stop"],
         raw=d,
+        start_delays_s=tuple(float(x) for x in delays),
     )
 
 

@@ -151,6 +151,8 @@ class Coll:
     ``times_s[i]`` is launch i's time: the maximum over ranks of its end minus its scheduled
     start, in synchronised global time. ``flags[i]`` is 0 for a valid launch, 1 when a rank
     started late, 2 when a rank ended after the launch's window, 3 for both.
+    ``start_delays_s[i]``: how long after its scheduled start the latest rank began launch i
+    (empty for records that predate it, and for imported ones).
     """
 
     op: str
@@ -166,6 +168,7 @@ class Coll:
     windows_s: tuple[float, ...]
     stop: str
     raw: dict[str, Any] = field(compare=False, repr=False)
+    start_delays_s: tuple[float, ...] = ()
 
     @property
     def key(self) -> tuple[str, str, int]:

@@ -54,6 +54,7 @@ def environment() -> Environment:
     env.filters["bytes"] = lambda n: "" if n is None else size_text(n, exact=True)
     env.filters["duration"] = lambda s: "" if s is None else time_text(s)
     env.filters["date"] = lambda t: time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t))
+    env.filters["coll_warning"] = coll_analysis.warning_text
     return env
 
 

@@ -71,6 +71,9 @@ class PlacementCheck:
     late_launches: int = 0  # started late on some rank (overrun as well or not)
     measured_se_s: float = math.nan  # standard error of measured_s (MPIPerf's SE)
     answer_wait_s: float = 0.0  # of predicted_s: answers waiting behind busy queues
+    # The point's launches that began later ran longer than their delay explains
+    # (``analysis.start_skew``): its measured time depends on how well its ranks started.
+    start_skew: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
@@ -296,6 +299,7 @@ def check(
                     point.invalid_late,
                     point.se_s,
                     found.answer_wait_s,
+                    point.start_skew.text() if point.start_skew else "",
                 )  # fmt: skip
             )
     verdicts = []
