@@ -7,8 +7,9 @@ its receiver streamed to it and its sender sent nothing else, is an answer that 
 the receiver's own stream to the sender, on their shared connection. Prints, per placement
 and pair of nodes, how many messages' bulks crossed and how many stalled so, and the stalls'
 lengths with what the peer sent meanwhile. Each connection (a pair of ranks) is read apart,
-so placements with several ranks on a node count each rank pair's messages. Not a test: it
-prints figures.
+so placements with several ranks on a node count each rank pair's messages. Then the pair
+exchanges (a message each way, begun within 100 ms): how long after the first rank began the
+second did, in those that stalled and in those that did not. Not a test: it prints figures.
 
     .venv/bin/commscope vcluster up --nodes 4 --rate 50mbit --tcp-cc cubic   (root)
     flock /tmp/commscope-bench.lock .venv/bin/python bench/exchange_capture.py --store S
@@ -27,7 +28,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +36,7 @@ SNAP = "96"  # bytes of each packet kept: the headers are enough
 BULK = 1000  # payload bytes: a data segment, not an acknowledgement or a handshake
 RUN_GAP_S = 0.3  # a pause this long ends one message's bulk to a peer
 BACK_BYTES = 200 * 1024  # what the peer must stream meanwhile for a stall to be its
+PAIR_S = 0.1  # the two messages of one exchange begin at most this far apart
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,22 @@ def packets(pcap: Path, start: float, end: float) -> list[Packet]:
     return found
 
 
-def stalls(
-    me: str, pk: list[Packet], message: int, gap_s: float
-) -> tuple[Counter[str], list[tuple[str, float, int]]]:
-    """Per peer node, the messages' bulks ``me`` sent it; and each stall behind the stream
-    that came back on the same connection meanwhile."""
+@dataclass(frozen=True)
+class Message:
+    """One message's bulk from ``me`` to ``peer``: when its first segment left, and its stall
+    behind the peer's own stream (0 when none)."""
+
+    me: str
+    peer: str
+    ends: tuple[str, str]  # the connection's, as address.port: one per pair of ranks
+    start: float
+    stall_s: float
+    back: int  # bytes the peer streamed back meanwhile
+
+
+def messages(me: str, pk: list[Packet], message: int, gap_s: float) -> list[Message]:
+    """The bulks ``me`` sent, each with its stall behind the stream that came back on the same
+    connection meanwhile, if any."""
     runs: list[tuple[str, str, list[float]]] = []  # per connection, one message's bulk
     last: dict[tuple[str, str], list[float]] = {}  # per connection, its latest bulk's times
     for p in pk:
@@ -101,21 +113,33 @@ def stalls(
         else:
             last[(p.src, p.dst)] = [p.t]
             runs.append((p.src, p.dst, last[(p.src, p.dst)]))
-    sent: Counter[str] = Counter()
     found = []
     for mine, peer, times in runs:
         if len(times) * 1448 < message // 2:  # a first fragment alone, not a bulk
             continue
-        sent[host(peer)] += 1
+        stall, back = 0.0, 0
         for a, b in zip(times, times[1:], strict=False):
             if b - a <= gap_s:
                 continue
             back = sum(p.size for p in pk if p.src == peer and p.dst == mine and a < p.t < b)
             other = sum(p.size for p in pk if host(p.src) == me and p.dst != peer and a < p.t < b)
             if back >= BACK_BYTES and other == 0:
-                found.append((host(peer), b - a, back))
+                stall = b - a
                 break
-    return sent, found
+        found.append(Message(me, host(peer), (mine, peer), times[0], stall, back if stall else 0))
+    return found
+
+
+def exchanges(sent: list[Message]) -> list[tuple[float, bool]]:
+    """Per pair exchange (a message each way on one connection, begun within ``PAIR_S``): how
+    much later the second rank began its message than the first, and whether one stalled."""
+    found = []
+    for m in sent:
+        back = [o for o in sent if o.ends == m.ends[::-1] and 0 <= o.start - m.start < PAIR_S]
+        if back:
+            o = min(back, key=lambda o: o.start)
+            found.append((o.start - m.start, bool(m.stall_s or o.stall_s)))
+    return found
 
 
 def main() -> None:
@@ -167,17 +191,19 @@ def main() -> None:
                 f"{args.op} ({args.algorithm}) {p['placement']} {message} B: predicted"
                 f" {p['predicted_s'] * 1e3:.1f} ms, measured {p['measured_s'] * 1e3:.1f} ms"
             )
-            waits = []
-            for name, path in caps.items():
-                me = ips[name]
-                sent, behind = stalls(me, packets(path, start, end), message, args.gap_ms / 1e3)
-                stalled = Counter(peer for peer, _, _ in behind)
-                for peer in sorted(sent):
-                    print(
-                        f"  {me} -> {peer}: {sent[peer]} bulks, {stalled[peer]} stalled behind"
-                        " the peer's own stream"
-                    )
-                waits += [(s, back) for _, s, back in behind]
+            sent = [
+                m
+                for name, path in caps.items()
+                for m in messages(ips[name], packets(path, start, end), message, args.gap_ms / 1e3)
+            ]
+            for me, peer in sorted({(m.me, m.peer) for m in sent}):
+                mine = [m for m in sent if (m.me, m.peer) == (me, peer)]
+                stalled = sum(1 for m in mine if m.stall_s)
+                print(
+                    f"  {me} -> {peer}: {len(mine)} bulks, {stalled} stalled behind"
+                    " the peer's own stream"
+                )
+            waits = [(m.stall_s, m.back) for m in sent if m.stall_s]
             if waits:
                 ms = [s * 1e3 for s, _ in waits]
                 kib = [back / 1024 for _, back in waits]
@@ -185,6 +211,21 @@ def main() -> None:
                     f"  stalls: {len(waits)}, {min(ms):.1f} / {statistics.median(ms):.1f} /"
                     f" {max(ms):.1f} ms (min / median / max), the peer streaming"
                     f" {statistics.median(kib):.0f} KiB meanwhile (median)"
+                )
+            pairs = exchanges(sent)
+            calm = [g * 1e3 for g, hit in pairs if not hit]
+            hit = [g * 1e3 for g, hit in pairs if hit]
+            if pairs:
+                print(
+                    f"  exchanges: {len(pairs)}; the second rank began"
+                    f" {statistics.median(calm):.1f} ms (median) up to {max(calm):.1f} ms after"
+                    f" the first in the {len(calm)} without a stall"
+                    if calm
+                    else f"  exchanges: {len(pairs)}, every one stalled",
+                    f"and {min(hit):.1f} ms or more (median {statistics.median(hit):.1f}) in the"
+                    f" {len(hit)} with one"
+                    if hit
+                    else "and none stalled",
                 )
 
 
