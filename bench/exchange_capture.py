@@ -22,6 +22,8 @@ The tables run must be in the store (as `validate predict --tables` takes it).
 from __future__ import annotations
 
 import argparse
+import bisect
+import itertools
 import json
 import sqlite3
 import statistics
@@ -37,6 +39,9 @@ BULK = 1000  # payload bytes: a data segment, not an acknowledgement or a handsh
 RUN_GAP_S = 0.3  # a pause this long ends one message's bulk to a peer
 BACK_BYTES = 200 * 1024  # what the peer must stream meanwhile for a stall to be its
 PAIR_S = 0.1  # the two messages of one exchange begin at most this far apart
+PAUSE_S = 0.001  # a request's first fragment ends in a pause this long of its sender's data
+RESUME_S = 0.003  # and the data resumes at most this long after the answer left
+IDLE_BYTES = 3000  # what an answer may find ahead of it and still count as leaving at once
 
 
 @dataclass(frozen=True)
@@ -70,8 +75,9 @@ def node_ips() -> dict[str, str]:
     return ips
 
 
-def packets(pcap: Path, start: float, end: float) -> list[Packet]:
-    """The capture's data segments between ``start`` and ``end`` (unix seconds)."""
+def packets(pcap: Path, start: float, end: float, smallest: int = BULK) -> list[Packet]:
+    """The capture's segments of ``smallest`` payload bytes or more between ``start`` and
+    ``end`` (unix seconds)."""
     out = subprocess.run(
         ["tcpdump", "-tt", "-n", "-r", str(pcap)], capture_output=True, text=True, check=True
     )
@@ -81,7 +87,7 @@ def packets(pcap: Path, start: float, end: float) -> list[Packet]:
         if len(f) < 5 or f[1] != "IP" or not f[-1].isdigit():
             continue
         t, size = float(f[0]), int(f[-1])
-        if start <= t < end and size >= BULK:
+        if start <= t < end and size >= smallest:
             found.append(Packet(t, f[2], f[4].rstrip(":"), size))
     return found
 
@@ -139,6 +145,35 @@ def exchanges(sent: list[Message]) -> list[tuple[float, bool]]:
         if back:
             o = min(back, key=lambda o: o.start)
             found.append((o.start - m.start, bool(m.stall_s or o.stall_s)))
+    return found
+
+
+def answers(out: dict[str, list[Packet]]) -> list[tuple[float, int]]:
+    """Per answer that released a paused sender: how long after the request's last segment
+    left its sender the answer left its node, and the bytes that node sent meanwhile.
+
+    ``out``: per node, the segments it sent, small ones included, in time order. An answer is
+    a segment below ``BULK`` bytes on a connection whose other direction paused its data for
+    ``PAUSE_S`` or more and resumed within ``RESUME_S`` of it.
+    """
+    data: dict[tuple[str, str], list[float]] = {}  # per connection, its data segments' times
+    for pk in out.values():
+        for p in pk:
+            if p.size >= BULK:
+                data.setdefault((p.src, p.dst), []).append(p.t)
+    found = []
+    for pk in out.values():
+        times = [p.t for p in pk]
+        sent = list(itertools.accumulate((p.size for p in pk), initial=0))
+        for i, p in enumerate(pk):
+            request = data.get((p.dst, p.src), [])
+            j = bisect.bisect_left(request, p.t)
+            if p.size >= BULK or j == 0 or j == len(request):
+                continue
+            last, resumed = request[j - 1], request[j]
+            if resumed - last < PAUSE_S or resumed - p.t > RESUME_S:
+                continue
+            found.append((p.t - last, sent[i] - sent[bisect.bisect_right(times, last)]))
     return found
 
 
@@ -211,6 +246,22 @@ def main() -> None:
                     f"  stalls: {len(waits)}, {min(ms):.1f} / {statistics.median(ms):.1f} /"
                     f" {max(ms):.1f} ms (min / median / max), the peer streaming"
                     f" {statistics.median(kib):.0f} KiB meanwhile (median)"
+                )
+            out = {
+                ip: [q for q in packets(path, start, end, 1) if host(q.src) == ip]
+                for ip, path in ((ips[name], path) for name, path in caps.items())
+            }
+            found_answers = answers(out)
+            if found_answers:
+                delays = sorted(d * 1e3 for d, _ in found_answers)
+                ahead = [b / 1024 for _, b in found_answers]
+                idle = sum(1 for _, b in found_answers if b < IDLE_BYTES)
+                print(
+                    f"  answers: {len(found_answers)}; left their node"
+                    f" {statistics.median(delays):.1f} ms (median; 90th percentile"
+                    f" {delays[int(0.9 * (len(delays) - 1))]:.1f}) after the request's last"
+                    f" segment, behind {statistics.median(ahead):.0f} KiB (median) the node"
+                    f" sent meanwhile; {idle} with under {IDLE_BYTES} B ahead"
                 )
             pairs = exchanges(sent)
             calm = [g * 1e3 for g, hit in pairs if not hit]
