@@ -47,8 +47,11 @@ static void scenario(const char *name, const char *stop, int max_launches, scrip
     cs_timer timer = {"fake", NULL, fake_now, 0, 1e-9, 1e-9};
     cs_context ctx = {&o, &timer, NULL, 0, 1, 0, {0, 0, 0, 0, 0}, 1e-6}; /* t_bcast 1 us */
     size_t cap = (size_t)max_launches + 8;
-    cs_sched_result r = {0, malloc(sizeof(double) * cap), malloc(sizeof(int) * cap),
-                         malloc(sizeof(int) * cap), 0, malloc(sizeof(double) * cap), NULL};
+    cs_sched_result r = {.times_s = malloc(sizeof(double) * cap),
+                         .flags = malloc(sizeof(int) * cap),
+                         .delays_s = malloc(sizeof(double) * cap),
+                         .stage = malloc(sizeof(int) * cap),
+                         .windows_s = malloc(sizeof(double) * cap)};
     cs_schedule_run(&ctx, scripted, &sc, &r);
     cs_json j;
     cs_json_begin(&j, stdout);
@@ -60,6 +63,9 @@ static void scenario(const char *name, const char *stop, int max_launches, scrip
     cs_json_raw_begin(&j, "flags", '[');
     for (int i = 0; i < r.n; i++) cs_json_elem_int(&j, r.flags[i]);
     cs_json_raw_end(&j, ']');
+    cs_json_raw_begin(&j, "start_delays_s", '[');
+    for (int i = 0; i < r.n; i++) cs_json_elem_num(&j, r.delays_s[i]);
+    cs_json_raw_end(&j, ']');
     cs_json_raw_begin(&j, "stage", '[');
     for (int i = 0; i < r.n; i++) cs_json_elem_int(&j, r.stage[i]);
     cs_json_raw_end(&j, ']');
@@ -67,7 +73,7 @@ static void scenario(const char *name, const char *stop, int max_launches, scrip
     for (int i = 0; i < r.nstages; i++) cs_json_elem_num(&j, r.windows_s[i]);
     cs_json_raw_end(&j, ']');
     cs_json_end(&j);
-    free(r.times_s); free(r.flags); free(r.stage); free(r.windows_s);
+    free(r.times_s); free(r.flags); free(r.delays_s); free(r.stage); free(r.windows_s);
 }
 
 int main(int argc, char **argv) {

@@ -42,6 +42,7 @@ def test_stage_zero_sets_the_first_window_and_steady_launches_are_valid(decision
     # Stage 0: 4 back-to-back launches of 10 us -> b1 = 1.1 * 40 us / 4 = 11 us.
     assert d["windows_s"][0] == pytest.approx(11 * US, rel=1e-3)
     assert set(d["flags"]) == {0}
+    assert all(0 <= t < 0.01 * US for t in d["start_delays_s"])  # a few fake clock reads
     assert all(t == pytest.approx(10 * US, rel=1e-3) for t in d["times_s"])
     # Rule b: relative SE <= 5 % with >= 10 valid launches: two stages of eight.
     assert d["stop"] == "rule_b" and len(d["times_s"]) == 16
@@ -85,6 +86,10 @@ def test_a_rank_that_loses_its_core_while_waiting_starts_late(decisions):
     assert d["flags"][2] & 1
     assert d["times_s"][2] == pytest.approx(29 * US, rel=1e-3)
     assert all(f & 1 for f in d["flags"][3:8])  # the schedule catches up 1 us per launch
+    # Each launch records how late it began: the stall, less 1 us per launch caught up.
+    assert d["start_delays_s"][:8] == pytest.approx(
+        [0, 0, *(k * US for k in range(19, 13, -1))], abs=0.01 * US
+    )
     # Late starts only: the on-time launches took 10 us, so the window stays near them.
     assert d["windows_s"][1] == pytest.approx(12 * US, rel=1e-3)
 

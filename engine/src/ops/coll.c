@@ -382,15 +382,11 @@ void cs_coll_measure(cs_context *ctx, const cs_coll_op *op, size_t bytes, const 
     if (o->check && !cs_coll_sizeless(op)) check(&s);
     int kmax = o->k > o->k0 ? o->k : o->k0;
     size_t cap = (size_t)o->max_launches + (size_t)kmax;
-    cs_sched_result res = {0,
-                           malloc(sizeof(double) * cap),
-                           malloc(sizeof(int) * cap),
-                           malloc(sizeof(double) * cap),
-                           malloc(sizeof(int) * cap),
-                           0,
-                           malloc(sizeof(double) * cap),
-                           NULL,
-                           0.0};
+    cs_sched_result res = {.times_s = malloc(sizeof(double) * cap),
+                           .flags = malloc(sizeof(int) * cap),
+                           .delays_s = malloc(sizeof(double) * cap),
+                           .stage = malloc(sizeof(int) * cap),
+                           .windows_s = malloc(sizeof(double) * cap)};
     if (!res.times_s || !res.flags || !res.delays_s || !res.stage || !res.windows_s)
         cs_die("rank %d: out of memory for %zu launches", ctx->rank, cap);
     int windowed = strcmp(o->sync, "barrier") != 0;
