@@ -167,6 +167,10 @@ def validate(
             f"  {c['placement']:>5} {c['bytes']:>8} {c['predicted_s'] * 1e3:10.1f} {answers:>8}"
             f" {measured * 1e3:10.1f} {error:+7.1%}{launches}"
         )
+    # A point whose later-starting launches ran longer than their delay explains.
+    for c in out["placements"]:
+        if c.get("start_skew"):
+            print(f"  ! {c['placement']} {c['bytes']} B: {c['start_skew']}")
     # Lost TCP segments stall a run (a retransmission timeout >= 200 ms): said per placement.
     lossy = {c["placement"]: c["tcp_loss_warnings"] for c in out["placements"]}
     for placement, warnings in lossy.items():
