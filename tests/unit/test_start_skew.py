@@ -58,6 +58,17 @@ def test_a_rise_no_larger_than_the_delays_themselves_is_what_the_bound_allows():
     assert start_skew.effect(times, delays) is None
 
 
+def test_a_rise_within_what_the_late_rule_accepts_is_not_flagged():
+    # 2x2 at 256 KiB on the same cluster: the six launches begun 1.85-2.47 ms late ran 3.3 ms
+    # longer (median) than the rest's 181.9, under the 2 % a late start may add unflagged.
+    rng = np.random.default_rng(11)
+    delays = [d / 1e3 for d in [*rng.uniform(0.05, 1.8, 24), *rng.uniform(1.85, 2.47, 6)]]
+    times = [*(0.1819 + rng.normal(0, 0.0002, 24)), *(0.1852 + rng.normal(0, 0.0002, 6))]
+    assert start_skew.effect(times, delays) is None
+    # The same launches 4 ms longer: beyond both the delays and the 2 %.
+    assert start_skew.effect([*times[:24], *(t + 0.004 for t in times[24:])], delays)
+
+
 def test_too_few_launches_or_no_spread_of_delays_say_nothing():
     times, delays = skewed()
     assert start_skew.effect(times[-9:], delays[-9:]) is None

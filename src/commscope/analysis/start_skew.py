@@ -14,8 +14,10 @@ then says as much about how well the ranks started together as about the operati
 The check sorts the valid launches by start delay and, for the latest-starting fifth, two,
 three and four fifths, takes the median time of that group less the median of the rest. The
 largest of the four is the effect. It counts when it exceeds what those launches' delays can
-explain (the largest of them) and when fewer than 1 % of random reorderings of the times give
-an effect as large (a permutation test, seeded: the same launches always give the same answer).
+explain (the largest of them) and 2 % of the other launches' median time (the share the
+scheduler already lets a start delay add), and when fewer than 1 % of random reorderings of
+the times give an effect as large (a permutation test, seeded: the same launches always give
+the same answer).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ MIN_LAUNCHES = 10  # fifths of at least two launches
 PERMUTATIONS = 1000
 SEED = 2012  # fixed: a point's verdict does not change from one reading to the next
 LEVEL = 0.01  # share of reorderings at least as extreme below which the effect counts
+SHARE = 0.02  # of the time: the rise the engine's late rule (LATE_SHARE) already accepts
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,8 @@ def effect(times_s: Sequence[float], delays_s: Sequence[float]) -> SkewEffect | 
     observed = _effects(t[None, :], splits)[0]
     best = int(np.argmax(observed))
     k = splits[best]
-    if observed[best] <= d[-1]:  # within what the delays themselves can add
+    # Within what the delays themselves can add, or what the late rule lets them add.
+    if observed[best] <= max(d[-1], SHARE * float(np.median(t[: t.size - k]))):
         return None
     rnd = np.random.default_rng(SEED)
     shuffled = rnd.permuted(np.broadcast_to(t, (PERMUTATIONS, t.size)), axis=1)
