@@ -152,7 +152,12 @@ def validate(
             f" {limit['setting']} of {limit['bytes']} B: rendezvous, answers behind busy queues"
             f" {priced}" + waited
         )
-    print("  placement, bytes, predicted ms (of it, answers waiting), measured ms, error")
+    # The last column is what the run spent beyond the rank-by-rank count without the answers'
+    # waits: what the answers (and whatever else the count lacks) cost it, beside their price.
+    print(
+        "  placement, bytes, predicted ms (of it, answers waiting), measured ms, error,"
+        " [measured less the count without the answers, ms]"
+    )
     for c in out["placements"]:
         measured = c["measured_s"] if c["measured_s"] is not None else float("nan")
         error = c["relative_error"] if c["relative_error"] is not None else float("nan")
@@ -163,9 +168,10 @@ def validate(
             f" {c['late_launches']} started late)"
         )
         answers = f"({c['answer_wait_s'] * 1e3:.1f})"
+        spent = f"[{(measured - c['predicted_s'] + c['answer_wait_s']) * 1e3:+.1f}]"
         print(
             f"  {c['placement']:>5} {c['bytes']:>8} {c['predicted_s'] * 1e3:10.1f} {answers:>8}"
-            f" {measured * 1e3:10.1f} {error:+7.1%}{launches}"
+            f" {measured * 1e3:10.1f} {error:+7.1%} {spent:>9}{launches}"
         )
     # A point whose later-starting launches ran longer than their delay explains.
     for c in out["placements"]:
