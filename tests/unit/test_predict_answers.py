@@ -152,6 +152,38 @@ def test_no_wait_outlasts_what_the_racing_transfer_sends_once_answered():
     assert predict.predict(MODEL, pl, ring, COST, found).answer_wait_s < 6 * answered / B
 
 
+def test_an_answer_meets_what_is_left_of_the_racing_part_when_it_comes():
+    # 0 -> 1 while node 1 streams 1 -> 2, both 128 KiB: the racing part is 64 KiB and headers.
+    # Its queue measured as deep as that whole part, the answer that loses the race comes at
+    # a uniform moment of it and meets what is left: R / 2 on average, so R / 4 over the race.
+    m = 1 << 17
+    rest_s = (m + TCP.headers_bytes - TCP.bytes) / B
+    found = constant(rest_s, sizes=(m,))
+    assert found.answered_s(m) == pytest.approx(rest_s)
+    assert found.answered_s(1 << 15) == math.inf  # no stream measured near: unpriced
+    step = ListStep(np.array([0, 1]), np.array([1, 2]), np.array([m, m]))
+    pattern = Pattern("alltoall", "list", 3, m, (step,))
+    cost = answers.cost_s(MODEL, predict.regular(MODEL, 3, 1), pattern, COST, found)
+    share = answers.RACE_SHARE
+    # Per draw: the wait is rest_s * U in a share of the draws, 0 in the rest.
+    sd = rest_s * math.sqrt(share / 3 - (share / 2) ** 2) / math.sqrt(answers.DRAWS)
+    assert cost == pytest.approx(share * rest_s / 2, abs=4 * sd)
+    assert cost < share * rest_s - 4 * sd  # a full queue for the whole part would cost that
+    # A long racing part (1 MiB messages) leaves the steady queue's wait almost whole.
+    big = 1 << 20
+    long = ListStep(np.array([0, 1]), np.array([1, 2]), np.array([big, big]))
+    deep = answers.cost_s(
+        MODEL,
+        predict.regular(MODEL, 3, 1),
+        Pattern("alltoall", "list", 3, big, (long,)),
+        COST,
+        constant(0.02, sizes=(big,)),
+    )
+    left_s = (big + TCP.headers_bytes - TCP.bytes) / B
+    expected = share * (0.02 - 0.02**2 / (2 * left_s))  # E[min(w, U * left_s)], w < left_s
+    assert deep == pytest.approx(expected, rel=0.15)
+
+
 def test_nothing_prices_answers_without_a_limit_or_measured_waits():
     assert answers.AnswerWaits.of(None, [waits_of(1 << 20, [0.01])]) is None
     assert answers.AnswerWaits.of(TCP, []) is None

@@ -172,7 +172,8 @@ def print_above_eager(found: dict[str, Any] | None, recorded_with: str = "the ta
     if found.get("answers_priced"):
         cost = (
             "; the prices include the answers that wait behind their receiver's node's stream"
-            f" to a third rank, half of those that race one, as {measured}"
+            f" to a third rank: half of those that race one, each behind what is left of the"
+            f" racing message, at most its node's steady queue; {measured}"
         )
     elif wait:
         cost = (

@@ -26,7 +26,13 @@ race, decided step by step:
   in 38-48 % of its exchanges, 76-132 ms behind 1 MiB messages (docs/predict.md).
 - A wait costs time only when it idles the sender's link: s's node sends nothing else
   between nodes in that step. Otherwise the link carries the other data meanwhile.
-- No wait outlasts what the racing transfer sends once answered (``AnswerWaits.waits_s``).
+- No wait outlasts what the racing transfer sends once answered (``AnswerWaits.waits_s``),
+  and an answer comes at no particular moment of that transfer's answered part: it meets what
+  is left of it, a uniform share, and never more than the steady stream's measured queue. A
+  steady stream keeps its queue full; a racing transfer's part drains once, so an answer that
+  comes late in it meets little (on the virtual cluster the ring Allreduce's 128 KiB
+  messages, whose answered part is one 64 KiB fragment, spent under half the waits
+  priced without this, docs/predict.md).
 
 A wait delays the sender's and the receiver's next steps, so waits chain from step to step
 (a ring pays more on p x 1, where every hop crosses a link, than on p/2 x 2). The cost is the
@@ -100,13 +106,33 @@ class AnswerWaits:
         nothing (on the 4-node virtual cluster, 64 KiB messages priced 39 ms of waits on 4x1
         where 3 ms were measured: docs/predict.md, "Answers capped").
         """
+        near = self._near(nbytes)
+        return None if near is None else self._capped(near, nbytes)
+
+    def answered_s(self, nbytes: int) -> float:
+        """How long an ``nbytes`` message's answered part takes at its stream's rate.
+
+        The stream is the one whose waits price it (``waits_s``); inf when none is, or its
+        rate is unknown.
+        """
+        near = self._near(nbytes)
+        if near is None or not (math.isfinite(near.stream_Bps) and near.stream_Bps > 0):
+            return math.inf
+        return self._answered_bytes(nbytes) / near.stream_Bps
+
+    def _near(self, nbytes: int) -> QueueWait | None:
+        """The largest stream measured up to ``nbytes``, within a factor of two, if any."""
         below = [w for w in self.waits if w.bytes <= nbytes]
         if not below:
             return None
         near = max(below, key=lambda w: w.bytes)
         if math.log2(max(nbytes, 1) / max(near.bytes, 1)) > NEAR_LOG2:
             return None
-        return self._capped(near, nbytes)
+        return near
+
+    def _answered_bytes(self, nbytes: int) -> int:
+        """All of an ``nbytes`` message but its first fragment (up to the limit)."""
+        return max(nbytes + self.eager.headers_bytes - self.eager.bytes, 0)
 
     def _capped(self, stream: QueueWait, nbytes: int) -> NDArray[np.float64]:
         """``stream``'s waits, none below 0 nor longer than the answered part takes.
@@ -116,8 +142,7 @@ class AnswerWaits:
         """
         waits = np.maximum(stream.waits_s, 0.0)
         if math.isfinite(stream.stream_Bps) and stream.stream_Bps > 0:
-            answered = max(nbytes + self.eager.headers_bytes - self.eager.bytes, 0)
-            waits = np.minimum(waits, answered / stream.stream_Bps)
+            waits = np.minimum(waits, self._answered_bytes(nbytes) / stream.stream_Bps)
         return waits
 
     def behind_own_stream_s(self, nbytes: int) -> NDArray[np.float64] | None:
@@ -260,7 +285,11 @@ def cost_s(
         assert waits is not None  # sizes without waits left the race above
         at = np.flatnonzero(race & (t.nbytes == size))
         lost = rnd.random((DRAWS, at.size)) < RACE_SHARE
-        extra[:, at] = np.where(lost, waits[rnd.integers(0, waits.size, (DRAWS, at.size))], 0.0)
+        met = waits[rnd.integers(0, waits.size, (DRAWS, at.size))]
+        left_s = answers.answered_s(int(size))
+        if math.isfinite(left_s):  # what is left of the racing part when the answer comes
+            met = np.minimum(met, rnd.random((DRAWS, at.size)) * left_s)
+        extra[:, at] = np.where(lost, met, 0.0)
     behind = None
     if pairs is not None and pairs.any():
         behind = np.zeros((DRAWS, t.src.size))
