@@ -10,9 +10,9 @@ from commscope.analysis.coll import summarize, warning_text
 from commscope.errors import CommscopeError
 from tests import synthetic_runs
 
-# The pairwise All-to-all's 4x1 at 256 KiB on the 4-node virtual cluster (docs/predict.md):
-# sixteen launches begun within 0.4 ms of their start ran about 137 ms, the four begun 1.4-2.9
-# ms late about 200 ms.
+# The pairwise All-to-all's 4x1 at 256 KiB on the 4-node virtual cluster
+# (docs/predict-measurements.md): sixteen launches begun within 0.4 ms of their start ran
+# about 137 ms, the four begun 1.4-2.9 ms late about 200 ms.
 PROMPT_MS = [0.05, 0.05, 0.05, 0.06, 0.06, 0.06, 0.07, 0.08, 0.08, 0.09]
 PROMPT_MS += [0.09, 0.10, 0.15, 0.19, 0.19, 0.37]
 LATE_MS = [1.43, 2.53, 2.62, 2.92]
@@ -92,7 +92,9 @@ def test_the_point_summary_warns_and_says_by_how_much():
 def test_only_valid_launches_are_checked():
     times, delays = skewed()
     # The four late launches flagged late by the engine: the rest show no rise.
-    s = summarize(coll(times, delays, [0] * 16 + [1] * 4))
+    point = coll(times, delays, [0] * 16 + [1] * 4)
+    assert point.valid_start_delays_s == tuple(delays[:16])
+    s = summarize(point)
     assert "start_skew" not in s.warnings
     assert s.start_delay_median_s == pytest.approx(np.median(delays[:16]))
 
@@ -100,7 +102,7 @@ def test_only_valid_launches_are_checked():
 def test_records_without_start_delays_are_read_and_left_unchecked():
     times, _ = skewed()
     point = synthetic_runs.window_coll(times, [0] * len(times))
-    assert point.start_delays_s == ()
+    assert point.start_delays_s == () and point.valid_start_delays_s is None
     s = summarize(point)
     assert s.start_delay_median_s is None and s.start_skew is None
 

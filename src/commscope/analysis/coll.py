@@ -103,11 +103,10 @@ def clock_unexplained_s(point: Coll) -> float | None:
 
 def skew_of(point: Coll) -> SkewEffect | None:
     """How the valid launches' times rise with their start delay (None: they do not)."""
-    if point.method != "window" or len(point.start_delays_s) != point.n_samples:
+    delays = point.valid_start_delays_s
+    if point.method != "window" or delays is None:
         return None
-    flags, delays = point.flags, point.start_delays_s
-    valid = [(t, d) for t, d, f in zip(point.times_s, delays, flags, strict=True) if f == 0]
-    return start_skew.effect([t for t, _ in valid], [d for _, d in valid])
+    return start_skew.effect(point.valid_times_s, delays)
 
 
 def warnings_of(
@@ -196,9 +195,7 @@ def summarize(
 
 def _median_delay_s(point: Coll) -> float | None:
     """Median start delay of the valid launches (None: not recorded, or none valid)."""
-    if len(point.start_delays_s) != point.n_samples:
-        return None
-    delays = [d for d, f in zip(point.start_delays_s, point.flags, strict=True) if f == 0]
+    delays = point.valid_start_delays_s
     return stats.median(delays) if delays else None
 
 

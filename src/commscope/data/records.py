@@ -185,6 +185,13 @@ class Coll:
         """Times of the valid launches only."""
         return tuple(t for t, f in zip(self.times_s, self.flags, strict=True) if f == 0)
 
+    @property
+    def valid_start_delays_s(self) -> tuple[float, ...] | None:
+        """The valid launches' start delays, in ``valid_times_s``'s order (None: not recorded)."""
+        if len(self.start_delays_s) != self.n_samples:
+            return None
+        return tuple(d for d, f in zip(self.start_delays_s, self.flags, strict=True) if f == 0)
+
     @cached_property
     def median_s(self) -> float:
         """Median of the valid launch times (NaN when none is valid)."""

@@ -89,7 +89,9 @@ def _options(header: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _plots(
-    points: list[Point], figs: list[p2p.PairFigures], colls: list[Coll]
+    points: list[Point],
+    figs: list[p2p.PairFigures],
+    colls: list[tuple[Coll, coll_analysis.CollSummary]],
 ) -> list[tuple[str, str, Markup]]:
     found = [curves.curve_of(points, op, f.pair) for f in figs for op in p2p.OP_ORDER]
     cs = [c for c in found if c is not None]
@@ -120,7 +122,7 @@ def _plots(
         if any(int(c.bytes.max()) > figures.SHORT_MAX for c in cs):
             plots.append(("Long messages", "above 1 KiB, linear axes", figures.long_plot(cs)))
     if colls:
-        rows = [(f"{c.op} {c.group}", coll_analysis.summarize(c)) for c in colls]
+        rows = [(f"{c.op} {c.group}", s) for c, s in colls]
         plots.append(("Collectives", "time against size per operation", figures.coll_plot(rows)))
     # Figures are SVG that matplotlib produced from numbers and escaped labels.
     return [(title, caption, Markup(svg)) for title, caption, svg in plots]
@@ -146,6 +148,10 @@ def run_context(run: RunData) -> dict[str, Any]:
     interrupted = (p2p.interrupted_summary(points), p2p.interrupted(points))
     points = drawn_points(points, contrasts)
     figs = p2p.pair_figures(points)
+    summarized = [
+        (c, coll_analysis.summarize(c))
+        for c in sorted(colls, key=lambda c: (c.op, c.group, c.bytes))
+    ]
     return {
         "run": run,
         "info": info,
@@ -175,11 +181,8 @@ def run_context(run: RunData) -> dict[str, Any]:
         "each_columns": any(
             r.bandwidth_each_Bps is not None or r.bidirectional_each_Bps is not None for r in rows
         ),
-        "colls": [
-            (c, coll_analysis.summarize(c))
-            for c in sorted(colls, key=lambda c: (c.op, c.group, c.bytes))
-        ],
-        "plots": _plots(points, figs, colls),
+        "colls": summarized,
+        "plots": _plots(points, figs, summarized),
     }
 
 
