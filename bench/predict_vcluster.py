@@ -13,7 +13,7 @@ modelled is named and skipped. Not a test: it prints figures.
         [--ops alltoall:block,bcast:binomial-fanout,...] [--max-launches 10] [--mpi openmpi]
         [--levels memory,nic,fabric,queue] [--table-sizes SIZES]
         [--mca btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma [--mca ...]]
-        [--tcp-cc cubic] [--rounds K] [--store PATH [--tables RUN]]
+        [--tcp-cc cubic] [--rounds K] [--runs K] [--store PATH [--tables RUN]]
 
 The default --mca turns off the Open MPI TCP BTL's PUT protocol, under which a pair exchange
 moves one direction at a time (give --mca none to keep Open MPI's defaults). Given --mca
@@ -25,9 +25,9 @@ a vcluster of the same rate), so the operations can be checked a few at a time.
 --tcp-cc sets every node's TCP congestion control through `vcluster up --tcp-cc` (default:
 the host's, which the nodes inherit). Under BBR a connection that idles while its rank
 exchanges with another peer (recursive doubling) restarts well below the link rate, which no
-pair table samples; see docs/predict.md. --tcp-limit-output BYTES|kernel is `vcluster up`'s:
-how much each TCP socket may keep in its node's own shaped queue (default: the vcluster's
-32 KiB; kernel: 4 MiB, so that the queue drops what a NIC would hold back).
+pair table samples; see docs/predict-measurements.md. --tcp-limit-output BYTES|kernel is
+`vcluster up`'s: how much each TCP socket may keep in its node's own shaped queue (default: the
+vcluster's 32 KiB; kernel: 4 MiB, so that the queue drops what a NIC would hold back).
 
 The tables are measured at the checked sizes and at every message size the checked patterns
 send (the ring Allreduce's steps move size / p), so that each message is priced from cells and
@@ -37,7 +37,10 @@ messages as large as the message or down to half its size); --table-sizes replac
 --rounds K runs every check K times on the same tables and ends with how many rounds met both
 goals in each cell (operation, p, size): cells whose launches come in modes, or whose
 placements are measured within each other's noise, meet them in some rounds and not in others,
-where a model error misses every time.
+where a model error misses every time. --runs K is `validate predict --runs`: each placement
+is run K times in turn and judged on the mean, its error the spread between the runs, which
+one run's launches do not show (recursive doubling's 4x1 and 2x2 at 4 MiB, priced 0.3 %
+apart, measured from 0.2 % one way to 0.7 % the other in eight runs on the same tables).
 
 Each pair of placements is judged as `validate predict` judges it: where the tables' own
 noise settles which is faster (resampled tables, commscope.predict.resolution), the measured
@@ -128,6 +131,8 @@ def validate(
         args.sizes,
         "--max-launches",
         str(args.max_launches),
+        "--runs",
+        str(args.runs),
         "--vcluster",
         "--json",
         refusable=True,
@@ -173,6 +178,8 @@ def validate(
             f"  {c['placement']:>5} {c['bytes']:>8} {c['predicted_s'] * 1e3:10.1f} {answers:>8}"
             f" {measured * 1e3:10.1f} {error:+7.1%} {spent:>9}{launches}"
         )
+        if len(c["run_times_s"]) > 1:  # the mean's runs, each its MPIPerf time
+            print("    runs: " + ", ".join(f"{t * 1e3:.1f}" for t in c["run_times_s"]))
     # A point whose later-starting launches ran longer than their delay explains.
     for c in out["placements"]:
         if c.get("start_skew"):
@@ -265,6 +272,13 @@ def main() -> int:
         help="run the checks this many times on the same tables and count, per cell, the"
         " rounds that met both goals",
     )
+    ap.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="validate predict --runs: separate runs of each placement, judged on their mean"
+        " with the spread between them",
+    )
     ap.add_argument("--store", type=Path, help="keep the results in this store")
     ap.add_argument("--tables", help="a tables run already in --store: skip measuring them")
     args = ap.parse_args()
@@ -272,6 +286,8 @@ def main() -> int:
         sys.exit("--tables RUN: give the --store that holds it")
     if args.rounds < 1:
         sys.exit(f"--rounds {args.rounds}: give 1 or more")
+    if args.runs < 1:
+        sys.exit(f"--runs {args.runs}: give 1 or more")
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]  # figures as they come
     if os.geteuid() != 0:
         sys.exit("bench/predict_vcluster.py: the virtual cluster needs root; run it as root")

@@ -95,3 +95,14 @@ def test_each_pair_is_printed_under_its_size_with_its_verdict(capsys):
     )
     assert verdicts[0].pairs_hit is True and verdicts[1].pairs_hit is False
     assert SizeVerdict(1 << 20, float("nan"), 0.03).pairs_hit is None  # fewer than two measured
+
+
+def test_several_runs_show_each_run_and_say_what_is_judged(capsys):
+    runs = (0.361, 0.379)
+    checks = [
+        PlacementCheck("2x2", 2, 2, 1 << 20, 0.36, 0.37, -0.03, 7, run_times_s=runs),
+        PlacementCheck("4x1", 4, 1, 1 << 20, 0.35, 0.36, -0.03, 8, run_times_s=(0.36, 0.36)),
+    ]
+    text = " ".join(line.strip() for line in printed(capsys, checks))
+    assert "each run (ms)" in text and "361.0 379.0" in text
+    assert "measured: the mean of 2 runs of each placement, taken in turn" in text

@@ -18,6 +18,8 @@ EXAMPLES = """examples:
   commscope validate timers --hostfile hosts       the same across hosts (by ssh)
   commscope validate predict --procs 4 --sizes 256K,1MiB,4MiB --tables 3 --vcluster
   commscope validate predict --procs 4 --op bcast --tables 3 --vcluster      binomial, forced
+  commscope validate predict --procs 4 --op allreduce --tables 3 --vcluster --runs 4
+                                       each placement run 4 times in turn, judged on the mean
   commscope validate predict --procs 8 --tables 3 --hostfile hosts     placements by ssh
   salloc -N 4 --ntasks-per-node 2 commscope validate predict --procs 4 --tables 3
 """

@@ -63,6 +63,14 @@ def add_options(pred: Any) -> None:
         default=40,
         help="launches per measured point at most",
     )
+    common.option(
+        pred,
+        "--runs",
+        type=common.whole(1, 100),
+        default=1,
+        help="separate runs of each placement, taken in turn; judged on their mean, with"
+        " the spread between runs in its error (what one run's launches cannot show)",
+    )
     pred.add_argument(
         "--mca",
         action="append",
@@ -199,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
             args.max_launches,
             resampled,
             AnswerWaits.of(eager, waits),
+            args.runs,
         )
         rendezvous = _above_eager(store, checks, forced, args.procs, sizes, args.block, waits)
     if args.json:
@@ -206,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
             {
                 "tables_run": run_id,
                 "procs": args.procs,
+                "runs": args.runs,
                 "forced": forced.to_json(),
                 "mca": mca,
                 "cvar": cvar,
@@ -263,21 +273,33 @@ def _print(
         title=f"{forced.op} ({forced.algorithm}), {args.procs} ranks: predicted vs measured"
         f" (tables: run {run_id})"
     )
-    for col in ("placement", "bytes", "predicted (ms)", "measured (ms)", "error"):
+    columns = ["placement", "bytes", "predicted (ms)", "measured (ms)", "error"]
+    runs = max((len(c.run_times_s) for c in checks), default=1)  # --runs, each run's time
+    if runs > 1:
+        columns.append("each run (ms)")
+    for col in columns:
         table.add_column(col, justify="left" if col == "placement" else "right")
     for c in checks:
         measured = c.measured_s == c.measured_s  # NaN: no valid launch
-        table.add_row(
+        row = [
             c.placement,
             str(c.bytes),
             f"{c.predicted_s * 1e3:.3f}",
             f"{c.measured_s * 1e3:.3f}" if measured else "no valid launch",
             f"{c.relative_error:+.0%}" if measured else "",
-        )
+        ]
+        if runs > 1:
+            row.append(" ".join(f"{t * 1e3:.1f}" for t in c.run_times_s))
+        table.add_row(*row)
     out = common.console()
     out.print(f"forced: {forced.describe()}")
     out.print(f"run with: {' '.join(settings) or 'the MPI defaults'}")
     out.print(table)
+    if runs > 1:
+        out.print(
+            f"measured: the mean of {runs} runs of each placement, taken in turn; each"
+            " pair judged with the spread between the runs"
+        )
     for v in verdicts:
         # NaN: the predictions tie (the ring Allgather on 2x2 and 4x1) or < 2 were measured.
         tau = f"{v.kendall_tau:.2f}" if v.kendall_tau == v.kendall_tau else "n/a"
@@ -303,7 +325,7 @@ def _print(
                 f"! TCP ran BBR on {', '.join(bbr)}: a connection that idles while its rank"
                 " exchanges with other peers restarts below the link rate, which the pair"
                 " tables never see (recursive doubling on 4 nodes: 1.2-1.7x its CUBIC time at"
-                " 1-4 MiB, docs/predict.md); on the vcluster compare with"
+                " 1-4 MiB, docs/predict-measurements.md); on the vcluster compare with"
                 " 'vcluster up --tcp-cc cubic'",
                 "yellow",
             )

@@ -69,11 +69,14 @@ class PlacementCheck:
     launches: int = 0
     valid_launches: int = 0
     late_launches: int = 0  # started late on some rank (overrun as well or not)
-    measured_se_s: float = math.nan  # standard error of measured_s (MPIPerf's SE)
+    # Standard error of measured_s: MPIPerf's SE of one run; over several runs the larger of
+    # the spread between them and their own SEs (``over_runs``).
+    measured_se_s: float = math.nan
     answer_wait_s: float = 0.0  # of predicted_s: answers waiting behind busy queues
     # The point's launches that began later ran longer than their delay explains
     # (``analysis.start_skew``): its measured time depends on how well its ranks started.
     start_skew: str = ""
+    run_times_s: tuple[float, ...] = ()  # each run's measured time (NaN: no valid launch)
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with full key names."""
@@ -112,6 +115,28 @@ class SizeVerdict:
         """Plain dict with full key names."""
         pairs = [{**asdict(p), "text": p.text()} for p in self.pairs]
         return {**asdict(self), "pairs": pairs, "pairs_hit": self.pairs_hit}
+
+
+def over_runs(times_s: Sequence[float], ses_s: Sequence[float]) -> tuple[float, float]:
+    """One placement's time over separate runs, and its standard error.
+
+    The time is the mean of the runs' times (each its MPIPerf time); a run without a valid
+    launch (NaN) is left out. The error is the larger of the spread between the runs (what
+    moves from one run to the next beyond a run's own launches: recursive doubling's 4x1 came
+    out from 0.2 % behind 2x2 to 0.7 % ahead in eight runs on the same tables on the virtual
+    cluster, docs/predict-measurements.md) and the runs' own SEs, each over the square root
+    of the runs: with two or three runs the spread alone can read near 0 by chance.
+    """
+    pairs = [(t, e) for t, e in zip(times_s, ses_s, strict=True) if math.isfinite(t)]
+    if not pairs:
+        return math.nan, math.nan
+    if len(pairs) == 1:
+        return pairs[0]
+    times = [t for t, _ in pairs]
+    root = math.sqrt(len(pairs))
+    between = statistics.stdev(times) / root
+    own = math.sqrt(statistics.fmean(e * e for _, e in pairs)) / root
+    return statistics.fmean(times), max(between, own)
 
 
 def checked_placements(model: predict.ClusterModel, procs: int) -> list[predict.Placement]:
@@ -201,7 +226,7 @@ def measure(
         # Virtual nodes share this machine's cores. Pinned by global rank, the same ranks share
         # a core on every placement; the node rotation of the tables' runs (pin 1) put both
         # ends of 2x2's inter-node ring hops on one core and slowed 2x2 against 4x1 in every
-        # run (docs/predict.md).
+        # run (docs/predict-measurements.md).
         pin=2 if "vcluster" in site else 0,
     )
     request = RunRequest(
@@ -243,6 +268,7 @@ def check(
     max_launches: int = MAX_LAUNCHES,
     resampled: Sequence[CostModel] = (),
     answers: AnswerWaits | None = None,
+    runs: int = 1,
 ) -> tuple[list[PlacementCheck], list[SizeVerdict]]:
     """Predict and measure every placement; judge the order per size.
 
@@ -253,55 +279,44 @@ def check(
     resampled (``resolution.resampled_costs``), which say what pairs the tables can order;
     without them every predicted gap counts as an order. ``answers``: the tables run's eager
     limit and answer waits, which price the rendezvous answers that race a busy queue.
+    ``runs``: separate runs of each placement, judged on their mean (``over_runs``).
     """
     placements = checked_placements(model, procs)
     by_label = {pl.label: pl for pl in placements}
-    checks: list[PlacementCheck] = []
-    for pl in placements:
-        predicted = [
+    predicted = {
+        pl.label: [
             predict.predict(model, pl, pattern_of(forced, procs, size, block), cost, answers)
             for size in sizes
         ]
-        run_id, measured, ends = measure(
-            store,
-            mpi,
-            model,
-            pl,
-            sizes,
-            block,
-            site,
-            point_budget_s([pr.time_s for pr in predicted]),
-            mca,
-            forced,
-            cvar,
-            max_launches,
-        )
-        lost = tuple(tcp_loss.warnings(ends))
-        bbr = tcp_loss.bbr_nodes(ends)
-        for size, found in zip(sizes, predicted, strict=True):
-            pred = found.time_s
-            point = measured[size]
-            t = point.time_s
-            checks.append(
-                PlacementCheck(
-                    pl.label,
-                    pl.nodes,
-                    pl.per_node,
-                    size,
-                    pred,
-                    t,
-                    (pred - t) / t,
-                    run_id,
-                    lost,
-                    bbr,
-                    point.nt,
-                    point.nc,
-                    point.invalid_late,
-                    point.se_s,
-                    found.answer_wait_s,
-                    point.start_skew.text() if point.start_skew else "",
-                )  # fmt: skip
+        for pl in placements
+    }
+    measured: dict[str, list[tuple[int, dict[int, CollSummary], list[Any]]]] = {}
+    # Runs taken in turn, every placement once a round: what drifts on the machine meanwhile
+    # falls on each placement alike.
+    for _ in range(runs):
+        for pl in placements:
+            budget = point_budget_s([pr.time_s for pr in predicted[pl.label]])
+            measured.setdefault(pl.label, []).append(
+                measure(
+                    store,
+                    mpi,
+                    model,
+                    pl,
+                    sizes,
+                    block,
+                    site,
+                    budget,
+                    mca,
+                    forced,
+                    cvar,
+                    max_launches,
+                )
             )
+    checks = [
+        _placement_check(pl, size, found, measured[pl.label])
+        for pl in placements
+        for size, found in zip(sizes, predicted[pl.label], strict=True)
+    ]
     verdicts = []
     for size in sizes:
         at_size = [c for c in checks if c.bytes == size]
@@ -322,3 +337,35 @@ def check(
         pairs = judge_pairs(model, [by_label[c.placement] for c in mine], mine, pattern, resampled)
         verdicts.append(SizeVerdict(size, tau, med, unmeasured, pairs))
     return checks, verdicts
+
+
+def _placement_check(
+    pl: predict.Placement,
+    size: int,
+    found: predict.Prediction,
+    runs: list[tuple[int, dict[int, CollSummary], list[Any]]],
+) -> PlacementCheck:
+    """One placement at one size: its prediction against its runs' point at that size."""
+    points = [measured[size] for _, measured, _ in runs]
+    ends = [end for _, _, run_ends in runs for end in run_ends]
+    t, se = over_runs([p.time_s for p in points], [p.se_s for p in points])
+    skews = dict.fromkeys(p.start_skew.text() for p in points if p.start_skew)
+    return PlacementCheck(
+        pl.label,
+        pl.nodes,
+        pl.per_node,
+        size,
+        found.time_s,
+        t,
+        (found.time_s - t) / t,
+        runs[0][0],
+        tuple(tcp_loss.warnings(ends)),
+        tcp_loss.bbr_nodes(ends),
+        sum(p.nt for p in points),
+        sum(p.nc for p in points),
+        sum(p.invalid_late for p in points),
+        se,
+        found.answer_wait_s,
+        "; ".join(skews),
+        tuple(p.time_s for p in points) if len(points) > 1 else (),
+    )  # fmt: skip
