@@ -2,14 +2,14 @@
 
 Above its eager limit an MPI sends a message between nodes only after the receiver answers,
 and on TCP that answer may wait in the receiver's shaped queue behind the node's own outgoing
-data. A packet capture of the ring Allreduce on the virtual cluster (docs/predict.md, "Where
-a ring's handshakes go") found the answer leaving at once for half the messages and 10-20 ms
-late for the other half, alike on 2x2 and 4x1. This prices the ring the way the model's
-rank-by-rank count does (a transfer starts once both its ranks are done with their earlier
-steps), with each transfer between nodes lasting the model's step time plus such a wait,
-drawn at random, and transfers within a node taking no time. The mean over draws shows what
-the waits cost each placement once they chain, beside the model's step-time sum. Not a test:
-it prints figures, for the measured ones to be set beside.
+data. A packet capture of the ring Allreduce on the virtual cluster
+(docs/predict-measurements.md, "Where a ring's handshakes go") found the answer leaving at once
+for half the messages and 10-20 ms late for the other half, alike on 2x2 and 4x1. This prices
+the ring the way the model's rank-by-rank count does (a transfer starts once both its ranks are
+done with their earlier steps), with each transfer between nodes lasting the model's step time
+plus such a wait, drawn at random, and transfers within a node taking no time. The mean over
+draws shows what the waits cost each placement once they chain, beside the model's step-time
+sum. Not a test: it prints figures, for the measured ones to be set beside.
 
     .venv/bin/python bench/rendezvous_chain.py [--procs 4] [--step-ms 45,180]
         [--wait-share 0.5] [--wait-ms 10,20] [--draws 4000]

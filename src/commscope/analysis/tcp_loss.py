@@ -12,10 +12,10 @@ of a few segments.
 
 Each namespace also names its TCP congestion control. Under BBR a connection that idled while
 its rank exchanged with other peers restarts well below the link rate (recursive doubling on
-four 50 mbit nodes took 1.2-1.7x its CUBIC time at 1-4 MiB; docs/predict.md), which pair
-measurements never see: :func:`bbr_nodes` finds the namespaces that ran it. And each names
-how much one socket may queue below TCP (net.ipv4.tcp_limit_output_bytes): where that is more
-than a node's shaped queue holds, a fan-out's sockets overflow it into drops and timeouts
+four 50 mbit nodes took 1.2-1.7x its CUBIC time at 1-4 MiB; docs/predict-measurements.md),
+which pair measurements never see: :func:`bbr_nodes` finds the namespaces that ran it. And each
+names how much one socket may queue below TCP (net.ipv4.tcp_limit_output_bytes): where that is
+more than a node's shaped queue holds, a fan-out's sockets overflow it into drops and timeouts
 (docs/cluster.md), so runs under different limits are not alike.
 """
 
