@@ -179,7 +179,8 @@ def validate(
             f" {measured * 1e3:10.1f} {error:+7.1%} {spent:>9}{launches}"
         )
         if len(c["run_times_s"]) > 1:  # the mean's runs, each its MPIPerf time
-            print("    runs: " + ", ".join(f"{t * 1e3:.1f}" for t in c["run_times_s"]))
+            each = ["no valid launch" if t is None else f"{t * 1e3:.1f}" for t in c["run_times_s"]]
+            print("    runs: " + ", ".join(each))
     # A point whose later-starting launches ran longer than their delay explains.
     for c in out["placements"]:
         if c.get("start_skew"):
