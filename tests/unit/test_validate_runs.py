@@ -9,6 +9,7 @@ import pytest
 
 from commscope.validate.pairs import judge_pair
 from commscope.validate.predict import PlacementCheck, over_runs
+from commscope.validate.predict import check as check_placements
 
 # Recursive doubling at 4 MiB on the 4-node virtual cluster, one set of tables: 4x1 priced
 # 0.29 % ahead of 2x2; in eight runs one after another 4x1 came out ahead by these shares
@@ -78,3 +79,8 @@ def test_runs_out_of_range_are_refused_in_one_line(cli):
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "--runs: 0 is out of range" in lines[0]
+
+
+def test_the_library_refuses_no_runs_before_measuring_anything():
+    with pytest.raises(ValueError, match="runs: 0; give 1 or more"):
+        check_placements(None, None, None, None, 4, [1 << 20], 0, {}, runs=0)

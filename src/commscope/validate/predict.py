@@ -280,7 +280,12 @@ def check(
     without them every predicted gap counts as an order. ``answers``: the tables run's eager
     limit and answer waits, which price the rendezvous answers that race a busy queue.
     ``runs``: separate runs of each placement, judged on their mean (``over_runs``).
+
+    Raises:
+        ValueError: ``runs`` below 1.
     """
+    if runs < 1:
+        raise ValueError(f"runs: {runs}; give 1 or more")
     placements = checked_placements(model, procs)
     by_label = {pl.label: pl for pl in placements}
     predicted = {
