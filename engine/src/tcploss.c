@@ -11,8 +11,11 @@
  * of one machine), the latest end reading of its ranks less the earliest start reading, as
  * the "tcp_loss" member of the end record, with the namespace's congestion control (BBR
  * restarts a connection that idled between exchanges below the link rate; CUBIC does not)
- * and its tcp_limit_output_bytes (how much one socket may queue below TCP: a fan-out's
- * sockets overflow a small shaped queue when each may fill it), both per namespace. Under SMPI the
+ * its tcp_limit_output_bytes (how much one socket may queue below TCP: a fan-out's
+ * sockets overflow a small shaped queue when each may fill it) and its
+ * tcp_slow_start_after_idle (1: a connection idle past its RTO sends again from the initial
+ * window, under every congestion control but those that set the rate themselves, as BBR
+ * does), all per namespace. Under SMPI the
  * host's counters say nothing about the simulated network: nothing is measured.
  */
 #include <mpi.h>
@@ -39,12 +42,13 @@ typedef struct tcp_share { /* what each rank sends to rank 0 */
     unsigned long long netns;
     char congestion[CC_LEN]; /* "": unreadable */
     long long limit_output;  /* -1: unreadable */
+    long long idle_restart;  /* tcp_slow_start_after_idle; -1: unreadable */
     counters start, stop;
 } tcp_share;
 
 static counters start, stop;
 static char congestion[CC_LEN];
-static long long limit_output = -1;
+static long long limit_output = -1, idle_restart = -1;
 
 /* This namespace's congestion control for new connections, e.g. "cubic" ("" if unreadable). */
 static void read_congestion(void) {
@@ -56,13 +60,15 @@ static void read_congestion(void) {
     fclose(f);
 }
 
-/* This namespace's net.ipv4.tcp_limit_output_bytes (-1 if unreadable). */
-static void read_limit_output(void) {
-    FILE *f = fopen("/proc/sys/net/ipv4/tcp_limit_output_bytes", "r");
-    limit_output = -1;
-    if (!f) return;
-    if (fscanf(f, "%lld", &limit_output) != 1 || limit_output < 0) limit_output = -1;
+/* A count this namespace's kernel holds in /proc/sys, e.g. net.ipv4.tcp_limit_output_bytes
+ * (-1 if unreadable). */
+static long long read_sysctl_count(const char *path) {
+    FILE *f = fopen(path, "r");
+    long long x = -1;
+    if (!f) return -1;
+    if (fscanf(f, "%lld", &x) != 1 || x < 0) x = -1;
     fclose(f);
+    return x;
 }
 
 /* Value of field `name` in a /proc/net table: a "Prefix: names..." line followed by a
@@ -128,13 +134,14 @@ static counters ns_counts(const tcp_share *all, int nranks, int r) {
 
 void cs_tcp_loss_start(void) {
     read_congestion();
-    read_limit_output();
+    limit_output = read_sysctl_count("/proc/sys/net/ipv4/tcp_limit_output_bytes");
+    idle_restart = read_sysctl_count("/proc/sys/net/ipv4/tcp_slow_start_after_idle");
     start = read_counters();
 }
 void cs_tcp_loss_stop(void) { stop = read_counters(); }
 
 /* Collective; rank 0 adds "tcp_loss": [{nodes, out_segs, retrans_segs, timeouts,
- * congestion_control, tcp_limit_output_bytes}] to j. */
+ * congestion_control, tcp_limit_output_bytes, tcp_slow_start_after_idle}] to j. */
 void cs_tcp_loss_write(cs_context *ctx, cs_json *j) {
     tcp_share mine;
     memset(&mine, 0, sizeof mine);
@@ -143,6 +150,7 @@ void cs_tcp_loss_write(cs_context *ctx, cs_json *j) {
     if (stat("/proc/self/ns/net", &st) == 0) mine.netns = (unsigned long long)st.st_ino;
     memcpy(mine.congestion, congestion, sizeof mine.congestion);
     mine.limit_output = limit_output;
+    mine.idle_restart = idle_restart;
     mine.start = start;
     mine.stop = stop;
     tcp_share *all = ctx->rank == 0 ? malloc(sizeof(tcp_share) * (size_t)ctx->nranks) : NULL;
@@ -173,6 +181,8 @@ void cs_tcp_loss_write(cs_context *ctx, cs_json *j) {
         if (all[r].congestion[0]) cs_json_str(j, "congestion_control", all[r].congestion);
         if (all[r].limit_output >= 0)
             cs_json_int(j, "tcp_limit_output_bytes", all[r].limit_output);
+        if (all[r].idle_restart >= 0)
+            cs_json_int(j, "tcp_slow_start_after_idle", all[r].idle_restart);
         cs_json_raw_end(j, '}');
     }
     cs_json_raw_end(j, ']');

@@ -8,7 +8,8 @@ named by `show` and the report. The receiver sends only acknowledgements and sma
 messages, through a link left as it was.
 
 The receiver also runs another TCP congestion control than the sender (reno, which every
-kernel allows in every namespace): each namespace's own must be the one recorded.
+kernel allows in every namespace), and does not restart idle connections
+(net.ipv4.tcp_slow_start_after_idle=0): each namespace's own settings must be the ones recorded.
 """
 
 from __future__ import annotations
@@ -42,9 +43,17 @@ def test_the_node_whose_segments_were_dropped_is_named(cli, cluster, tmp_path):
     receiver_cc = next((cc for cc in ["reno", *allowed] if cc != sender_cc), None)
     need(receiver_cc is not None, f"the host allows only {sender_cc}: no second algorithm")
     setting = f"net.ipv4.tcp_congestion_control={receiver_cc}"
-    subprocess.run(
-        ["ip", "netns", "exec", receiver.name, "sysctl", "-q", "-w", setting], check=True
-    )
+    for each in (setting, "net.ipv4.tcp_slow_start_after_idle=0"):  # before any connection
+        subprocess.run(
+            ["ip", "netns", "exec", receiver.name, "sysctl", "-q", "-w", each], check=True
+        )
+    restart_sysctl = "net.ipv4.tcp_slow_start_after_idle"
+    sender_restart = int(
+        subprocess.run(
+            ["ip", "netns", "exec", sender.name, "sysctl", "-n", restart_sysctl],
+            check=True, capture_output=True, text=True,
+        ).stdout
+    )  # fmt: skip
     out = cli(
         "run", "p2p", "--vcluster", "--ranks-per-node", "1", "--mpi", "openmpi",
         "--ops", "bw", "--sizes", "1MiB", "--json", "--timeout", "600",
@@ -74,6 +83,13 @@ def test_the_node_whose_segments_were_dropped_is_named(cli, cluster, tmp_path):
     assert limits == {cluster.tcp_limit_output}
     queue = size_text(cluster.tcp_limit_output, exact=True)
     assert f"TCP socket queue limit (tcp_limit_output_bytes): {queue} on every node" in text
+    # Each node's restart after idle, and where it applies: never under BBR, never when off.
+    restarts = (sent["tcp_slow_start_after_idle"], got["tcp_slow_start_after_idle"])
+    assert restarts == (sender_restart, 0)
+    restart_text = f"{sender_restart} on {sender.name}; 0 on {receiver.name}"
+    assert f"TCP slow start after idle (tcp_slow_start_after_idle): {restart_text}" in text
+    restarting = [sender.name] if sender_restart and sender_cc != "bbr" else []
+    assert shown["tcp_idle_restart_nodes"] == restarting
     # The receiver sent little and lost less: its link was left as it was.
     assert not any(w.startswith(f"TCP on {receiver.name} sent") for w in shown["tcp_loss_warnings"])
 

@@ -63,3 +63,8 @@ def test_a_run_over_tcp_counts_at_least_its_own_segments(cli):
     limit = int(Path("/proc/sys/net/ipv4/tcp_limit_output_bytes").read_text())
     assert ns["tcp_limit_output_bytes"] == limit
     assert shown["tcp_limit_output"] == [{"bytes": limit, "nodes": ns["nodes"]}]
+    # And whether an idle connection restarts from the initial window, as the kernel says it.
+    restart = int(Path("/proc/sys/net/ipv4/tcp_slow_start_after_idle").read_text())
+    assert ns["tcp_slow_start_after_idle"] == restart
+    assert shown["tcp_slow_start_after_idle"] == [{"value": restart, "nodes": ns["nodes"]}]
+    assert shown["tcp_idle_restart_nodes"] == []  # one namespace: no run across nodes

@@ -127,11 +127,13 @@ def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
                         "timeouts": 2,
                         "congestion_control": "bbr",
                         "tcp_limit_output_bytes": 32768,
+                        "tcp_slow_start_after_idle": 1,
                     },
                     {
                         "nodes": ["n1"],
                         "congestion_control": "cubic",
                         "tcp_limit_output_bytes": 4194304,
+                        "tcp_slow_start_after_idle": 1,
                     },
                 ],
             },
@@ -150,6 +152,9 @@ def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
     assert "bbr on &lt;script&gt;alert(1)&lt;/script&gt;; cubic on n1" in cc
     [queue] = re.findall(r'<tr class="tcp-socket-queue">.*?</tr>', page)
     assert "32 KiB on &lt;script&gt;alert(1)&lt;/script&gt;; 4 MiB on n1" in queue
+    # Both restart after idle by the setting, but BBR sets its rate itself: only n1 restarts.
+    [idle] = re.findall(r'<tr class="tcp-idle-restart">.*?</tr>', page)
+    assert "1 on every node (restarts on n1:" in idle
 
 
 def test_a_collective_whose_times_rise_with_start_delay_is_flagged_in_its_table(tmp_path):

@@ -146,3 +146,43 @@ def test_the_schema_takes_a_socket_queue_limit_and_refuses_a_negative_one():
     record_parse.parse_record(json.dumps(end(limit(("a",), 32768))), "test")
     with pytest.raises(Exception, match="tcp_loss"):
         record_parse.parse_record(json.dumps(end(limit(("a",), -1))), "test")
+
+
+def restart(nodes, value, cc_name="cubic") -> dict:
+    return {"nodes": list(nodes), "congestion_control": cc_name, "tcp_slow_start_after_idle": value}
+
+
+def test_restart_after_idle_is_gathered_per_value_and_said_across_nodes():
+    mixed = end(restart(("a",), 1), restart(("b",), 0), restart(("c",), 1))
+    assert tcp_loss.idle_restarts([mixed, None]) == {1: ("a", "c"), 0: ("b",)}
+    assert tcp_loss.idle_restart_text([mixed]) == "1 on a, c; 0 on b"
+    same = end(restart(("a",), 1), restart(("b",), 1))
+    assert tcp_loss.idle_restart_text([same]) == "1 on every node"
+    assert tcp_loss.idle_restart_text([end(restart(("a",), 1))]) == ""  # one node: no line
+
+
+def test_an_idle_connection_restarts_only_where_the_window_is_tcps_to_set():
+    # The kernel skips the restart under a congestion control that sets the rate itself (BBR),
+    # and where the setting is off; an unrecorded setting or algorithm claims nothing.
+    run = end(
+        restart(("cubic-on",), 1),
+        restart(("cubic-off",), 0),
+        restart(("bbr-on",), 1, "bbr"),
+        restart(("reno-on",), 1, "reno"),
+        restart(("unknown-cc",), 1, ""),
+        cc(("older",), "cubic"),
+    )
+    assert tcp_loss.idle_restart_nodes([run]) == ("cubic-on", "reno-on")
+    assert tcp_loss.idle_restart_nodes([end(restart(("a",), 1))]) == ()  # one node
+
+
+@pytest.mark.parametrize("value", [-1, True, "1", None])
+def test_a_restart_setting_that_is_no_count_is_not_recorded(value):
+    (only,) = tcp_loss.namespaces(end(restart(("a",), value)))
+    assert only.tcp_slow_start_after_idle is None and not only.restarts_after_idle
+
+
+def test_the_schema_takes_a_restart_setting_and_refuses_a_negative_one():
+    record_parse.parse_record(json.dumps(end(restart(("a",), 1))), "test")
+    with pytest.raises(Exception, match="tcp_loss"):
+        record_parse.parse_record(json.dumps(end(restart(("a",), -1))), "test")

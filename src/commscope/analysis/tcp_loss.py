@@ -16,7 +16,13 @@ four 50 mbit nodes took 1.2-1.7x its CUBIC time at 1-4 MiB; docs/predict-measure
 which pair measurements never see: :func:`bbr_nodes` finds the namespaces that ran it. And each
 names how much one socket may queue below TCP (net.ipv4.tcp_limit_output_bytes): where that is
 more than a node's shaped queue holds, a fan-out's sockets overflow it into drops and timeouts
-(docs/cluster.md), so runs under different limits are not alike.
+(docs/cluster.md), so runs under different limits are not alike. And each names whether TCP
+restarts a connection after idle (net.ipv4.tcp_slow_start_after_idle, 1 by default): a
+connection that sent nothing for longer than its RTO (200 ms at least) starts again from the
+initial window of 10 segments, unless its congestion control sets the rate itself, as BBR does
+(the kernel skips the restart then). Under CUBIC on four 50 mbit nodes it cost recursive
+doubling's lone flow per link 4 ms per launch at 4 MiB, and the pair of flows per link none
+(docs/predict-measurements.md): :func:`idle_restart_nodes` finds the namespaces where it applies.
 """
 
 from __future__ import annotations
@@ -44,6 +50,17 @@ class NamespaceLoss:
     timeouts: int | None
     congestion_control: str = ""  # net.ipv4.tcp_congestion_control; "": not recorded
     tcp_limit_output_bytes: int | None = None  # None: not recorded
+    tcp_slow_start_after_idle: int | None = None  # 1: idle connections restart; None: unknown
+
+    @property
+    def restarts_after_idle(self) -> bool:
+        """Whether an idle connection here starts again from the initial window.
+
+        The kernel restarts it when the setting is on and the congestion control leaves the
+        window to TCP (BBR sets the rate itself, and is exempt); unknown counts as no.
+        """
+        cc = self.congestion_control
+        return bool(self.tcp_slow_start_after_idle) and cc not in ("", "bbr")
 
     @property
     def resent_share(self) -> float | None:
@@ -92,6 +109,7 @@ def namespaces(end: dict[str, Any] | None) -> list[NamespaceLoss]:
             _count(ns.get("timeouts")),
             _congestion(ns.get("congestion_control")),
             _count(ns.get("tcp_limit_output_bytes")),
+            _count(ns.get("tcp_slow_start_after_idle")),
         )
         for ns in (end or {}).get("tcp_loss") or []
     ]
@@ -132,6 +150,21 @@ def socket_queue_limits(ends: list[dict[str, Any] | None]) -> dict[int, tuple[st
     return _nodes_by(ends, lambda ns: ns.tcp_limit_output_bytes)
 
 
+def idle_restarts(ends: list[dict[str, Any] | None]) -> dict[int, tuple[str, ...]]:
+    """The tcp_slow_start_after_idle values a run's namespaces had, each with its nodes."""
+    return _nodes_by(ends, lambda ns: ns.tcp_slow_start_after_idle)
+
+
+def idle_restart_nodes(ends: list[dict[str, Any] | None]) -> tuple[str, ...]:
+    """Nodes where an idle connection restarts, when the run crossed two namespaces or more."""
+    if crossed_namespaces(ends) < 2:
+        return ()
+    found = [
+        n for end in ends for ns in namespaces(end) if ns.restarts_after_idle for n in ns.nodes
+    ]
+    return tuple(dict.fromkeys(found))
+
+
 def crossed_namespaces(ends: list[dict[str, Any] | None]) -> int:
     """How many network namespaces (hosts, vcluster nodes) the run's ranks ran in."""
     return len({ns.nodes for end in ends for ns in namespaces(end)})
@@ -163,3 +196,8 @@ def socket_queue_text(ends: list[dict[str, Any] | None]) -> str:
     """One socket's queue limit of a run across nodes, e.g. ``32 KiB on every node``; else ''."""
     found = socket_queue_limits(ends)
     return _across_nodes_text(ends, {size_text(b, exact=True): n for b, n in found.items()})
+
+
+def idle_restart_text(ends: list[dict[str, Any] | None]) -> str:
+    """tcp_slow_start_after_idle of a run across nodes, e.g. ``1 on every node``; else ''."""
+    return _across_nodes_text(ends, {str(v): n for v, n in idle_restarts(ends).items()})

@@ -47,13 +47,25 @@ def where_text(request: dict[str, Any]) -> str:
 
 
 def congestion_control(console: Console, ends: list[dict[str, Any] | None]) -> None:
-    """Lines naming the TCP congestion control and socket queue limit of a run across nodes."""
+    """Lines naming the TCP settings of a run across nodes that its timings depend on."""
     text = tcp_loss.congestion_text(ends)
     if text:
         console.print(Text(f"TCP congestion control: {text}"))
     queue = tcp_loss.socket_queue_text(ends)
     if queue:
         console.print(Text(f"TCP socket queue limit (tcp_limit_output_bytes): {queue}"))
+    restart = tcp_loss.idle_restart_text(ends)
+    if restart:
+        console.print(Text(f"TCP slow start after idle (tcp_slow_start_after_idle): {restart}"))
+    restarting = tcp_loss.idle_restart_nodes(ends)
+    if restarting:
+        console.print(
+            Text(
+                f"  on {', '.join(restarting)} a connection idle past its RTO (>= 200 ms) "
+                "sends again from 10 segments: a collective that uses each connection once "
+                "per call pays for it (sysctl net.ipv4.tcp_slow_start_after_idle=0 stops it)"
+            )
+        )
 
 
 def load_warnings(console: Console, ends: list[dict[str, Any] | None]) -> None:

@@ -73,6 +73,11 @@ def run(args: argparse.Namespace) -> int:
                     {"bytes": b, "nodes": list(nodes)}
                     for b, nodes in tcp_loss.socket_queue_limits(run.ends).items()
                 ],
+                "tcp_slow_start_after_idle": [
+                    {"value": v, "nodes": list(nodes)}
+                    for v, nodes in tcp_loss.idle_restarts(run.ends).items()
+                ],
+                "tcp_idle_restart_nodes": list(tcp_loss.idle_restart_nodes(run.ends)),
                 "protocol_limits": run.protocol_limits.to_json() if run.protocol_limits else None,
                 "netload": netload.stored_view(run.netload) if run.netload else None,
                 **kinds.to_json(found),

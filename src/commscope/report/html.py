@@ -165,6 +165,8 @@ def run_context(run: RunData) -> dict[str, Any]:
         "tcp_loss_warnings": tcp_loss.warnings(run.ends),
         "congestion_control": tcp_loss.congestion_text(run.ends),
         "socket_queue": tcp_loss.socket_queue_text(run.ends),
+        "idle_restart": tcp_loss.idle_restart_text(run.ends),
+        "idle_restart_nodes": tcp_loss.idle_restart_nodes(run.ends),
         "figures": figs,
         "findings": findings.findings(
             figs, mpi_config.naming_limits(info.kind, run.protocol_limits)
