@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
@@ -116,3 +117,34 @@ def test_a_level_the_allocation_cannot_express_is_refused_with_what_would(cli, l
     assert f"contention level {level} cannot be measured" in out.stderr
     assert needs in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_idle_before_each_repetition_times_its_first_exchange_apart(cli):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    need(len(os.sched_getaffinity(0)) >= 2, "needs two cores")
+    idle, reps, sizes = 0.3, 3, (65536, 1048576)
+    began = time.monotonic()
+    out = cli(
+        "run", "contention", "--mpi", "openmpi", "--np", "2", "--levels", "memory",
+        "--sizes", ",".join(map(str, sizes)), "--reps", str(reps), "--idle", str(idle),
+        "--json", check=True,
+    )  # fmt: skip
+    took = time.monotonic() - began
+    with Store.open(cli.store) as store:
+        points = store.contentions(json.loads(out.stdout)["run"])
+    assert sorted(p.bytes for p in points) == list(sizes)
+    for p in points:
+        assert p.idle_s == idle and len(p.after_idle_s) == reps
+        assert all(len(rep) == 2 and all(t > 0 for t in rep) for rep in p.after_idle_s)
+    # Every repetition of every cell really waited: the run cannot be shorter than that.
+    assert took > reps * len(sizes) * idle
+    # A 1 MiB exchange moves 16 times the bytes of a 64 KiB one, idle or not: the least
+    # disturbed first exchange after idle of 1 MiB takes longer than that of 64 KiB.
+    first = {p.bytes: min(max(rep) for rep in p.after_idle_s) for p in points}
+    assert first[1048576] > first[65536]
+    shown = json.loads(cli("show", "latest", "--json", check=True).stdout)
+    assert [(c["cf"], c["bytes"]) for c in shown["contention_after_idle"]] == [
+        (1, 65536),
+        (1, 1048576),
+    ]
+    assert f"after {idle:g} s idle" in cli("show", "latest", check=True).stdout

@@ -87,7 +87,7 @@ def test_shown_tables_say_when_more_than_one_message_was_in_flight() -> None:
         console = Console(record=True, width=200)
         points = records("nic", lambda m, cf: cf * m / 1e9, [1 << 20], [1, 2], in_flight=in_flight)
         tables = contention.contention_analysis.tables(points)
-        run = contention.ContentionRun(tables, [in_flight], [])
+        run = contention.ContentionRun(tables, [in_flight], [], [])
         for item in contention.tables(run):
             console.print(item)
         return console.export_text()

@@ -15,15 +15,22 @@
  * message's handshake, as under a collective that posts all its transfers at once.
  * The pairs start together at a time broadcast on the synchronised clock (or after a barrier
  * in --sync barrier mode); every process's t of every repetition is written.
+ * With --idle S > 0, every repetition starts S seconds after the pairs last sent anything
+ * (they sleep), and its first exchange is timed on its own, divided by 2 W ("after_idle_s"),
+ * before one untimed exchange and the repetition's nruns: over TCP, a connection idle past
+ * its RTO sends again from the initial window (net.ipv4.tcp_slow_start_after_idle), which
+ * the exchanges that follow no longer pay.
  */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "commscope.h"
 
 enum { TAG_CONT = 31 };
 enum { LEVELS = 4 };
+#define SPIN_S 0.005 /* an idle wait spins only its last 5 ms: sleeping ranks leave the cores */
 static const char *level_names[LEVELS] = {"memory", "socket", "nic", "fabric"};
 
 /* Pairs of one level on rank 0's topology; returns how many (0: the level cannot be made). */
@@ -104,8 +111,20 @@ static int choose(cs_context *ctx, int level, int pairs[][2]) {
     return n;
 }
 
+/* Each repetition's time of every process of the pairs: [[t of a0, b0, a1, ...], ...]. */
+static void write_times(cs_context *ctx, cs_json *j, const char *key, int cf, int pairs[][2],
+                        const double *all, int reps) {
+    cs_json_raw_begin(j, key, '[');
+    for (int r = 0; r < reps; r++) {
+        cs_json_raw_begin(j, NULL, '[');
+        for (int i = 0; i < 2 * cf; i++) cs_json_elem_num(j, all[(size_t)r * ctx->nranks + pairs[i / 2][i % 2]]);
+        cs_json_raw_end(j, ']');
+    }
+    cs_json_raw_end(j, ']');
+}
+
 static void write_record(cs_context *ctx, int level, int cf, size_t bytes, int pairs[][2],
-                         const double *all, int reps) {
+                         const double *all, const double *cold, int reps) {
     const cs_options *o = ctx->opt;
     cs_json j;
     cs_json_begin(&j, stdout);
@@ -127,13 +146,11 @@ static void write_record(cs_context *ctx, int level, int cf, size_t bytes, int p
     cs_json_raw_begin(&j, "pinned", '[');
     for (int i = 0; i < 2 * cf; i++) cs_json_elem_int(&j, ctx->topo->ranks[pairs[i / 2][i % 2]].affinity[0]);
     cs_json_raw_end(&j, ']');
-    cs_json_raw_begin(&j, "samples_s", '[');
-    for (int r = 0; r < reps; r++) {
-        cs_json_raw_begin(&j, NULL, '[');
-        for (int i = 0; i < 2 * cf; i++) cs_json_elem_num(&j, all[(size_t)r * ctx->nranks + pairs[i / 2][i % 2]]);
-        cs_json_raw_end(&j, ']');
+    write_times(ctx, &j, "samples_s", cf, pairs, all, reps);
+    if (o->idle_s > 0) {
+        cs_json_num(&j, "idle_s", o->idle_s);
+        write_times(ctx, &j, "after_idle_s", cf, pairs, cold, reps);
     }
-    cs_json_raw_end(&j, ']');
     cs_json_end(&j);
     ctx->npoints++;
 }
@@ -148,8 +165,18 @@ static void exchange(char *rbuf, char *sbuf, size_t bytes, int w, int peer, MPI_
     MPI_Waitall(2 * w, rq, MPI_STATUSES_IGNORE);
 }
 
+/* Sleep until SPIN_S before global time `start`, then spin to it. */
+static void sleep_until(const cs_context *ctx, double start) {
+    double s = start - cs_global_now(ctx) - SPIN_S;
+    if (s > 0) {
+        struct timespec nap = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+        nanosleep(&nap, NULL);
+    }
+    while (cs_global_now(ctx) < start) {}
+}
+
 static void measure(cs_context *ctx, int level, int cf, size_t bytes, int pairs[][2], char *sbuf,
-                    char *rbuf, MPI_Request *rq, double *mine, double *all) {
+                    char *rbuf, MPI_Request *rq, double *mine, double *all, double *cold) {
     const cs_options *o = ctx->opt;
     int peer = -1;
     for (int i = 0; i < cf; i++) {
@@ -163,14 +190,22 @@ static void measure(cs_context *ctx, int level, int cf, size_t bytes, int pairs[
     MPI_Comm_split(MPI_COMM_WORLD, peer >= 0 ? 0 : MPI_UNDEFINED, ctx->rank, &sub);
     if (peer >= 0) {
         int barrier = strcmp(o->sync, "barrier") == 0;
+        int stride = o->reps + 1; /* mine: [world rank, t of each rep, after-idle t of each] */
         for (int r = 0; r < o->reps; r++) {
             double start = 0.0;
             if (barrier) {
                 MPI_Barrier(sub);
+                if (o->idle_s > 0) sleep_until(ctx, cs_global_now(ctx) + o->idle_s);
             } else { /* world rank 0 is in every level's first pair: rank 0 of sub */
-                if (ctx->rank == 0) start = cs_global_now(ctx) + ctx->t_bcast_s;
+                if (ctx->rank == 0) start = cs_global_now(ctx) + ctx->t_bcast_s + o->idle_s;
                 MPI_Bcast(&start, 1, MPI_DOUBLE, 0, sub);
-                while (cs_global_now(ctx) < start) {}
+                sleep_until(ctx, start);
+            }
+            if (o->idle_s > 0) {
+                double t = -ctx->timer->now();
+                exchange(rbuf, sbuf, bytes, w, peer, rq);
+                mine[stride + r] = (t + ctx->timer->now()) / (2.0 * w);
+                exchange(rbuf, sbuf, bytes, w, peer, rq); /* untimed: as after the warm-up */
             }
             double t = 0.0;
             for (int k = 0; k < o->nruns; k++) {
@@ -180,19 +215,22 @@ static void measure(cs_context *ctx, int level, int cf, size_t bytes, int pairs[
             }
             mine[r + 1] = t / (2.0 * w * o->nruns);
         }
-        /* Gathered after the repetitions, outside every timed region: [world rank, t...]. */
+        /* Gathered after the repetitions, outside every timed region. */
         mine[0] = ctx->rank;
-        int members;
+        int members, row_len = 2 * o->reps + 1;
         MPI_Comm_size(sub, &members);
-        double *col = ctx->rank == 0 ? malloc(sizeof(double) * (size_t)members * (o->reps + 1)) : NULL;
+        double *col = ctx->rank == 0 ? malloc(sizeof(double) * (size_t)members * row_len) : NULL;
         if (ctx->rank == 0 && !col) cs_die("rank 0: out of memory");
-        MPI_Gather(mine, o->reps + 1, MPI_DOUBLE, col, o->reps + 1, MPI_DOUBLE, 0, sub);
+        MPI_Gather(mine, row_len, MPI_DOUBLE, col, row_len, MPI_DOUBLE, 0, sub);
         if (ctx->rank == 0) {
             for (int q = 0; q < members; q++) {
-                const double *row = col + (size_t)q * (o->reps + 1);
-                for (int r = 0; r < o->reps; r++) all[(size_t)r * ctx->nranks + (int)row[0]] = row[r + 1];
+                const double *row = col + (size_t)q * row_len;
+                for (int r = 0; r < o->reps; r++) {
+                    all[(size_t)r * ctx->nranks + (int)row[0]] = row[r + 1];
+                    cold[(size_t)r * ctx->nranks + (int)row[0]] = row[stride + r];
+                }
             }
-            write_record(ctx, level, cf, bytes, pairs, all, o->reps);
+            write_record(ctx, level, cf, bytes, pairs, all, cold, o->reps);
             free(col);
         }
         MPI_Comm_free(&sub);
@@ -211,10 +249,11 @@ void cs_contention_run(cs_context *ctx) {
                ctx->rank, o->in_flight, max);
     char *sbuf = cs_buffer_alloc(max), *rbuf = cs_buffer_alloc(max * (size_t)o->in_flight);
     MPI_Request *rq = malloc(sizeof(MPI_Request) * 2 * (size_t)o->in_flight);
-    double *mine = malloc(sizeof(double) * (size_t)(o->reps + 1));
+    double *mine = calloc((size_t)(2 * o->reps + 1), sizeof(double));
     double *all = malloc(sizeof(double) * (size_t)o->reps * (size_t)ctx->nranks);
+    double *cold = malloc(sizeof(double) * (size_t)o->reps * (size_t)ctx->nranks);
     int (*pairs)[2] = malloc(sizeof(int[2]) * CS_MAX_CPUS);
-    if (!mine || !all || !pairs || !rq) cs_die("rank %d: out of memory", ctx->rank);
+    if (!mine || !all || !cold || !pairs || !rq) cs_die("rank %d: out of memory", ctx->rank);
     for (int level = 0; level < LEVELS; level++) {
         if (!cs_list_has(o->levels, level_names[level])) continue;
         int most = choose(ctx, level, pairs);
@@ -225,9 +264,10 @@ void cs_contention_run(cs_context *ctx) {
                 char group[16];
                 snprintf(group, sizeof group, "cf%d", cf);
                 if (cs_options_skipped(o, key, group, o->coll_sizes[s])) continue;
-                measure(ctx, level, cf, o->coll_sizes[s], pairs, sbuf, rbuf, rq, mine, all);
+                measure(ctx, level, cf, o->coll_sizes[s], pairs, sbuf, rbuf, rq, mine, all, cold);
             }
     }
     if (cs_list_has(o->levels, "queue")) cs_queue_run(ctx, sbuf, rbuf);
-    cs_buffer_free(sbuf); cs_buffer_free(rbuf); free(mine); free(all); free(pairs); free(rq);
+    cs_buffer_free(sbuf); cs_buffer_free(rbuf); free(mine); free(all); free(cold); free(pairs);
+    free(rq);
 }

@@ -19,10 +19,13 @@ more than a node's shaped queue holds, a fan-out's sockets overflow it into drop
 (docs/cluster.md), so runs under different limits are not alike. And each names whether TCP
 restarts a connection after idle (net.ipv4.tcp_slow_start_after_idle, 1 by default): a
 connection that sent nothing for longer than its RTO (200 ms at least) starts again from the
-initial window of 10 segments, unless its congestion control sets the rate itself, as BBR does
-(the kernel skips the restart then). Under CUBIC on four 50 mbit nodes it cost recursive
-doubling's lone flow per link 4 ms per launch at 4 MiB, and the pair of flows per link none
-(docs/predict-measurements.md): :func:`idle_restart_nodes` finds the namespaces where it applies.
+initial window of 10 segments, and one that used less than its window for that long has the
+window cut (RFC 2861), unless its congestion control sets the rate itself, as BBR does (the
+kernel skips both then). Growing the window back costs a few round trips where a link's
+bandwidth-delay product exceeds those 10 segments; on the virtual cluster a pair's first
+exchange after idle paid nothing for it, while recursive doubling's 4x1 ran 4 ms a launch
+slower at 4 MiB with the setting on (docs/contention.md, docs/predict-measurements.md).
+:func:`idle_restart_nodes` finds the namespaces where it applies.
 """
 
 from __future__ import annotations

@@ -62,8 +62,8 @@ def congestion_control(console: Console, ends: list[dict[str, Any] | None]) -> N
         console.print(
             Text(
                 f"  on {', '.join(restarting)} a connection idle past its RTO (>= 200 ms) "
-                "sends again from 10 segments: a collective that uses each connection once "
-                "per call pays for it (sysctl net.ipv4.tcp_slow_start_after_idle=0 stops it)"
+                "sends again from 10 segments, which costs round trips where a link holds more "
+                "than that per round trip ('run contention --idle S' measures it)"
             )
         )
 

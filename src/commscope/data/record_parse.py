@@ -245,6 +245,9 @@ def _contention(d: dict[str, Any], where: str) -> Contention:
     samples = tuple(tuple(float(t) for t in rep) for rep in d["samples_s"])
     if any(len(rep) != 2 * len(pairs) for rep in samples):
         raise _fail(where, "contention samples_s must hold one time per process of the pairs")
+    after = tuple(tuple(float(t) for t in rep) for rep in d.get("after_idle_s", ()))
+    if after and (len(after) != len(samples) or any(len(rep) != 2 * len(pairs) for rep in after)):
+        raise _fail(where, "contention after_idle_s must have the shape of samples_s")
     return Contention(
         d["level"],
         int(d["cf"]),
@@ -255,6 +258,8 @@ def _contention(d: dict[str, Any], where: str) -> Contention:
         samples,
         raw=d,
         in_flight=int(d.get("in_flight", 1)),
+        idle_s=float(d.get("idle_s", 0.0)),
+        after_idle_s=after,
     )
 
 

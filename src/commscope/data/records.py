@@ -209,6 +209,9 @@ class Contention:
     ``samples_s[r][i]`` is process i's time in repetition r (pairs in order, a then b):
     the time of ``nruns`` Irecv + Isend + Waitall divided by 2 * nruns, as in the paper;
     with ``in_flight`` W > 1, W receives and W sends per iteration, divided by 2 * W * nruns.
+    With ``idle_s`` > 0 every repetition began after the pairs sent nothing for that long, and
+    ``after_idle_s[r][i]`` is process i's first exchange of repetition r, divided by 2 * W: over
+    TCP, what a connection restarted after idle takes (the samples then follow it, warm).
     """
 
     level: str
@@ -220,6 +223,8 @@ class Contention:
     samples_s: tuple[tuple[float, ...], ...]
     raw: dict[str, Any] = field(compare=False, repr=False)
     in_flight: int = 1
+    idle_s: float = 0.0
+    after_idle_s: tuple[tuple[float, ...], ...] = ()
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -237,6 +242,15 @@ class Contention:
         import numpy as np
 
         return float(np.median([max(rep) for rep in self.samples_s]))
+
+    @cached_property
+    def after_idle_median_s(self) -> float | None:
+        """Median over repetitions of the slowest process's exchange after idle (None: no idle)."""
+        import numpy as np
+
+        if not self.after_idle_s:
+            return None
+        return float(np.median([max(rep) for rep in self.after_idle_s]))
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ class EngineOptions:
     nruns: int | None = None
     reps: int | None = None
     in_flight: int | None = None
+    idle_s: float | None = None
     pin: int | None = None
     block: int | None = None
     test_distort: str | None = None

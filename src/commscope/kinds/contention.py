@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from rich.table import Table
 from rich.text import Text
 
+from commscope.analysis import after_idle as after_idle_analysis
 from commscope.analysis import contention as contention_analysis
 from commscope.analysis import queue as queue_analysis
 from commscope.data.records import Contention, Queue
@@ -28,6 +30,7 @@ class ContentionRun:
     tables: dict[str, contention_analysis.LevelTable]
     in_flight: list[int]
     queue: list[queue_analysis.QueueWait]
+    after_idle: list[after_idle_analysis.AfterIdle]
 
 
 def summarize(run: RunData, view: View) -> ContentionRun | None:
@@ -36,7 +39,8 @@ def summarize(run: RunData, view: View) -> ContentionRun | None:
         return None
     flights = sorted({p.in_flight for p in run.contentions})
     tables = contention_analysis.tables(run.contentions) if run.contentions else {}
-    return ContentionRun(tables, flights, queue_analysis.waits(run.queues))
+    after = after_idle_analysis.cells(run.contentions)
+    return ContentionRun(tables, flights, queue_analysis.waits(run.queues), after)
 
 
 def tables(run: ContentionRun) -> list[Any]:
@@ -65,9 +69,30 @@ def tables(run: ContentionRun) -> list[Any]:
             base = t.t_s[i, 0] if t.cfs[0] == 1 else float("nan")
             table.add_row(str(int(m)), us(base) if base == base else "", *cells, str(best[int(m)]))
         out.append(table)
+    if run.after_idle:
+        out.append(after_idle_table(run.after_idle))
     if run.queue:
         out.append(queue_table(run.queue))
     return out
+
+
+def after_idle_table(cells: list[after_idle_analysis.AfterIdle]) -> Table:
+    """Per cell: the warm exchange, the first one after idle, and what the idle cost."""
+    idle = "/".join(sorted({f"{c.idle_s:g}" for c in cells}))
+    table = Table(
+        title=f"after {idle} s idle: the first exchange against the warm ones (median ms;"
+        " a cost only where every exchange after idle was slower than every warm one)"
+    )
+    for name in ("channel", "cf", "bytes", "warm ms", "after idle ms", "cost ms"):
+        table.add_column(name, justify="left" if name == "channel" else "right")
+    for c in cells:
+        warm, after = float(np.median(c.warm_s)), float(np.median(c.after_s))
+        cost = f"{c.cost_s * 1e3:+.2f}" if c.every_one_slower else "none shown"
+        name = contention_analysis.LEVEL_NAMES[c.level]
+        table.add_row(
+            name, str(c.cf), str(c.bytes), f"{warm * 1e3:.2f}", f"{after * 1e3:.2f}", cost
+        )
+    return table
 
 
 def queue_table(waits: list[queue_analysis.QueueWait]) -> Table:
@@ -97,6 +122,10 @@ def report(run: ContentionRun) -> dict[str, Any]:
         "levels": [contention_section.level_context(t) for t in run.tables.values()],
         "queue": [w.to_json() for w in run.queue],
         "queue_plot": contention_section.queue_plot(run.queue),
+        "after_idle": [
+            {**c.to_json(), "name": contention_analysis.LEVEL_NAMES[c.level]}
+            for c in run.after_idle
+        ],
     }
 
 
@@ -107,6 +136,7 @@ KIND = Kind(
     to_json=lambda run: {
         "contention": [t.to_json() for t in run.tables.values()] if run else [],
         "contention_queue": [w.to_json() for w in run.queue] if run else [],
+        "contention_after_idle": [c.to_json() for c in run.after_idle] if run else [],
     },
     terminal=tables,
     report=report,
