@@ -186,3 +186,29 @@ def test_the_schema_takes_a_restart_setting_and_refuses_a_negative_one():
     record_parse.parse_record(json.dumps(end(restart(("a",), 1))), "test")
     with pytest.raises(Exception, match="tcp_loss"):
         record_parse.parse_record(json.dumps(end(restart(("a",), -1))), "test")
+
+
+def test_runs_under_other_tcp_settings_are_told_apart_setting_by_setting():
+    tables = end(
+        {**restart(("a",), 1), "tcp_limit_output_bytes": 32768},
+        {**restart(("b",), 1), "tcp_limit_output_bytes": 32768},
+    )
+    same = end(
+        {**restart(("a",), 1), "tcp_limit_output_bytes": 32768},
+        {**restart(("c",), 1), "tcp_limit_output_bytes": 32768},
+    )
+    assert tcp_loss.setting_differences([tables], [same]) == []  # other nodes, same settings
+    other = end(
+        {**restart(("a",), 0, "bbr"), "tcp_limit_output_bytes": 32768},
+        {**restart(("b",), 1), "tcp_limit_output_bytes": 32768},
+    )
+    assert tcp_loss.setting_differences([tables], [other]) == [
+        "congestion control cubic against bbr/cubic",
+        "slow start after idle 1 against 0/1",
+    ]
+    # A setting one run did not record (an older engine) is no difference.
+    older = end(cc(("a",), "cubic"), cc(("b",), "cubic"))
+    assert tcp_loss.setting_differences([tables], [older]) == []
+    assert tcp_loss.setting_differences([older], [other]) == [
+        "congestion control cubic against bbr/cubic"
+    ]

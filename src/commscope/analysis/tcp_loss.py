@@ -204,3 +204,28 @@ def socket_queue_text(ends: list[dict[str, Any] | None]) -> str:
 def idle_restart_text(ends: list[dict[str, Any] | None]) -> str:
     """tcp_slow_start_after_idle of a run across nodes, e.g. ``1 on every node``; else ''."""
     return _across_nodes_text(ends, {str(v): n for v, n in idle_restarts(ends).items()})
+
+
+def _values(ends: list[dict[str, Any] | None]) -> dict[str, set[str]]:
+    """Per TCP setting the engine records, the values a run's namespaces had, as text."""
+    return {
+        "congestion control": set(congestion_controls(ends)),
+        "socket queue limit": {size_text(b, exact=True) for b in socket_queue_limits(ends)},
+        "slow start after idle": {str(v) for v in idle_restarts(ends)},
+    }
+
+
+def setting_differences(
+    first: list[dict[str, Any] | None], second: list[dict[str, Any] | None]
+) -> list[str]:
+    """The TCP settings two runs recorded and ran under differently, in words.
+
+    E.g. ``congestion control cubic against bbr``; a setting either run did not record is
+    left out.
+    """
+    a, b = _values(first), _values(second)
+    return [
+        f"{name} {'/'.join(sorted(a[name]))} against {'/'.join(sorted(b[name]))}"
+        for name in a
+        if a[name] and b[name] and a[name] != b[name]
+    ]

@@ -210,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
             args.runs,
         )
         rendezvous = _above_eager(store, checks, forced, args.procs, sizes, args.block, waits)
+        tcp_differs = _tcp_differences(store, run_id, checks)
     if args.json:
         common.print_json(
             {
@@ -222,12 +223,33 @@ def run(args: argparse.Namespace) -> int:
                 "placements": [c.to_json() for c in checks],
                 "sizes": [v.to_json() for v in verdicts],
                 "rendezvous": rendezvous,
+                "tcp_settings_differ": tcp_differs,
             }
         )
         return 0
     _print(args, run_id, forced, mca, cvar, checks, verdicts)
     predict_costs.print_above_eager(rendezvous, "the measured runs")
+    if tcp_differs:
+        from rich.text import Text
+
+        common.console().print(
+            Text(
+                f"! the tables run and the measured runs ran under different TCP settings"
+                f" ({'; '.join(tcp_differs)}): each moves what a transfer takes"
+                " (docs/predict-measurements.md), so the prices describe another network",
+                "yellow",
+            )
+        )
     return 0
+
+
+def _tcp_differences(store: Any, tables_run: int, checks: list[Any]) -> list[str]:
+    """TCP settings the tables run recorded otherwise than the measured runs, in words."""
+    from commscope.analysis import tcp_loss
+
+    ends = [seg.end for run in {c.run_id for c in checks} for seg in store.segments(run)]
+    tables = [seg.end for seg in store.segments(tables_run)]
+    return tcp_loss.setting_differences(tables, ends)
 
 
 def _above_eager(
