@@ -35,6 +35,7 @@ EXAMPLES = """examples:
   commscope run coll --np 8 --procs 2,4,8 --ops allreduce   time against the process count
   commscope run p2p --mpi mpich --cvar CH4_OFI_EAGER_MAX_MSG_SIZE=16384   MPICH settings, stored
   commscope run contention --vcluster --sizes 1MiB,4MiB    t(m, cf) at the NIC level
+  commscope run contention --vcluster --idle 0.5   also each cell's first exchange after 0.5 s idle
   commscope run loggp --mpi mpich        LogGP's L, o_s, o_r, g, G (Netgauge's method)
   commscope run mbw --vcluster --pairs-per-step 1,2   osu_mbw_mr: k pairs across two nodes
   commscope run p2p --vcluster           intra- and inter-node pairs on the virtual cluster
