@@ -92,6 +92,27 @@ def test_ranks_of_a_node_share_its_memory_link(cli: CLI, tmp_path: Path) -> None
     assert t2 / t1 == pytest.approx(2.0, rel=0.02)
 
 
+def test_an_idle_spell_changes_nothing_on_a_model_without_tcp(cli: CLI, tmp_path: Path) -> None:
+    # SMPI's links have no congestion window to restart: the first exchange after 0.5 s idle
+    # takes what the warm ones take, and the idle spell is slept in simulated time.
+    path = model(
+        tmp_path,
+        "nodes: 1\nsockets: 1\ncores: 2\nchannels: {memory: {bandwidth: 1GB/s, latency: 0us}}\n",
+    )
+    out = cli(
+        "simulate", "run", "--cluster", str(path), "--nodes", "1", "--ranks-per-node", "2",
+        "--neutral", "--json", "--",
+        "contention", "--sizes", "1MiB", "--levels", "memory", "--reps", "2", "--nruns", "2",
+        "--idle", "0.5",
+        check=True,
+    )  # fmt: skip
+    run = json.loads(out.stdout)["run"]
+    with Store.open(cli.store) as store:
+        [cell] = store.contentions(run)
+    assert cell.idle_s == 0.5 and cell.after_idle_median_s is not None
+    assert cell.after_idle_median_s == pytest.approx(cell.median_s, rel=0.02)
+
+
 def test_sweep_reports_what_a_parameter_moves(cli: CLI, tmp_path: Path) -> None:
     path = model(
         tmp_path,

@@ -18,8 +18,8 @@
  * With --idle S > 0, every repetition starts S seconds after the pairs last sent anything
  * (they sleep), and its first exchange is timed on its own, divided by 2 W ("after_idle_s"),
  * before one untimed exchange and the repetition's nruns: over TCP, a connection idle past
- * its RTO sends again from the initial window (net.ipv4.tcp_slow_start_after_idle), which
- * the exchanges that follow no longer pay.
+ * its RTO sends again from the initial window (net.ipv4.tcp_slow_start_after_idle), while
+ * the exchanges that follow find it grown again.
  */
 #include <mpi.h>
 #include <stdlib.h>
@@ -165,14 +165,17 @@ static void exchange(char *rbuf, char *sbuf, size_t bytes, int w, int peer, MPI_
     MPI_Waitall(2 * w, rq, MPI_STATUSES_IGNORE);
 }
 
-/* Sleep until SPIN_S before global time `start`, then spin to it. */
+/* Sleep until SPIN_S before global time `start`, then spin to it (under SMPI, which moves
+ * its clock exactly on a sleep, cs_wait_until sleeps the rest). */
 static void sleep_until(const cs_context *ctx, double start) {
+#ifndef CS_SIMULATED
     double s = start - cs_global_now(ctx) - SPIN_S;
     if (s > 0) {
         struct timespec nap = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
         nanosleep(&nap, NULL);
     }
-    while (cs_global_now(ctx) < start) {}
+#endif
+    cs_wait_until(ctx, start, cs_global_now(ctx));
 }
 
 static void measure(cs_context *ctx, int level, int cf, size_t bytes, int pairs[][2], char *sbuf,
