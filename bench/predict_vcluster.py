@@ -28,6 +28,8 @@ exchanges with another peer (recursive doubling) restarts well below the link ra
 pair table samples; see docs/predict-measurements.md. --tcp-limit-output BYTES|kernel is
 `vcluster up`'s: how much each TCP socket may keep in its node's own shaped queue (default: the
 vcluster's 32 KiB; kernel: 4 MiB, so that the queue drops what a NIC would hold back).
+--tcp-slow-start-after-idle 0|1 is `vcluster up`'s too: whether a connection idle past its
+RTO restarts from the initial window (default: the kernel's, 1).
 
 The tables are measured at the checked sizes and at every message size the checked patterns
 send (the ring Allreduce's steps move size / p), so that each message is priced from cells and
@@ -267,6 +269,12 @@ def main() -> int:
         " (vcluster up --tcp-limit-output; default: the vcluster's)",
     )
     ap.add_argument(
+        "--tcp-slow-start-after-idle",
+        choices=("0", "1"),
+        help="net.ipv4.tcp_slow_start_after_idle of every node (vcluster up's; default: the"
+        " kernel's)",
+    )
+    ap.add_argument(
         "--rounds",
         type=int,
         default=1,
@@ -303,6 +311,8 @@ def main() -> int:
     tcp = ["--tcp-cc", args.tcp_cc] if args.tcp_cc else []
     if args.tcp_limit_output:
         tcp += ["--tcp-limit-output", args.tcp_limit_output]
+    if args.tcp_slow_start_after_idle:
+        tcp += ["--tcp-slow-start-after-idle", args.tcp_slow_start_after_idle]
     try:
         commscope(store, "vcluster", "up", "--nodes", str(args.nodes), "--rate", args.rate, *tcp)
         state = vcluster.status()

@@ -14,12 +14,14 @@ from tests.conftest import need, no_vcluster_up
 
 @pytest.fixture
 def cluster(request) -> Iterator[vcluster.ClusterState]:
-    """A vcluster of ``request.param`` = (nodes, rate[, services]), always removed afterwards."""
+    """A vcluster of ``request.param`` = (nodes, rate[, services][, {up's options}]), always
+    removed afterwards."""
     need(os.geteuid() == 0, "vcluster tests need root (network namespaces, bridge, /etc/hosts)")
     no_vcluster_up()
-    nodes, rate, *services = request.param
+    nodes, rate, *rest = request.param
+    options = rest.pop() if rest and isinstance(rest[-1], dict) else {}
     try:
-        yield vcluster.up(nodes, rate, services=tuple(services[0]) if services else ())
+        yield vcluster.up(nodes, rate, services=tuple(rest[0]) if rest else (), **options)
     finally:
         vcluster.down()
         assert_nothing_left()

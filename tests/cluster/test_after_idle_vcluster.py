@@ -1,10 +1,10 @@
 """The first exchange after idle, timed between two nodes over real TCP (root, virtual cluster).
 
-Both nodes run reno, which leaves the window to TCP: with net.ipv4.tcp_slow_start_after_idle
-at 1 (the kernel's default), an idle connection restarts there, and the run must say so for
-each node. Each repetition's first exchange after 0.5 s idle crosses the 50 mbit links: it
-moves 1 MiB each way, so it cannot take less than 1 MiB at that rate, whatever the restart
-cost (nothing here: docs/collectives.md gives the figures).
+`vcluster up --tcp-cc reno --tcp-slow-start-after-idle 1`: reno leaves the window to TCP, so
+an idle connection restarts there, and the run must say so for each node. Each repetition's
+first exchange after 0.5 s idle crosses the 50 mbit links: it moves 1 MiB each way, so it
+cannot take less than 1 MiB at that rate, whatever the restart costs (nothing here:
+docs/contention.md gives the figures).
 """
 
 from __future__ import annotations
@@ -15,25 +15,21 @@ import subprocess
 import pytest
 
 from commscope.data.store import Store
+from commscope.measure import vcluster
 from tests.conftest import have_mpi, need
 
 pytestmark = pytest.mark.cluster
 
 RATE_BPS = 50e6
 MIB = 1 << 20
+RESTARTING = {"tcp_cc": "reno", "slow_start_after_idle": 1}
 
 
-@pytest.mark.parametrize("cluster", [(2, "50mbit")], indirect=True)
+@pytest.mark.parametrize("cluster", [(2, "50mbit", RESTARTING)], indirect=True)
 def test_each_repetition_times_an_exchange_after_idle_across_the_link(cli, cluster):
     need(have_mpi("openmpi"), "openmpi is not installed")
-    for node in cluster.nodes:  # before any connection opens
-        for setting in (
-            "net.ipv4.tcp_congestion_control=reno",
-            "net.ipv4.tcp_slow_start_after_idle=1",
-        ):
-            subprocess.run(
-                ["ip", "netns", "exec", node.name, "sysctl", "-q", "-w", setting], check=True
-            )
+    state = vcluster.status()
+    assert cluster.slow_start_after_idle == 1 and state is not None and state.healthy
     out = cli(
         "run", "contention", "--vcluster", "--ranks-per-node", "1", "--mpi", "openmpi",
         "--levels", "nic", "--sizes", "1MiB", "--reps", "3", "--nruns", "2", "--idle", "0.5",
@@ -52,6 +48,7 @@ def test_each_repetition_times_an_exchange_after_idle_across_the_link(cli, clust
 
     shown = json.loads(cli("show", str(run_id), "--json", check=True).stdout)
     names = [n.name for n in cluster.nodes]
+    assert shown["tcp_congestion_control"] == {"reno": names}
     assert shown["tcp_slow_start_after_idle"] == [{"value": 1, "nodes": names}]
     assert shown["tcp_idle_restart_nodes"] == names
     [cell] = shown["contention_after_idle"]
@@ -59,3 +56,14 @@ def test_each_repetition_times_an_exchange_after_idle_across_the_link(cli, clust
     text = cli("show", str(run_id), check=True).stdout
     assert "TCP slow start after idle (tcp_slow_start_after_idle): 1 on every node" in text
     assert "after 0.5 s idle" in text
+
+    # The health check watches the setting: a node changed behind its back is a problem.
+    changed = cluster.nodes[1].name
+    subprocess.run(
+        ["ip", "netns", "exec", changed, "sysctl", "-q", "-w",
+         "net.ipv4.tcp_slow_start_after_idle=0"],
+        check=True,
+    )  # fmt: skip
+    state = vcluster.status()
+    assert state is not None and not state.healthy
+    assert f"{changed} has tcp_slow_start_after_idle 0, not 1" in state.problems

@@ -145,6 +145,36 @@ def test_cli_refuses_socket_queue_limits_while_parsing(text, capsys):
     assert "--tcp-limit-output" in err and "kernel" in err and "\n" not in err
 
 
+def test_slow_start_after_idle_is_left_to_the_kernel_unless_set_and_part_of_the_layout():
+    default = vcluster.plan(2)
+    assert default.slow_start_after_idle == -1
+    off = vcluster.plan(2, slow_start_after_idle=0)
+    assert off.slow_start_after_idle == 0 and not model.same_layout(default, off)
+    assert vcluster.ClusterState.from_json(off.to_json()) == off
+    # A state file written before the setting existed left the kernel's in every node.
+    old = off.to_json()
+    del old["slow_start_after_idle"]
+    assert vcluster.ClusterState.from_json(old) == default
+    with pytest.raises(ClusterError, match="tcp-slow-start-after-idle") as err:
+        vcluster.plan(2, slow_start_after_idle=2)
+    assert "\n" not in err.value.one_line()
+
+
+@pytest.mark.parametrize(("text", "value"), [("0", 0), ("1", 1), ("Kernel", -1)])
+def test_cli_reads_slow_start_after_idle_as_0_1_or_kernel(text, value):
+    args = _cli_args("up", "--nodes", "2", "--tcp-slow-start-after-idle", text)
+    assert args.tcp_slow_start_after_idle == value
+
+
+@pytest.mark.parametrize("text", ["2", "on", "", "1;reboot"])
+def test_cli_refuses_other_slow_start_after_idle_values_while_parsing(text, capsys):
+    with pytest.raises(SystemExit) as done:
+        _cli_args("up", "--nodes", "2", "--tcp-slow-start-after-idle", text)
+    assert done.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "--tcp-slow-start-after-idle" in err and "kernel" in err and "\n" not in err
+
+
 @pytest.mark.parametrize("name", ["Cubic", "cubic bbr", "a" * 17, "../x", "1cc"])
 def test_congestion_control_names_are_checked_before_the_machine_is_read(name):
     with pytest.raises(ClusterError, match="not a congestion control name") as err:

@@ -64,6 +64,15 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         "twice as many packets: see docs/cluster.md) [default: %(default)s]",
     )
     up.add_argument(
+        "--tcp-slow-start-after-idle",
+        type=_slow_start_after_idle,
+        default=-1,
+        metavar="0|1|kernel",
+        help="net.ipv4.tcp_slow_start_after_idle of every node: 1 restarts a connection idle "
+        "past its RTO from the initial window, 0 does not; kernel leaves the kernel's (1) "
+        "[default: kernel]",
+    )
+    up.add_argument(
         "--ssh",
         action="store_true",
         help="run an OpenSSH server in every node (keys made now, gone at 'down')",
@@ -80,6 +89,14 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     )
     status = actions.add_parser("status", help="show the nodes and check their health")
     status.add_argument("--json", action="store_true", help="print the state as JSON")
+
+
+def _slow_start_after_idle(text: str) -> int:
+    """``kernel`` (-1: leave every node's setting as it is), 0 or 1."""
+    choices = {"kernel": -1, "0": 0, "1": 1}
+    if text.strip().lower() not in choices:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 0, 1 or kernel")
+    return choices[text.strip().lower()]
 
 
 def _tcp_limit_output(text: str) -> int:
@@ -119,6 +136,7 @@ def _up(args: argparse.Namespace) -> int:
             subnet=args.subnet,
             tcp_cc=args.tcp_cc,
             tcp_limit_output=args.tcp_limit_output,
+            slow_start_after_idle=args.tcp_slow_start_after_idle,
         )
         if args.tcp_cc:
             vcluster.check_congestion_control(args.tcp_cc)
@@ -132,6 +150,7 @@ def _up(args: argparse.Namespace) -> int:
         services=wanted,
         tcp_cc=args.tcp_cc,
         tcp_limit_output=args.tcp_limit_output,
+        slow_start_after_idle=args.tcp_slow_start_after_idle,
     )
     print(f"vcluster up: {_summary(state)}")
     for node in state.nodes:
@@ -175,6 +194,8 @@ def _summary(state: vcluster.ClusterState) -> str:
     extra += f", TCP {state.tcp_cc} in every node" if state.tcp_cc else ""
     if state.tcp_limit_output:
         extra += f", {state.tcp_limit_output} bytes queued per TCP socket"
+    if state.slow_start_after_idle >= 0:
+        extra += f", tcp_slow_start_after_idle {state.slow_start_after_idle}"
     return (
         f"{len(state.nodes)} nodes, {state.rate} links, subnet {state.subnet}, "
         f"bridge {state.bridge} at {state.bridge_address}{extra}"

@@ -61,6 +61,8 @@ def _build(state: ClusterState) -> None:
             system.set_congestion_control(ns, state.tcp_cc)
         if state.tcp_limit_output:
             system.set_tcp_limit_output(ns, state.tcp_limit_output)
+        if state.slow_start_after_idle >= 0:
+            system.set_slow_start_after_idle(ns, state.slow_start_after_idle)
         # Egress of the node, then egress of the bridge port, which is the node's ingress.
         system.run(["tc", "-n", ns, "qdisc", "add", "dev", NODE_IFACE, "root", *tbf])
         system.run(["tc", "qdisc", "add", "dev", node.veth, "root", *tbf])
@@ -84,6 +86,7 @@ def up(
     services: tuple[str, ...] = (),
     tcp_cc: str = "",
     tcp_limit_output: int = DEFAULT_TCP_LIMIT_OUTPUT,
+    slow_start_after_idle: int = -1,
 ) -> ClusterState:
     """Build a vcluster of ``nodes`` nodes, or return the one already up with these parameters.
 
@@ -96,6 +99,8 @@ def up(
             default. The host's allowed list gains it until :func:`down`.
         tcp_limit_output: bytes each TCP socket may keep in its node's own shaped queue
             (net.ipv4.tcp_limit_output_bytes of every node); 0: the kernel's default.
+        slow_start_after_idle: net.ipv4.tcp_slow_start_after_idle of every node (1: a
+            connection idle past its RTO restarts from the initial window); -1: the kernel's.
 
     Returns:
         The state of the running cluster (also written to :data:`STATE_FILE`).
@@ -104,7 +109,7 @@ def up(
         ClusterError: not root, a tool is missing, bad inputs, a different or broken cluster
             is already there (run :func:`down` first), or a command failed.
     """
-    wanted = plan(nodes, rate, subnet, services, tcp_cc, tcp_limit_output)
+    wanted = plan(nodes, rate, subnet, services, tcp_cc, tcp_limit_output, slow_start_after_idle)
     system.require_root_and_tools()
     if tcp_cc:
         system.check_congestion_control(tcp_cc)
@@ -114,7 +119,8 @@ def up(
             raise ClusterError(
                 f"a vcluster of {len(existing.nodes)} nodes at {existing.rate} on "
                 f"{existing.subnet}{_with(existing.services)}{_cc(existing.tcp_cc)}"
-                f"{_limit(existing.tcp_limit_output)} is up: "
+                f"{_limit(existing.tcp_limit_output)}"
+                f"{_restart(existing.slow_start_after_idle)} is up: "
                 "run 'commscope vcluster down' first"
             )
         if not existing.healthy:
@@ -273,6 +279,16 @@ def status() -> ClusterState | None:
                     f"{node.name} lets a TCP socket queue {limit} bytes, "
                     f"not {state.tcp_limit_output}"
                 )
+    if state.slow_start_after_idle >= 0:
+        for node in state.nodes:
+            if node.name not in present:
+                continue
+            now_restart = system.slow_start_after_idle(node.name)
+            if now_restart != state.slow_start_after_idle:
+                problems.append(
+                    f"{node.name} has tcp_slow_start_after_idle {now_restart}, "
+                    f"not {state.slow_start_after_idle}"
+                )
     listed = {
         line.split()[1]
         for line in system.read_hosts()
@@ -293,6 +309,12 @@ def _cc(tcp_cc: str) -> str:
 def _limit(tcp_limit_output: int) -> str:
     queue = f"{tcp_limit_output} bytes" if tcp_limit_output else "the kernel's default"
     return f", {queue} per TCP socket"
+
+
+def _restart(slow_start_after_idle: int) -> str:
+    if slow_start_after_idle < 0:
+        return ""
+    return f", tcp_slow_start_after_idle {slow_start_after_idle}"
 
 
 def _netns_folders() -> set[str]:

@@ -97,6 +97,8 @@ class ClusterState:
             :func:`up` added ``tcp_cc`` to it, put back by ``down``; empty: left unchanged.
         tcp_limit_output: net.ipv4.tcp_limit_output_bytes set in every node; 0: the kernel's
             default, left as it is.
+        slow_start_after_idle: net.ipv4.tcp_slow_start_after_idle set in every node (1: an
+            idle connection restarts from the initial window); -1: the kernel's, left as it is.
         complete: False while (or if) :func:`up` has not finished building.
         problems: what the health check found wrong; empty when healthy (never stored).
     """
@@ -111,6 +113,7 @@ class ClusterState:
     tcp_cc: str = ""
     restore_allowed_cc: str = ""
     tcp_limit_output: int = 0
+    slow_start_after_idle: int = -1
     complete: bool = False
     problems: tuple[str, ...] = field(default=(), compare=False)
 
@@ -138,6 +141,7 @@ class ClusterState:
             "tcp_cc": self.tcp_cc,
             "restore_allowed_cc": self.restore_allowed_cc,
             "tcp_limit_output": self.tcp_limit_output,
+            "slow_start_after_idle": self.slow_start_after_idle,
             "nodes": [{"name": n.name, "address": n.address, "veth": n.veth} for n in self.nodes],
         }
 
@@ -165,6 +169,7 @@ class ClusterState:
                 tcp_cc=str(data.get("tcp_cc", "")),
                 restore_allowed_cc=str(data.get("restore_allowed_cc", "")),
                 tcp_limit_output=int(data.get("tcp_limit_output", 0)),
+                slow_start_after_idle=int(data.get("slow_start_after_idle", -1)),
                 complete=bool(data["complete"]),
             )
         except (KeyError, TypeError, ValueError) as err:
@@ -205,6 +210,7 @@ def plan(
     services: tuple[str, ...] = (),
     tcp_cc: str = "",
     tcp_limit_output: int = DEFAULT_TCP_LIMIT_OUTPUT,
+    slow_start_after_idle: int = -1,
 ) -> ClusterState:
     """Validate the inputs and return the cluster that :func:`up` would build.
 
@@ -213,7 +219,8 @@ def plan(
     Raises:
         ClusterError: nodes not in 1..64, a bad rate, an unknown service, a congestion
             control name that is not one, a TCP output limit that is neither 0 (the kernel's)
-            nor 4 KiB .. 64 MiB, or a subnet that is not an IPv4 network of /24 or
+            nor 4 KiB .. 64 MiB, a slow start after idle that is not -1, 0 or 1, or a
+            subnet that is not an IPv4 network of /24 or
             larger (a /24 has room for the bridge and 64 nodes). Whether this kernel has the
             congestion control is :func:`up`'s check: it reads the machine.
     """
@@ -235,6 +242,10 @@ def plan(
         raise ClusterError(
             f"--tcp-limit-output {tcp_limit_output!r} is out of range: use "
             f"{MIN_TCP_LIMIT_OUTPUT} .. {MAX_TCP_LIMIT_OUTPUT} bytes, or kernel"
+        )
+    if slow_start_after_idle not in (-1, 0, 1):
+        raise ClusterError(
+            f"--tcp-slow-start-after-idle {slow_start_after_idle!r}: use 0, 1 or kernel"
         )
     try:
         net = ipaddress.IPv4Network(subnet.strip(), strict=True)
@@ -260,6 +271,7 @@ def plan(
         services=services,
         tcp_cc=tcp_cc,
         tcp_limit_output=tcp_limit_output,
+        slow_start_after_idle=slow_start_after_idle,
     )
 
 
@@ -273,4 +285,5 @@ def same_layout(a: ClusterState, b: ClusterState) -> bool:
         and a.services == b.services
         and a.tcp_cc == b.tcp_cc
         and a.tcp_limit_output == b.tcp_limit_output
+        and a.slow_start_after_idle == b.slow_start_after_idle
     )

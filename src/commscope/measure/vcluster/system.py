@@ -187,6 +187,22 @@ def tcp_limit_output(namespace: str) -> int:
         raise ClusterError(f"{namespace}: tcp_limit_output_bytes reads {text!r}") from None
 
 
+def set_slow_start_after_idle(namespace: str, value: int) -> None:
+    """Set net.ipv4.tcp_slow_start_after_idle of ``namespace`` (1: idle connections restart)."""
+    _write_node_sysctl(
+        namespace, "tcp_slow_start_after_idle", str(value), "--tcp-slow-start-after-idle"
+    )
+
+
+def slow_start_after_idle(namespace: str) -> int:
+    """The net.ipv4.tcp_slow_start_after_idle of ``namespace``."""
+    text = _read_node_sysctl(namespace, "tcp_slow_start_after_idle")
+    try:
+        return int(text)
+    except ValueError:
+        raise ClusterError(f"{namespace}: tcp_slow_start_after_idle reads {text!r}") from None
+
+
 # ---------------------------------------------------------------- state file
 
 
