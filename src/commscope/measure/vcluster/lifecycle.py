@@ -269,25 +269,22 @@ def status() -> ClusterState | None:
             now = system.congestion_control(node.name) if node.name in present else state.tcp_cc
             if now != state.tcp_cc:
                 problems.append(f"{node.name} runs TCP {now}, not {state.tcp_cc}")
+    # Settings up() made in every node, read back from the nodes still there.
+    nodes = [n.name for n in state.nodes if n.name in present]
     if state.tcp_limit_output:
-        for node in state.nodes:
-            if node.name not in present:
-                continue
-            limit = system.tcp_limit_output(node.name)
+        for name in nodes:
+            limit = system.tcp_limit_output(name)
             if limit != state.tcp_limit_output:
                 problems.append(
-                    f"{node.name} lets a TCP socket queue {limit} bytes, "
-                    f"not {state.tcp_limit_output}"
+                    f"{name} lets a TCP socket queue {limit} bytes, not {state.tcp_limit_output}"
                 )
     if state.slow_start_after_idle >= 0:
-        for node in state.nodes:
-            if node.name not in present:
-                continue
-            now_restart = system.slow_start_after_idle(node.name)
-            if now_restart != state.slow_start_after_idle:
+        for name in nodes:
+            restart = system.slow_start_after_idle(name)
+            if restart != state.slow_start_after_idle:
                 problems.append(
-                    f"{node.name} has tcp_slow_start_after_idle {now_restart}, "
-                    f"not {state.slow_start_after_idle}"
+                    f"{name} has tcp_slow_start_after_idle {restart},"
+                    f" not {state.slow_start_after_idle}"
                 )
     listed = {
         line.split()[1]

@@ -178,13 +178,17 @@ def set_tcp_limit_output(namespace: str, limit: int) -> None:
     _write_node_sysctl(namespace, "tcp_limit_output_bytes", str(limit), "--tcp-limit-output")
 
 
-def tcp_limit_output(namespace: str) -> int:
-    """The net.ipv4.tcp_limit_output_bytes of ``namespace``."""
-    text = _read_node_sysctl(namespace, "tcp_limit_output_bytes")
+def _read_node_count(namespace: str, name: str) -> int:
+    text = _read_node_sysctl(namespace, name)
     try:
         return int(text)
     except ValueError:
-        raise ClusterError(f"{namespace}: tcp_limit_output_bytes reads {text!r}") from None
+        raise ClusterError(f"{namespace}: {name} reads {text!r}") from None
+
+
+def tcp_limit_output(namespace: str) -> int:
+    """The net.ipv4.tcp_limit_output_bytes of ``namespace``."""
+    return _read_node_count(namespace, "tcp_limit_output_bytes")
 
 
 def set_slow_start_after_idle(namespace: str, value: int) -> None:
@@ -196,11 +200,7 @@ def set_slow_start_after_idle(namespace: str, value: int) -> None:
 
 def slow_start_after_idle(namespace: str) -> int:
     """The net.ipv4.tcp_slow_start_after_idle of ``namespace``."""
-    text = _read_node_sysctl(namespace, "tcp_slow_start_after_idle")
-    try:
-        return int(text)
-    except ValueError:
-        raise ClusterError(f"{namespace}: tcp_slow_start_after_idle reads {text!r}") from None
+    return _read_node_count(namespace, "tcp_slow_start_after_idle")
 
 
 # ---------------------------------------------------------------- state file
