@@ -60,6 +60,7 @@ NOT_DEFAULT = {
     "nruns": 2,
     "reps": 2,
     "in_flight": 2,
+    "idle_s": 0.25,
     "pin": 1,
     "block": 1,
     "test_distort": "1:0.001:0.0001",
