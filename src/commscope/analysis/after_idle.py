@@ -40,9 +40,19 @@ class AfterIdle:
     after_s: tuple[float, ...]
 
     @property
+    def warm_median_s(self) -> float:
+        """Median warm exchange."""
+        return float(np.median(self.warm_s))
+
+    @property
+    def after_median_s(self) -> float:
+        """Median first exchange after idle."""
+        return float(np.median(self.after_s))
+
+    @property
     def cost_s(self) -> float:
         """Median exchange after idle less the median warm exchange."""
-        return float(np.median(self.after_s) - np.median(self.warm_s))
+        return self.after_median_s - self.warm_median_s
 
     @property
     def every_one_slower(self) -> bool:
@@ -56,8 +66,8 @@ class AfterIdle:
             "cf": self.cf,
             "bytes": self.bytes,
             "idle_s": self.idle_s,
-            "warm_exchange_s": float(np.median(self.warm_s)),
-            "after_idle_exchange_s": float(np.median(self.after_s)),
+            "warm_exchange_s": self.warm_median_s,
+            "after_idle_exchange_s": self.after_median_s,
             "cost_s": self.cost_s,
             "every_one_slower": self.every_one_slower,
         }

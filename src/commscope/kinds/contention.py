@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from rich.table import Table
 from rich.text import Text
 
@@ -86,7 +85,7 @@ def after_idle_table(cells: list[after_idle_analysis.AfterIdle]) -> Table:
     for name in ("channel", "cf", "bytes", "warm ms", "after idle ms", "cost ms"):
         table.add_column(name, justify="left" if name == "channel" else "right")
     for c in cells:
-        warm, after = float(np.median(c.warm_s)), float(np.median(c.after_s))
+        warm, after = c.warm_median_s, c.after_median_s
         cost = f"{c.cost_s * 1e3:+.2f}" if c.every_one_slower else "none shown"
         name = contention_analysis.LEVEL_NAMES[c.level]
         table.add_row(
