@@ -22,8 +22,8 @@ from tests.conftest import have_mpi, need
 pytestmark = pytest.mark.mpi
 # Either side of Open MPI's default vader limit (4 KiB) and of the 8 KiB one given below.
 SIZES = "4000,4100,8100,8300"  # pairs 2.5 % apart: without a switch, hardly a step
-ROUNDS = 5  # runs of each setting, alternated
-AGREE = 4  # rounds that must show the switch moved
+ROUNDS = 7  # runs of each setting, alternated
+NOISE_TIMES = 4  # how far above the measured no-switch steps a switch's step must stand
 CVAR = "MPIR_CVAR_BCAST_INTRA_ALGORITHM"
 
 
@@ -66,10 +66,12 @@ def test_open_mpi_records_the_vader_limit_a_given_parameter_sets_and_the_step_fo
     shown = cli("show", str(run.id), check=True).stdout
     assert "--mca btl_vader_eager_limit=8192" in shown
     assert "intra-node vader 8192 B (btl_vader_eager_limit, --mca)" in shown
-    # The switch moved: across 4 KiB the default run steps more than the other, across 8 KiB
-    # the other steps more. On this machine beside a busy core a step's size varies 1.5x-7x
-    # from run to run, so each setting runs ROUNDS times, alternated, and AGREE rounds must
-    # show it. Without a switch each round would be two coin tosses: 4 of 5 by chance is 1.6 %.
+    # The switch moved. Each setting runs ROUNDS times, alternated. The noise is measured here:
+    # the steps of the pairs that straddle no switch (4 KiB under 8192, 8 KiB under the
+    # default). Across 4 KiB the default's median step stands NOISE_TIMES above both. This
+    # machine runs in two states, changing from run to run: in the slow one (2 KiB ping-pong
+    # 1.5-2 us, not 0.5) the 8 KiB switch costs nothing, so the 8 KiB step is asked of the
+    # best round only (slow in about 2 runs of 5: all 7 slow is under 1 %).
     rounds = [(steps(t4), steps(t8))]
     for _ in range(ROUNDS - 1):
         rounds.append(
@@ -79,7 +81,11 @@ def test_open_mpi_records_the_vader_limit_a_given_parameter_sets_and_the_step_fo
             )
         )
     print(f"|log step| at 4 KiB and 8 KiB, default and 8192 per round: {rounds}")
-    assert sum(d[0] > g[0] and g[1] > d[1] for d, g in rounds) >= AGREE, rounds
+    default_4k, default_8k = (np.array([d[i] for d, _ in rounds]) for i in (0, 1))
+    given_4k, given_8k = (np.array([g[i] for _, g in rounds]) for i in (0, 1))
+    noise = max(np.median(given_4k), np.median(default_8k))
+    assert np.median(default_4k) > NOISE_TIMES * noise, rounds
+    assert given_8k.max() > NOISE_TIMES * noise, rounds
 
 
 def test_mpich_gets_given_and_inherited_cvars_and_records_them(cli):
