@@ -16,7 +16,7 @@ second did, in those that stalled and in those that did not. Not a test: it prin
         --tables RUN [--op alltoall --algorithm pairwise] [--procs 4] [--size 1MiB]
         [--max-launches 10]
 
-The tables run must be in the store (as `validate predict --tables` takes it).
+The tables run must be in the store (as `validate predict --tables` takes it). Needs tcpdump.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import argparse
 import bisect
 import itertools
 import json
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -188,6 +189,8 @@ def main() -> None:
     ap.add_argument("--max-launches", default="10")
     ap.add_argument("--gap-ms", type=float, default=30.0, help="a stall at least this long")
     args = ap.parse_args()
+    if shutil.which("tcpdump") is None:  # inside a namespace its absence would go unnoticed
+        sys.exit("tcpdump is not installed: apt-get install tcpdump")
     ips = node_ips()
     if not ips:
         sys.exit("no virtual cluster: run 'commscope vcluster up --nodes 4 --rate 50mbit' first")
