@@ -106,6 +106,25 @@ def test_one_racing_answer_adds_half_its_wait_and_the_draws_are_reproducible():
     )
 
 
+def test_the_drawn_waits_are_what_the_price_chains_and_none_where_nothing_races():
+    # The same step as above: 0 -> 1's answer races, 1 -> 2's does not (no third stream).
+    m = 1 << 20
+    step = ListStep(np.array([0, 1]), np.array([1, 2]), np.array([m, m]))
+    pattern = Pattern("alltoall", "list", 3, m, (step,))
+    placement = predict.regular(MODEL, 3, 1)
+    drawn = answers.draws(MODEL, placement, pattern, COST, constant(0.03))
+    assert drawn is not None and drawn.race.tolist() == [True, False]
+    assert drawn.extra.shape == (answers.DRAWS, 2) and not drawn.extra[:, 1].any()
+    # Won (none) or lost: the wait, or what is left of 1 -> 2's answered part if less.
+    lost = drawn.extra[:, 0] > 0
+    assert drawn.extra[:, 0].max() == pytest.approx(0.03) and 0.3 < lost.mean() < 0.7
+    # One step, one racing transfer alongside an equal one: the price is the mean wait drawn.
+    found = answers.cost_s(MODEL, placement, pattern, COST, constant(0.03))
+    assert found == pytest.approx(drawn.extra[:, 0].mean())
+    tree = predict.build("bcast", 4, m, "binomial")
+    assert answers.draws(MODEL, predict.regular(MODEL, 4, 1), tree, COST, constant(0.03)) is None
+
+
 def test_waits_chain_so_a_ring_across_every_link_pays_more():
     ring = predict.build("allreduce", 4, 1 << 20, "ring")
     four = predict.predict(MODEL, predict.regular(MODEL, 4, 1), ring, COST, constant(0.02))

@@ -258,14 +258,36 @@ def _chain(
     return np.asarray(ready.max(axis=1), dtype=np.float64)
 
 
-def cost_s(
+@dataclass(frozen=True)
+class Draws:
+    """The answers' waits drawn for one pattern on one placement, ready to chain.
+
+    Attributes:
+        transfers: the pattern's transfers, flat.
+        took: per transfer, its time in the count without waits.
+        race: per transfer, its answer may wait behind a third-party stream.
+        extra: per draw (row) and transfer, the racing answer's wait (0 where it won).
+        behind: per draw and transfer, an exchange's answer's wait behind its peer's own
+            stream, paid when its sender comes late; None when no exchange is priced.
+        first_s: how late the sender must come for ``behind`` to be paid.
+    """
+
+    transfers: _Transfers
+    took: NDArray[np.float64]
+    race: NDArray[np.bool_]
+    extra: NDArray[np.float64]
+    behind: NDArray[np.float64] | None
+    first_s: float
+
+
+def draws(
     model: ClusterModel,
     placement: Placement,
     pattern: Pattern,
     cost: CostModel,
     answers: AnswerWaits,
-) -> float:
-    """The mean time the waiting answers add to ``pattern`` on ``placement`` (0: none race)."""
+) -> Draws | None:
+    """The waits of ``pattern``'s answers on ``placement``, drawn; None when none race."""
     from commscope.predict.rank import transfer_times  # here: rank imports this module
 
     t = _transfers(pattern)
@@ -275,7 +297,7 @@ def cost_s(
     race &= np.isin(t.nbytes, measured)  # sizes with no stream measured near: unpriced
     pairs = exchanging(placement.node, t, rendezvous) if answers.back else None
     if not race.any() and (pairs is None or not pairs.any()):
-        return 0.0
+        return None
     took, _ = transfer_times(
         model, placement, t.src, t.dst, t.nbytes, t.step, len(pattern.steps), cost
     )
@@ -299,8 +321,23 @@ def cost_s(
             assert deep is not None  # answers.back is measured
             at = np.flatnonzero(pairs & (t.nbytes == size))
             behind[:, at] = deep[rnd.integers(0, deep.size, (DRAWS, at.size))]
-    plain = float(_chain(t, took, np.zeros((1, t.src.size)), pattern.p)[0])
-    drawn = _chain(t, took, extra, pattern.p, behind, answers.first_fragment_s())
+    return Draws(t, took, race, extra, behind, answers.first_fragment_s())
+
+
+def cost_s(
+    model: ClusterModel,
+    placement: Placement,
+    pattern: Pattern,
+    cost: CostModel,
+    answers: AnswerWaits,
+) -> float:
+    """The mean time the waiting answers add to ``pattern`` on ``placement`` (0: none race)."""
+    drawn = draws(model, placement, pattern, cost, answers)
+    if drawn is None:
+        return 0.0
+    t, p = drawn.transfers, pattern.p
+    plain = float(_chain(t, drawn.took, np.zeros((1, t.src.size)), p)[0])
+    waited = _chain(t, drawn.took, drawn.extra, p, drawn.behind, drawn.first_s)
     # Waits never shorten the count: below 0 is the mean's rounding. The mean of the
     # differences: draws that add nothing add exactly 0.
-    return max(0.0, float((drawn - plain).mean()))
+    return max(0.0, float((waited - plain).mean()))
