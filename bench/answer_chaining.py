@@ -1,0 +1,129 @@
+"""How far a wait for a rendezvous answer reaches: three counts of the same drawn waits.
+
+The model prices the answers that wait behind a busy node's queue (``predict.answers``) by
+drawing each racing answer's wait and counting the pattern rank by rank: a wait delays both
+ranks of its transfer, and through them every later step that depends on them. This prints,
+from a stored tables run and for each ring and placement, three counts of the same draws:
+
+- chained: the model's count (what ``predict`` prices);
+- own link: each sender's waits summed over the steps, the largest sum of any sender: as if a
+  wait delayed only the link it idled, reaching no other rank;
+- arrival: the model's count, but the race of each answer decided by when the ranks come in
+  the count itself (the receiver's node already streams when the sender comes later than that
+  stream's two ranks; within ``--tie-ms`` of it, the coin of ``RACE_SHARE``), and a late
+  sender's answer meets what is left of the stream's answered part.
+
+Beside them, the racing answers and the mean wait priced for each. Compare with what the
+answers cost a run: the measured time less the count without them (`validate predict` prints
+it in brackets). Not a test: it prints figures.
+
+    .venv/bin/python bench/answer_chaining.py --store S --tables RUN --nodes 8 --procs 8
+        [--rate 50mbit] [--ops allreduce:ring,allgather:ring] [--sizes 256K,1MiB,4MiB]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from commscope import predict
+from commscope.analysis import contention
+from commscope.cli import predict_costs
+from commscope.data.store import Store
+from commscope.predict import answers as am
+from commscope.predict.answers import AnswerWaits, Draws
+from commscope.units import parse_size
+from commscope.validate.forcing import forced
+from commscope.validate.predict import checked_placements, pattern_of
+
+
+def own_link_s(drawn: Draws, p: int) -> float:
+    """Mean over draws of the largest sum of one sender's waits."""
+    own = np.zeros((drawn.extra.shape[0], p))
+    for i in np.flatnonzero(drawn.race):
+        own[:, drawn.transfers.src[i]] += drawn.extra[:, i]
+    return float(own.max(axis=1).mean())
+
+
+def arrival_s(
+    drawn: Draws, node: NDArray[np.int64], answers: AnswerWaits, p: int, tie_s: float
+) -> float:
+    """Mean over draws of the count with each race decided by arrival, less the plain count."""
+    t = drawn.transfers
+    rnd = np.random.default_rng(am.SEED)
+    rows = drawn.extra.shape[0]
+    bulk = answers.rendezvous(t.nbytes) & (node[t.src] != node[t.dst])
+    ready = np.zeros((rows, p))
+    bounds = np.flatnonzero(np.r_[True, t.step[1:] != t.step[:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        s, d = t.src[a:b], t.dst[a:b]
+        start = np.maximum(ready[:, s], ready[:, d])
+        wait = np.zeros_like(start)
+        for i in np.flatnonzero(drawn.race[a:b]):
+            size = int(t.nbytes[a + i])
+            waits = answers.waits_s(size)
+            assert waits is not None  # racing transfers have waits measured
+            left_s = answers.answered_s(size)
+            streams = [
+                j for j in range(b - a) if bulk[a + j] and node[s[j]] == node[d[i]] and d[j] != s[i]
+            ]
+            late = ready[:, s[i]] - start[:, streams].min(axis=1)
+            tie = np.abs(late) <= tie_s
+            lost = np.where(tie, rnd.random(rows) < am.RACE_SHARE, late > 0)
+            left = np.where(tie, rnd.random(rows) * left_s, np.maximum(left_s - late, 0.0))
+            met = waits[rnd.integers(0, waits.size, rows)]
+            wait[:, i] = np.where(lost, np.minimum(met, left), 0.0)
+        end = start + drawn.took[a:b] + wait
+        for k in range(b - a):
+            ready[:, s[k]] = np.maximum(ready[:, s[k]], end[:, k])
+            ready[:, d[k]] = np.maximum(ready[:, d[k]], end[:, k])
+    plain = float(am._chain(t, drawn.took, np.zeros((1, t.src.size)), p)[0])
+    return float((ready.max(axis=1) - plain).mean())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--store", type=Path, required=True)
+    ap.add_argument("--tables", required=True, help="a tables run in --store, with level queue")
+    ap.add_argument("--nodes", type=int, required=True, help="the vcluster's nodes it ran on")
+    ap.add_argument("--procs", type=int, required=True)
+    ap.add_argument("--rate", default="50mbit")
+    ap.add_argument("--ops", default="allreduce:ring,allgather:ring")
+    ap.add_argument("--sizes", default="256K,1MiB,4MiB")
+    ap.add_argument("--mpi", default="openmpi")
+    ap.add_argument("--tie-ms", type=float, default=0.0, help="arrivals this close: a coin")
+    args = ap.parse_args()
+    with Store.open(args.store, write=False) as store:
+        run_id, cells = predict_costs.table_cells(store, args.tables, "measure tables first")
+        eager, waits = predict_costs.rendezvous_of(store, run_id)
+    model = predict.model_from_vcluster([f"csnode{i + 1}" for i in range(args.nodes)], args.rate)
+    cost = predict.TableCost.from_tables(contention.tables(cells), f"run {run_id}", model)
+    answers = AnswerWaits.of(eager, waits)
+    if answers is None:
+        raise SystemExit(f"--tables {args.tables}: no eager limit or answer waits recorded")
+    print("op, bytes, placement, racing answers, mean wait priced each (ms);")
+    print("answers' cost (ms): chained (the model's), own link, arrival")
+    for op_alg in args.ops.split(","):
+        op, alg = op_alg.split(":")
+        for size in (parse_size(x) for x in args.sizes.split(",")):
+            pattern = pattern_of(forced(op, alg, args.mpi, args.procs), args.procs, size, 32)
+            for placement in checked_placements(model, args.procs):
+                drawn = am.draws(model, placement, pattern, cost, answers)
+                if drawn is None or not drawn.race.any():
+                    continue
+                chained = am.cost_s(model, placement, pattern, cost, answers)
+                each = float(drawn.extra[:, drawn.race].mean())
+                own = own_link_s(drawn, args.procs)
+                arrive = arrival_s(drawn, placement.node, answers, args.procs, args.tie_ms / 1e3)
+                print(
+                    f"{op} ({alg}) {size:>8} {placement.label:>4}: {int(drawn.race.sum()):3d}"
+                    f" racing, {each * 1e3:5.2f} ms each; {chained * 1e3:6.1f} /"
+                    f" {own * 1e3:6.1f} / {arrive * 1e3:6.1f}"
+                )
+
+
+if __name__ == "__main__":
+    main()
