@@ -67,9 +67,9 @@ def arrival_s(
             waits = answers.waits_s(size)
             assert waits is not None  # racing transfers have waits measured
             left_s = answers.answered_s(size)
-            streams = [
-                j for j in range(b - a) if bulk[a + j] and node[s[j]] == node[d[i]] and d[j] != s[i]
-            ]
+            # the receiver's node's streams to a third rank, as answers.racing counts them
+            third = (node[s] == node[d[i]]) & ~((s == d[i]) & (d == s[i])) & bulk[a:b]
+            streams = np.flatnonzero(third)
             late = ready[:, s[i]] - start[:, streams].min(axis=1)
             tie = np.abs(late) <= tie_s
             lost = np.where(tie, rnd.random(rows) < am.RACE_SHARE, late > 0)
