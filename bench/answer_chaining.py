@@ -80,8 +80,7 @@ def arrival_s(
         for k in range(b - a):
             ready[:, s[k]] = np.maximum(ready[:, s[k]], end[:, k])
             ready[:, d[k]] = np.maximum(ready[:, d[k]], end[:, k])
-    plain = float(am._chain(t, drawn.took, np.zeros((1, t.src.size)), p)[0])
-    return float((ready.max(axis=1) - plain).mean())
+    return float((ready.max(axis=1) - drawn.plain_s(p)).mean())
 
 
 def main() -> None:

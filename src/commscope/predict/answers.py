@@ -279,6 +279,14 @@ class Draws:
     behind: NDArray[np.float64] | None
     first_s: float
 
+    def plain_s(self, p: int) -> float:
+        """The rank-by-rank count of the ``p`` ranks without any wait: its makespan."""
+        return float(_chain(self.transfers, self.took, np.zeros((1, self.took.size)), p)[0])
+
+    def waited_s(self, p: int) -> NDArray[np.float64]:
+        """Per draw, the rank-by-rank count with its waits."""
+        return _chain(self.transfers, self.took, self.extra, p, self.behind, self.first_s)
+
 
 def draws(
     model: ClusterModel,
@@ -335,9 +343,6 @@ def cost_s(
     drawn = draws(model, placement, pattern, cost, answers)
     if drawn is None:
         return 0.0
-    t, p = drawn.transfers, pattern.p
-    plain = float(_chain(t, drawn.took, np.zeros((1, t.src.size)), p)[0])
-    waited = _chain(t, drawn.took, drawn.extra, p, drawn.behind, drawn.first_s)
     # Waits never shorten the count: below 0 is the mean's rounding. The mean of the
     # differences: draws that add nothing add exactly 0.
-    return max(0.0, float((waited - plain).mean()))
+    return max(0.0, float((drawn.waited_s(pattern.p) - drawn.plain_s(pattern.p)).mean()))
