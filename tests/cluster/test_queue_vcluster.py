@@ -9,9 +9,11 @@ none much longer than the queue takes to drain at the link's rate; and with node
 to a quarter, every wait must fit the smaller queue, which the full one's median exceeds. The
 stream's sender answering the stream's receiver waits behind the stream's own connection,
 which holds more than the node's queue lets one socket keep there, so those answers wait longer
-than the third rank's. A
-stream's rate is timed until its receiver has it all, so no stream outruns the link, not even
-one of eager messages, whose sends return as soon as the kernel holds them.
+than the third rank's. The stream's sender answering another rank takes a connection of its
+own, so its answers wait behind the node's queue, as the third rank's do, and not behind the
+stream's connection. A stream's rate is timed until its receiver has it all, so no stream
+outruns the link, not even one of eager messages, whose sends return as soon as the kernel
+holds them.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ NO_PUT = "btl_tcp_flags=send,inplace,need-ack,need-csum,hetero-rdma"
 
 
 def waits(cli, sizes: str = "1MiB") -> dict[tuple[str, int], dict]:
-    """Per answerer (a third rank, the stream's sender) and stream size, ``show --json``'s
-    waits."""
+    """Per answerer (a third rank, the stream's sender to its receiver or to another rank) and
+    stream size, ``show --json``'s waits."""
     out = cli(
         "run", "contention", "--vcluster", "--ranks-per-node", "2", "--mpi", "openmpi",
         "--levels", "queue", "--sizes", sizes, "--reps", "3", "--mca", NO_PUT, "--json",
@@ -42,7 +44,7 @@ def waits(cli, sizes: str = "1MiB") -> dict[tuple[str, int], dict]:
     shown = json.loads(cli("show", str(json.loads(out.stdout)["run"]), "--json", check=True).stdout)
     print(json.dumps(shown["contention_queue"]))
     found = {(q["answerer"], q["bytes"]): q for q in shown["contention_queue"]}
-    assert len(found) == 2 * len(sizes.split(","))  # both answerers, every size
+    assert len(found) == 3 * len(sizes.split(","))  # every answerer, every size
     return found
 
 
@@ -54,6 +56,7 @@ def test_answers_wait_behind_their_nodes_queue_and_follow_its_depth(cli, cluster
         subprocess.run(["ip", "netns", "exec", node.name, *sysctl], check=True)
     Bps = parse_rate(RATE) / 8
     full_s = queue_bytes(parse_rate(RATE)) / Bps  # the time a full queue takes to drain
+    quarter = queue_bytes(parse_rate(RATE)) // 4
 
     measured = waits(cli, "32KiB,1MiB")
     for found in measured.values():  # 32 KiB goes eagerly, 1 MiB after an answer
@@ -67,14 +70,21 @@ def test_answers_wait_behind_their_nodes_queue_and_follow_its_depth(cli, cluster
     assert back["samples"] >= 10
     assert back["waiting_share"] > 0.5
     assert back["wait_s"]["p90"] > full["wait_s"]["p90"]
+    # Answering another rank, the streaming rank's answers leave by the node's queue alone.
+    streamer = measured[("stream's sender, to another rank", 1 << 20)]
+    assert streamer["samples"] >= 10
+    assert streamer["waiting_share"] > 0.5
+    assert streamer["wait_s"]["p90"] < 1.5 * full_s < back["wait_s"]["p90"]
+    assert streamer["wait_s"]["p50"] > 1.2 * quarter / Bps  # it met the full queue too
 
-    quarter = queue_bytes(parse_rate(RATE)) // 4
     tbf = ["tbf", "rate", RATE, "burst", str(burst_bytes(parse_rate(RATE))), "limit", str(quarter)]
     sender = cluster.nodes[0].name  # rank 0, which streams, runs on the first node
     subprocess.run(
         ["tc", "-n", sender, "qdisc", "replace", "dev", "eth0", "root", *tbf], check=True
     )
-    cut = waits(cli)[("third rank", 1 << 20)]
-    assert cut["waiting_share"] > 0.5
-    assert cut["wait_s"]["p90"] < 1.5 * quarter / Bps
+    cut_waits = waits(cli)
+    for who in ("third rank", "stream's sender, to another rank"):  # both behind the node's queue
+        cut = cut_waits[(who, 1 << 20)]
+        assert cut["waiting_share"] > 0.5, who
+        assert cut["wait_s"]["p90"] < 1.5 * quarter / Bps, who
     assert full["wait_s"]["p50"] > 1.2 * quarter / Bps  # the full queue held more than a quarter

@@ -28,8 +28,11 @@ MODEL = ClusterModel(
 COST = HockneyCost.from_model(MODEL)
 
 
-def waits_of(stream_bytes: int, waits_s: list[float], back: bool = False) -> QueueWait:
-    return QueueWait(stream_bytes, 30e-6, 40e-6, np.sort(np.array(waits_s)), B, back)
+def waits_of(
+    stream_bytes: int, waits_s: list[float], back: bool = False, kind: str = "third"
+) -> QueueWait:
+    kind = "back" if back else kind
+    return QueueWait(stream_bytes, 30e-6, 40e-6, np.sort(np.array(waits_s)), B, kind)
 
 
 def constant(wait_s: float, sizes=(1 << 18, 1 << 20)) -> answers.AnswerWaits:
@@ -63,6 +66,43 @@ def test_every_hop_of_a_ring_between_nodes_races_its_receivers_stream():
     # 2x2: the hops 1 -> 2 and 3 -> 0 cross; each receiver's node streams the other one.
     found = racing("allreduce", "ring", 2, 2)
     assert all(hops == {(1, 2), (3, 0)} for hops in found.values())
+
+
+def test_a_ring_hop_with_one_rank_per_node_is_answered_by_the_streaming_rank_itself():
+    def streamer_answers(nodes: int, per_node: int):
+        race = racing("allgather", "ring", nodes, per_node)
+        own = by_step(answers.streaming_receiver, "allgather", "ring", nodes, per_node, 1 << 20)
+        return {k: hops & own.get(k, set()) for k, hops in race.items()}
+
+    # 4x1: every receiver sends on to its right neighbour itself.
+    assert all(hops == {(0, 1), (1, 2), (2, 3), (3, 0)} for hops in streamer_answers(4, 1).values())
+    # 2x2: rank 2 receives from 1 while its node-mate 3 streams to 0: a third rank's answer.
+    assert all(hops == set() for hops in streamer_answers(2, 2).values())
+
+
+def test_the_streaming_ranks_own_waits_price_its_answers_where_measured():
+    ring = predict.build("allgather", 4, 1 << 20, "ring")
+    sizes = (1 << 18, 1 << 20)
+    third = [waits_of(m, [0.01] * 20) for m in sizes]
+    own = [waits_of(m, [0.04] * 20, kind="streamer") for m in sizes]
+    both = answers.AnswerWaits.of(TCP, third + own)
+    assert both is not None and both.streamer and len(both.waits) == 2
+
+    def priced(per_node: int, found: answers.AnswerWaits) -> float:
+        nodes = 4 // per_node
+        placement = predict.regular(MODEL, nodes, per_node)
+        return answers.cost_s(MODEL, placement, ring, COST, found)
+
+    # 4x1's answers all come from streaming ranks: priced as if only their waits were measured.
+    assert priced(1, both) == priced(1, constant(0.04))
+    assert priced(1, both) > 2 * priced(1, constant(0.01))
+    # 2x2's come from a rank beside the stream: the streamer's waits do not touch them.
+    assert priced(2, both) == priced(2, constant(0.01))
+    # A size the streamer kind did not measure falls back to a third rank's waits.
+    assert both.waits_s(1 << 20, streaming=True) == pytest.approx(np.full(20, 0.04))
+    only_large = answers.AnswerWaits.of(TCP, [*third, own[1]])
+    assert only_large is not None
+    assert only_large.waits_s(1 << 18, streaming=True) == pytest.approx(np.full(20, 0.01))
 
 
 def test_pair_exchanges_and_trees_race_nothing():

@@ -104,29 +104,45 @@ def back_dict(bytes_: int = MIB) -> dict[str, object]:
     return d
 
 
-def test_the_senders_own_answers_are_a_point_of_their_own():
+def streamer_dict(bytes_: int = MIB) -> dict[str, object]:
+    """The stream's sender (rank 0) answering another rank (3) while it streams to rank 2."""
+    d = queue_dict(bytes_, loaded=[[0.019, 0.02, 0.021], [0.022, 0.023]])
+    d["ping"] = [3, 0]
+    return d
+
+
+def test_each_answerer_is_a_point_of_its_own():
     third = record_from_dict(queue_dict(), "test")
     back = record_from_dict(back_dict(), "test")
+    streamer = record_from_dict(streamer_dict(), "test")
     assert isinstance(back, Queue) and back.back and not third.back  # type: ignore[union-attr]
+    assert isinstance(streamer, Queue) and not streamer.back
+    assert [r.kind for r in (third, back, streamer)] == ["third", "back", "streamer"]  # type: ignore[union-attr]
     assert back.key == ("contention_queue", "back", MIB)
-    assert back.key != third.key  # both kinds of one size fit one run
-    found = queue_analysis.waits([back, third])  # type: ignore[list-item]
-    assert [w.back for w in found] == [False, True]  # a third rank's answers first
-    assert found[1].to_json()["answerer"] == "stream's sender"
-    assert found[0].to_json()["answerer"] == "third rank"
+    assert streamer.key == ("contention_queue", "streamer", MIB)
+    assert len({third.key, back.key, streamer.key}) == 3  # every kind of one size fits one run
+    found = queue_analysis.waits([streamer, back, third])  # type: ignore[list-item]
+    assert [w.kind for w in found] == ["third", "back", "streamer"]
+    assert [w.to_json()["answerer"] for w in found] == [
+        "third rank", "stream's sender", "stream's sender, to another rank"
+    ]  # fmt: skip
     assert found[1].quantile(0.5) > found[0].quantile(0.5)
 
 
-def test_show_and_the_report_tell_the_two_answerers_apart(cli, tmp_path):
-    recs = [record_from_dict(d, f"q{i}") for i, d in enumerate((queue_dict(), back_dict()))]
+def test_show_and_the_report_tell_the_answerers_apart(cli, tmp_path):
+    kinds = (queue_dict(), back_dict(), streamer_dict())
+    recs = [record_from_dict(d, f"q{i}") for i, d in enumerate(kinds)]
     run = store_records(cli.store, "contention", recs, "queue", 4)  # type: ignore[arg-type]
     shown = json.loads(cli("show", str(run), "--json", check=True).stdout)
-    assert [q["answerer"] for q in shown["contention_queue"]] == ["third rank", "stream's sender"]
+    assert [q["answerer"] for q in shown["contention_queue"]] == [
+        "third rank", "stream's sender", "stream's sender, to another rank"
+    ]  # fmt: skip
     text = cli("show", str(run), check=True).stdout
-    assert "third rank" in text and "stream's sender" in text
+    assert "third rank" in text and "stream's sender" in text and "to another rank" in text
     page = tmp_path / "r.html"
     cli("report", str(run), "-o", str(page), check=True)
     html = page.read_text()
     [table] = re.findall(r'<table class="contention-queue".*?</table>', html, re.S)
     assert "stream&#39;s sender" in table or "stream's sender" in table
     assert f'id="queue-cdf-{MIB}"' in html and f'id="queue-cdf-back-{MIB}"' in html
+    assert f'id="queue-cdf-streamer-{MIB}"' in html and "to another rank" in table

@@ -17,6 +17,10 @@
  * answers then share the stream's own connection, behind every byte a0 has handed its socket
  * and its MPI's send queue, as in a pair exchange where one rank answers its peer's request
  * after its own stream to that peer started.
+ *
+ * A third record per size ("streamer"): b1 pings a0 while a0 streams to b0. a0's answers take
+ * their own connection out of node 0, behind the node's queue as a1's do, but come from the
+ * rank that streams, as every hop's answer does in a ring with one rank per node.
  */
 #include <mpi.h>
 #include <stdlib.h>
@@ -168,6 +172,15 @@ static void recv_loaded(samples *x, int r, int pinger) {
              MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
+/* b0's side of a stream: receive it all, then tell b1 (which stops pinging) and a0. */
+static void receive_stream(cs_context *ctx, size_t bytes, const int who[4], char *rbuf) {
+    for (int k = 0; k < ctx->opt->nruns; k++)
+        MPI_Recv(rbuf, (int)bytes, MPI_BYTE, who[A0], TAG_STREAM, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    MPI_Send(NULL, 0, MPI_BYTE, who[B1], TAG_DONE, MPI_COMM_WORLD);
+    MPI_Send(NULL, 0, MPI_BYTE, who[A0], TAG_DONE, MPI_COMM_WORLD);
+}
+
 static void measure(cs_context *ctx, size_t bytes, const int who[4], char *sbuf, char *rbuf) {
     const cs_options *o = ctx->opt;
     int role = -1;
@@ -200,13 +213,7 @@ static void measure(cs_context *ctx, size_t bytes, const int who[4], char *sbuf,
                 MPI_Recv(NULL, 0, MPI_BYTE, who[B0], TAG_DONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 x.stream_s[r] = ctx->timer->now() - t;
             }
-            if (role == B0) {
-                for (int k = 0; k < o->nruns; k++)
-                    MPI_Recv(rbuf, (int)bytes, MPI_BYTE, who[A0], TAG_STREAM, MPI_COMM_WORLD,
-                             MPI_STATUS_IGNORE);
-                MPI_Send(NULL, 0, MPI_BYTE, who[B1], TAG_DONE, MPI_COMM_WORLD);
-                MPI_Send(NULL, 0, MPI_BYTE, who[A0], TAG_DONE, MPI_COMM_WORLD);
-            }
+            if (role == B0) receive_stream(ctx, bytes, who, rbuf);
             if (role == A1) answer(who[B1]);
             if (role == B1) send_loaded(rtt, ping(ctx, who[A1], x.cap, who[B0], rtt), who[A0]);
             if (role == A0) recv_loaded(&x, r, who[B1]);
@@ -218,34 +225,46 @@ static void measure(cs_context *ctx, size_t bytes, const int who[4], char *sbuf,
     cs_idle_barrier();
 }
 
-/* a0's side of "back": stream the messages to b0, answering b0's round trips between tests,
- * until b0 says it has them all; returns the stream's time. */
-static double stream_answering(cs_context *ctx, size_t bytes, int b0, char *sbuf) {
+/* a0's side of "back" and "streamer": stream the messages to ``to``, answering ``pinger``'s
+ * round trips between tests, until ``to`` has them all and ``pinger`` says stop; returns the
+ * stream's time, until ``to`` had it all (its done, or for "back" the stop it sends then). */
+static double stream_answering(cs_context *ctx, size_t bytes, int to, int pinger, char *sbuf) {
     const cs_options *o = ctx->opt;
     char msg[PING_BYTES];
     MPI_Request req;
-    int sent = 0;
-    double t = ctx->timer->now();
-    MPI_Isend(sbuf, (int)bytes, MPI_BYTE, b0, TAG_STREAM, MPI_COMM_WORLD, &req);
-    for (;;) {
+    int sent = 0, stopped = 0;
+    double t = ctx->timer->now(), took = 0.0;
+    int timed = pinger == to; /* "back": the stop marks the stream's end */
+    MPI_Isend(sbuf, (int)bytes, MPI_BYTE, to, TAG_STREAM, MPI_COMM_WORLD, &req);
+    while (!stopped || !timed) {
         int flag = 0;
         MPI_Status st;
         if (req != MPI_REQUEST_NULL) {
             MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
             if (flag && ++sent < o->nruns)
-                MPI_Isend(sbuf, (int)bytes, MPI_BYTE, b0, TAG_STREAM, MPI_COMM_WORLD, &req);
+                MPI_Isend(sbuf, (int)bytes, MPI_BYTE, to, TAG_STREAM, MPI_COMM_WORLD, &req);
         }
-        MPI_Iprobe(b0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+        if (!timed) {
+            MPI_Iprobe(to, TAG_DONE, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+            if (flag) {
+                MPI_Recv(NULL, 0, MPI_BYTE, to, TAG_DONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                took = ctx->timer->now() - t;
+                timed = 1;
+            }
+        }
+        if (stopped) continue;
+        MPI_Iprobe(pinger, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
         if (!flag) continue;
         if (st.MPI_TAG == TAG_STOP) {
-            MPI_Recv(NULL, 0, MPI_BYTE, b0, TAG_STOP, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            break;
+            MPI_Recv(NULL, 0, MPI_BYTE, pinger, TAG_STOP, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (pinger == to) took = ctx->timer->now() - t;
+            stopped = 1;
+            continue;
         }
-        MPI_Recv(msg, PING_BYTES, MPI_BYTE, b0, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(msg, PING_BYTES, MPI_BYTE, b0, TAG_PING, MPI_COMM_WORLD);
+        MPI_Recv(msg, PING_BYTES, MPI_BYTE, pinger, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(msg, PING_BYTES, MPI_BYTE, pinger, TAG_PING, MPI_COMM_WORLD);
     }
-    double took = ctx->timer->now() - t;
-    MPI_Wait(&req, MPI_STATUS_IGNORE); /* b0 has every byte: the last send completes at once */
+    MPI_Wait(&req, MPI_STATUS_IGNORE); /* ``to`` has every byte: the last send completes at once */
     return took;
 }
 
@@ -296,13 +315,54 @@ static void measure_back(cs_context *ctx, size_t bytes, const int who[4], char *
             if (role == B0) {
                 send_loaded(rtt, receive_pinging(ctx, bytes, who[A0], x.cap, rbuf, rtt), who[A0]);
             } else {
-                x.stream_s[r] = stream_answering(ctx, bytes, who[B0], sbuf);
+                x.stream_s[r] = stream_answering(ctx, bytes, who[B0], who[B0], sbuf);
                 recv_loaded(&x, r, who[B0]);
             }
         }
         if (role == A0) write_record(ctx, bytes, who, B0, A0, &x);
         samples_free(&x);
         MPI_Comm_free(&pair);
+    }
+    cs_idle_barrier();
+}
+
+/* The "streamer" record: b1's round trips to a0, idle and while a0 streams to b0. */
+static void measure_streamer(cs_context *ctx, size_t bytes, const int who[4], char *sbuf,
+                             char *rbuf) {
+    const cs_options *o = ctx->opt;
+    int role = -1;
+    for (int k = 0; k < 4; k++)
+        if (who[k] == ctx->rank && k != A1) role = k;
+    MPI_Comm trio;
+    MPI_Comm_split(MPI_COMM_WORLD, role >= 0 ? 0 : MPI_UNDEFINED, role, &trio);
+    if (role >= 0) {
+        samples x = samples_new(ctx, role);
+        double *rtt = x.rtt;
+        /* warm-up, not timed: b1's connection to a0 opens */
+        if (role == B1) ping(ctx, who[A0], 1, -1, rtt);
+        if (role == A0) answer(who[B1]);
+        for (int r = 0; r < o->reps; r++) {
+            MPI_Barrier(trio);
+            if (role == B1) {
+                ping(ctx, who[A0], IDLE_PINGS, -1, rtt);
+                MPI_Send(rtt, IDLE_PINGS, MPI_DOUBLE, who[A0], TAG_PING, MPI_COMM_WORLD);
+            }
+            if (role == A0) {
+                answer(who[B1]);
+                MPI_Recv(x.idle + r * IDLE_PINGS, IDLE_PINGS, MPI_DOUBLE, who[B1], TAG_PING,
+                         MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+            MPI_Barrier(trio);
+            if (role == A0) {
+                x.stream_s[r] = stream_answering(ctx, bytes, who[B0], who[B1], sbuf);
+                recv_loaded(&x, r, who[B1]);
+            }
+            if (role == B0) receive_stream(ctx, bytes, who, rbuf);
+            if (role == B1) send_loaded(rtt, ping(ctx, who[A0], x.cap, who[B0], rtt), who[A0]);
+        }
+        if (role == A0) write_record(ctx, bytes, who, B1, A0, &x);
+        samples_free(&x);
+        MPI_Comm_free(&trio);
     }
     cs_idle_barrier();
 }
@@ -316,5 +376,7 @@ void cs_queue_run(cs_context *ctx, char *sbuf, char *rbuf) {
             measure(ctx, o->coll_sizes[s], who, sbuf, rbuf);
         if (!cs_options_skipped(o, "contention_queue", "back", o->coll_sizes[s]))
             measure_back(ctx, o->coll_sizes[s], who, sbuf, rbuf);
+        if (!cs_options_skipped(o, "contention_queue", "streamer", o->coll_sizes[s]))
+            measure_streamer(ctx, o->coll_sizes[s], who, sbuf, rbuf);
     }
 }

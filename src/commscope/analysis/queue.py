@@ -6,9 +6,11 @@ meanwhile. A queue record times round trips of a small message whose answer leav
 while the node streams m-byte messages out, and the same round trips with nothing else
 running. The wait of a loaded round trip is its time less the idle round trips' median; the
 bytes queued ahead of it are that wait at the stream's rate, the depth of the queue the
-answer met. Two kinds: the answer of a third rank on the streaming node (behind the node's
-shaped queue), and the stream's sender answering the stream's receiver (``back``: behind the
-stream's own connection, every byte the sender has handed its socket and its MPI).
+answer met. Three kinds: the answer of a third rank on the streaming node (behind the node's
+shaped queue); the stream's sender answering the stream's receiver ("back": behind the
+stream's own connection, every byte the sender has handed its socket and its MPI); and the
+stream's sender answering another rank ("streamer": its own connection, behind the node's
+queue, from the rank that streams, as each hop of a ring with one rank per node answers).
 """
 
 from __future__ import annotations
@@ -22,6 +24,12 @@ from numpy.typing import NDArray
 from commscope.data.records import Queue
 
 QUANTILES = (0.1, 0.5, 0.9)
+KINDS = ("third", "back", "streamer")  # the order they are listed in
+ANSWERER = {
+    "third": "third rank",
+    "back": "stream's sender",
+    "streamer": "stream's sender, to another rank",
+}
 
 
 @dataclass(frozen=True)
@@ -34,8 +42,9 @@ class QueueWait:
         idle_max_s: the longest idle round trip: a loaded one beyond it waited.
         waits_s: every loaded round trip less ``idle_s``, sorted.
         stream_Bps: median over repetitions of the stream's rate, until its receiver had it.
-        back: the answers came from the stream's sender over the stream's connection; False:
-            from a third rank on its node.
+        kind: who answered (``KINDS``): a third rank on the stream's node, the stream's
+            sender over the stream's connection ("back"), or the stream's sender to a rank
+            other than its receiver ("streamer").
     """
 
     bytes: int
@@ -43,7 +52,12 @@ class QueueWait:
     idle_max_s: float
     waits_s: NDArray[np.float64]
     stream_Bps: float
-    back: bool = False
+    kind: str = "third"
+
+    @property
+    def back(self) -> bool:
+        """The answers came from the stream's sender over the stream's connection."""
+        return self.kind == "back"
 
     @property
     def samples(self) -> int:
@@ -69,7 +83,7 @@ class QueueWait:
         """``show --json``: the figures above, times in seconds."""
         return {
             "bytes": self.bytes,
-            "answerer": "stream's sender" if self.back else "third rank",
+            "answerer": ANSWERER[self.kind],
             "idle_round_trip_s": self.idle_s,
             "samples": self.samples,
             "wait_s": {f"p{round(q * 100)}": self.quantile(q) for q in QUANTILES},
@@ -91,10 +105,10 @@ def wait_of(record: Queue) -> QueueWait:
         float(idle.max()) if idle.size else float("nan"),
         np.sort(loaded - idle_s),
         float(np.median(rates)) if rates else float("nan"),
-        record.back,
+        record.kind,
     )
 
 
 def waits(records: list[Queue]) -> list[QueueWait]:
-    """One :class:`QueueWait` per record: a third rank's answers, then the sender's, by size."""
-    return [wait_of(r) for r in sorted(records, key=lambda r: (r.back, r.bytes))]
+    """One :class:`QueueWait` per record: by kind (``KINDS``), then by size."""
+    return [wait_of(r) for r in sorted(records, key=lambda r: (KINDS.index(r.kind), r.bytes))]

@@ -138,7 +138,7 @@ def above_eager(
         "eager_enough_bytes": largest + eager.headers_bytes,
         "raise_with": list(eager.raised_with()),
     }
-    measured = [w for w in waits if w.samples and not w.back]  # behind the node's queue
+    measured = [w for w in waits if w.samples and w.kind == "third"]  # behind the node's queue
     if measured:
         near = min(measured, key=lambda w: abs(math.log2(max(w.bytes, 1) / max(largest, 1))))
         found["answer_wait"] = near.to_json()

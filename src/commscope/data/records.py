@@ -259,9 +259,10 @@ class Queue:
 
     Contention level "queue": how long an answer (an MPI's rendezvous handshake) waits behind
     its node's own outgoing data. ``stream`` is the stream's (sender, receiver), ``ping`` the
-    (pinger, answerer), the answerer on the stream sender's node: a third rank there, or the
-    stream's sender itself answering the stream's receiver (``back``: the answer shares the
-    stream's connection). Per repetition r:
+    (pinger, answerer), the answerer on the stream sender's node: a third rank there
+    (``kind`` "third"), the stream's sender answering the stream's receiver ("back": the answer
+    shares the stream's connection), or the stream's sender answering another rank
+    ("streamer": its own connection, from the rank that streams). Per repetition r:
     ``idle_s[r]``, round trips of ``ping_bytes`` with nothing else running; ``loaded_s[r]``,
     round trips back to back while the stream sent ``messages`` messages of ``bytes``;
     ``stream_s[r]``, the stream's time, from its first send until the receiver said it had
@@ -280,14 +281,25 @@ class Queue:
     raw: dict[str, Any] = field(compare=False, repr=False)
 
     @property
+    def kind(self) -> str:
+        """Who answers.
+
+        "third" (a rank beside the stream's sender), "back" (the stream's sender, to the
+        stream's receiver) or "streamer" (the stream's sender, to another rank).
+        """
+        if self.ping[1] != self.stream[0]:
+            return "third"
+        return "back" if self.ping[0] == self.stream[1] else "streamer"
+
+    @property
     def back(self) -> bool:
         """The stream's sender answers the stream's receiver, over the stream's connection."""
-        return self.ping == (self.stream[1], self.stream[0])
+        return self.kind == "back"
 
     @property
     def key(self) -> tuple[str, str, int]:
-        """(contention_queue, ping or back, bytes): what identifies this point within a run."""
-        return ("contention_queue", "back" if self.back else "ping", self.bytes)
+        """(contention_queue, ping, back or streamer, bytes): what identifies this point."""
+        return ("contention_queue", "ping" if self.kind == "third" else self.kind, self.bytes)
 
     @property
     def n_samples(self) -> int:

@@ -108,8 +108,9 @@ def queue_table(waits: list[queue_analysis.QueueWait]) -> Table:
         ms = "/".join(f"{w.quantile(q) * 1e3:.2f}" for q in queue_analysis.QUANTILES)
         kib = "/".join(f"{w.queued_bytes(q) / 1024:.0f}" for q in (0.5, 0.9))
         share = f"{w.waiting_share:.0%}"
-        who = "stream's sender" if w.back else "third rank"
-        table.add_row(who, str(w.bytes), us(w.idle_s), ms, share, f"{w.stream_Bps / 1e6:.2f}", kib)
+        rate = f"{w.stream_Bps / 1e6:.2f}"
+        who = queue_analysis.ANSWERER[w.kind]
+        table.add_row(who, str(w.bytes), us(w.idle_s), ms, share, rate, kib)
     return table
 
 

@@ -13,6 +13,10 @@ race, decided step by step:
   (``RACE_SHARE``; a packet capture of the ring Allreduce on the virtual cluster found half,
   on 2x2 and 4x1 alike, docs/predict-measurements.md).
 - A stream from d back to s itself does not count as a third: it waits for s's own answer.
+- When d itself streams to the third (a ring with one rank per node), its answer leaves from
+  the streaming rank: the level measures that kind too ("streamer"), and prices it where
+  measured. On the virtual cluster it waited as long as a third rank's (21.7 ms at the median
+  behind 1 MiB messages, both; docs/predict-measurements.md), the node's queue alone.
 - A pair exchange (s -> d and d -> s in one step) whose ranks arrive apart holds a wait of its
   own. When d arrives more than its first fragment's time before s, d's request is in when s
   comes: s answers it at once, before its own request, and d starts its stream to s. s's
@@ -50,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from commscope.analysis.queue import QueueWait
+from commscope.analysis.queue import KINDS, QueueWait
 from commscope.data.mpi_config import EagerLimit
 from commscope.predict.cost import CostModel
 from commscope.predict.model import ClusterModel
@@ -71,30 +75,36 @@ class AnswerWaits:
 
     Attributes:
         eager: the limit between nodes, recorded with the tables.
-        waits: per stream size measured (contention level queue), its waits; at least one.
+        waits: per stream size measured (contention level queue), a third rank's waits.
+        back: the stream's sender's answers to its receiver, over the stream's connection.
+        streamer: the stream's sender's answers to another rank.
     """
 
     eager: EagerLimit
     waits: tuple[QueueWait, ...]
     back: tuple[QueueWait, ...] = ()
+    streamer: tuple[QueueWait, ...] = ()
 
     @classmethod
     def of(cls, eager: EagerLimit | None, waits: Sequence[QueueWait]) -> AnswerWaits | None:
         """The limit and some waits measured, or None: without either nothing prices answers.
 
-        ``waits`` holds both kinds; those of a stream's sender answering its receiver go to
-        ``back``.
+        ``waits`` holds every kind; each goes to the field of its name.
         """
-        third = tuple(w for w in waits if w.samples and not w.back)
-        back = tuple(w for w in waits if w.samples and w.back)
-        return cls(eager, third, back) if eager is not None and (third or back) else None
+        kinds = {k: tuple(w for w in waits if w.samples and w.kind == k) for k in KINDS}
+        if eager is None or not any(kinds.values()):
+            return None
+        return cls(eager, kinds["third"], kinds["back"], kinds["streamer"])
 
     def rendezvous(self, nbytes: NDArray[np.int64]) -> NDArray[np.bool_]:
         """Per message size: sent only after the receiver answers."""
         return np.asarray(nbytes + self.eager.headers_bytes > self.eager.bytes, dtype=np.bool_)
 
-    def waits_s(self, nbytes: int) -> NDArray[np.float64] | None:
+    def waits_s(self, nbytes: int, streaming: bool = False) -> NDArray[np.float64] | None:
         """The waits measured behind a stream of ``nbytes`` messages, none below 0.
+
+        With ``streaming``, those of the streaming rank's own answers where measured near
+        ``nbytes``, else a third rank's.
 
         Those of the largest stream size measured up to ``nbytes``, if it lies within a factor
         of two; None otherwise. A stream of larger messages keeps its node's queue fuller (on
@@ -107,22 +117,29 @@ class AnswerWaits:
         nothing (on the 4-node virtual cluster, 64 KiB messages priced 39 ms of waits on 4x1
         where 3 ms were measured: docs/predict-measurements.md, "Answers capped").
         """
-        near = self._near(nbytes)
+        near = self._near(nbytes, streaming)
         return None if near is None else self._capped(near, nbytes)
 
-    def answered_s(self, nbytes: int) -> float:
+    def answered_s(self, nbytes: int, streaming: bool = False) -> float:
         """How long an ``nbytes`` message's answered part takes at its stream's rate.
 
         The stream is the one whose waits price it (``waits_s``); inf when none is, or its
         rate is unknown.
         """
-        near = self._near(nbytes)
+        near = self._near(nbytes, streaming)
         if near is None or not (math.isfinite(near.stream_Bps) and near.stream_Bps > 0):
             return math.inf
         return self._answered_bytes(nbytes) / near.stream_Bps
 
-    def _near(self, nbytes: int) -> QueueWait | None:
-        """The largest stream measured up to ``nbytes``, within a factor of two, if any."""
+    def _near(self, nbytes: int, streaming: bool = False) -> QueueWait | None:
+        """The largest stream measured up to ``nbytes``, within a factor of two, if any.
+
+        Among the streaming rank's own answers with ``streaming``, where any is near.
+        """
+        if streaming and self.streamer:
+            own = AnswerWaits(self.eager, self.streamer)._near(nbytes)
+            if own is not None:
+                return own
         below = [w for w in self.waits if w.bytes <= nbytes]
         if not below:
             return None
@@ -161,7 +178,8 @@ class AnswerWaits:
 
     def first_fragment_s(self) -> float:
         """How long a request's first fragment (up to the limit) takes at the streams' rate."""
-        rates = [w.stream_Bps for w in (*self.waits, *self.back) if w.stream_Bps > 0]
+        streams = (*self.waits, *self.back, *self.streamer)
+        rates = [w.stream_Bps for w in streams if w.stream_Bps > 0]
         return self.eager.bytes / max(rates) if rates else 0.0
 
 
@@ -210,6 +228,21 @@ def racing(
     third = from_receiver - back.astype(np.int64) > 0
     alone = from_sender == 1  # the sender's link carries this transfer only
     return np.asarray(bulk & third & alone, dtype=np.bool_)
+
+
+def streaming_receiver(
+    node: NDArray[np.int64], t: _Transfers, rendezvous: NDArray[np.bool_]
+) -> NDArray[np.bool_]:
+    """Per transfer: its receiver itself streams to a third rank in the same step.
+
+    The stream goes between nodes after an answer; the receiver's answer then comes from the
+    streaming rank, not from a rank beside it.
+    """
+    p = node.size
+    bulk, back, _, _ = _between_nodes(node, t, rendezvous)
+    steps = int(t.step.max()) + 1
+    out = np.bincount(t.step[bulk] * p + t.src[bulk], minlength=steps * p)
+    return np.asarray(out[t.step * p + t.dst] - back.astype(np.int64) > 0, dtype=np.bool_)
 
 
 def exchanging(
@@ -311,16 +344,14 @@ def draws(
     )
     rnd = np.random.default_rng(SEED)
     extra = np.zeros((DRAWS, t.src.size))
+    streamer = np.zeros(t.src.size, dtype=np.bool_)  # unmeasured: all drawn as before
+    if answers.streamer:
+        streamer = streaming_receiver(placement.node, t, rendezvous)
     for size in np.unique(t.nbytes[race]):
-        waits = answers.waits_s(int(size))
-        assert waits is not None  # sizes without waits left the race above
-        at = np.flatnonzero(race & (t.nbytes == size))
-        lost = rnd.random((DRAWS, at.size)) < RACE_SHARE
-        met = waits[rnd.integers(0, waits.size, (DRAWS, at.size))]
-        left_s = answers.answered_s(int(size))
-        if math.isfinite(left_s):  # what is left of the racing part when the answer comes
-            met = np.minimum(met, rnd.random((DRAWS, at.size)) * left_s)
-        extra[:, at] = np.where(lost, met, 0.0)
+        for own in (False, True):  # a rank beside the stream answers, or the streamer itself
+            at = np.flatnonzero(race & (t.nbytes == size) & (streamer == own))
+            if at.size:
+                extra[:, at] = _drawn(rnd, answers, int(size), own, at.size)
     behind = None
     if pairs is not None and pairs.any():
         behind = np.zeros((DRAWS, t.src.size))
@@ -330,6 +361,20 @@ def draws(
             at = np.flatnonzero(pairs & (t.nbytes == size))
             behind[:, at] = deep[rnd.integers(0, deep.size, (DRAWS, at.size))]
     return Draws(t, took, race, extra, behind, answers.first_fragment_s())
+
+
+def _drawn(
+    rnd: np.random.Generator, answers: AnswerWaits, size: int, streaming: bool, n: int
+) -> NDArray[np.float64]:
+    """``DRAWS`` rows of ``n`` racing answers' waits behind ``size``-byte streams: half lose."""
+    waits = answers.waits_s(size, streaming)
+    assert waits is not None  # sizes without waits left the race
+    lost = rnd.random((DRAWS, n)) < RACE_SHARE
+    met = waits[rnd.integers(0, waits.size, (DRAWS, n))]
+    left_s = answers.answered_s(size, streaming)
+    if math.isfinite(left_s):  # what is left of the racing part when the answer comes
+        met = np.minimum(met, rnd.random((DRAWS, n)) * left_s)
+    return np.asarray(np.where(lost, met, 0.0), dtype=np.float64)
 
 
 def cost_s(

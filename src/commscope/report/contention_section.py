@@ -138,20 +138,23 @@ def level_context(table: contention_analysis.LevelTable) -> dict[str, Any]:
 def queue_cdf(waits: list[QueueWait]) -> str:
     """Per stream size, the share of answers that waited at most x ms (SVG text).
 
-    A step curve per size (id ``queue-cdf-<bytes>``, ``queue-cdf-back-<bytes>`` for the
-    stream's sender's answers, dashed); a curve that rises at 0 is a node whose answers mostly
-    went at once, one that rises late is a queue that was full.
+    A step curve per size (id ``queue-cdf-<bytes>``; ``queue-cdf-back-<bytes>``, dashed, for
+    the stream's sender answering its receiver; ``queue-cdf-streamer-<bytes>``, dotted, for it
+    answering another rank); a curve that rises at 0 is a node whose answers mostly went at
+    once, one that rises late is a queue that was full.
     """
+    styles = {"third": ("", "", "-"), "back": ("back-", ", its sender answering", "--")}
+    styles["streamer"] = ("streamer-", ", its sender answering another", ":")
     with figure((6.4, 3.6)) as (fig, (ax,)):
         for w in waits:
             if not w.samples:
                 continue
             ms = np.maximum(w.waits_s, 0.0) * 1e3
             share = np.arange(1, ms.size + 1) / ms.size
-            who = ", its sender answering" if w.back else ""
+            gid, who, ls = styles[w.kind]
             label = f"stream of {size_text(w.bytes)}{who}"
-            (line,) = ax.step(ms, share, where="post", label=label, ls="--" if w.back else "-")
-            line.set_gid(f"queue-cdf-back-{w.bytes}" if w.back else f"queue-cdf-{w.bytes}")
+            (line,) = ax.step(ms, share, where="post", label=label, ls=ls)
+            line.set_gid(f"queue-cdf-{gid}{w.bytes}")
         ax.set_ylim(0.0, 1.0)
         ax.set_xlim(left=0.0)
         finish(ax, "wait behind the node's outgoing stream (ms)", "share of answers")
