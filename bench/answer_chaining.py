@@ -13,17 +13,23 @@ from a stored tables run and for each ring and placement, three counts of the sa
   stream's two ranks; within ``--tie-ms`` of it, the coin of ``RACE_SHARE``), and a late
   sender's answer meets what is left of the stream's answered part.
 
-Beside them, the racing answers and the mean wait priced for each. Compare with what the
+Beside them, the racing answers and the mean wait priced for each, and the chained count with
+every answer priced as a third rank's, as before the level measured the streaming rank's own
+("as third": where it is measured, the answer whose receiver itself streams is priced from
+it). ``--queue-run`` takes the answers' waits from another run's level queue (one that
+measured that kind, in ``--queue-store``) with the same tables. Compare with what the
 answers cost a run: the measured time less the count without them (`validate predict` prints
 it in brackets). Not a test: it prints figures.
 
     .venv/bin/python bench/answer_chaining.py --store S --tables RUN --nodes 8 --procs 8
         [--rate 50mbit] [--ops allreduce:ring,allgather:ring] [--sizes 256K,1MiB,4MiB]
+        [--queue-run RUN [--queue-store S]]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -94,17 +100,23 @@ def main() -> None:
     ap.add_argument("--sizes", default="256K,1MiB,4MiB")
     ap.add_argument("--mpi", default="openmpi")
     ap.add_argument("--tie-ms", type=float, default=0.0, help="arrivals this close: a coin")
+    ap.add_argument("--queue-run", type=int, help="price the answers from this run's level queue")
+    ap.add_argument("--queue-store", type=Path, help="the store of --queue-run (--store)")
     args = ap.parse_args()
     with Store.open(args.store, write=False) as store:
         run_id, cells = predict_costs.table_cells(store, args.tables, "measure tables first")
         eager, waits = predict_costs.rendezvous_of(store, run_id)
+    if args.queue_run is not None:
+        with Store.open(args.queue_store or args.store, write=False) as store:
+            waits = tuple(predict_costs.queue_waits(store, args.queue_run))
     model = predict.model_from_vcluster([f"csnode{i + 1}" for i in range(args.nodes)], args.rate)
     cost = predict.TableCost.from_tables(contention.tables(cells), f"run {run_id}", model)
     answers = AnswerWaits.of(eager, waits)
     if answers is None:
         raise SystemExit(f"--tables {args.tables}: no eager limit or answer waits recorded")
     print("op, bytes, placement, racing answers, mean wait priced each (ms);")
-    print("answers' cost (ms): chained (the model's), own link, arrival")
+    print("answers' cost (ms): chained (the model's), own link, arrival; chained as third")
+    as_third = dataclasses.replace(answers, streamer=())
     for op_alg in args.ops.split(","):
         op, alg = op_alg.split(":")
         for size in (parse_size(x) for x in args.sizes.split(",")):
@@ -117,10 +129,11 @@ def main() -> None:
                 each = float(drawn.extra[:, drawn.race].mean())
                 own = own_link_s(drawn, args.procs)
                 arrive = arrival_s(drawn, placement.node, answers, args.procs, args.tie_ms / 1e3)
+                third = am.cost_s(model, placement, pattern, cost, as_third)
                 print(
                     f"{op} ({alg}) {size:>8} {placement.label:>4}: {int(drawn.race.sum()):3d}"
                     f" racing, {each * 1e3:5.2f} ms each; {chained * 1e3:6.1f} /"
-                    f" {own * 1e3:6.1f} / {arrive * 1e3:6.1f}"
+                    f" {own * 1e3:6.1f} / {arrive * 1e3:6.1f}; {third * 1e3:6.1f}"
                 )
 
 

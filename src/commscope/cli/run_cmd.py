@@ -155,7 +155,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="auto (memory, and nic across nodes) or a list of memory,socket,nic,fabric,queue"
         " (queue: how long an answer waits behind its node's outgoing stream, a third rank's"
-        " and the stream's sender's own; 2 ranks on each of two nodes)",
+        " and the stream's sender's own, to its receiver and to another rank; 2 ranks on each"
+        " of two nodes)",
     )
     run_options.add_options(groups, "contention")
     run_options.add_options(groups, "matrix")

@@ -13,10 +13,12 @@ race, decided step by step:
   (``RACE_SHARE``; a packet capture of the ring Allreduce on the virtual cluster found half,
   on 2x2 and 4x1 alike, docs/predict-measurements.md).
 - A stream from d back to s itself does not count as a third: it waits for s's own answer.
-- When d itself streams to the third (a ring with one rank per node), its answer leaves from
-  the streaming rank: the level measures that kind too ("streamer"), and prices it where
-  measured. On the virtual cluster it waited as long as a third rank's (21.7 ms at the median
-  behind 1 MiB messages, both; docs/predict-measurements.md), the node's queue alone.
+- When d itself streams to the third (a ring with one rank per node), its answer comes from
+  the streaming rank, after it posted its next message: the level measures that kind too
+  ("streamer") and its waits price such answers where measured. On the 4-node virtual
+  cluster it waited no longer than the node's queue, as a third rank's answer does, but met
+  it fuller (behind 256 KiB messages 21.4 ms at the median against 12.8,
+  docs/contention.md).
 - A pair exchange (s -> d and d -> s in one step) whose ranks arrive apart holds a wait of its
   own. When d arrives more than its first fragment's time before s, d's request is in when s
   comes: s answers it at once, before its own request, and d starts its stream to s. s's
