@@ -1,13 +1,15 @@
-"""How far a wait for a rendezvous answer reaches: three counts of the same drawn waits.
+"""How far a wait for a rendezvous answer reaches: four counts of the same drawn waits.
 
 The model prices the answers that wait behind a busy node's queue (``predict.answers``) by
 drawing each racing answer's wait and counting the pattern rank by rank: a wait delays both
 ranks of its transfer, and through them every later step that depends on them. This prints,
-from a stored tables run and for each ring and placement, three counts of the same draws:
+from a stored tables run and for each ring and placement, four counts of the same draws:
 
 - chained: the model's count (what ``predict`` prices);
 - own link: each sender's waits summed over the steps, the largest sum of any sender: as if a
   wait delayed only the link it idled, reaching no other rank;
+- receiver only: the model's count, but a wait delays its transfer's receiver and not its
+  sender, whose send completes once answered (its data then sits in its socket);
 - arrival: the model's count, but the race of each answer decided by when the ranks come in
   the count itself (the receiver's node already streams when the sender comes later than that
   stream's two ranks; within ``--tie-ms`` of it, the coin of ``RACE_SHARE``), and a late
@@ -52,6 +54,20 @@ def own_link_s(drawn: Draws, p: int) -> float:
     for i in np.flatnonzero(drawn.race):
         own[:, drawn.transfers.src[i]] += drawn.extra[:, i]
     return float(own.max(axis=1).mean())
+
+
+def receiver_only_s(drawn: Draws, p: int) -> float:
+    """Mean over draws of the count with each wait delaying only its receiver, less the plain."""
+    t = drawn.transfers
+    ready = np.zeros((drawn.extra.shape[0], p))
+    bounds = np.flatnonzero(np.r_[True, t.step[1:] != t.step[:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        s, d = t.src[a:b], t.dst[a:b]
+        sent = np.maximum(ready[:, s], ready[:, d]) + drawn.took[a:b]
+        for k in range(b - a):
+            ready[:, s[k]] = np.maximum(ready[:, s[k]], sent[:, k])
+            ready[:, d[k]] = np.maximum(ready[:, d[k]], sent[:, k] + drawn.extra[:, a + k])
+    return float((ready.max(axis=1) - drawn.plain_s(p)).mean())
 
 
 def arrival_s(
@@ -115,7 +131,8 @@ def main() -> None:
     if answers is None:
         raise SystemExit(f"--tables {args.tables}: no eager limit or answer waits recorded")
     print("op, bytes, placement, racing answers, mean wait priced each (ms);")
-    print("answers' cost (ms): chained (the model's), own link, arrival; chained as third")
+    print("answers' cost (ms): chained (the model's), own link, arrival, receiver only;")
+    print("chained with every answer priced as a third rank's")
     as_third = dataclasses.replace(answers, streamer=())
     for op_alg in args.ops.split(","):
         op, alg = op_alg.split(":")
@@ -129,11 +146,13 @@ def main() -> None:
                 each = float(drawn.extra[:, drawn.race].mean())
                 own = own_link_s(drawn, args.procs)
                 arrive = arrival_s(drawn, placement.node, answers, args.procs, args.tie_ms / 1e3)
+                receiver = receiver_only_s(drawn, args.procs)
                 third = am.cost_s(model, placement, pattern, cost, as_third)
                 print(
                     f"{op} ({alg}) {size:>8} {placement.label:>4}: {int(drawn.race.sum()):3d}"
                     f" racing, {each * 1e3:5.2f} ms each; {chained * 1e3:6.1f} /"
-                    f" {own * 1e3:6.1f} / {arrive * 1e3:6.1f}; {third * 1e3:6.1f}"
+                    f" {own * 1e3:6.1f} / {arrive * 1e3:6.1f} / {receiver * 1e3:6.1f};"
+                    f" {third * 1e3:6.1f}"
                 )
 
 
