@@ -138,17 +138,15 @@ class AnswerWaits:
 
         Among the streaming rank's own answers with ``streaming``, where any is near.
         """
-        if streaming and self.streamer:
-            own = AnswerWaits(self.eager, self.streamer)._near(nbytes)
-            if own is not None:
-                return own
-        below = [w for w in self.waits if w.bytes <= nbytes]
-        if not below:
-            return None
-        near = max(below, key=lambda w: w.bytes)
-        if math.log2(max(nbytes, 1) / max(near.bytes, 1)) > NEAR_LOG2:
-            return None
-        return near
+        pools = (self.streamer, self.waits) if streaming else (self.waits,)
+        for pool in pools:
+            below = [w for w in pool if w.bytes <= nbytes]
+            if not below:
+                continue
+            near = max(below, key=lambda w: w.bytes)
+            if math.log2(max(nbytes, 1) / max(near.bytes, 1)) <= NEAR_LOG2:
+                return near
+        return None
 
     def _answered_bytes(self, nbytes: int) -> int:
         """All of an ``nbytes`` message but its first fragment (up to the limit)."""
