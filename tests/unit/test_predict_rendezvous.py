@@ -36,13 +36,15 @@ def test_one_rank_sends_no_message():
     assert build("allreduce", 1, 1 << 20, "ring").largest_message() == 0
 
 
-def queue_record(stream_bytes: int, wait_s: float, back: bool = False) -> Queue:
+def queue_record(
+    stream_bytes: int, wait_s: float, back: bool = False, streamer: bool = False
+) -> Queue:
     """Answers that waited ``wait_s`` behind a stream of ``stream_bytes`` messages (30 us idle):
-    a third rank's, or with ``back`` the stream's sender's."""
+    a third rank's, or the stream's sender's to its receiver (``back``) or to another rank."""
     rec = record_from_dict(
         {
             "type": "queue", "bytes": stream_bytes, "stream": [0, 2],
-            "ping": [2, 0] if back else [3, 1],
+            "ping": [2, 0] if back else [3, 0] if streamer else [3, 1],
             "ping_bytes": 8, "messages": 10, "stream_s": [10 * stream_bytes / B],
             "idle_s": [[30e-6] * 5], "loaded_s": [[30e-6 + wait_s] * 9 + [30e-6 + 2 * wait_s]],
         },
@@ -151,3 +153,20 @@ def test_the_note_says_when_an_exchanges_answer_behind_its_peers_stream_is_price
     assert "where the two ranks of an exchange arrive apart, the answer that waits" in text
     plain, _ = predicted(cli, "1MiB", ProtocolLimits("Open MPI", (VADER, TCP)), queue[:1])
     assert "behind the peer's own stream" not in plain
+
+
+def test_the_streaming_ranks_own_answers_price_4x1_and_the_note_says_so(cli):
+    third = [queue_record(1 << 18, 0.010)]
+    own = [*third, queue_record(1 << 18, 0.030, streamer=True)]
+    limits = ProtocolLimits("Open MPI", (VADER, TCP))
+    text, out = predicted(cli, "1MiB", limits, own)
+    plain_text, plain = predicted(cli, "1MiB", limits, third)
+    assert out["rendezvous"]["streamers_priced"] is True
+    assert plain["rendezvous"]["streamers_priced"] is False
+    assert "where the receiver streams itself, its own answers' waits" in text
+    assert "receiver streams itself" not in plain_text
+    assert out["rendezvous"]["answer_wait"]["answerer"] == "third rank"  # the one named
+    waits = {pr["placement"]["label"]: pr["answer_wait_s"] for pr in out["predictions"]}
+    before = {pr["placement"]["label"]: pr["answer_wait_s"] for pr in plain["predictions"]}
+    assert waits["2x2"] == before["2x2"]  # a third rank answers each of its racing hops
+    assert waits["4x1"] > 1.5 * before["4x1"]  # every 4x1 hop's receiver streams itself

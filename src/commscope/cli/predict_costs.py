@@ -148,6 +148,8 @@ def above_eager(
     found["answers_priced"] = answers is not None and answers.waits_s(largest) is not None
     # The stream's sender answering its receiver: an exchange's answer behind its own stream.
     found["exchanges_priced"] = answers is not None and bool(answers.back)
+    # The streaming rank answering another rank: the answer of a hop whose receiver streams.
+    found["streamers_priced"] = answers is not None and bool(answers.streamer)
     return found
 
 
@@ -170,10 +172,15 @@ def print_above_eager(found: dict[str, Any] | None, recorded_with: str = "the ta
         else ""
     )
     if found.get("answers_priced"):
+        own = (
+            " (where the receiver streams itself, its own answers' waits, as measured)"
+            if found.get("streamers_priced")
+            else ""
+        )
         cost = (
             "; the prices include the answers that wait behind their receiver's node's stream"
-            f" to a third rank: half of those that race one, each behind what is left of the"
-            f" racing message, at most its node's steady queue; {measured}"
+            " to a third rank: half of those that race one, each behind what is left of the"
+            f" racing message, at most its node's steady queue{own}; {measured}"
         )
     elif wait:
         cost = (
