@@ -1,9 +1,9 @@
-"""How far a wait for a rendezvous answer reaches: four counts of the same drawn waits.
+"""How far a wait for a rendezvous answer reaches: six counts of the same drawn waits.
 
 The model prices the answers that wait behind a busy node's queue (``predict.answers``) by
 drawing each racing answer's wait and counting the pattern rank by rank: a wait delays both
 ranks of its transfer, and through them every later step that depends on them. This prints,
-from a stored tables run and for each ring and placement, four counts of the same draws:
+from a stored tables run and for each ring and placement, six counts of the same draws:
 
 - chained: the model's count (what ``predict`` prices);
 - own link: each sender's waits summed over the steps, the largest sum of any sender: as if a
@@ -13,7 +13,22 @@ from a stored tables run and for each ring and placement, four counts of the sam
 - arrival: the model's count, but the race of each answer decided by when the ranks come in
   the count itself (the receiver's node already streams when the sender comes later than that
   stream's two ranks; within ``--tie-ms`` of it, the coin of ``RACE_SHARE``), and a late
-  sender's answer meets what is left of the stream's answered part.
+  sender's answer meets what is left of the stream's answered part;
+- sender gates: a transfer starts once its sender is done with its earlier steps, whatever
+  its receiver does (Open MPI's ring Allreduce posts each receive a step ahead, so a receiver
+  late in its own send still answers), and its end, waits included, delays both ranks: a wait
+  travels downstream only;
+- wires apart: each connection's wire counted apart from its ranks: a handshake transfer's
+  first fragment takes the wire once its sender comes and the wire is free, the receiver
+  answers once that fragment is in and it has come, after its wait, and the rest follows;
+  the sender is done once answered (the rest sits in its socket), the receiver once the
+  rest is in.
+
+With ``--captured FILE`` (what ``bench/exchange_capture.py --answers-out`` wrote), a last
+column: the model's count with every racing answer waiting a draw of the answers captured
+in the same operation on the same placement, less what one that met no queue took (the
+median of those with under 3000 B ahead: the tables' own answer). No coin and no cap: how
+long the answers waited in the real run, to tell whether the count or the waits are off.
 
 Beside them, the racing answers and the mean wait priced for each, and the chained count with
 every answer priced as a third rank's, as before the level measured the streaming rank's own
@@ -25,13 +40,14 @@ it in brackets). Not a test: it prints figures.
 
     .venv/bin/python bench/answer_chaining.py --store S --tables RUN --nodes 8 --procs 8
         [--rate 50mbit] [--ops allreduce:ring,allgather:ring] [--sizes 256K,1MiB,4MiB]
-        [--queue-run RUN [--queue-store S]]
+        [--queue-run RUN [--queue-store S]] [--captured FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +84,105 @@ def receiver_only_s(drawn: Draws, p: int) -> float:
             ready[:, s[k]] = np.maximum(ready[:, s[k]], sent[:, k])
             ready[:, d[k]] = np.maximum(ready[:, d[k]], sent[:, k] + drawn.extra[:, a + k])
     return float((ready.max(axis=1) - drawn.plain_s(p)).mean())
+
+
+def _sender_gated(drawn: Draws, p: int, extra: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per draw, the count with each transfer gated by its sender alone: its makespan."""
+    t = drawn.transfers
+    ready = np.zeros((extra.shape[0], p))
+    bounds = np.flatnonzero(np.r_[True, t.step[1:] != t.step[:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        s, d = t.src[a:b], t.dst[a:b]
+        end = ready[:, s] + drawn.took[a:b] + extra[:, a:b]
+        for k in range(b - a):
+            ready[:, s[k]] = np.maximum(ready[:, s[k]], end[:, k])
+            ready[:, d[k]] = np.maximum(ready[:, d[k]], end[:, k])
+    return np.asarray(ready.max(axis=1), dtype=np.float64)
+
+
+def sender_gated_s(drawn: Draws, p: int) -> float:
+    """Mean over draws of the count gated by senders only, with waits, less it without."""
+    plain = _sender_gated(drawn, p, np.zeros((1, drawn.took.size)))[0]
+    return float((_sender_gated(drawn, p, drawn.extra) - plain).mean())
+
+
+def _linked(
+    drawn: Draws,
+    bulk: NDArray[np.bool_],
+    first: NDArray[np.float64],
+    extra: NDArray[np.float64],
+    p: int,
+) -> NDArray[np.float64]:
+    """Per draw, the count with each connection's wire apart from its ranks: its makespan.
+
+    A handshake transfer's first fragment (``first`` of its time) takes the wire once the
+    sender comes and the wire is free; the receiver answers once that fragment is in and it
+    has come itself, after its wait; the rest follows on the wire. The sender is done once
+    answered (the rest sits in its socket), the receiver once the rest is in. Other
+    transfers start once both ranks come, as the model counts them.
+    """
+    t = drawn.transfers
+    rows = extra.shape[0]
+    ready = np.zeros((rows, p))
+    free: dict[tuple[int, int], NDArray[np.float64]] = {}
+    bounds = np.flatnonzero(np.r_[True, t.step[1:] != t.step[:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        done = ready.copy()
+        for i in range(a, b):
+            s, d = int(t.src[i]), int(t.dst[i])
+            if not bulk[i]:
+                end = np.maximum(ready[:, s], ready[:, d]) + drawn.took[i] + extra[:, i]
+                done[:, s] = np.maximum(done[:, s], end)
+                done[:, d] = np.maximum(done[:, d], end)
+                continue
+            head = np.maximum(ready[:, s], free.get((s, d), 0.0)) + first[i]
+            answered = np.maximum(head, ready[:, d]) + extra[:, i]
+            tail = answered + drawn.took[i] - first[i]
+            free[(s, d)] = tail
+            done[:, s] = np.maximum(done[:, s], answered)
+            done[:, d] = np.maximum(done[:, d], tail)
+        ready = done
+    return np.asarray(ready.max(axis=1), dtype=np.float64)
+
+
+def linked_s(drawn: Draws, node: NDArray[np.int64], answers: AnswerWaits, p: int) -> float:
+    """Mean over draws of the count with wires apart from ranks, with waits, less it without."""
+    t = drawn.transfers
+    bulk = answers.rendezvous(t.nbytes) & (node[t.src] != node[t.dst])
+    first = drawn.took * np.minimum(answers.eager.bytes / np.maximum(t.nbytes, 1), 1.0)
+    plain = _linked(drawn, bulk, first, np.zeros((1, drawn.took.size)), p)[0]
+    return float((_linked(drawn, bulk, first, drawn.extra, p) - plain).mean())
+
+
+IDLE_BYTES = 3000  # an answer with less ahead of it met no queue (as exchange_capture.py)
+
+
+def captured_waits(path: Path) -> dict[tuple[str, str, int, str, int], NDArray[np.float64]]:
+    """Per (op, algorithm, procs, placement, bytes) captured: the answers' waits, s.
+
+    Each answer's delay less the median delay of those that met no queue, none below 0.
+    """
+    found = {}
+    for line in path.read_text().splitlines():
+        c = json.loads(line)
+        delays = np.asarray(c["delays_s"], dtype=np.float64)
+        if delays.size == 0:
+            continue
+        idle = delays[np.asarray(c["ahead_bytes"]) < IDLE_BYTES]
+        base = float(np.median(idle)) if idle.size else float(delays.min())
+        key = (c["op"], c["algorithm"], int(c["procs"]), c["placement"], int(c["bytes"]))
+        found[key] = np.maximum(delays - base, 0.0)
+    return found
+
+
+def captured_s(drawn: Draws, p: int, waits: NDArray[np.float64]) -> float:
+    """Mean over draws of the model's count with each racing answer waiting a captured wait."""
+    rnd = np.random.default_rng(am.SEED)
+    extra = np.zeros_like(drawn.extra)
+    at = np.flatnonzero(drawn.race)
+    extra[:, at] = waits[rnd.integers(0, waits.size, (extra.shape[0], at.size))]
+    plain = drawn.plain_s(p)
+    return float((dataclasses.replace(drawn, extra=extra).waited_s(p) - plain).mean())
 
 
 def arrival_s(
@@ -118,6 +233,7 @@ def main() -> None:
     ap.add_argument("--tie-ms", type=float, default=0.0, help="arrivals this close: a coin")
     ap.add_argument("--queue-run", type=int, help="price the answers from this run's level queue")
     ap.add_argument("--queue-store", type=Path, help="the store of --queue-run (--store)")
+    ap.add_argument("--captured", type=Path, help="answers captured (exchange_capture.py)")
     args = ap.parse_args()
     with Store.open(args.store, write=False) as store:
         run_id, cells = predict_costs.table_cells(store, args.tables, "measure tables first")
@@ -131,9 +247,13 @@ def main() -> None:
     if answers is None:
         raise SystemExit(f"--tables {args.tables}: no eager limit or answer waits recorded")
     print("op, bytes, placement, racing answers, mean wait priced each (ms);")
-    print("answers' cost (ms): chained (the model's), own link, arrival, receiver only;")
+    print("answers' cost (ms): chained (the model's), own link, arrival, receiver only,")
+    print("sender gates, wires apart;")
     print("chained with every answer priced as a third rank's")
     as_third = dataclasses.replace(answers, streamer=())
+    captured = captured_waits(args.captured) if args.captured else {}
+    if captured:
+        print("then, where captured: chained with the captured waits, and their mean (ms)")
     for op_alg in args.ops.split(","):
         op, alg = op_alg.split(":")
         for size in (parse_size(x) for x in args.sizes.split(",")):
@@ -147,12 +267,22 @@ def main() -> None:
                 own = own_link_s(drawn, args.procs)
                 arrive = arrival_s(drawn, placement.node, answers, args.procs, args.tie_ms / 1e3)
                 receiver = receiver_only_s(drawn, args.procs)
+                down = sender_gated_s(drawn, args.procs)
+                linked = linked_s(drawn, placement.node, answers, args.procs)
                 third = am.cost_s(model, placement, pattern, cost, as_third)
                 print(
                     f"{op} ({alg}) {size:>8} {placement.label:>4}: {int(drawn.race.sum()):3d}"
                     f" racing, {each * 1e3:5.2f} ms each; {chained * 1e3:6.1f} /"
-                    f" {own * 1e3:6.1f} / {arrive * 1e3:6.1f} / {receiver * 1e3:6.1f};"
+                    f" {own * 1e3:6.1f} / {arrive * 1e3:6.1f} / {receiver * 1e3:6.1f}"
+                    f" / {down * 1e3:6.1f} / {linked * 1e3:6.1f};"
                     f" {third * 1e3:6.1f}"
+                    + (
+                        f"; {captured_s(drawn, args.procs, met) * 1e3:6.1f}"
+                        f" ({met.mean() * 1e3:.2f})"
+                        if (met := captured.get((op, alg, args.procs, placement.label, size)))
+                        is not None
+                        else ""
+                    )
                 )
 
 

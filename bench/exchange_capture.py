@@ -14,8 +14,10 @@ second did, in those that stalled and in those that did not. Not a test: it prin
     .venv/bin/commscope vcluster up --nodes 4 --rate 50mbit --tcp-cc cubic   (root)
     flock /tmp/commscope-bench.lock .venv/bin/python bench/exchange_capture.py --store S
         --tables RUN [--op alltoall --algorithm pairwise] [--procs 4] [--size 1MiB]
-        [--max-launches 10]
+        [--max-launches 10] [--answers-out FILE]
 
+--answers-out appends, per placement, every answer's delay and the bytes its node sent
+meanwhile as one JSON line (`bench/answer_chaining.py --captured` prices from them).
 The tables run must be in the store (as `validate predict --tables` takes it). Needs tcpdump.
 """
 
@@ -188,6 +190,7 @@ def main() -> None:
     ap.add_argument("--size", default="1MiB")
     ap.add_argument("--max-launches", default="10")
     ap.add_argument("--gap-ms", type=float, default=30.0, help="a stall at least this long")
+    ap.add_argument("--answers-out", type=Path, help="append each placement's answers (JSON)")
     args = ap.parse_args()
     if shutil.which("tcpdump") is None:  # inside a namespace its absence would go unnoticed
         sys.exit("tcpdump is not installed: apt-get install tcpdump")
@@ -255,6 +258,15 @@ def main() -> None:
                 for ip, path in ((ips[name], path) for name, path in caps.items())
             }
             found_answers = answers(out)
+            if args.answers_out is not None:
+                with args.answers_out.open("a") as f:
+                    line = {
+                        "op": args.op, "algorithm": args.algorithm, "procs": int(args.procs),
+                        "placement": p["placement"], "bytes": message,
+                        "delays_s": [d for d, _ in found_answers],
+                        "ahead_bytes": [b for _, b in found_answers],
+                    }  # fmt: skip
+                    f.write(json.dumps(line) + "\n")
             if found_answers:
                 delays = sorted(d * 1e3 for d, _ in found_answers)
                 ahead = [b / 1024 for _, b in found_answers]
