@@ -51,6 +51,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from exchange_capture import IDLE_BYTES  # what an answer may find ahead and meet no queue
 from numpy.typing import NDArray
 
 from commscope import predict
@@ -62,6 +63,12 @@ from commscope.predict.answers import AnswerWaits, Draws
 from commscope.units import parse_size
 from commscope.validate.forcing import forced
 from commscope.validate.predict import checked_placements, pattern_of
+
+
+def step_spans(step: NDArray[np.int64]) -> list[tuple[int, int]]:
+    """The [start, end) index ranges of each step's transfers (``step`` is in order)."""
+    bounds = np.flatnonzero(np.r_[True, step[1:] != step[:-1], True])
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
 
 
 def own_link_s(drawn: Draws, p: int) -> float:
@@ -76,8 +83,7 @@ def receiver_only_s(drawn: Draws, p: int) -> float:
     """Mean over draws of the count with each wait delaying only its receiver, less the plain."""
     t = drawn.transfers
     ready = np.zeros((drawn.extra.shape[0], p))
-    bounds = np.flatnonzero(np.r_[True, t.step[1:] != t.step[:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+    for a, b in step_spans(t.step):
         s, d = t.src[a:b], t.dst[a:b]
         sent = np.maximum(ready[:, s], ready[:, d]) + drawn.took[a:b]
         for k in range(b - a):
@@ -90,8 +96,7 @@ def _sender_gated(drawn: Draws, p: int, extra: NDArray[np.float64]) -> NDArray[n
     """Per draw, the count with each transfer gated by its sender alone: its makespan."""
     t = drawn.transfers
     ready = np.zeros((extra.shape[0], p))
-    bounds = np.flatnonzero(np.r_[True, t.step[1:] != t.step[:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+    for a, b in step_spans(t.step):
         s, d = t.src[a:b], t.dst[a:b]
         end = ready[:, s] + drawn.took[a:b] + extra[:, a:b]
         for k in range(b - a):
@@ -125,8 +130,7 @@ def _linked(
     rows = extra.shape[0]
     ready = np.zeros((rows, p))
     free: dict[tuple[int, int], NDArray[np.float64]] = {}
-    bounds = np.flatnonzero(np.r_[True, t.step[1:] != t.step[:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+    for a, b in step_spans(t.step):
         done = ready.copy()
         for i in range(a, b):
             s, d = int(t.src[i]), int(t.dst[i])
@@ -152,9 +156,6 @@ def linked_s(drawn: Draws, node: NDArray[np.int64], answers: AnswerWaits, p: int
     first = drawn.took * np.minimum(answers.eager.bytes / np.maximum(t.nbytes, 1), 1.0)
     plain = _linked(drawn, bulk, first, np.zeros((1, drawn.took.size)), p)[0]
     return float((_linked(drawn, bulk, first, drawn.extra, p) - plain).mean())
-
-
-IDLE_BYTES = 3000  # an answer with less ahead of it met no queue (as exchange_capture.py)
 
 
 def captured_waits(path: Path) -> dict[tuple[str, str, int, str, int], NDArray[np.float64]]:
@@ -194,8 +195,7 @@ def arrival_s(
     rows = drawn.extra.shape[0]
     bulk = answers.rendezvous(t.nbytes) & (node[t.src] != node[t.dst])
     ready = np.zeros((rows, p))
-    bounds = np.flatnonzero(np.r_[True, t.step[1:] != t.step[:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+    for a, b in step_spans(t.step):
         s, d = t.src[a:b], t.dst[a:b]
         start = np.maximum(ready[:, s], ready[:, d])
         wait = np.zeros_like(start)
