@@ -51,8 +51,10 @@ def test_loggp_parameters_obey_the_model(cli, family):
         assert min(p.prtt_n_0_s) > min(p.prtt_1_0_s), (p.bytes, p.prtt_n_0_s, p.prtt_1_0_s)
         assert min(p.prtt_n_d_s) > (p.n - 1) * p.delay_s
         assert p.wait_s == pytest.approx(2 * p.delay_s)
-        # The delay is calibrated above the round trip's best.
-        assert p.delay_s >= min(p.prtt_1_0_s)
+        # The delay holds the delayed train, not the gap: the method needs d above g + (s-1)G.
+        # (Not d against this loop's round trips: the calibration's fastest trip can beat every
+        # later one, in CI by a third at 1 MiB, 0.28 against 0.42 ms.)
+        assert min(p.prtt_n_d_s) > min(p.prtt_n_0_s), (p.bytes, p.delay_s)
 
     (f,) = loggp.fits(points)
     c = f.curves
