@@ -59,16 +59,10 @@ from commscope.analysis import contention
 from commscope.cli import predict_costs
 from commscope.data.store import Store
 from commscope.predict import answers as am
-from commscope.predict.answers import AnswerWaits, Draws
+from commscope.predict.answers import AnswerWaits, Draws, step_spans
 from commscope.units import parse_size
 from commscope.validate.forcing import forced
 from commscope.validate.predict import checked_placements, pattern_of
-
-
-def step_spans(step: NDArray[np.int64]) -> list[tuple[int, int]]:
-    """The [start, end) index ranges of each step's transfers (``step`` is in order)."""
-    bounds = np.flatnonzero(np.r_[True, step[1:] != step[:-1], True])
-    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
 
 
 def own_link_s(drawn: Draws, p: int) -> float:

@@ -256,6 +256,12 @@ def exchanging(
     return np.asarray(bulk & back & (from_sender == 1), dtype=np.bool_)
 
 
+def step_spans(step: NDArray[np.int64]) -> list[tuple[int, int]]:
+    """The [start, end) index ranges of each step's transfers (``step`` is in order)."""
+    bounds = np.flatnonzero(np.r_[True, step[1:] != step[:-1], True])
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+
+
 def _chain(
     t: _Transfers,
     took: NDArray[np.float64],
@@ -274,8 +280,7 @@ def _chain(
     draws = extra.shape[0]
     ready = np.zeros((draws, p))
     rows = np.arange(draws)[:, None]
-    bounds = np.flatnonzero(np.r_[True, t.step[1:] != t.step[:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+    for a, b in step_spans(t.step):
         s, d = t.src[a:b], t.dst[a:b]
         wait = extra[:, a:b]
         if behind is not None:
