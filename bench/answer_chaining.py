@@ -171,7 +171,7 @@ def captured_waits(path: Path) -> dict[tuple[str, str, int, str, int], NDArray[n
 
 
 def captured_s(drawn: Draws, p: int, waits: NDArray[np.float64]) -> float:
-    """Mean over draws of the model's count with each racing answer waiting a captured wait."""
+    """Mean over draws of the count with captured waits for the racing answers, less without."""
     rnd = np.random.default_rng(am.SEED)
     extra = np.zeros_like(drawn.extra)
     at = np.flatnonzero(drawn.race)
