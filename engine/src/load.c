@@ -15,12 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "commscope.h"
 
-enum { BOOT_ID_LEN = 40, MASK_BYTES = sizeof(cpu_set_t) };
+enum { BOOT_ID_LEN = 40, MASK_BYTES = sizeof(cpu_set_t), KERNEL_LEN = 65, MODEL_LEN = 96 };
 
 typedef struct sample {
     double busy_s, total_s; /* host: all CPUs, from /proc/stat */
@@ -31,6 +32,8 @@ typedef struct sample {
 
 typedef struct share {     /* what each rank sends to rank 0 */
     char boot_id[BOOT_ID_LEN];
+    char kernel[KERNEL_LEN];   /* uname release: a check names a changed kernel */
+    char cpu_model[MODEL_LEN]; /* /proc/cpuinfo "model name", empty when absent */
     double busy_s, total_s, own_s, wait_s, wall_s;
     unsigned char mask[MASK_BYTES];
 } share;
@@ -68,6 +71,22 @@ void cs_boot_id(char *out, size_t len) {
     out[strcspn(out, "\n")] = '\0';
 }
 
+/* The first "model name" of /proc/cpuinfo (empty where the kernel gives none). */
+static void cpu_model(char *out, size_t len) {
+    char line[256];
+    out[0] = '\0';
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !colon) continue;
+        colon += 1 + (colon[1] == ' ');
+        colon[strcspn(colon, "\n")] = '\0';
+        snprintf(out, len, "%s", colon);
+        break;
+    }
+    if (f) fclose(f);
+}
+
 void cs_load_start(void) { start = read_sample(); }
 void cs_load_stop(void) { stop = read_sample(); }
 
@@ -80,6 +99,9 @@ void cs_load_write(cs_context *ctx, cs_json *j) {
     share mine;
     memset(&mine, 0, sizeof mine);
     cs_boot_id(mine.boot_id, sizeof mine.boot_id);
+    struct utsname names;
+    if (uname(&names) == 0) snprintf(mine.kernel, sizeof mine.kernel, "%s", names.release);
+    cpu_model(mine.cpu_model, sizeof mine.cpu_model);
     int readable = start.total_s >= 0 && end.total_s >= 0;
     mine.busy_s = readable ? end.busy_s - start.busy_s : -1.0;
     mine.total_s = readable ? end.total_s - start.total_s : -1.0;
@@ -126,6 +148,8 @@ void cs_load_write(cs_context *ctx, cs_json *j) {
         cs_json_int(j, "ranks", ranks);
         cs_json_int(j, "cpus", CPU_COUNT(&usable));
         cs_json_int(j, "host_cpus", online);
+        if (all[r].kernel[0]) cs_json_str(j, "kernel", all[r].kernel);
+        if (all[r].cpu_model[0]) cs_json_str(j, "cpu_model", all[r].cpu_model);
         if (waited >= 0) cs_json_num(j, "ranks_wait_share", waited);
         if (all[r].total_s > 0) {
             double others = all[r].busy_s - own;

@@ -22,7 +22,9 @@ ALLOWED = {
     "report": {"data", "analysis", "predict", "simulate"},
     "validate": {"data", "analysis", "predict", "measure"},
     "kinds": {"data", "analysis", "report"},
+    "check": {"data", "analysis", "kinds"},
     "cli": {
+        "check",
         "data",
         "importers",
         "measure",

@@ -91,7 +91,7 @@ def test_a_sound_store_reads_and_checks_ok(store: Path) -> None:
     assert out.splitlines()[-1] == "ok: nothing is damaged"
     code, out, _ = commscope(store, "check-store", "--json")
     report = json.loads(out)
-    assert code == 0 and report["ok"] and report["schema_version"] == 2
+    assert code == 0 and report["ok"] and report["schema_version"] == 3
     assert [r["readable"] for r in report["runs"]] == [
         {"run row": 1, "segment": 1, "point": 5, "data": 1}
     ] * 2
@@ -258,7 +258,7 @@ def test_a_version_1_store_is_read_as_it_is_then_migrated_by_a_writer(
     code, _, err = commscope(store, *WRITERS[0])
     assert (code, err) == (0, ""), err
     conn = sqlite3.connect(store)
-    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
     kinds = conn.execute("SELECT run_id, kind, COUNT(*) FROM points GROUP BY 1, 2").fetchall()
     conn.close()
     assert kinds == [(1, "point", 5), (2, "point", 24)]
@@ -279,7 +279,9 @@ def test_a_damaged_version_1_store_is_not_migrated(tmp_path: Path) -> None:
     before = store.read_bytes()
     code, _, err = commscope(store, *WRITERS[0])
     assert code == 1
-    assert_one_line(err, "cannot be brought to store version 2: run 1 point 4 record_json")
+    assert_one_line(
+        err, "cannot be brought to the current store version: run 1 point 4 record_json"
+    )
     assert store.read_bytes() == before
     code, out, _ = commscope(store, "check-store")
     assert code == 1 and "run 1 point 4 record_json is not JSON" in out, out

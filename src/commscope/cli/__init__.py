@@ -36,6 +36,9 @@ SUBCOMMANDS = (
     "compare",
     "import",
     "check-store",
+    "baseline",
+    "check",
+    "history",
     "validate",
     "engine",
     "vcluster",
@@ -55,7 +58,9 @@ class OneLineParser(argparse.ArgumentParser):
         so line breaks are folded and control characters shown escaped.
         """
         text = terminal_text(" ".join(message.split()))
-        self.exit(2, f"{self.prog}: error: {text} (see '{self.prog} --help')\n")
+        # `check` sets usage_exit to 3: bad usage is UNKNOWN to a monitoring system.
+        code = int(getattr(self, "usage_exit", 2))
+        self.exit(code, f"{self.prog}: error: {text} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

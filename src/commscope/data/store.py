@@ -30,6 +30,7 @@ from commscope.data.records import (
     Queue,
     Stream,
 )
+from commscope.data.store_baselines import StoreBaselines
 
 # Re-exported: callers import the file's constants from here.
 from commscope.data.store_file import APPLICATION_ID as APPLICATION_ID
@@ -39,7 +40,6 @@ from commscope.data.store_file import connect
 from commscope.data.store_read import Measurement
 from commscope.data.store_seal import damaged
 from commscope.data.store_write import RUN_STATUSES as RUN_STATUSES
-from commscope.data.store_write import StoreWrites
 from commscope.errors import StoreError, UsageError
 from commscope.strict import shown
 
@@ -128,7 +128,7 @@ def of_class(records: Sequence[object], cls: type[_M]) -> list[_M]:
     return sorted(out, key=key) if key else out
 
 
-class Store(StoreWrites):
+class Store(StoreBaselines):
     """A commscope SQLite store. Open it with ``Store.open(path)``.
 
     A store opened for reading is never changed. A version 1 store (no ``kind`` column, no

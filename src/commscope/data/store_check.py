@@ -86,11 +86,24 @@ def check_store(path: Path) -> StoreCheck:
                 table, tables[table], found.version or 2
             ):
                 _each_row(conn, found, table, reader)
+        if "baselines" in tables:
+            found.problems += _baseline_problems(conn, found.path)
     except (sqlite3.Error, UnicodeDecodeError) as err:
         found.problems.append(f"SQLite cannot read the file ({_text(err)})")
     finally:
         conn.close()
     return found
+
+
+def _baseline_problems(conn: sqlite3.Connection, path: Path) -> list[str]:
+    """A line per baseline whose row does not match its checksum."""
+    out = []
+    for row in conn.execute("SELECT * FROM baselines ORDER BY name"):
+        try:
+            check(path, "baselines", schema.COLUMNS["baselines"], row, "", "")
+        except Damage:
+            out.append(f"baseline {row['name']!r} does not match its checksum")
+    return out
 
 
 def _text(err: BaseException) -> str:
@@ -110,7 +123,8 @@ def _check_file(conn: sqlite3.Connection, found: StoreCheck) -> None:
     if len(versions) == 1 and next(iter(versions)) in schema.READABLE_VERSIONS:
         found.version = int(next(iter(versions)))
     else:
-        found.problems.append(f"schema version {sorted(versions, key=str)}, not 1 or 2")
+        readable = " or ".join(map(str, schema.READABLE_VERSIONS))
+        found.problems.append(f"schema version {sorted(versions, key=str)}, not {readable}")
     found.problems += schema.structure_problems(schema.table_columns(conn), found.version or 2)
     found.problems += [f"SQLite integrity check: {line}" for line in integrity_problems(conn)]
 
@@ -130,7 +144,7 @@ def _each_row(
             found.loose.append(f"{row_name(table, row)} belongs to no run in the store")
             continue
         try:
-            if found.version == 2:
+            if (found.version or 0) >= 2:
                 check(found.path, table, schema.COLUMNS[table], row, row_name(table, row), "")
             kind = reader(found, row)
         except Damage as err:

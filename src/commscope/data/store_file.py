@@ -222,8 +222,8 @@ def _setup(conn: sqlite3.Connection, path: Path, new: bool, write: bool) -> int:
     if version == schema.SCHEMA_VERSION:
         verify_rows(conn, path)
     else:  # before WAL mode is set: a refused migration leaves the file as it was
-        with write_transaction(conn, path, "bring the store to version 2") as c:
-            schema.migrate_v1(c, path)
+        with write_transaction(conn, path, f"bring the store to version {SCHEMA_VERSION}") as c:
+            schema.migrate(c, path, version)
     conn.execute("PRAGMA journal_mode = WAL")
     return schema.SCHEMA_VERSION
 
@@ -240,7 +240,8 @@ def _version(conn: sqlite3.Connection, path: Path) -> int:
         found = ", ".join(str(v) for v in versions) or "none"
         raise StoreError(
             f"{path} has store schema version {found}, this commscope reads versions"
-            f" {' and '.join(map(str, schema.READABLE_VERSIONS))}; use a matching commscope"
+            f" {', '.join(map(str, schema.READABLE_VERSIONS[:-1]))} and"
+            f" {schema.READABLE_VERSIONS[-1]}; use a matching commscope"
             " or another --store path"
         )
     return int(versions[0])
@@ -279,6 +280,8 @@ def row_name(table: str, row: sqlite3.Row) -> str:
     """How errors name a row: "run 3", "run 3 segment 4", "run 3 point 17"."""
     if table == "runs":
         return f"run {row['id']}"
+    if table == "baselines":
+        return f"baseline {row['name']!r}"
     if table == "run_data":
         return f"run {row['run_id']} data {row['kind']!r}"
     return f"run {row['run_id']} {table.removesuffix('s')} {row['id']}"

@@ -1,9 +1,11 @@
-"""The store's tables, version by version, and the migration from version 1 to version 2.
+"""The store's tables, version by version, and the migrations from versions 1 and 2.
 
-Version 2 adds to ``points`` the record's ``kind`` (its JSON ``type``: point, coll,
-contention, stream, linpack, loggp), so one kind is read without decoding the others, and to
-every table a ``crc`` column sealing the row (:mod:`commscope.data.store_seal`). Columns
-appended by ``ALTER TABLE`` land last, so a migrated store and a new one have the same layout.
+Version 3 adds the ``baselines`` table (one row per named baseline, its figures as JSON:
+``commscope baseline``). Version 2 adds to ``points`` the record's ``kind`` (its JSON
+``type``: point, coll, contention, stream, linpack, loggp), so one kind is read without
+decoding the others, and to every table a ``crc`` column sealing the row
+(:mod:`commscope.data.store_seal`). Columns appended by ``ALTER TABLE`` land last, so a
+migrated store and a new one have the same layout.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from commscope.data.records import RECORD_TYPES, End, Header
 from commscope.data.store_seal import damaged, seal
 from commscope.errors import RecordError
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 # Records a point row may hold: every record type but the run's header and end.
 MEASUREMENT_KINDS = tuple(t for t in RECORD_TYPES if t not in ("header", "end"))
 
-# Each table's columns and declared types in file order, as version 2 has them.
+# Each table's columns and declared types in file order, as version 3 has them.
 COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "runs": (
         ("id", "INTEGER"),
@@ -69,7 +71,15 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("data_json", "TEXT"),
         ("crc", "INTEGER"),
     ),
+    "baselines": (
+        ("name", "TEXT"),
+        ("created_unix", "REAL"),
+        ("body_json", "TEXT"),
+        ("crc", "INTEGER"),
+    ),
 }
+# The tables of a run's data (each row belongs to a run); version 3 adds the baselines.
+RUN_TABLES = ("runs", "segments", "points", "run_data")
 TABLES = ("schema_version", *COLUMNS)
 # Columns version 1 lacks (end_json and run_data came within version 1: a store may lack them).
 _V2_ONLY = {"runs": {"crc"}, "segments": {"crc"}, "points": {"kind", "crc"}, "run_data": {"crc"}}
@@ -92,6 +102,8 @@ _POINTS_DDL = """CREATE TABLE points (
 _RUN_DATA_DDL = """CREATE TABLE run_data (
     run_id INTEGER REFERENCES runs(id), kind TEXT, data_json TEXT, crc INTEGER,
     UNIQUE (run_id, kind))"""
+_BASELINES_DDL = """CREATE TABLE baselines (
+    name TEXT PRIMARY KEY, created_unix REAL, body_json TEXT, crc INTEGER)"""
 # Indexes: integrity_check compares each with its table, so the counts they answer
 # (points per run, per segment) cannot drift from the rows unnoticed.
 _INDEXES = (
@@ -102,9 +114,9 @@ _INDEXES = (
 
 
 def create(c: sqlite3.Connection) -> None:
-    """Create the version 2 tables in an empty file (inside the caller's transaction)."""
+    """Create the version 3 tables in an empty file (inside the caller's transaction)."""
     c.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    for ddl in (_RUNS_DDL, _SEGMENTS_DDL, _POINTS_DDL, _RUN_DATA_DDL, *_INDEXES):
+    for ddl in (_RUNS_DDL, _SEGMENTS_DDL, _POINTS_DDL, _RUN_DATA_DDL, _BASELINES_DDL, *_INDEXES):
         c.execute(ddl)
     c.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
 
@@ -124,7 +136,9 @@ def structure_problems(have: dict[str, list[str]], version: int) -> list[str]:
     problems = []
     for table in TABLES:
         if table not in have:
-            if not (version == 1 and table == "run_data"):
+            if not (version == 1 and table == "run_data") and not (
+                version < 3 and table == "baselines"
+            ):
                 problems.append(f"no {table} table")
             continue
         missing = missing_columns(table, have[table], version)
@@ -141,6 +155,18 @@ def missing_columns(table: str, have: list[str], version: int) -> list[str]:
     return [name for name in sorted(expected) if name not in have]
 
 
+def migrate(c: sqlite3.Connection, path: Path, version: int) -> None:
+    """Bring a version 1 or 2 store to version 3 inside the caller's transaction.
+
+    Raises:
+        StoreError: a row of a version 1 store is damaged; the caller rolls back.
+    """
+    if version == 1:
+        migrate_v1(c, path)
+    c.execute(_BASELINES_DDL)
+    c.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+
+
 def migrate_v1(c: sqlite3.Connection, path: Path) -> None:
     """Bring a version 1 store to version 2 inside the caller's transaction.
 
@@ -155,7 +181,7 @@ def migrate_v1(c: sqlite3.Connection, path: Path) -> None:
         c.execute("ALTER TABLE segments ADD COLUMN end_json TEXT")
     if "run_data" not in have:
         c.execute(_RUN_DATA_DDL.replace("data_json TEXT, crc INTEGER", "data_json TEXT"))
-    for table in COLUMNS:
+    for table in RUN_TABLES:
         for column in ("kind", "crc") if table == "points" else ("crc",):
             c.execute(f"ALTER TABLE {table} ADD COLUMN {column} {dict(COLUMNS[table])[column]}")
     for ddl in _INDEXES:
@@ -177,10 +203,10 @@ def migrate_v1(c: sqlite3.Connection, path: Path) -> None:
         if kind not in MEASUREMENT_KINDS:
             raise damaged(path, f"run {run_id} point {point_id} record_json is not a measurement")
         c.execute("UPDATE points SET kind = ? WHERE id = ?", (kind, point_id))
-    for table in COLUMNS:
+    for table in RUN_TABLES:
         for (rowid,) in c.execute(f"SELECT rowid FROM {table}").fetchall():
             seal(c, table, rowid, COLUMNS[table])
-    c.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+    c.execute("UPDATE schema_version SET version = 2")
 
 
 def _v1_json(path: Path, where: str, text: object, shape: type) -> object:

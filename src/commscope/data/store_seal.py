@@ -38,12 +38,13 @@ def damaged(path: Path, what: str, readable: str = "", migrating: bool = False) 
         path: the store file.
         what: what is damaged, naming the table or the run and row.
         readable: what can still be read despite it.
-        migrating: found while bringing a version 1 store to version 2 (nothing changed).
+        migrating: found while bringing a version 1 store up to date (nothing changed).
     """
     see = "'commscope check-store' lists what is damaged and what can still be read"
     if migrating:
         return Damage(
-            f"{path} cannot be brought to store version 2: {what}; it is left as it was, {see}",
+            f"{path} cannot be brought to the current store version: {what}; it is left as it"
+            f" was, {see}",
             what,
         )
     readable = readable or "other runs may still be read"

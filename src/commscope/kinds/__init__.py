@@ -14,6 +14,7 @@ from typing import Any
 from commscope.data.run_data import RunData
 from commscope.kinds import coll, contention, loggp, matrix, mbw, node, p2p, program, rma, tcp
 from commscope.kinds.base import Kind, View
+from commscope.kinds.figures import Figure, FigureSpec
 
 KINDS: tuple[Kind[Any], ...] = (
     tcp.KIND,
@@ -32,6 +33,8 @@ __all__ = [
     "KINDS",
     "Kind",
     "View",
+    "figure_specs",
+    "run_figures",
     "render_report",
     "report_contexts",
     "summaries",
@@ -44,6 +47,16 @@ __all__ = [
 def summaries(run: RunData, view: View) -> list[tuple[Kind[Any], Any]]:
     """Each kind's summary of ``run``, None where the run has none of its records."""
     return [(kind, kind.summarize(run, view)) for kind in KINDS]
+
+
+def run_figures(run: RunData) -> list[Figure]:
+    """Every figure of ``run`` a check can judge, kind by kind (keys are unique)."""
+    return [f for kind in KINDS for f in kind.figures(run)]
+
+
+def figure_specs() -> dict[str, FigureSpec]:
+    """Every kind's figure specs by name."""
+    return {spec.name: spec for kind in KINDS for spec in kind.figure_specs}
 
 
 def to_json(found: list[tuple[Kind[Any], Any]]) -> dict[str, Any]:

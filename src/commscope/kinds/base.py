@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from commscope.analysis.coll import DEFAULT_TRIM
 from commscope.data.run_data import RunData
+from commscope.kinds.figures import Figure, FigureSpec
 
 S = TypeVar("S")
 
@@ -38,6 +39,8 @@ class Kind(Generic[S]):
         terminal: Rich renderables for ``show``, in order.
         report: the run's report entry for a summary, or None when the kind has no section.
         template: the Jinja2 template drawing the report entry (``report/templates/``).
+        figure_specs: the figures a check can judge (:mod:`commscope.kinds.figures`).
+        figures: a run's figures with their raw samples ([] when it has none of them).
     """
 
     name: str
@@ -47,3 +50,5 @@ class Kind(Generic[S]):
     terminal: Callable[[S], list[Any]]
     report: Callable[[S], Any] | None = None
     template: str | None = None
+    figure_specs: tuple[FigureSpec, ...] = ()
+    figures: Callable[[RunData], list[Figure]] = lambda run: []

@@ -17,6 +17,7 @@ from commscope.analysis import coll_scaling
 from commscope.data.records import Coll
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.figures import LOWER, Figure, FigureSpec, figure
 from commscope.kinds.p2p import us
 
 
@@ -144,6 +145,20 @@ def to_json(run: CollRun | None) -> dict[str, Any]:
     }
 
 
+TIME = FigureSpec(
+    "coll_time_seconds",
+    "seconds",
+    LOWER,
+    "time",
+    "collective time T (slowest rank, valid launches) per op, group and size",
+)
+
+
+def figures(run: RunData) -> list[Figure]:
+    """T per operation, group and size, from every valid launch."""
+    return [figure(TIME, c.valid_times_s, op=c.op, group=c.group, bytes=c.bytes) for c in run.colls]
+
+
 KIND = Kind(
     name="coll",
     records=(Coll,),
@@ -152,4 +167,6 @@ KIND = Kind(
     terminal=table,
     report=report,
     template="coll_scaling_section.html.j2",
+    figure_specs=(TIME,),
+    figures=figures,
 )

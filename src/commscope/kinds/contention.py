@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from rich.table import Table
 from rich.text import Text
 
@@ -19,6 +20,7 @@ from commscope.analysis import queue as queue_analysis
 from commscope.data.records import Contention, Queue
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.figures import LOWER, Figure, FigureSpec, figure
 from commscope.kinds.p2p import us
 
 
@@ -129,6 +131,31 @@ def report(run: ContentionRun) -> dict[str, Any]:
     }
 
 
+DEGRADATION = FigureSpec(
+    "contention_degradation_ratio",
+    "ratio",
+    LOWER,
+    "ratio",
+    "t(m, cf) / t(m, 1): how much cf pairs sharing a level slow each other",
+)
+
+
+def figures(run: RunData) -> list[Figure]:
+    """The degradation per level, size and cf > 1: each repetition's slowest process over t(m,1)."""
+    alone = {
+        (c.level, c.bytes): float(np.median([max(rep) for rep in c.samples_s]))
+        for c in run.contentions
+        if c.cf == 1 and c.samples_s
+    }
+    out = []
+    for c in run.contentions:
+        base = alone.get((c.level, c.bytes))
+        if c.cf > 1 and base:
+            ratios = [max(rep) / base for rep in c.samples_s if rep]
+            out.append(figure(DEGRADATION, ratios, level=c.level, bytes=c.bytes, cf=c.cf))
+    return out
+
+
 KIND = Kind(
     name="contention",
     records=(Contention, Queue),
@@ -141,4 +168,6 @@ KIND = Kind(
     terminal=tables,
     report=report,
     template="contention_section.html.j2",
+    figure_specs=(DEGRADATION,),
+    figures=figures,
 )

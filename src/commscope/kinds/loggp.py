@@ -10,6 +10,7 @@ from commscope.analysis import loggp as loggp_analysis
 from commscope.data.records import LogGP
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.figures import LOWER, Figure, FigureSpec, figure
 from commscope.kinds.p2p import mbs
 
 
@@ -57,6 +58,29 @@ def report(fitted: list[loggp_analysis.LogGPFit]) -> dict[str, Any]:
     }
 
 
+# LogGP parameters (Alexandrov et al. 1995) as Netgauge fits them: one value per fit.
+PARAMETERS = {
+    "L_s": FigureSpec("loggp_latency_seconds", "seconds", LOWER, "latency", "LogGP L"),
+    "o_s_s": FigureSpec("loggp_send_overhead_seconds", "seconds", LOWER, "latency", "LogGP o_s"),
+    "o_r_s": FigureSpec("loggp_receive_overhead_seconds", "seconds", LOWER, "latency", "LogGP o_r"),
+    "g_s": FigureSpec("loggp_gap_seconds", "seconds", LOWER, "latency", "LogGP g"),
+    "G_s_per_byte": FigureSpec(
+        "loggp_gap_per_byte_seconds", "seconds", LOWER, "bw", "LogGP G (1/G: bandwidth)"
+    ),
+}
+
+
+def figures(run: RunData) -> list[Figure]:
+    """Each pair's fitted parameters (one value each: the fit has no samples)."""
+    if not run.loggps:
+        return []
+    return [
+        figure(spec, [getattr(fit, attr)], pair=fit.pair)
+        for fit in loggp_analysis.fits(run.loggps)
+        for attr, spec in PARAMETERS.items()
+    ]
+
+
 KIND = Kind(
     name="loggp",
     records=(LogGP,),
@@ -65,4 +89,6 @@ KIND = Kind(
     terminal=table,
     report=report,
     template="loggp_section.html.j2",
+    figure_specs=tuple(PARAMETERS.values()),
+    figures=figures,
 )

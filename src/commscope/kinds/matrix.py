@@ -14,6 +14,15 @@ from rich.text import Text
 from commscope.analysis import matrix as matrix_analysis
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.figures import (
+    HIGHER,
+    LOWER,
+    Figure,
+    FigureSpec,
+    figure,
+    point_rate_samples,
+    point_time_samples,
+)
 from commscope.kinds.p2p import mbs, us
 
 
@@ -112,6 +121,47 @@ def report(run: PairedRun) -> dict[str, Any]:
     }
 
 
+LINK_LATENCY = FigureSpec(
+    "matrix_latency_seconds", "seconds", LOWER, "latency", "one-way latency of a node pair"
+)
+LINK_BANDWIDTH = FigureSpec(
+    "matrix_bandwidth_bytes_per_second",
+    "bytes_per_second",
+    HIGHER,
+    "bw",
+    "bandwidth from one node to another while the others are idle",
+)
+BISECTION = FigureSpec(
+    "bisection_bandwidth_bytes_per_second",
+    "bytes_per_second",
+    HIGHER,
+    "bw",
+    "effective bisection bandwidth: a pair's bandwidth in random matchings (Netgauge)",
+)
+
+
+def figures(run: RunData) -> list[Figure]:
+    """Latency and bandwidth per ordered node pair and size; the bisection per size."""
+    points = run.family("paired")
+    if not points:
+        return []
+    header = run.info.header
+    nranks = int(header["nranks"]) if header else 1 + max(max(p.ranks) for p in points)
+    names = matrix_analysis.node_names(header, nranks)
+    out = []
+    for p in points:
+        if p.op == "matrix_lat":
+            link = f"{names[p.ranks[0]]}->{names[p.ranks[1]]}"
+            out.append(figure(LINK_LATENCY, point_time_samples(p), link=link, bytes=p.bytes))
+        elif p.op == "matrix_bw":
+            link = f"{names[p.ranks[0]]}->{names[p.ranks[1]]}"
+            out.append(figure(LINK_BANDWIDTH, point_rate_samples(p), link=link, bytes=p.bytes))
+    for nbytes in sorted({p.bytes for p in points if p.op == "bisection_bw"}):
+        rates = [p.bandwidth_Bps for p in points if p.op == "bisection_bw" and p.bytes == nbytes]
+        out.append(figure(BISECTION, rates, bytes=nbytes))
+    return out
+
+
 KIND = Kind(
     name="matrix",
     records=(),
@@ -120,4 +170,6 @@ KIND = Kind(
     terminal=terminal,
     report=report,
     template="matrix_section.html.j2",
+    figure_specs=(LINK_LATENCY, LINK_BANDWIDTH, BISECTION),
+    figures=figures,
 )

@@ -11,9 +11,11 @@ from typing import Any
 from rich.table import Table
 
 from commscope.analysis import mbw as mbw_analysis
+from commscope.data.point_ops import mbw_pairs
 from commscope.data.records import Point
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.figures import HIGHER, Figure, FigureSpec, figure, point_rate_samples
 from commscope.kinds.p2p import mbs
 
 
@@ -82,6 +84,24 @@ def report(summaries: list[mbw_analysis.MbwSummary]) -> dict[str, Any]:
     }
 
 
+AGGREGATE = FigureSpec(
+    "mbw_bandwidth_bytes_per_second",
+    "bytes_per_second",
+    HIGHER,
+    "bw",
+    "aggregate bandwidth of k pairs sending at once, per size",
+)
+
+
+def figures(run: RunData) -> list[Figure]:
+    """Aggregate bandwidth per pair count and size."""
+    return [
+        figure(AGGREGATE, point_rate_samples(p), pairs=mbw_pairs(p.op), pair=p.pair, bytes=p.bytes)
+        for p in run.family("mbw")
+        if p.bytes > 0
+    ]
+
+
 KIND = Kind(
     name="mbw",
     records=(Point,),
@@ -90,4 +110,6 @@ KIND = Kind(
     terminal=tables,
     report=report,
     template="mbw_section.html.j2",
+    figure_specs=(AGGREGATE,),
+    figures=figures,
 )

@@ -16,6 +16,7 @@ from commscope.analysis import node as node_analysis
 from commscope.data.records import Linpack
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.figures import HIGHER, Figure, FigureSpec, figure
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,27 @@ def report(run: NodeRun) -> dict[str, Any]:
     }
 
 
+P_MAX = FigureSpec(
+    "node_linpack_pmax_flops",
+    "flops",
+    HIGHER,
+    "compute",
+    "Linpack P_max per core count: the solves at the N that reached it",
+)
+
+
+def check_figures(run: RunData) -> list[Figure]:
+    """P_max per core count, with the rates of the solves at N_max as samples."""
+    if not run.linpacks:
+        return []
+    out = []
+    for f in node_analysis.figures(run.linpacks):
+        at = [p for p in run.linpacks if p.cores == f.cores and p.n == f.n_max]
+        rates = [g * 1e9 for p in at for g in p.gflops]
+        out.append(figure(P_MAX, rates, cores=f.cores))
+    return out
+
+
 KIND = Kind(
     name="node",
     records=(Linpack,),
@@ -144,4 +166,6 @@ KIND = Kind(
     terminal=lambda run: [*figures(run.summary), rows(run.summary)],
     report=report,
     template="node_section.html.j2",
+    figure_specs=(P_MAX,),
+    figures=check_figures,
 )

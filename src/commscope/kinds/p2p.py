@@ -19,6 +19,15 @@ from commscope.data.mpi_config import ProtocolLimits
 from commscope.data.records import Point
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.figures import (
+    HIGHER,
+    LOWER,
+    Figure,
+    FigureSpec,
+    figure,
+    point_rate_samples,
+    point_time_samples,
+)
 
 MOST_INTERRUPTED = 12  # points named one by one; the rest are counted
 
@@ -172,4 +181,39 @@ def terminal(run: P2PRun) -> list[Any]:
     ]
 
 
-KIND = Kind(name="p2p", records=(Point,), summarize=summarize, to_json=to_json, terminal=terminal)
+LATENCY = FigureSpec(
+    "p2p_latency_seconds", "seconds", LOWER, "latency", "one-way ping-pong time per message"
+)
+BANDWIDTH = FigureSpec(
+    "p2p_bandwidth_bytes_per_second",
+    "bytes_per_second",
+    HIGHER,
+    "bw",
+    "streaming bandwidth (op bw, bibw: both ways) per message size",
+)
+
+
+def figures(run: RunData) -> list[Figure]:
+    """Latency per pair and size (ping-pong), bandwidth per op, pair and size (bw, bibw)."""
+    if run.info.kind == "tcp":  # a TCP run's points are the tcp kind's
+        return []
+    out = []
+    for p in run.points:
+        if p.op == "pingpong":
+            out.append(figure(LATENCY, point_time_samples(p), pair=p.pair, bytes=p.bytes))
+        elif p.bytes > 0:
+            out.append(
+                figure(BANDWIDTH, point_rate_samples(p), op=p.op, pair=p.pair, bytes=p.bytes)
+            )
+    return out
+
+
+KIND = Kind(
+    name="p2p",
+    records=(Point,),
+    summarize=summarize,
+    to_json=to_json,
+    terminal=terminal,
+    figure_specs=(LATENCY, BANDWIDTH),
+    figures=figures,
+)

@@ -15,6 +15,15 @@ from commscope.analysis import rma as rma_analysis
 from commscope.data.records import Point
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.figures import (
+    HIGHER,
+    LOWER,
+    Figure,
+    FigureSpec,
+    figure,
+    point_rate_samples,
+    point_time_samples,
+)
 from commscope.kinds.p2p import mbs, us
 
 
@@ -100,6 +109,30 @@ def report(summary: rma_analysis.RmaSummary) -> dict[str, Any]:
     }
 
 
+LATENCY = FigureSpec(
+    "rma_latency_seconds", "seconds", LOWER, "latency", "one-sided operation time per op and size"
+)
+BANDWIDTH = FigureSpec(
+    "rma_bandwidth_bytes_per_second",
+    "bytes_per_second",
+    HIGHER,
+    "bw",
+    "one-sided bandwidth per op and size",
+)
+
+
+def figures(run: RunData) -> list[Figure]:
+    """Latency of the *_lat_* series, bandwidth of the *_bw_* series, per op, pair and size."""
+    out = []
+    for p in run.family("rma"):
+        where = {"op": p.op, "pair": p.pair, "bytes": p.bytes}
+        if "_lat_" in p.op:
+            out.append(figure(LATENCY, point_time_samples(p), **where))
+        elif p.bytes > 0:
+            out.append(figure(BANDWIDTH, point_rate_samples(p), **where))
+    return out
+
+
 KIND = Kind(
     name="rma",
     records=(Point,),
@@ -108,4 +141,6 @@ KIND = Kind(
     terminal=terminal,
     report=report,
     template="rma_section.html.j2",
+    figure_specs=(LATENCY, BANDWIDTH),
+    figures=figures,
 )

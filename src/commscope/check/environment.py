@@ -1,0 +1,89 @@
+"""What a run was measured under, and what changed since a baseline.
+
+The facts come from what the run recorded: its MPI (tag and library version), launcher, ranks,
+hosts, engine options, and from the engine's end records each host's kernel, CPU model and
+TCP settings. A check names every difference; a figure that got worse under a changed
+environment is not called a regression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from commscope.data.run_data import RunData
+
+# Shown in a difference, in this order: key -> how a person names it.
+NAMES = {
+    "mpi": "MPI",
+    "mpi_library": "MPI library",
+    "launcher": "launcher",
+    "nranks": "ranks",
+    "hosts": "hosts",
+    "kernel": "kernel",
+    "cpu_model": "CPU model",
+    "tcp_congestion_control": "TCP congestion control",
+    "tcp_limit_output_bytes": "tcp_limit_output_bytes",
+    "tcp_slow_start_after_idle": "tcp_slow_start_after_idle",
+    "engine_options": "engine options",
+}
+_TCP = ("congestion_control", "tcp_limit_output_bytes", "tcp_slow_start_after_idle")
+
+
+def _values(ends: list[dict[str, Any] | None], table: str, key: str) -> list[Any]:
+    found = {h.get(key) for end in ends for h in (end or {}).get(table) or []}
+    return sorted((v for v in found if v is not None), key=str)
+
+
+def of_run(run: RunData) -> dict[str, Any]:
+    """The environment ``run`` recorded (keys of :data:`NAMES`; empty lists when unknown)."""
+    header = run.info.header or {}
+    ends = run.ends
+    out: dict[str, Any] = {
+        "mpi": run.info.mpi,
+        "mpi_library": (header.get("mpi") or {}).get("library_version"),
+        "launcher": run.info.launcher,
+        "nranks": run.info.nranks,
+        "hosts": sorted({str(r["node"]) for r in header.get("ranks") or []}),
+        "kernel": _values(ends, "load", "kernel"),
+        "cpu_model": _values(ends, "load", "cpu_model"),
+    }
+    for key in _TCP:
+        name = key if key.startswith("tcp_") else f"tcp_{key}"
+        out[name] = _values(ends, "tcp_loss", key)
+    out["engine_options"] = dict(header.get("options") or {})
+    return out
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(map(str, value)) or "-"
+    return "-" if value is None else str(value)
+
+
+def changes(baseline: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """One phrase per difference, e.g. "MPI library: Open MPI v4.1.4 -> v5.0.3".
+
+    A fact the baseline or the run did not record (None or empty) is not a difference.
+    """
+    out = []
+    for key, name in NAMES.items():
+        old, new = baseline.get(key), now.get(key)
+        if old in (None, [], {}) or new in (None, [], {}) or old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            diff = [
+                f"{k} {_shown(old.get(k))} -> {_shown(new.get(k))}"
+                for k in sorted(set(old) | set(new), key=str)
+                if old.get(k) != new.get(k)
+            ]
+            out.append(f"{name}: " + "; ".join(diff))
+        else:
+            out.append(f"{name}: {_shown(old)} -> {_shown(new)}")
+    return out
+
+
+def hosts_differ(baseline: Mapping[str, Any], now: Mapping[str, Any]) -> bool:
+    """Whether both recorded their hosts and the sets differ."""
+    old, new = baseline.get("hosts") or [], now.get("hosts") or []
+    return bool(old) and bool(new) and sorted(old) != sorted(new)

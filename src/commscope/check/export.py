@@ -1,0 +1,105 @@
+"""A verdict for monitoring and CI: node_exporter's textfile format and a JUnit XML file.
+
+Prometheus: the maintained ``prometheus_client`` writes the exposition format, and its
+``write_to_textfile`` writes a temporary file and renames it over the target, so a scrape
+never sees half a file. Metrics carry base units in their names (``_seconds``,
+``_bytes_per_second``) and the figure's labels; ``commscope_check_status`` holds the exit
+code and ``commscope_check_timestamp_seconds`` when the check ran.
+
+JUnit: one test case per figure (``junitparser``); a CRITICAL figure is a failure that names
+the figure, the baseline, the measured value and the change; a figure excused by load or a
+changed environment is skipped with that cause; a WARNING passes with its line as output.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from commscope import safe_write
+from commscope.check.verdict import CRITICAL, STATUS_NAMES, WARNING, Verdict
+from commscope.errors import UsageError
+
+PREFIX = "commscope_"
+
+
+def check_prometheus_path(path: str) -> Path:
+    """Refuse a textfile path node_exporter would not read, or that cannot be written.
+
+    Raises:
+        UsageError: not ending in .prom, a directory, or its folder cannot be written.
+    """
+    if not path.endswith(".prom"):
+        raise UsageError(
+            f"--prometheus {path}: node_exporter's textfile collector reads only *.prom files;"
+            " give a name ending in .prom"
+        )
+    return safe_write.check_target(path, "--prometheus")
+
+
+def write_prometheus(verdict: Verdict, path: str) -> None:
+    """Write the verdict's figures and status to ``path`` atomically (textfile format)."""
+    from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+
+    target = check_prometheus_path(path)
+    registry = CollectorRegistry()
+    base = {"baseline": verdict.baseline}
+    for name, text, value in (
+        ("status", "commscope check: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN", verdict.status),
+        ("timestamp_seconds", "when the check ran (Unix time)", verdict.checked_unix),
+        ("run", "the stored run the check judged", verdict.run_id),
+    ):
+        gauge = Gauge(f"{PREFIX}check_{name}", text, list(base), registry=registry)
+        gauge.labels(**base).set(value)
+    figure_status = Gauge(
+        f"{PREFIX}check_figure_status",
+        "per figure: 0 OK, 1 WARNING, 2 CRITICAL",
+        ["baseline", "figure"],
+        registry=registry,
+    )
+    by_name: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for f in verdict.figures:
+        figure_status.labels(baseline=verdict.baseline, figure=f.key).set(f.status)
+        if f.measured is not None:
+            by_name.setdefault(f.name, []).append((f.labels, f.measured))
+    for name, values in sorted(by_name.items()):
+        names = sorted({k for labels, _ in values for k in labels} | {"baseline"})
+        gauge = Gauge(f"{PREFIX}{name}", f"{name} as measured", names, registry=registry)
+        for labels, value in values:
+            full = {k: labels.get(k, "") for k in names} | base
+            gauge.labels(**full).set(value)
+    try:
+        write_to_textfile(os.fspath(target), registry)
+    except OSError as err:
+        raise UsageError(
+            f"--prometheus {path}: cannot write it ({err.strerror}); check the folder's"
+            " permissions and free space"
+        ) from None
+
+
+def junit_text(verdict: Verdict) -> str:
+    """The verdict as JUnit XML: one test case per figure."""
+    from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
+
+    suite = TestSuite(f"commscope check {verdict.baseline}")
+    for f in verdict.figures:
+        case = TestCase(f.key, classname=f"commscope.check.{verdict.baseline}")
+        line = f"{f.text()} (baseline {verdict.baseline}, run {verdict.run_id})"
+        if f.excused:
+            line += f": {'; '.join([*verdict.load, *verdict.environment_changes])}"
+        if f.status == CRITICAL:
+            case.result = [Failure(line, "regression")]
+        elif f.excused:
+            case.result = [Skipped(line)]
+        elif f.status == WARNING:
+            case.system_out = f"{STATUS_NAMES[f.status]}: {line}"
+        suite.add_testcase(case)
+    xml = JUnitXml()
+    xml.add_testsuite(suite)
+    xml.update_statistics()
+    return str(xml.tostring().decode("utf-8"))
+
+
+def write_junit(verdict: Verdict, path: str) -> None:
+    """Write the JUnit file to ``path`` through a temporary file."""
+    safe_write.write_text(path, junit_text(verdict), "--junit")

@@ -1,0 +1,108 @@
+"""A figure over every stored run: what ``commscope history`` and the report's trend show.
+
+A selector names a figure and, optionally, some of its labels, in Prometheus' notation:
+``p2p_latency_seconds`` (every pair and size), ``p2p_latency_seconds{pair="inter-node",
+bytes="8"}`` (one). Label values may be quoted or bare.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from commscope.data.run_data import RunData
+from commscope.errors import UsageError
+from commscope.kinds import KINDS
+
+_SELECTOR = re.compile(r"([a-z][a-z0-9_]*)(?:\{(.*)\})?")
+_LABEL = re.compile(r'\s*([a-z_]+)\s*=\s*(?:"([^"]*)"|([^,"]*))\s*')
+FIX = 'give a figure name such as p2p_latency_seconds or p2p_latency_seconds{pair="inter-node"}'
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A figure name and the labels its figures must carry."""
+
+    name: str
+    labels: dict[str, str]
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether figure labels ``labels`` carry every label of the selector."""
+        return all(labels.get(k) == v for k, v in self.labels.items())
+
+
+def parse_selector(text: str, names: Iterable[str]) -> Selector:
+    """Read ``name{label="value",...}``; ``names`` are the figure names the kinds declare.
+
+    Raises:
+        UsageError: malformed, or no kind declares the name.
+    """
+    found = _SELECTOR.fullmatch(text.strip())
+    if not found:
+        raise UsageError(f"{text!r} is not a figure selector; {FIX}")
+    name, inner = found.group(1), found.group(2)
+    known = sorted(names)
+    if name not in known:
+        raise UsageError(f"no figure is named {name!r}; figures: {', '.join(known)}")
+    labels: dict[str, str] = {}
+    for part in (inner or "").split(","):
+        if not part.strip():
+            continue
+        label = _LABEL.fullmatch(part)
+        if not label:
+            raise UsageError(f'{text!r}: {part.strip()!r} is not label="value"; {FIX}')
+        labels[label.group(1)] = label.group(2) if label.group(2) is not None else label.group(3)
+    return Selector(name, labels)
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One figure of one run."""
+
+    run_id: int
+    created_unix: float
+    label: str | None
+    key: str
+    labels: dict[str, str]
+    center: float
+    n_samples: int
+    unit: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict with full key names."""
+        return {
+            "run": self.run_id,
+            "created_unix": self.created_unix,
+            "label": self.label,
+            "key": self.key,
+            "labels": self.labels,
+            "value": self.center,
+            "n_samples": self.n_samples,
+            "unit": self.unit,
+        }
+
+
+def points(run: RunData, selector: Selector) -> list[HistoryPoint]:
+    """The selected figures of one run (only the kind that declares the name reads it)."""
+    out = []
+    for kind in KINDS:
+        if not any(spec.name == selector.name for spec in kind.figure_specs):
+            continue
+        for f in kind.figures(run):
+            labels = dict(f.labels)
+            if f.spec.name == selector.name and f.samples and selector.matches(labels):
+                out.append(
+                    HistoryPoint(
+                        run.info.id,
+                        run.info.created_unix,
+                        run.info.label,
+                        f.key,
+                        labels,
+                        f.center,
+                        len(f.samples),
+                        f.spec.unit,
+                    )
+                )
+    return out

@@ -1,0 +1,89 @@
+"""Baselines made from stored runs, and stored runs judged against a baseline."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+
+from commscope.analysis import load as load_analysis
+from commscope.check import environment
+from commscope.check.baseline import Baseline, figure_bases
+from commscope.check.verdict import Verdict, judge
+from commscope.data.run_data import RunData
+from commscope.errors import UsageError
+from commscope.kinds import run_figures
+
+
+def make_baseline(name: str, runs: Sequence[RunData]) -> Baseline:
+    """A baseline named ``name`` from ``runs`` (one or more of the same kind and hosts).
+
+    Raises:
+        UsageError: the runs differ in kind or hosts, or hold no figure a check can judge.
+    """
+    first = runs[0]
+    env = environment.of_run(first)
+    for other in runs[1:]:
+        if other.info.kind != first.info.kind:
+            raise UsageError(
+                f"run {other.info.id} is a {other.info.kind} run and run {first.info.id} a"
+                f" {first.info.kind} run; a baseline takes runs of one kind"
+            )
+        if environment.hosts_differ(env, environment.of_run(other)):
+            raise UsageError(
+                f"run {other.info.id} ran on other hosts than run {first.info.id}; a baseline"
+                " takes runs of the same hosts"
+            )
+    figures = figure_bases([run_figures(run) for run in runs])
+    if not figures:
+        ids = ", ".join(str(r.info.id) for r in runs)
+        raise UsageError(
+            f"run {ids} holds no figure a check can judge (no complete measurement);"
+            " choose a run that 'commscope show' shows figures for"
+        )
+    return Baseline(
+        name=name,
+        created_unix=time.time(),
+        runs=tuple(r.info.id for r in runs),
+        kind=first.info.kind,
+        request=dict(first.info.request),
+        environment=env,
+        figures=figures,
+    )
+
+
+def check_run(
+    baseline: Baseline,
+    run: RunData,
+    tolerances: Mapping[str, float],
+    allow_other_hosts: bool = False,
+) -> Verdict:
+    """Judge stored ``run`` against ``baseline``.
+
+    Raises:
+        UsageError: the run is of another kind than the baseline, or ran on other hosts
+            (unless ``allow_other_hosts``: its figures are then reported as measured
+            elsewhere, not as regressions).
+    """
+    info = run.info
+    if info.kind != baseline.kind:
+        raise UsageError(
+            f"run {info.id} is a {info.kind} run and baseline {baseline.name} holds"
+            f" {baseline.kind} runs; check a {baseline.kind} run, or make a baseline of"
+            f" {info.kind} runs"
+        )
+    env = environment.of_run(run)
+    if environment.hosts_differ(baseline.environment, env) and not allow_other_hosts:
+        raise UsageError(
+            f"run {info.id} ran on {','.join(env['hosts'])}, baseline {baseline.name} on"
+            f" {','.join(baseline.environment['hosts'])}; check a run of those hosts, or pass"
+            " --allow-other-hosts to compare anyway"
+        )
+    return judge(
+        baseline,
+        info.id,
+        run_figures(run),
+        tolerances,
+        time.time(),
+        environment.changes(baseline.environment, env),
+        load_analysis.warnings(run.ends),
+    )

@@ -1,0 +1,72 @@
+"""``commscope history``: one figure over every stored run."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+
+from commscope.cli import common
+
+NAME = "history"
+HELP = "a figure over every stored run (table or --json), e.g. p2p_latency_seconds"
+EXAMPLES = """examples:
+  commscope history p2p_latency_seconds                      every pair and size
+  commscope history 'p2p_latency_seconds{pair="inter-node",bytes="8"}'
+  commscope history coll_time_seconds --last 30 --json
+  commscope history --list                                   the figure names there are"""
+
+
+def setup_parser(p: argparse.ArgumentParser) -> None:
+    """Declare the options of `commscope history`."""
+    p.add_argument("selector", nargs="?", metavar="SELECTOR", help='NAME or NAME{label="value"}')
+    p.add_argument("--last", type=common.whole(1, 10**6), metavar="N", help="the newest N runs")
+    p.add_argument("--list", action="store_true", help="list the figure names and exit")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the selected figures of every run, oldest first."""
+    from commscope import kinds
+    from commscope.check import history
+    from commscope.data.run_data import read_run
+
+    specs = kinds.figure_specs()
+    if args.list:
+        for spec in specs.values():
+            print(f"{spec.name}  ({spec.better} is better) {spec.help}")
+        return 0
+    common.require(
+        args.selector is not None,
+        "give a figure selector, e.g. 'commscope history p2p_latency_seconds'"
+        " ('commscope history --list' names them)",
+    )
+    selector = history.parse_selector(args.selector, specs)
+    with common.open_store(args, write=False) as store:
+        runs = store.list_runs()
+        if args.last:
+            runs = runs[-args.last :]
+        found = [p for info in runs for p in history.points(read_run(store, info.id), selector)]
+    if args.json:
+        common.print_json({"selector": args.selector, "points": [p.to_json() for p in found]})
+        return 0
+    if not found:
+        print(f"no stored run has {args.selector}")
+        return 0
+    from rich.table import Table
+
+    from commscope.check.verdict import shown
+
+    table = Table(title=common.terminal_text(f"{selector.name} over the stored runs"))
+    for col in ("run", "date", "label", "figure", "value", "samples"):
+        table.add_column(col, justify="right" if col in ("run", "value", "samples") else "left")
+    for p in found:
+        table.add_row(
+            str(p.run_id),
+            datetime.datetime.fromtimestamp(p.created_unix).strftime("%Y-%m-%d %H:%M"),
+            common.terminal_text(p.label or ""),
+            common.terminal_text(p.key),
+            shown(p.center, p.unit),
+            str(p.n_samples),
+        )
+    common.console().print(table)
+    return 0
