@@ -1,0 +1,285 @@
+"""`baseline`, `check` and `history` through the real CLI on synthetic runs in a real store.
+
+The runs are schema-valid p2p and collective records (tests/synthetic_runs.py) whose inter-node
+times are scaled: a run 20 % slower between nodes must be CRITICAL and name those figures; a
+run from the same distribution must be OK; the exit codes are the monitoring plugins' own.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from junitparser import JUnitXml
+from prometheus_client.parser import text_string_to_metric_families
+
+from commscope.check.baseline import band_of, figure_bases
+from commscope.check.verdict import CRITICAL, OK, WARNING, judge
+from commscope.data.record_parse import record_from_dict
+from commscope.data.records import Coll, Point
+from commscope.data.store import Store
+from commscope.kinds.figures import FigureSpec, figure
+from tests import synthetic_runs as syn
+
+LOAD_END = {
+    "type": "end",
+    "points": 1,
+    "elapsed_s": 10.0,
+    "load": [
+        {
+            "nodes": ["n0", "n1"],
+            "ranks": 4,
+            "cpus": 4,
+            "host_cpus": 8,
+            "elapsed_cpu_s": 80.0,
+            "tick_s": 0.01,
+            "ranks_cpu_s": 20.0,
+            "others_share": 0.5,
+        }
+    ],
+}
+
+
+def scaled(rec: Point | Coll, factor: float) -> Point | Coll:
+    """The record with every time multiplied by ``factor``."""
+    raw = dict(rec.raw)
+    key = "samples_s" if isinstance(rec, Point) else "times_s"
+    raw[key] = [t * factor for t in raw[key]]
+    out = record_from_dict(raw, "scaled")
+    assert isinstance(out, (Point, Coll))
+    return out
+
+
+def store_run(
+    path: Path,
+    seed: int,
+    inter_node: float = 1.0,
+    nodes: tuple[str, str] = ("n0", "n1"),
+    end: dict[str, Any] | None = None,
+    mpi: str = "openmpi-4.1.4",
+) -> int:
+    """A complete p2p + collectives run; inter-node times scaled by ``inter_node``."""
+    records: list[Point | Coll] = [
+        *syn.points("intra-socket", (0, 1), seed=seed),
+        *(scaled(p, inter_node) for p in syn.points("inter-node", (0, 2), seed=seed + 100)),
+        *syn.colls(seed=seed + 200),
+    ]
+    with Store.open(path) as store:
+        run_id = store.create_run("p2p", f"seed {seed}", mpi, "mpirun", 4, {"np": 4})
+        seg = store.start_segment(run_id, ["mpirun", "-n", "4", "commscope-engine"])
+        store.set_header(run_id, seg, syn.header(nodes))
+        for rec in records:
+            store.add_point(run_id, seg, rec)
+        store.finish_segment(seg, "complete", end=end)
+        store.set_run_status(run_id, "complete")
+    return run_id
+
+
+@pytest.fixture
+def base(cli: Any) -> Any:
+    """A store with a baseline 'nightly' of three runs."""
+    runs = [store_run(cli.store, seed) for seed in (1, 2, 3)]
+    cli("baseline", "create", "nightly", *map(str, runs), check=True)
+    return cli
+
+
+def test_an_unchanged_run_is_ok_and_a_slower_link_is_critical(base: Any) -> None:
+    same = store_run(base.store, 4)
+    out = base("check", "--baseline", "nightly", str(same))
+    assert out.returncode == OK, out.stdout + out.stderr
+    assert out.stdout.startswith("commscope OK: run 4 against baseline nightly")
+
+    slow = store_run(base.store, 5, inter_node=1.25)
+    out = base("check", "--baseline", "nightly", str(slow), "--json")
+    assert out.returncode == CRITICAL
+    verdict = json.loads(out.stdout)
+    assert verdict["check_version"] == 1 and verdict["status"] == "CRITICAL"
+    critical = [f for f in verdict["figures"] if f["status"] == "CRITICAL"]
+    # Only inter-node figures got worse, and every large-message one is named.
+    assert critical and all(f["labels"].get("pair") == "inter-node" for f in critical)
+    assert any(f["name"] == "p2p_bandwidth_bytes_per_second" for f in critical)
+    worst = verdict["figures"][0]
+    assert worst["status"] == "CRITICAL" and worst["worse_by"] == pytest.approx(0.25, abs=0.06)
+    # Worst first, then the terminal's first line names the worst figure.
+    out = base("check", "--baseline", "nightly", str(slow))
+    assert out.returncode == CRITICAL and "commscope CRITICAL" in out.stdout.splitlines()[0]
+    assert "inter-node" in out.stdout.splitlines()[0]
+
+
+def test_a_tolerance_wider_than_the_change_passes_it(base: Any) -> None:
+    slow = store_run(base.store, 5, inter_node=1.25)
+    out = base("check", "--baseline", "nightly", str(slow), "--tolerance", "all=40%")
+    assert out.returncode == OK, out.stdout
+
+
+def test_load_and_a_changed_environment_are_named_not_called_regressions(base: Any) -> None:
+    loaded = store_run(base.store, 5, inter_node=1.25, end=LOAD_END)
+    out = base("check", "--baseline", "nightly", str(loaded), "--json")
+    verdict = json.loads(out.stdout)
+    assert out.returncode == WARNING and verdict["load"]
+    assert "other processes took 50%" in verdict["load"][0]
+    assert not any(f["status"] == "CRITICAL" for f in verdict["figures"])
+    assert any(f["excused"] and "load" in f["cause"] for f in verdict["figures"])
+
+    other_mpi = store_run(base.store, 6, inter_node=1.25, mpi="mpich-4.0")
+    verdict = json.loads(base("check", "--baseline", "nightly", str(other_mpi), "--json").stdout)
+    assert verdict["status"] == "WARNING"
+    assert verdict["environment_changes"] == ["MPI: openmpi-4.1.4 -> mpich-4.0"]
+
+
+def test_a_wide_run_to_run_spread_is_what_a_figure_is_judged_by() -> None:
+    spec = FigureSpec("x_seconds", "seconds", "lower", "latency", "x")
+    rng = np.random.default_rng(0)
+    runs = [[figure(spec, c * np.exp(rng.normal(0, 0.01, 50)))] for c in (1.0, 1.3, 0.8)]
+    bases = figure_bases(runs)
+    made = bases["x_seconds"]
+    assert made.band == pytest.approx(band_of([1.0, 1.3, 0.8]), rel=0.02)
+    assert made.band is not None and made.band > 0.5
+    from commscope.check.baseline import Baseline
+
+    baseline = Baseline("b", 0.0, (1, 2, 3), "p2p", {}, {}, bases)
+    # 25 % slower: past the 10 % tolerance, but well inside what these runs spread over.
+    verdict = judge(baseline, 9, [figure(spec, 1.25 * np.exp(rng.normal(0, 0.01, 50)))], {}, 0.0)
+    (only,) = verdict.figures
+    assert only.status == OK and only.judged_by == "run-to-run band"
+    assert only.limit == pytest.approx(made.band)
+
+
+def test_a_missing_figure_warns(cli: Any) -> None:
+    runs = [store_run(cli.store, s) for s in (1, 2)]
+    cli("baseline", "create", "b", *map(str, runs), check=True)
+    with Store.open(cli.store) as store:
+        run_id = store.create_run("p2p", "partial", "openmpi-4.1.4", "mpirun", 4, {"np": 4})
+        seg = store.start_segment(run_id, ["mpirun"])
+        store.set_header(run_id, seg, syn.header())
+        for p in syn.points("intra-socket", (0, 1), seed=9):
+            store.add_point(run_id, seg, p)
+        store.finish_segment(seg, "incomplete", "stopped")
+        store.set_run_status(run_id, "incomplete", "stopped")
+    verdict = json.loads(cli("check", "--baseline", "b", str(run_id), "--json").stdout)
+    assert verdict["status"] == "WARNING"
+    missing = [f for f in verdict["figures"] if f["measured"] is None]
+    assert missing and all(f["status"] == "WARNING" for f in missing)
+
+
+def test_prometheus_and_junit_files(base: Any, tmp_path: Path) -> None:
+    slow = store_run(base.store, 5, inter_node=1.25)
+    prom, xml = tmp_path / "commscope.prom", tmp_path / "check.xml"
+    out = base("check", "--baseline", "nightly", str(slow), "--prometheus", str(prom),
+               "--junit", str(xml))  # fmt: skip
+    assert out.returncode == CRITICAL
+    families = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
+    status = families["commscope_check_status"].samples[0]
+    assert status.value == CRITICAL and status.labels == {"baseline": "nightly"}
+    assert families["commscope_check_timestamp_seconds"].samples[0].value > 1.7e9
+    latency = families["commscope_p2p_latency_seconds"]
+    eight = [s for s in latency.samples if s.labels["bytes"] == "8"]
+    assert {s.labels["pair"] for s in eight} == {"intra-socket", "inter-node"}
+    inter = next(s for s in eight if s.labels["pair"] == "inter-node")
+    assert inter.value == pytest.approx(1.25 * 17e-6, rel=0.05)  # 17 us one-way, 25 % slower
+
+    suite = next(iter(JUnitXml.fromfile(str(xml))))
+    cases = list(suite)
+    verdict = json.loads(base("check", "--baseline", "nightly", str(slow), "--json").stdout)
+    assert len(cases) == len(verdict["figures"])
+    failed = [c for c in cases if not c.is_passed and not c.is_skipped]
+    assert len(failed) == verdict["counts"]["CRITICAL"] > 0
+    message = failed[0].result[0].message
+    assert "baseline nightly" in message and "worse" in message and "inter-node" in message
+
+
+def test_history_shows_a_figure_over_the_runs(base: Any) -> None:
+    store_run(base.store, 5, inter_node=1.25)
+    out = base("history", 'p2p_latency_seconds{pair="inter-node",bytes="8"}', "--json")
+    assert out.returncode == 0, out.stderr
+    points = json.loads(out.stdout)["points"]
+    assert [p["run"] for p in points] == [1, 2, 3, 4]
+    assert points[-1]["value"] == pytest.approx(1.25 * points[0]["value"], rel=0.05)
+    listed = base("history", "--list")
+    assert "coll_time_seconds" in listed.stdout and "matrix_bandwidth" in listed.stdout
+
+
+def test_baseline_list_show_delete(base: Any) -> None:
+    listed = json.loads(base("baseline", "list", "--json").stdout)["baselines"]
+    assert [(b["name"], b["runs"]) for b in listed] == [("nightly", [1, 2, 3])]
+    body = json.loads(base("baseline", "show", "nightly", "--json").stdout)
+    assert body["environment"]["hosts"] == ["n0", "n1"]
+    assert body["environment"]["mpi_library"].startswith("Open MPI v4.1.4")
+    assert all(f["band"] is not None for f in body["figures"])
+    assert "intra-socket" in base("baseline", "show", "nightly").stdout
+    assert base("baseline", "delete", "nightly").returncode == 0
+    assert json.loads(base("baseline", "list", "--json").stdout)["baselines"] == []
+
+
+def one_line_error(out: Any, code: int, *words: str) -> None:
+    assert out.returncode == code, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in out.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+def test_bad_input_is_one_line_and_unknown_for_check(base: Any, tmp_path: Path) -> None:
+    run = str(store_run(base.store, 4))
+    one_line_error(base("check", "--baseline", "nope", run), 3, "no baseline 'nope'")
+    one_line_error(base("check", run), 3, "--baseline")
+    for bad in ("bw", "bw=", "bw=x%", "speed=5%", "bw=0%", "bw=-5%"):
+        one_line_error(base("check", "--baseline", "nightly", run, "--tolerance", bad), 3, bad)
+    one_line_error(
+        base("check", "--baseline", "nightly", run, "--prometheus", str(tmp_path / "m.txt")),
+        3,
+        ".prom",
+    )
+    folder = tmp_path / "dir.prom"
+    folder.mkdir()
+    one_line_error(base("check", "--baseline", "nightly", run, "--prometheus", str(folder)), 3)
+    one_line_error(
+        base("check", "--baseline", "nightly", run, "--junit", str(tmp_path / "no" / "x.xml")),
+        3,
+    )
+    other = store_run(base.store, 7, nodes=("m0", "m1"))
+    one_line_error(base("check", "--baseline", "nightly", str(other)), 3, "--allow-other-hosts")
+    assert base("check", "--baseline", "nightly", str(other), "--allow-other-hosts").returncode in (
+        OK,
+        WARNING,
+    )
+    with Store.open(base.store) as store:
+        tcp = store.create_run("tcp", None, None, None, None, {})
+    one_line_error(base("check", "--baseline", "nightly", str(tcp)), 3, "tcp run")
+    # Other commands keep their exit code 2 for bad input.
+    one_line_error(base("baseline", "create", "nightly", run), 2, "exists")
+    one_line_error(base("baseline", "create", "bad name", run), 2, "baseline name")
+    one_line_error(base("baseline", "create", "x", run, run), 2, "twice")
+    one_line_error(base("baseline", "create", "x", str(tcp)), 2, "no figure")
+    names = [b["name"] for b in json.loads(base("baseline", "list", "--json").stdout)["baselines"]]
+    assert names == ["nightly"]  # nothing half created
+
+
+def test_an_existing_metrics_file_is_replaced_whole(base: Any, tmp_path: Path) -> None:
+    prom = tmp_path / "c.prom"
+    prom.write_text("# old\n")
+    run = str(store_run(base.store, 4))
+    assert base("check", "--baseline", "nightly", run, "--prometheus", str(prom)).returncode == 0
+    assert "commscope_check_status" in prom.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("c.prom")) == ["c.prom"]
+
+
+def test_a_version_2_store_gains_the_baselines_table_when_written(cli: Any) -> None:
+    run = store_run(cli.store, 1)
+    conn = sqlite3.connect(cli.store)
+    conn.execute("DROP TABLE baselines")
+    conn.execute("UPDATE schema_version SET version = 2")
+    conn.commit()
+    conn.close()
+    listed = cli("baseline", "list", "--json")  # reading: the store stays version 2
+    assert listed.returncode == 0 and json.loads(listed.stdout)["baselines"] == []
+    one_line_error(cli("check", "--baseline", "b", str(run)), 3, "no baseline 'b'")
+    cli("baseline", "create", "b", str(run), check=True)
+    conn = sqlite3.connect(cli.store)
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+    conn.close()
+    assert cli("check", "--baseline", "b", str(run)).returncode == OK
