@@ -17,7 +17,7 @@ import pytest
 from junitparser import JUnitXml
 from prometheus_client.parser import text_string_to_metric_families
 
-from commscope.check.baseline import band_of, figure_bases
+from commscope.check.baseline import Baseline, figure_bases, spread_of
 from commscope.check.verdict import CRITICAL, OK, WARNING, judge
 from commscope.data.store import Store
 from commscope.kinds.figures import FigureSpec, figure
@@ -83,16 +83,16 @@ def test_a_wide_run_to_run_spread_is_what_a_figure_is_judged_by() -> None:
     runs = [[figure(spec, c * np.exp(rng.normal(0, 0.01, 50)))] for c in (1.0, 1.3, 0.8)]
     bases = figure_bases(runs)
     made = bases["x_seconds"]
-    assert made.band == pytest.approx(band_of([1.0, 1.3, 0.8]), rel=0.02)
-    assert made.band is not None and made.band > 0.5
-    from commscope.check.baseline import Baseline
+    assert made.spread == pytest.approx(spread_of([1.0, 1.3, 0.8]), rel=0.02)
+    band = made.band(0.99)
+    assert band is not None and band > 0.5
 
     baseline = Baseline("b", 0.0, (1, 2, 3), "p2p", {}, {}, bases)
     # 25 % slower: past the 10 % tolerance, but well inside what these runs spread over.
     verdict = judge(baseline, 9, [figure(spec, 1.25 * np.exp(rng.normal(0, 0.01, 50)))], {}, 0.0)
     (only,) = verdict.figures
     assert only.status == OK and only.judged_by == "run-to-run band"
-    assert only.limit == pytest.approx(made.band)
+    assert only.limit == pytest.approx(band)  # one figure: the level is 1 - 0.01
 
 
 def test_a_missing_figure_warns(cli: Any) -> None:
@@ -155,7 +155,7 @@ def test_baseline_list_show_delete(base: Any) -> None:
     body = json.loads(base("baseline", "show", "nightly", "--json").stdout)
     assert body["environment"]["hosts"] == ["n0", "n1"]
     assert body["environment"]["mpi_library"].startswith("Open MPI v4.1.4")
-    assert all(f["band"] is not None for f in body["figures"])
+    assert all(f["spread"] is not None for f in body["figures"])
     assert "intra-socket" in base("baseline", "show", "nightly").stdout
     assert base("baseline", "delete", "nightly").returncode == 0
     assert json.loads(base("baseline", "list", "--json").stdout)["baselines"] == []

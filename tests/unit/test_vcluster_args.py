@@ -332,3 +332,10 @@ def test_user_mca_parameters_join_and_override_the_vclusters_own_once_each():
     assert mca["btl_tcp_flags"] == "send,inplace"
     assert mca["btl"] == "self,tcp"
     assert mca["pml"] == "ob1"
+
+
+@pytest.mark.parametrize("rate", ["fast", "0mbit", "2tbit"])
+def test_vcluster_set_refuses_a_bad_rate_before_touching_anything(cli, rate):
+    out = cli("vcluster", "set", "csnode1", "--rate", rate)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "rate" in out.stderr and "Traceback" not in out.stderr

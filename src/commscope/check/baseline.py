@@ -1,12 +1,18 @@
 """A baseline: each figure's center and run-to-run spread, taken from one or more stored runs.
 
 A figure's center is the median of its runs' centers (each run's center is the median of its
-raw samples). Its run-to-run band is the half-width of a one-sided 99 % prediction interval
-for the center of one more run, from the runs' centers (Student's t with n - 1 degrees of
-freedom times their standard deviation times sqrt(1 + 1/n)), relative to the center: how far
-a new run may fall from the center by chance alone. One run gives no band. The pooled raw
-samples are kept as ``QUANTILES`` evenly spaced order statistics, enough for a rank test and
-small enough that a baseline of 10,000 figures opens in well under a second.
+raw samples), its spread the standard deviation of those centers relative to the center.
+Its run-to-run band is the half-width of a one-sided prediction interval for the center of
+one more run: Student's t with n - 1 degrees of freedom, times the spread, times
+sqrt(1 + 1/n). How far a new run may fall from the center by chance alone, for normal
+run-to-run noise. The interval's level is set for the whole check, not for one figure:
+a check judges every figure of the baseline at once, so each band is drawn at
+1 - ``FAMILY_ERROR`` / m for m banded figures (Bonferroni), and an unchanged cluster trips
+any band with a chance of at most ``FAMILY_ERROR``. Few runs give wide bands (t grows fast as
+n falls): more baseline runs make a check sharper. One run gives no band.
+
+The pooled raw samples are kept as ``QUANTILES`` evenly spaced order statistics, enough for a
+rank test and small enough that a baseline of 10,000 figures opens in well under a second.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from commscope.kinds.figures import Figure, key_of
 
 BASELINE_VERSION = 1
 QUANTILES = 33
-BAND_LEVEL = 0.99  # one-sided: how often a new run's center falls inside by chance
+FAMILY_ERROR = 0.01  # chance that an unchanged run falls outside any band of a check
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,7 @@ class FigureBase:
     tolerance: str  # the figure's --tolerance class
     center: float
     run_centers: tuple[float, ...]
-    band: float | None  # relative half-width of the run-to-run band; None with one run
+    spread: float | None  # standard deviation of the run centers / center; None with one run
     samples: tuple[float, ...]  # pooled raw samples as QUANTILES order statistics
     n_samples: int  # how many raw samples they summarise
 
@@ -45,6 +51,13 @@ class FigureBase:
     def key(self) -> str:
         """The figure's key (see :func:`commscope.kinds.figures.key_of`)."""
         return key_of(self.name, self.labels)
+
+    def band(self, level: float) -> float | None:
+        """Relative half-width of the one-sided ``level`` prediction interval; None: one run."""
+        n = len(self.run_centers)
+        if self.spread is None or n < 2:
+            return None
+        return float(stats.t.ppf(level, n - 1)) * self.spread * math.sqrt(1 + 1 / n)
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict; :meth:`from_json` reads it back."""
@@ -56,7 +69,7 @@ class FigureBase:
             "tolerance": self.tolerance,
             "center": self.center,
             "run_centers": list(self.run_centers),
-            "band": self.band,
+            "spread": self.spread,
             "samples": list(self.samples),
             "n_samples": self.n_samples,
         }
@@ -72,7 +85,7 @@ class FigureBase:
             tolerance=str(d["tolerance"]),
             center=float(d["center"]),
             run_centers=tuple(float(x) for x in d["run_centers"]),
-            band=None if d["band"] is None else float(d["band"]),
+            spread=None if d["spread"] is None else float(d["spread"]),
             samples=tuple(float(x) for x in d["samples"]),
             n_samples=int(d["n_samples"]),
         )
@@ -89,6 +102,11 @@ class Baseline:
     request: dict[str, Any]  # the first run's request: what `check` measures again
     environment: dict[str, Any]
     figures: dict[str, FigureBase] = field(repr=False)
+
+    def band_level(self) -> float:
+        """The level each band is drawn at: 1 - FAMILY_ERROR / (figures with a band)."""
+        banded = sum(1 for f in self.figures.values() if f.spread is not None)
+        return 1 - FAMILY_ERROR / max(banded, 1)
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with a version; :meth:`from_json` reads it back."""
@@ -118,14 +136,12 @@ class Baseline:
         )
 
 
-def band_of(centers: Sequence[float]) -> float | None:
-    """The run-to-run band of a figure with these run centers, relative to their median."""
-    n = len(centers)
+def spread_of(centers: Sequence[float]) -> float | None:
+    """The standard deviation of run centers relative to their median; None for one run."""
     middle = float(np.median(centers))
-    if n < 2 or middle == 0:
+    if len(centers) < 2 or middle == 0:
         return None
-    sd = float(np.std(centers, ddof=1))
-    return float(stats.t.ppf(BAND_LEVEL, n - 1)) * sd * math.sqrt(1 + 1 / n) / abs(middle)
+    return float(np.std(centers, ddof=1)) / abs(middle)
 
 
 def summary_samples(samples: Sequence[float], count: int = QUANTILES) -> tuple[float, ...]:
@@ -137,9 +153,9 @@ def summary_samples(samples: Sequence[float], count: int = QUANTILES) -> tuple[f
 
 
 def figure_bases(runs: Sequence[Sequence[Figure]]) -> dict[str, FigureBase]:
-    """Each figure of ``runs`` (one list of figures per run) with its center and band.
+    """Each figure of ``runs`` (one list of figures per run) with its center and spread.
 
-    A figure some runs lack gets its center and band from the runs that have it.
+    A figure some runs lack gets its center and spread from the runs that have it.
     """
     by_key: dict[str, list[Figure]] = {}
     for figures in runs:
@@ -159,7 +175,7 @@ def figure_bases(runs: Sequence[Sequence[Figure]]) -> dict[str, FigureBase]:
             tolerance=spec.tolerance,
             center=float(np.median(centers)),
             run_centers=tuple(centers),
-            band=band_of(centers),
+            spread=spread_of(centers),
             samples=summary_samples(pooled),
             n_samples=len(pooled),
         )

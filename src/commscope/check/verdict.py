@@ -3,8 +3,9 @@
 Per figure, the change is how much worse the run's center (the median of its raw samples) is
 than the baseline's center, as a share of it (positive = worse, in the direction the figure
 calls worse). The limit is the tolerance of the figure's class (default 10 %), or the
-baseline's run-to-run band where that is wider: on a busy machine a run may fall that far
-from the center by chance, and the verdict says it judged by the band.
+baseline's run-to-run band where that is wider (:mod:`commscope.check.baseline`): on a busy
+machine a run may fall that far from the center by chance, and the verdict says it judged by
+the band.
 
 Significance is a one-sided Mann-Whitney U test of the run's raw samples against the
 baseline's pooled samples (worse, in the figure's direction), with the p-values of all
@@ -227,12 +228,13 @@ def judge(
     """
     mine = {f.key: f for f in figures if f.samples}
     keys = list(baseline.figures)
+    level = baseline.band_level()
     p_raw = [one_sided_p(baseline.figures[k], mine[k].samples) if k in mine else None for k in keys]
     out = []
     for key, p in zip(keys, adjusted(p_raw), strict=True):
         base = baseline.figures[key]
         tolerance = tolerance_for(base, tolerances)
-        band = base.band
+        band = base.band(level)
         wide = band is not None and band > tolerance
         limit = band if wide and band is not None else tolerance
         judged_by = "run-to-run band" if wide else "tolerance"

@@ -98,7 +98,7 @@ def _create(args: argparse.Namespace) -> int:
             )
         made = make_baseline(args.name, [read_run(store, i) for i in ids])
         store.add_baseline(args.name, made.to_json())
-    banded = sum(1 for f in made.figures.values() if f.band is not None)
+    banded = sum(1 for f in made.figures.values() if f.spread is not None)
     print(
         f"baseline {args.name}: {len(made.figures)} figures from run"
         f"{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}"
@@ -169,12 +169,22 @@ def _show(args: argparse.Namespace) -> int:
             out.print(common.terminal_text(f"  {key}: {shown_value}"), markup=False)
     from rich.table import Table
 
-    table = Table(title="figures (band: how far one more run may fall by chance, 99 %)")
-    for col in ("figure", "center", "band", "samples"):
+    level = made.band_level()
+    table = Table(
+        title=f"figures (band: how far one more run may fall by chance, each drawn at"
+        f" {level:.3%} so that an unchanged run passes them all in 99 % of checks)"
+    )
+    for col in ("figure", "center", "runs", "band", "samples"):
         table.add_column(col, justify="left" if col == "figure" else "right")
     for f in made.figures.values():
-        band = "" if f.band is None else f"{f.band:.1%}"
-        table.add_row(f.key, shown(f.center, f.unit), band, str(f.n_samples))
+        band = f.band(level)
+        table.add_row(
+            common.terminal_text(f.key),
+            shown(f.center, f.unit),
+            str(len(f.run_centers)),
+            "" if band is None else f"{band:.1%}",
+            str(f.n_samples),
+        )
     out.print(table)
     return 0
 

@@ -21,6 +21,7 @@ EXAMPLES = """examples:
                                                    every node's TCP under CUBIC, not the host's
   sudo commscope vcluster up --nodes 4 --tcp-limit-output kernel
                                                    sockets may fill the nodes' queues (drops)
+  sudo commscope vcluster set csnode2 --rate 500mbit   one node's link slowed while it runs
   commscope vcluster status                        nodes and health (exit 1 if not healthy)
   sudo commscope vcluster down                     remove everything it made"""
 
@@ -87,6 +88,16 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         help="stop its daemons; remove every namespace, link, key, "
         "configuration, hosts entry and state file",
     )
+    change = actions.add_parser(
+        "set",
+        help="change one node's link rate while the cluster runs (a fault put in on purpose)",
+        description="Shape one node's link at another rate, both directions; 'set NODE --rate"
+        " RATE' with the cluster's rate undoes it.",
+        epilog="example:\n  sudo commscope vcluster set csnode2 --rate 500mbit   half of 1gbit",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    change.add_argument("node", help="the node's name, e.g. csnode2")
+    common.option(change, "--rate", required=True, help="its link rate in tc syntax (500mbit)")
     status = actions.add_parser("status", help="show the nodes and check their health")
     status.add_argument("--json", action="store_true", help="print the state as JSON")
 
@@ -124,6 +135,14 @@ def run(args: argparse.Namespace) -> int:
         return _up(args)
     if args.action == "down":
         return _down()
+    if args.action == "set":
+        try:
+            vcluster.parse_rate(args.rate)
+        except ClusterError as err:
+            raise UsageError(str(err)) from None
+        vcluster.set_rate(args.node, args.rate)
+        print(f"vcluster: {args.node}'s link now at {args.rate.strip().lower()} both ways")
+        return 0
     return _status(args.json)
 
 

@@ -194,17 +194,22 @@ BANDWIDTH = FigureSpec(
 
 
 def figures(run: RunData) -> list[Figure]:
-    """Latency per pair and size (ping-pong), bandwidth per op, pair and size (bw, bibw)."""
+    """Latency per pair and size (ping-pong), bandwidth per op, pair and size (bw, bibw).
+
+    Each carries the pair class (``pair``) and the nodes its ranks ran on (``link``,
+    "a->b"), so a check names the node pair that got worse.
+    """
     if run.info.kind == "tcp":  # a TCP run's points are the tcp kind's
         return []
+    nodes = {int(r["rank"]): str(r["node"]) for r in (run.info.header or {}).get("ranks", [])}
     out = []
     for p in run.points:
+        a, b = (nodes.get(r, f"rank{r}") for r in p.ranks)
+        where = {"pair": p.pair, "link": f"{a}->{b}", "bytes": p.bytes}
         if p.op == "pingpong":
-            out.append(figure(LATENCY, point_time_samples(p), pair=p.pair, bytes=p.bytes))
+            out.append(figure(LATENCY, point_time_samples(p), **where))
         elif p.bytes > 0:
-            out.append(
-                figure(BANDWIDTH, point_rate_samples(p), op=p.op, pair=p.pair, bytes=p.bytes)
-            )
+            out.append(figure(BANDWIDTH, point_rate_samples(p), op=p.op, **where))
     return out
 
 
