@@ -8,7 +8,9 @@ run from the same distribution must be OK; the exit codes are the monitoring plu
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -229,3 +231,18 @@ def test_a_version_2_store_gains_the_baselines_table_when_written(cli: Any) -> N
     assert conn.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
     conn.close()
     assert cli("check", "--baseline", "b", str(run)).returncode == OK
+
+
+def test_the_report_trend_puts_flagged_figures_first_and_marks_the_run(base: Any, tmp_path):
+    slow = store_run(base.store, 5, inter_node=1.25)
+    assert base("check", "--baseline", "nightly", str(slow)).returncode == CRITICAL
+    out = tmp_path / "trend.html"
+    done = base("report", str(slow), "--trend", "nightly", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    html = out.read_text()
+    assert "Trend against baseline nightly" in html
+    captions = [unescape(c) for c in re.findall(r"<figcaption>(.*?)</figcaption>", html)]
+    verdict = json.loads(base("check", "--baseline", "nightly", str(slow), "--json").stdout)
+    assert captions[0] == verdict["figures"][0]["key"] and "inter-node" in captions[0]
+    assert "check CRITICAL" in html  # the flagged run's marker in the legend
+    one_line_error(base("report", "--trend", "nope", "-o", str(out)), 1, "no baseline 'nope'")

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from commscope.errors import StoreError
 from commscope.kinds.figures import Figure, key_of
 
 BASELINE_VERSION = 1
@@ -123,7 +124,25 @@ class Baseline:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Baseline:
-        """Read what :meth:`to_json` wrote."""
+        """Read what :meth:`to_json` wrote.
+
+        Raises:
+            StoreError: the body is of another baseline version or lacks a field.
+        """
+        name = d.get("name", "?")
+        fix = f"make it again ('commscope baseline delete {name}', then 'create')"
+        if d.get("baseline_version") != BASELINE_VERSION:
+            raise StoreError(
+                f"baseline {name} has version {d.get('baseline_version')!r}, this commscope"
+                f" reads {BASELINE_VERSION}; {fix}"
+            )
+        try:
+            return cls._from_json(d)
+        except (KeyError, TypeError, ValueError) as err:
+            raise StoreError(f"baseline {name} lacks or garbles {err}; {fix}") from None
+
+    @classmethod
+    def _from_json(cls, d: Mapping[str, Any]) -> Baseline:
         figures = [FigureBase.from_json(f) for f in d["figures"]]
         return cls(
             name=str(d["name"]),

@@ -8,13 +8,16 @@ bytes="8"}`` (one). Label values may be quoted or bare.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from commscope.check.baseline import Baseline
+from commscope.check.verdict import DEFAULT_TOLERANCE
 from commscope.data.run_data import RunData
 from commscope.errors import UsageError
-from commscope.kinds import KINDS
+from commscope.kinds import KINDS, run_figures
+from commscope.kinds.figures import LOWER
 
 _SELECTOR = re.compile(r"([a-z][a-z0-9_]*)(?:\{(.*)\})?")
 _LABEL = re.compile(r'\s*([a-z_]+)\s*=\s*(?:"([^"]*)"|([^,"]*))\s*')
@@ -105,4 +108,51 @@ def points(run: RunData, selector: Selector) -> list[HistoryPoint]:
                         f.spec.unit,
                     )
                 )
+    return out
+
+
+@dataclass(frozen=True)
+class TrendSeries:
+    """One baseline figure over the runs, with the band a check would hold it to."""
+
+    key: str
+    unit: str
+    better: str
+    center: float
+    limit: float  # the value past which a check calls it worse (by tolerance or band)
+    # (run id, created_unix, value, status a recorded check gave the run, or None)
+    points: list[tuple[int, float, float, str | None]]
+
+
+def trend(
+    baseline: Baseline,
+    runs: Sequence[RunData],
+    verdicts: Mapping[int, Mapping[str, Any]],
+    most: int = 12,
+) -> list[TrendSeries]:
+    """The baseline's key figures over ``runs``: first those a recorded check flagged.
+
+    Args:
+        baseline: the baseline whose figures and limits are drawn.
+        runs: the runs to draw, oldest first.
+        verdicts: per run id, the check verdicts recorded with it, by baseline name
+            (``{"status", "flagged"}``).
+        most: how many figures at most.
+    """
+    mine = {rid: v[baseline.name] for rid, v in verdicts.items() if baseline.name in v}
+    flagged = [k for v in mine.values() for k in v.get("flagged", []) if k in baseline.figures]
+    keys = list(dict.fromkeys([*flagged, *baseline.figures]))[:most]
+    values: dict[str, list[tuple[int, float, float, str | None]]] = {k: [] for k in keys}
+    for run in runs:
+        status = mine.get(run.info.id, {}).get("status")
+        for f in run_figures(run):
+            if f.key in values and f.samples:
+                values[f.key].append((run.info.id, run.info.created_unix, f.center, status))
+    level = baseline.band_level()
+    out = []
+    for key in keys:
+        base = baseline.figures[key]
+        share = max(DEFAULT_TOLERANCE, base.band(level) or 0.0)
+        limit = base.center * (1 + share if base.better == LOWER else max(0.0, 1 - share))
+        out.append(TrendSeries(key, base.unit, base.better, base.center, limit, values[key]))
     return out

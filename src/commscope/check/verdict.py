@@ -36,6 +36,7 @@ from commscope.kinds.figures import HIGHER, Figure
 from commscope.units import rate_text, time_text
 
 CHECK_VERSION = 1
+RECORD_KIND = "check"  # the run data a verdict is kept under, by baseline name
 ALPHA = 0.01
 DEFAULT_TOLERANCE = 0.10
 OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
@@ -138,6 +139,14 @@ class Verdict:
         if worst.status == OK:
             return f"{head}: {len(self.figures)} figures within their limits ({tally})"
         return f"{head}: {tally}; worst {worst.key} {_change(worst.worse_by)}"
+
+    def record(self) -> dict[str, Any]:
+        """What is kept with the run: the status, when, and the figures not OK."""
+        return {
+            "status": STATUS_NAMES[self.status],
+            "checked_unix": self.checked_unix,
+            "flagged": [f.key for f in self.figures if f.status != OK],
+        }
 
     def to_json(self) -> dict[str, Any]:
         """The versioned JSON of ``check --json``."""

@@ -105,6 +105,10 @@ def _check(args: argparse.Namespace) -> int:
         else:
             run_id = store.resolve_run(args.run)
         verdict = check_run(baseline, read_run(store, run_id), tolerances, args.allow_other_hosts)
+        if args.run is None:
+            _record(store, verdict)
+    if args.run is not None:
+        _record_if_writable(args, verdict)
     if args.prometheus:
         export.write_prometheus(verdict, args.prometheus)
     if args.junit:
@@ -156,6 +160,27 @@ def _measure(args: argparse.Namespace, store: Any, baseline: Baseline) -> int:
                 markup=False,
             )
     return int(run_id)
+
+
+def _record(store: Any, verdict: Verdict) -> None:
+    """Keep the verdict with the run, beside those of other baselines (the report's trend)."""
+    from commscope.check.verdict import RECORD_KIND
+
+    kept = store.run_data(verdict.run_id, RECORD_KIND) or {}
+    store.set_run_data(verdict.run_id, RECORD_KIND, {**kept, verdict.baseline: verdict.record()})
+
+
+def _record_if_writable(args: argparse.Namespace, verdict: Verdict) -> None:
+    """Keep the verdict with a stored run; a read-only store is judged, not changed."""
+    try:
+        with common.open_store(args) as store:
+            _record(store, verdict)
+    except CommscopeError as err:
+        common.console(stderr=True).print(
+            common.terminal_text(f"check: verdict not kept with run {verdict.run_id}:"
+                                 f" {err.one_line()}"),
+            markup=False,
+        )  # fmt: skip
 
 
 def _print(verdict: Verdict) -> None:

@@ -99,11 +99,14 @@ def render_report(runs: Sequence[RunData], view: View | None = None) -> str:
 
 
 def write_report(
-    runs: Sequence[RunData], path: str | os.PathLike[str], flag: str | None = None
+    runs: Sequence[RunData],
+    path: str | os.PathLike[str],
+    flag: str | None = None,
+    trend: dict[str, Any] | None = None,
 ) -> Path:
-    """Write the HTML report of ``runs`` to ``path`` (checked first, written atomically)."""
+    """Write the HTML report of ``runs`` (and a trend entry) to ``path``, atomically."""
     from commscope import safe_write
     from commscope.report import html
 
     safe_write.check_target(path, flag)  # before the analysis
-    return safe_write.write_text(path, html.render(report_contexts(runs)), flag)
+    return safe_write.write_text(path, html.render(report_contexts(runs), trend), flag)

@@ -188,11 +188,12 @@ def run_context(run: RunData) -> dict[str, Any]:
     }
 
 
-def render(runs: Sequence[dict[str, Any]]) -> str:
+def render(runs: Sequence[dict[str, Any]], trend: dict[str, Any] | None = None) -> str:
     """Render the report of runs as HTML text.
 
     ``runs`` are run contexts: ``run_context`` plus each kind's entry and its template
-    (``commscope.kinds.report_contexts`` builds them).
+    (``commscope.kinds.report_contexts`` builds them). ``trend``: a baseline's figures over
+    the runs (``commscope.report.trend_section.build``), drawn first.
     """
     node_section.add_balance_lines(runs)
     return (
@@ -204,5 +205,6 @@ def render(runs: Sequence[dict[str, Any]]) -> str:
             generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             tcp=tcp_section.build(runs),
             simulation=simulation_section.build(runs),
+            trend=trend,
         )
     )
