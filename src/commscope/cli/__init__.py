@@ -39,6 +39,7 @@ SUBCOMMANDS = (
     "baseline",
     "check",
     "history",
+    "topology",
     "validate",
     "engine",
     "vcluster",
