@@ -238,6 +238,9 @@ void cs_schedule_run(cs_context *ctx, void (*launch)(void *state, long i), void 
  * the measured ranks need (with more ranks than cores, a polling MPI would steal them). */
 void cs_idle_barrier(void);
 /* Wait until global time ``start`` (``t`` = global time now): spin, or sleep when simulated. */
+/* Start a measured step together: a barrier that lets the core go (cs_idle_barrier); under
+ * SMPI also one common instant after every rank has left it. */
+void cs_step_start(const cs_context *ctx);
 void cs_wait_until(const cs_context *ctx, double start, double t);
 /* Under SMPI, names the traffic that follows: the measured operation's (measured = 1,
  * category "benchmark") or commscope's own (0, "sync"), for `simulate run --netload`. */

@@ -59,12 +59,33 @@
 #define LATE_SHARE 0.02 /* of a launch's own time: a start delay it may carry unflagged */
 
 void cs_idle_barrier(void) {
+#ifdef CS_SIMULATED
+    /* SMPI: a nap and each MPI_Test move the simulated clock; the barrier alone must. */
+    MPI_Barrier(MPI_COMM_WORLD);
+#else
     MPI_Request rq;
     int done = 0;
     MPI_Ibarrier(MPI_COMM_WORLD, &rq);
     struct timespec nap = {0, 20000};
     for (MPI_Test(&rq, &done, MPI_STATUS_IGNORE); !done; MPI_Test(&rq, &done, MPI_STATUS_IGNORE))
         nanosleep(&nap, NULL);
+#endif
+}
+
+void cs_step_start(const cs_context *ctx) {
+    cs_idle_barrier();
+#ifdef CS_SIMULATED
+    /* SMPI's clock is global, and ranks leave a barrier at different simulated times: a
+     * partner still inside answers late by exactly that much, every sample alike. So every
+     * rank waits until one instant after the last has left: the latest exit (T), then the
+     * latest end of the allreduce that found it (C), and as long again as that allreduce
+     * took (a second one, same pattern, ends by then). */
+    double exit = cs_global_now(ctx), last = 0.0, done = 0.0;
+    MPI_Allreduce(&exit, &last, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double mine = cs_global_now(ctx);
+    MPI_Allreduce(&mine, &done, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    cs_wait_until(ctx, done + 2.0 * (done - last), cs_global_now(ctx));
+#endif
 }
 
 void cs_wait_until(const cs_context *ctx, double start, double t) {
