@@ -304,3 +304,31 @@ def test_one_rank_is_refused_before_anything_is_stored(cli, benchmark):
         " --np 2 or more, or run on 2 or more nodes"
     ]
     assert not cli.store.exists()
+
+
+def test_a_large_matrix_is_summarised_not_drawn_on_the_terminal():
+    n = 40
+    names = tuple(f"node{i}" for i in range(n))
+    pts = bw_matrix(n, lambda a, b: 5e6 if 7 in (a, b) else 22e6, noise=0.02)
+    found = mx.matrices(pts, names)
+    (summary,) = matrix_kind.terminal(matrix_kind.PairedRun(found, []))[:1]
+    console = Console(width=200, record=True)
+    console.print(summary)
+    text = console.export_text()
+    assert f"{n} nodes, {n * (n - 1)} links" in text
+    assert re.search(r"median 2[12]\.\d", text)
+    assert "worst nodes (median of their links) │ node7 5.0" in text
+    assert text.count("\n") < 12  # a few lines, not a 40 x 40 grid
+
+
+def test_a_heat_map_of_a_thousand_nodes_names_every_k_th_node():
+    from commscope.report import matrix_section
+
+    n = 1024
+    names = tuple(f"n{i}" for i in range(n))
+    values = tuple(tuple(None if i == j else 1e8 for j in range(n)) for i in range(n))
+    m = mx.Matrix("matrix_bw", 1 << 20, names, values, 1e8, 0.0, ())
+    svg = matrix_section.heat_map(m)
+    labels = set(re.findall(r">(n\d+)<", svg))
+    assert 16 <= len(labels) <= 2 * matrix_section.TICKS
+    assert len(svg) < 3_000_000

@@ -5,9 +5,11 @@ It owns the ``matrix_lat``, ``matrix_bw`` and ``bisection_bw`` points (the ``pai
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from rich.table import Table
 from rich.text import Text
 
@@ -94,9 +96,51 @@ def bisection_table(found: list[matrix_analysis.Bisection]) -> Table:
     return table
 
 
+TABLE_NODES = 16  # up to this many nodes a matrix is printed whole; above, summarised
+WORST = 5  # nodes and links listed in a summary
+
+
+def matrix_summary(m: matrix_analysis.Matrix) -> Table:
+    """A large matrix in a few lines: the distribution of its links, the worst nodes and links."""
+    latency = m.unit == "s"
+    shown = us if latency else mbs
+    what = "latency (us)" if latency else "bandwidth (MB/s = 10^6 bytes/s)"
+    n = len(m.names)
+    values = np.array([[np.nan if x is None else x for x in row] for row in m.values], float)
+    links = values[np.isfinite(values)]
+    table = Table(
+        title=f"{what}, {m.bytes}-byte messages: {n} nodes, {links.size} links", show_header=False
+    )
+    table.add_column("", justify="left")
+    table.add_column("", justify="left")
+    if links.size:
+        cuts = np.percentile(links, [0, 10, 50, 90, 100])
+        names = "min p10 median p90 max".split()
+        table.add_row("links", "  ".join(f"{k} {shown(float(v))}" for k, v in zip(names, cuts,
+                      strict=True)))  # fmt: skip
+    worse = -1.0 if latency else 1.0  # sort so the worst come first
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a node with no measured link
+        per_node = np.nanmedian(np.concatenate([values, values.T], axis=1), axis=1)
+    order = [i for i in np.argsort(worse * per_node) if np.isfinite(per_node[i])][:WORST]
+    table.add_row(
+        "worst nodes (median of their links)",
+        ", ".join(f"{m.names[i]} {shown(float(per_node[i]))}" for i in order),
+    )
+    flat = [(values[i, j], i, j) for i in range(n) for j in range(n) if np.isfinite(values[i, j])]
+    flat.sort(key=lambda x: worse * x[0])
+    table.add_row(
+        "worst links",
+        ", ".join(f"{m.names[i]}->{m.names[j]} {shown(float(v))}" for v, i, j in flat[:WORST]),
+    )
+    return table
+
+
 def terminal(run: PairedRun) -> list[Any]:
-    """Each matrix, the outliers (or that there are none), the bisection table."""
-    out: list[Any] = [matrix_table(m) for m in run.matrices]
+    """Each matrix (summarised above TABLE_NODES nodes), the outliers, the bisection table."""
+    out: list[Any] = [
+        matrix_table(m) if len(m.names) <= TABLE_NODES else matrix_summary(m) for m in run.matrices
+    ]
     out += [
         Text(line, style="yellow" if "MADs worse" in line else "")
         for line in matrix_analysis.findings(run.matrices)
