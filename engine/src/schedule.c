@@ -74,7 +74,9 @@ void cs_idle_barrier(void) {
 
 void cs_step_start(const cs_context *ctx) {
     cs_idle_barrier();
-#ifdef CS_SIMULATED
+#ifndef CS_SIMULATED
+    (void)ctx;
+#else
     /* SMPI's clock is global, and ranks leave a barrier at different simulated times: a
      * partner still inside answers late by exactly that much, every sample alike. So every
      * rank waits until one instant after the last has left: the latest exit (T), then the

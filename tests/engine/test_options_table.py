@@ -69,6 +69,8 @@ NOT_DEFAULT = {
     "matrix_window": 4,
     "matrix_samples": 2,
     "matrix_schedule": "serial",
+    "matrix_plan": "shift:1",
+    "matrix_prefix": "c1/",
     "matrix_per": "socket",
     "bisection_reps": 2,
     "bisection_seed": 7,

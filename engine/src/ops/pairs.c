@@ -15,6 +15,14 @@
  *            draws the same ones); in each, the first of every pair sends a window to the
  *            second, all pairs at once (bisection_bw, pair "m<r>/src->dst").
  *
+ * --matrix-plan measures chosen rounds instead of every shift (commscope builds it: its quick,
+ * sampled and file modes, and the confirmation rounds): shift:K,... (rank i sends to i+K),
+ * sample:K (K shifts drawn from --bisection-seed), xor:M,... (i and i^M, each direction in a
+ * round of its own, as at k = n/2 below), pairs:A>B,...;C>D,... (rounds of ordered rank
+ * pairs; a rank sends to one and receives from one per round at most) or names:a>b,...;...
+ * (the same by node name: the node's first rank). --matrix-prefix puts c<r>/ before the pairs
+ * of confirmation round r.
+ *
  * A sample is one window (or one round trip); each point gets --matrix-samples of them after
  * one untimed exchange. Every rank measures its own pair, rank 0 gathers and writes.
  */
@@ -37,6 +45,8 @@ static char ping_out[CS_MATRIX_LAT_BYTES], ping_in[CS_MATRIX_LAT_BYTES],
 static MPI_Request *reqs;
 static double *mine, *all; /* this rank's samples; every rank's (rank 0) */
 static int *perm;
+static int *plan_dst, *plan_src; /* --matrix-plan: per round, each rank's partners (-1: none) */
+static int plan_rounds;
 
 void cs_pairs_init(cs_context *ctx) {
     const cs_options *o = ctx->opt;
@@ -195,12 +205,12 @@ static void bw_step(cs_context *ctx, const char *op, const char *prefix, step *s
 }
 
 /* Latency of one step: pingers measure, pairs are pinger -> dst. */
-static void lat_step(cs_context *ctx, step *st) {
-    if (all_skipped(ctx, "matrix_lat", "", st, CS_MATRIX_LAT_BYTES)) return;
+static void lat_step(cs_context *ctx, const char *prefix, step *st) {
+    if (all_skipped(ctx, "matrix_lat", prefix, st, CS_MATRIX_LAT_BYTES)) return;
     int n = ctx->opt->matrix_samples;
     ping_step(ctx, st->dst, st->src);
     for (int i = 0; i < n; i++) mine[i] = ping_step(ctx, st->dst, st->src);
-    collect(ctx, "matrix_lat", "", st, CS_MATRIX_LAT_BYTES, CS_MATRIX_LAT_BYTES, 1, n);
+    collect(ctx, "matrix_lat", prefix, st, CS_MATRIX_LAT_BYTES, CS_MATRIX_LAT_BYTES, 1, n);
 }
 
 static void step_alloc(step *st, int n) {
@@ -238,8 +248,188 @@ static void plan(step *st, int me, int n, int k, int serial, int by_receiver, in
     st->src = half < 0 || !sends ? (me - k + n) % n : -1;
 }
 
+/* Adds one round to the plan: a sends to b for every (a, b) in pairs[0..np). */
+static void plan_round(cs_context *ctx, const int *pairs, int np) {
+    int n = ctx->nranks, r = plan_rounds++;
+    plan_dst = realloc(plan_dst, sizeof(int) * (size_t)n * (size_t)plan_rounds);
+    plan_src = realloc(plan_src, sizeof(int) * (size_t)n * (size_t)plan_rounds);
+    if (!plan_dst || !plan_src) cs_die("rank %d: out of memory for the matrix plan", ctx->rank);
+    int *dst = plan_dst + (size_t)r * (size_t)n, *src = plan_src + (size_t)r * (size_t)n;
+    for (int i = 0; i < n; i++) dst[i] = src[i] = -1;
+    for (int i = 0; i < np; i++) {
+        int a = pairs[2 * i], b = pairs[2 * i + 1];
+        if (a < 0 || b < 0 || a >= n || b >= n || a == b)
+            cs_die("--matrix-plan: pair %d>%d is not two of the %d ranks", a, b, n);
+        if (dst[a] >= 0 || src[b] >= 0)
+            cs_die("--matrix-plan: rank %d sends or rank %d receives twice in round %d", a, b,
+                   r + 1);
+        dst[a] = b, src[b] = a;
+    }
+}
+
+static uint64_t next(uint64_t *x);
+
+/* The first rank on node name[0..len) (rank 0 knows every rank's node), or -1. */
+static int rank_of(const cs_context *ctx, const char *name, size_t len) {
+    for (int r = 0; r < ctx->nranks; r++)
+        if (strlen(ctx->topo->ranks[r].node) == len &&
+            strncmp(ctx->topo->ranks[r].node, name, len) == 0)
+            return r;
+    return -1;
+}
+
+/* names:a>b,...;...: rank 0 turns the names into ranks (-1 ends a round) and shares them. */
+static void names_plan(cs_context *ctx, const char *p) {
+    int len = 0, cap = 0, *flat = NULL;
+    while (ctx->rank == 0 && *p) {
+        for (int end = 0; end < 2; end++) {
+            size_t span = strcspn(p, ">,;");
+            int r = rank_of(ctx, p, span);
+            if (r < 0) cs_die("--matrix-plan: node %.*s runs no rank of this job", (int)span, p);
+            if (len + 3 > cap) {
+                cap = 2 * cap + 64;
+                flat = realloc(flat, sizeof(int) * (size_t)cap);
+                if (!flat) cs_die("rank 0: out of memory for the matrix plan");
+            }
+            flat[len++] = r;
+            p += span;
+            if (end == 0 && *p++ != '>') cs_die("--matrix-plan: a>b expected in names:");
+        }
+        if (*p == ';' || *p == '\0') flat[len++] = -1;
+        if (*p && *p != ',' && *p != ';') cs_die("--matrix-plan: unexpected '%s'", p);
+        p += *p != '\0';
+    }
+    MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (ctx->rank != 0 && len > 0 && !(flat = malloc(sizeof(int) * (size_t)len)))
+        cs_die("rank %d: out of memory for the matrix plan", ctx->rank);
+    MPI_Bcast(flat, len, MPI_INT, 0, MPI_COMM_WORLD);
+    int np = 0, *pairs = malloc(sizeof(int) * 2 * (size_t)ctx->nranks);
+    if (!pairs) cs_die("rank %d: out of memory for the matrix plan", ctx->rank);
+    for (int i = 0; i < len; i++) {
+        if (flat[i] < 0) {
+            plan_round(ctx, pairs, np), np = 0;
+            continue;
+        }
+        if (np >= ctx->nranks) cs_die("--matrix-plan: more pairs in a round than ranks");
+        pairs[2 * np] = flat[i], pairs[2 * np + 1] = flat[i + 1], np++, i++;
+    }
+    free(pairs);
+    free(flat);
+}
+
+/* The shifts of sample:K: K distinct ones of 1 .. n-1, drawn alike on every rank. */
+static void sample_round(cs_context *ctx, long k) {
+    int n = ctx->nranks;
+    if (k < 1 || k >= n) cs_die("--matrix-plan: sample %ld is not 1 .. %d", k, n - 1);
+    int *shifts = malloc(sizeof(int) * (size_t)n), *pairs = malloc(sizeof(int) * 2 * (size_t)n);
+    if (!shifts || !pairs) cs_die("rank %d: out of memory for the matrix plan", ctx->rank);
+    for (int i = 0; i < n - 1; i++) shifts[i] = i + 1;
+    uint64_t x = (uint64_t)ctx->opt->bisection_seed * 1000003ULL + 7;
+    for (int i = 0; i < k; i++) { /* a partial Fisher-Yates shuffle: the first k */
+        int j = i + (int)(next(&x) % (uint64_t)(n - 1 - i));
+        int t = shifts[i];
+        shifts[i] = shifts[j], shifts[j] = t;
+    }
+    for (int i = 0; i < k; i++) {
+        int s = shifts[i];
+        for (int h = 0; h < (2 * s == n ? 2 : 1); h++) {
+            int np = 0;
+            for (int r = 0; r < n; r++)
+                if (2 * s != n || (r < n / 2) == (h == 0))
+                    pairs[2 * np] = r, pairs[2 * np + 1] = (r + s) % n, np++;
+            plan_round(ctx, pairs, np);
+        }
+    }
+    free(shifts);
+    free(pairs);
+}
+
+/* Reads --matrix-plan into rounds (every rank alike: the text is the same on every rank). */
+static void parse_plan(cs_context *ctx) {
+    const char *text = ctx->opt->matrix_plan;
+    int n = ctx->nranks, *pairs = malloc(sizeof(int) * 2 * (size_t)n), np = 0;
+    if (!pairs) cs_die("rank %d: out of memory for the matrix plan", ctx->rank);
+    plan_rounds = 0;
+    const char *p = strchr(text, ':');
+    if (!p) cs_die("--matrix-plan %s: give shift:K,..., xor:M,... or pairs:A>B,...", text);
+    size_t kind = (size_t)(p - text);
+    if (kind == 5 && strncmp(text, "names", 5) == 0) {
+        free(pairs);
+        names_plan(ctx, p + 1);
+        return;
+    }
+    for (p++; *p;) {
+        char *end;
+        long x = strtol(p, &end, 10);
+        if (end == p) cs_die("--matrix-plan: a number expected at '%s'", p);
+        if (strncmp(text, "sample", kind) == 0 && kind == 6) {
+            sample_round(ctx, x);
+        } else if (strncmp(text, "shift", kind) == 0 && kind == 5) {
+            if (x < 1 || x >= n) cs_die("--matrix-plan: shift %ld is not 1 .. %d", x, n - 1);
+            for (int h = 0; h < (2 * x == n ? 2 : 1); h++) { /* k = n/2: one direction a round */
+                np = 0;
+                for (int i = 0; i < n; i++)
+                    if (2 * x != n || (i < n / 2) == (h == 0))
+                        pairs[2 * np] = i, pairs[2 * np + 1] = (int)((i + x) % n), np++;
+                plan_round(ctx, pairs, np);
+            }
+        } else if (strncmp(text, "xor", kind) == 0 && kind == 3) {
+            if (x < 1) cs_die("--matrix-plan: xor mask %ld is not positive", x);
+            for (int h = 0; h < 2; h++) { /* the lower rank sends, then the higher one */
+                np = 0;
+                for (int i = 0; i < n; i++) {
+                    int j = (int)(i ^ x);
+                    if (j < n && (i < j) == (h == 0)) pairs[2 * np] = i, pairs[2 * np + 1] = j, np++;
+                }
+                if (np) plan_round(ctx, pairs, np);
+            }
+        } else if (strncmp(text, "pairs", kind) == 0 && kind == 5) {
+            if (*end != '>') cs_die("--matrix-plan: A>B expected at '%s'", p);
+            char *bend;
+            long y = strtol(end + 1, &bend, 10);
+            if (bend == end + 1 || np >= n) cs_die("--matrix-plan: bad pair at '%s'", p);
+            pairs[2 * np] = (int)x, pairs[2 * np + 1] = (int)y, np++;
+            end = bend;
+            if (*end == ';' || *end == '\0') plan_round(ctx, pairs, np), np = 0;
+        } else {
+            cs_die("--matrix-plan %s: give shift:K,..., sample:K, xor:M,..., pairs:A>B,... or"
+                   " names:a>b,...", text);
+        }
+        if (*end && *end != ',' && *end != ';') cs_die("--matrix-plan: unexpected '%s'", end);
+        p = *end ? end + 1 : end;
+    }
+    free(pairs);
+}
+
+/* The measured rounds of --matrix-plan, latency first, then bandwidth per size. */
+static void run_plan(cs_context *ctx) {
+    const cs_options *o = ctx->opt;
+    int n = ctx->nranks;
+    step st;
+    step_alloc(&st, n);
+    for (int s = -1; s < o->nmatrix_sizes; s++)
+        for (int r = 0; r < plan_rounds; r++) {
+            const int *dst = plan_dst + (size_t)r * (size_t)n, *src = plan_src + (size_t)r * (size_t)n;
+            for (int i = 0; i < n; i++) {
+                int lat = s < 0; /* latency: pingers measure (i -> dst); bandwidth: receivers */
+                st.measurer[i] = lat ? dst[i] >= 0 : src[i] >= 0;
+                st.a[i] = lat ? i : src[i];
+                st.b[i] = lat ? dst[i] : i;
+            }
+            st.dst = dst[ctx->rank], st.src = src[ctx->rank];
+            if (s < 0) lat_step(ctx, o->matrix_prefix, &st);
+            else bw_step(ctx, "matrix_bw", o->matrix_prefix, &st, o->matrix_sizes[s]);
+        }
+    step_free(&st);
+}
+
 void cs_matrix_run(cs_context *ctx) {
     const cs_options *o = ctx->opt;
+    if (o->matrix_plan[0]) {
+        parse_plan(ctx);
+        run_plan(ctx);
+        return;
+    }
     int n = ctx->nranks, serial = strcmp(o->matrix_schedule, "serial") == 0;
     int steps = serial ? n * n : n; /* serial: every a * n + b with a != b */
     step st;
@@ -254,7 +444,7 @@ void cs_matrix_run(cs_context *ctx) {
             int halves = !serial && 2 * k == n;
             for (int h = halves ? 0 : -1; h < (halves ? 2 : 0); h++) {
                 plan(&st, ctx->rank, n, k, serial, s >= 0, h);
-                if (s < 0) lat_step(ctx, &st);
+                if (s < 0) lat_step(ctx, "", &st);
                 else bw_step(ctx, "matrix_bw", "", &st, o->matrix_sizes[s]);
             }
         }

@@ -269,6 +269,7 @@ def matrices(points: Sequence[Point], names: Sequence[str], k: float = K_MADS) -
     """Latency first, then bandwidth per size: one matrix each from the matrix points."""
     n = len(names)
     out = []
+    points = [p for p in points if "/" not in p.pair]  # c1/...: confirmation, not the matrix
     for op in ("matrix_lat", "matrix_bw"):
         for nbytes in sorted({p.bytes for p in points if p.op == op}):
             values, best = np.full((n, n), np.nan), np.full((n, n), np.nan)

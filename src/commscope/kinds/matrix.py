@@ -6,13 +6,14 @@ It owns the ``matrix_lat``, ``matrix_bw`` and ``bisection_bw`` points (the ``pai
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from rich.table import Table
 from rich.text import Text
 
+from commscope.analysis import confirm
 from commscope.analysis import matrix as matrix_analysis
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
@@ -34,6 +35,7 @@ class PairedRun:
 
     matrices: list[matrix_analysis.Matrix]
     bisection: list[matrix_analysis.Bisection]
+    confirmed: list[confirm.Confirmation] = field(default_factory=list)  # the suspects again
 
 
 def summarize(run: RunData, view: View) -> PairedRun | None:
@@ -44,7 +46,10 @@ def summarize(run: RunData, view: View) -> PairedRun | None:
     header = run.info.header
     nranks = int(header["nranks"]) if header else 1 + max(max(p.ranks) for p in points)
     names = matrix_analysis.node_names(header, nranks)
-    return PairedRun(matrix_analysis.matrices(points, names), matrix_analysis.bisection(points))
+    found = matrix_analysis.matrices(points, names)
+    again = [p for p in points if p.pair.startswith(confirm.PREFIX)]
+    confirmed = confirm.judge(found, again, names) if again else []
+    return PairedRun(found, matrix_analysis.bisection(points), confirmed)
 
 
 def to_json(run: PairedRun | None) -> dict[str, Any]:
@@ -52,6 +57,7 @@ def to_json(run: PairedRun | None) -> dict[str, Any]:
     return {
         "matrix": [m.to_json() for m in run.matrices] if run else [],
         "bisection": [b.to_json() for b in run.bisection] if run else [],
+        "confirmation": [c.to_json() for c in run.confirmed] if run else [],
     }
 
 
@@ -145,6 +151,10 @@ def terminal(run: PairedRun) -> list[Any]:
         Text(line, style="yellow" if "MADs worse" in line else "")
         for line in matrix_analysis.findings(run.matrices)
     ]
+    out += [
+        Text(f"confirmed: {c.text()}", style="bold red" if c.verdict == "bad" else "")
+        for c in run.confirmed
+    ]
     if run.bisection:
         out.append(bisection_table(run.bisection))
     return out
@@ -194,6 +204,8 @@ def figures(run: RunData) -> list[Figure]:
     names = matrix_analysis.node_names(header, nranks)
     out = []
     for p in points:
+        if "/" in p.pair:  # bisection matchings, confirmation rounds: not a link's figure
+            continue
         if p.op == "matrix_lat":
             link = f"{names[p.ranks[0]]}->{names[p.ranks[1]]}"
             out.append(figure(LINK_LATENCY, point_time_samples(p), link=link, bytes=p.bytes))

@@ -1,0 +1,236 @@
+"""Confirm before naming: suspects of a matrix measured again against healthy partners.
+
+NVIDIA's ClusterKit re-tests the nodes and links a first pass found slow before it calls them
+bad; so does commscope. After the all-pairs matrix (``analysis/matrix``) names suspects,
+a confirmation round measures each suspect node with ``PARTNERS`` partners the first pass
+found healthy, both directions, and each suspect link again (its pairs labelled
+``c1/src->dst``). Judged against the first pass's typical link (the polished level, with the
+same thresholds: worse by more than ``FLOOR`` of it and by ``K_MADS`` of its spread):
+
+* a node is **bad** when most of its pairs with healthy partners are slow again;
+* a link is **bad** when it is slow again while its two nodes' pairs with healthy partners
+  are not (a node whose pairs are slow explains its links);
+* a suspect slow in the first pass and not in the confirmation is **transient**.
+
+The evidence of each verdict: the figure, the typical value, the partners, the rounds and
+the share of the confirmation's samples that agree (worse than the threshold).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from commscope.analysis.matrix import FLOOR, K_MADS, Matrix
+from commscope.data.records import Point
+from commscope.units import rate_text, time_text
+
+PARTNERS = 3  # healthy partners each suspect node is measured with, both directions
+PREFIX = "c1/"  # label prefix of the confirmation round's pairs
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The verdict on one suspect."""
+
+    where: str  # "node" or "link"
+    name: str  # the node, or "a->b"
+    verdict: str  # "bad" or "transient"
+    op: str
+    bytes: int
+    typical: float  # the first pass's typical link, in the matrix's unit
+    first: float  # the suspect's first-pass value (median of its links for a node)
+    again: float  # the same in the confirmation
+    partners: tuple[str, ...]
+    rounds: int
+    slow_pairs: int  # confirmation pairs slow again
+    pairs: int  # confirmation pairs measured
+    agreeing: float  # share of the confirmation's samples worse than the threshold
+
+    def text(self) -> str:
+        """One line: what, the verdict and its evidence."""
+        shown = time_text if self.op == "matrix_lat" else rate_text
+        what = "bandwidth" if self.op == "matrix_bw" else "latency"
+        return (
+            f"{self.where} {self.name}: {self.verdict.upper()}: {what} at {self.bytes} B"
+            f" {shown(self.again)} again ({shown(self.first)} first) where a typical link"
+            f" gives {shown(self.typical)}; {self.slow_pairs} of {self.pairs} pairs slow"
+            f" with {', '.join(self.partners) or 'the link alone'}, {self.rounds} round,"
+            f" {self.agreeing:.0%} of samples agree"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The verdict and its evidence."""
+        return {
+            "where": self.where,
+            "name": self.name,
+            "verdict": self.verdict,
+            "op": self.op,
+            "bytes": self.bytes,
+            "typical": self.typical,
+            "first": self.first,
+            "again": self.again,
+            "partners": list(self.partners),
+            "rounds": self.rounds,
+            "slow_pairs": self.slow_pairs,
+            "pairs": self.pairs,
+            "agreeing": self.agreeing,
+        }
+
+
+def suspects(matrices: Sequence[Matrix]) -> tuple[list[str], list[tuple[str, str]]]:
+    """The nodes and the links (a, b) the first pass named, in matrix order."""
+    nodes: list[str] = []
+    links: list[tuple[str, str]] = []
+    for m in matrices:
+        for o in m.outliers:
+            if o.where == "link":
+                a, b = o.name.split("->")
+                if (a, b) not in links:
+                    links.append((a, b))
+            elif o.name not in nodes:
+                nodes.append(o.name)
+    links = [(a, b) for a, b in links if a not in nodes and b not in nodes]
+    return nodes, links
+
+
+def partners_of(names: Sequence[str], node: str, bad: set[str], count: int) -> list[str]:
+    """``count`` healthy partners of ``node``: the next healthy nodes after it, cyclically."""
+    start = names.index(node)
+    ring = [names[(start + k) % len(names)] for k in range(1, len(names))]
+    return [n for n in ring if n not in bad][:count]
+
+
+def rounds_of(pairs: Sequence[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """Ordered rank pairs packed greedily into rounds: a rank sends once, receives once each."""
+    out: list[tuple[list[tuple[int, int]], set[int], set[int]]] = []
+    for a, b in pairs:
+        for members, senders, receivers in out:
+            if a not in senders and b not in receivers:
+                members.append((a, b))
+                senders.add(a)
+                receivers.add(b)
+                break
+        else:
+            out.append(([(a, b)], {a}, {b}))
+    return [members for members, _, _ in out]
+
+
+def plan(names: Sequence[str], nodes: Sequence[str], links: Sequence[tuple[str, str]]) -> str:
+    """The engine's --matrix-plan of the confirmation round (empty when nothing is suspect)."""
+    index = {n: i for i, n in enumerate(names)}
+    bad = set(nodes) | {x for link in links for x in link}
+    pairs: list[tuple[int, int]] = []
+    for node in nodes:
+        for h in partners_of(names, node, bad, PARTNERS):
+            pairs += [(index[node], index[h]), (index[h], index[node])]
+    for a, b in links:
+        pairs.append((index[a], index[b]))
+        for end in (a, b):  # each end with healthy partners: does the node explain the link?
+            for h in partners_of(names, end, bad, 1):
+                pairs += [(index[end], index[h]), (index[h], index[end])]
+    pairs = list(dict.fromkeys(pairs))
+    if not pairs:
+        return ""
+    return "pairs:" + ";".join(",".join(f"{a}>{b}" for a, b in r) for r in rounds_of(pairs))
+
+
+def _threshold(m: Matrix) -> tuple[float, float]:
+    """(limit, sign): a value v is slow when sign * (v - limit) > 0."""
+    margin = max(FLOOR * m.median, K_MADS * m.mad)
+    return (m.median + margin, 1.0) if m.op == "matrix_lat" else (m.median - margin, -1.0)
+
+
+def _value(p: Point) -> float:
+    return p.latency_s if p.op == "matrix_lat" else p.bandwidth_Bps
+
+
+def _sample_values(p: Point) -> np.ndarray:
+    samples = np.asarray(p.samples_s, dtype=float)
+    return samples if p.op == "matrix_lat" else p.bytes_per_sample / samples
+
+
+def judge(
+    matrices: Sequence[Matrix], confirmation: Sequence[Point], names: Sequence[str]
+) -> list[Confirmation]:
+    """The verdict on each suspect of each matrix that the confirmation measured."""
+    out = []
+    nodes, links = suspects(matrices)
+    bad = set(nodes) | {x for link in links for x in link}
+    for m in matrices:
+        again = {
+            (names[p.ranks[0]], names[p.ranks[1]]): p
+            for p in confirmation
+            if p.op == m.op and p.bytes == m.bytes
+        }
+        if not again:
+            continue
+        limit, sign = _threshold(m)
+
+        def slow(p: Point, limit: float = limit, sign: float = sign) -> bool:
+            return bool(sign * (_value(p) - limit) > 0)
+
+        first = {
+            (m.names[i], m.names[j]): v
+            for i, row in enumerate(m.values)
+            for j, v in enumerate(row)
+            if v is not None
+        }
+        named = {o.name for o in m.outliers}
+        for node in nodes:
+            if node not in named:
+                continue
+            partners = partners_of(names, node, bad, PARTNERS)
+            mine = [again[k] for h in partners for k in ((node, h), (h, node)) if k in again]
+            before = [v for (a, b), v in first.items() if node in (a, b)]
+            out.append(_verdict(m, "node", node, mine, before, partners, slow, sign, limit))
+        for a, b in links:
+            if f"{a}->{b}" not in named or (a, b) not in again:
+                continue
+            link = again[(a, b)]
+            verdict = _verdict(m, "link", f"{a}->{b}", [link], [first.get((a, b), np.nan)],
+                               (), slow, sign, limit)  # fmt: skip
+            ends = []  # an end slow with healthy partners too explains the link: that node is bad
+            for end in (a, b):
+                partners = partners_of(names, end, bad, 1)
+                mine = [again[k] for h in partners for k in ((end, h), (h, end)) if k in again]
+                node = _verdict(m, "node", end, mine, [first.get((a, b), np.nan)], partners,
+                                slow, sign, limit)  # fmt: skip
+                if node.verdict == "bad":
+                    ends.append(node)
+            out += ends if verdict.verdict == "bad" and ends else [verdict]
+    return out
+
+
+def _verdict(
+    m: Matrix,
+    where: str,
+    name: str,
+    pairs: Sequence[Point],
+    before: Sequence[float],
+    partners: Sequence[str],
+    slow: Any,
+    sign: float,
+    limit: float,
+) -> Confirmation:
+    n_slow = sum(1 for p in pairs if slow(p))
+    samples = np.concatenate([_sample_values(p) for p in pairs]) if pairs else np.empty(0)
+    agreeing = float(np.mean(sign * (samples - limit) > 0)) if samples.size else 0.0
+    return Confirmation(
+        where=where,
+        name=name,
+        verdict="bad" if pairs and n_slow * 2 > len(pairs) else "transient",
+        op=m.op,
+        bytes=m.bytes,
+        typical=m.median,
+        first=float(np.nanmedian(before)) if len(before) else float("nan"),
+        again=float(np.median([_value(p) for p in pairs])) if pairs else float("nan"),
+        partners=tuple(partners),
+        rounds=1,
+        slow_pairs=n_slow,
+        pairs=len(pairs),
+        agreeing=agreeing,
+    )
