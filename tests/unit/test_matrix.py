@@ -266,7 +266,7 @@ def test_kind_json_tables_and_report_name_the_slow_node(tmp_path):
         ("receiver", "csnode3"),
     }
     assert shown["bisection"][0]["effective_bisection_Bps"] == pytest.approx(13.5e6)
-    assert matrix_kind.to_json(None) == {"matrix": [], "bisection": []}
+    assert matrix_kind.to_json(None) == {"matrix": [], "bisection": [], "confirmation": []}
 
     console = Console(record=True, width=160)
     for item in matrix_kind.terminal(summary):
