@@ -133,3 +133,26 @@ def flip_text(path: Path, text: bytes, at: int, mask: int = 0x01) -> int:
     assert copies, f"{text!r} is not in {path}"
     path.write_bytes(bytes(data))
     return copies
+
+
+def root_page(path: Path, name: str) -> int:
+    """The page number of the root of table or index ``name``."""
+    conn = sqlite3.connect(path)
+    (page,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+    conn.close()
+    return int(page)
+
+
+def drop_index_entry(path: Path, index: str, columns: str, rowid: int) -> None:
+    """Leave row ``rowid`` of the points table out of ``index`` (on ``columns``), as a damaged
+    page could: the index is built without it, then its definition says it holds every row."""
+    conn = sqlite3.connect(path)
+    conn.execute(f"DROP INDEX {index}")
+    conn.execute(f"CREATE INDEX {index} ON points {columns} WHERE rowid != {int(rowid)}")
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute(
+        "UPDATE sqlite_master SET sql = ? WHERE name = ?",
+        (f"CREATE INDEX {index} ON points {columns}", index),
+    )
+    conn.commit()
+    conn.close()

@@ -280,3 +280,127 @@ def test_damaged_rows_are_reported(tmp_path: Path) -> None:
             store.get_run(run)
         with pytest.raises(StoreError, match="holds a header record, not a point"):
             store.points(run)
+
+
+# What a command reads is checked as it is read; opening reads no row.
+
+
+def _two_runs(path: Path) -> list[Point]:
+    header, points = fixture_records()
+    with Store.open(path) as store:
+        for _ in range(2):
+            run, seg = new_run(store)
+            store.set_header(run, seg, header)
+            for point in points:
+                store.add_point(run, seg, point)
+    return points
+
+
+def _unseal(path: Path, sql: str) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute(sql)  # a change that leaves the row's checksum as it was
+    conn.commit()
+    conn.close()
+
+
+def test_a_damaged_row_is_reported_when_read_and_nothing_is_written_into_its_run(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.sqlite"
+    points = _two_runs(path)
+    _unseal(path, "UPDATE points SET median_s = median_s * 2 WHERE run_id = 1 AND bytes = 8")
+    before = path.read_bytes()
+    with Store.open(path, write=False) as store:  # opening and listing read no point
+        assert [r.n_points for r in store.list_runs()] == [len(points)] * 2
+        assert store.get_run(1).label == "test"
+        assert len(store.points(2)) == len(points)
+        with pytest.raises(StoreError, match=r"run 1 point \d+ .table points. does not match"):
+            store.points(1)
+    with Store.open(path) as store:
+        # Every write into run 1 is refused, whole; a new run and run 2 are written.
+        for write in (
+            lambda: store.add_point(1, 1, points[0]),
+            lambda: store.start_segment(1, ["again"]),
+            lambda: store.finish_segment(1, "complete"),
+            lambda: store.set_run_status(1, "complete"),
+            lambda: store.set_run_data(1, "note", {}),
+            lambda: store.close_running_segments(1, "closed"),
+        ):
+            with pytest.raises(StoreError, match="does not match its checksum; nothing was"):
+                write()
+        assert path.read_bytes() == before
+        store.set_run_status(2, "complete")
+        run, seg = new_run(store)
+        store.add_point(run, seg, points[0])
+    with Store.open(path, write=False) as store:
+        assert [(r.id, r.status) for r in store.list_runs()] == [
+            (1, "running"),
+            (2, "complete"),
+            (3, "running"),
+        ]
+
+
+def test_listing_runs_decodes_no_json(tmp_path: Path) -> None:
+    from commscope.data.store_schema import COLUMNS
+    from commscope.data.store_seal import row_crc
+
+    path = tmp_path / "s.sqlite"
+    _two_runs(path)
+    conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
+    conn.execute("UPDATE runs SET header_json = '[1]' WHERE id = 1")
+    row = conn.execute("SELECT * FROM runs WHERE id = 1").fetchone()
+    conn.execute("UPDATE runs SET crc = ? WHERE id = 1", (row_crc(COLUMNS["runs"], row),))
+    conn.commit()
+    conn.close()
+    with Store.open(path, write=False) as store:
+        first, second = store.list_runs()  # sealed, so the rows are sound; no header read
+        assert second.header is not None and first.request == REQUEST
+        with pytest.raises(StoreError, match="run 1 header_json is not a JSON object"):
+            _ = first.header
+        with pytest.raises(StoreError, match="run 1 header_json is not a JSON object"):
+            store.get_run(1)  # decodes both at once
+
+
+def test_a_runs_points_are_read_through_one_index_and_counted_through_another(
+    tmp_path: Path,
+) -> None:
+    from commscope.data import store as store_module
+    from commscope.data import store_rows
+
+    path = tmp_path / "s.sqlite"
+    _two_runs(path)
+    conn = sqlite3.connect(path)
+
+    def index(sql: str, *params: object) -> str:
+        plan = " ".join(r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+        return next(word for word in plan.split() if word.startswith(("points_", "sqlite_")))
+
+    read = store_module._POINTS_QUERY
+    assert index(read.format(""), 1) in ("points_key", "sqlite_autoindex_points_1")
+    assert index(read.format(" AND kind = ?"), 1, "point") in (
+        "points_key",
+        "sqlite_autoindex_points_1",
+    )
+    assert index(store_rows._COUNT, 1) == "points_kind"
+    assert index(f"{store_rows._COUNT} AND kind = ?", 1, "point") == "points_kind"
+    conn.close()
+
+
+def test_points_written_while_a_run_is_read_are_not_taken_for_damage(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    points = _two_runs(path)
+    extra = parse_record(
+        json.dumps(dict(points[0].raw, bytes=12345, bytes_per_sample=12345)), "test"
+    )
+    with Store.open(path, write=False) as reader, Store.open(path) as writer:
+        agree = reader._points_agree
+
+        def meanwhile(*args: object) -> None:
+            writer.add_point(1, 1, extra)  # between reading the points and counting them
+            agree(*args)  # type: ignore[arg-type]
+
+        reader._points_agree = meanwhile  # type: ignore[method-assign]
+        assert len(reader.points(1)) == len(points)  # one snapshot: the count agrees
+        reader._points_agree = agree  # type: ignore[method-assign]
+        assert len(reader.points(1)) == len(points) + 1

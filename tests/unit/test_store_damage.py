@@ -1,4 +1,10 @@
-"""Damaged, read-only and version 1 stores through the real CLI: one line, never a traceback."""
+"""Damaged, read-only and version 1 stores through the real CLI: one line, never a traceback.
+
+Damage is reported by the command that reads it, whatever the store's size: a reader of the
+damaged run refuses in one line naming it, a reader of anything else prints what it printed
+before, a write into the damaged run is refused with the file left as it was, a new run is
+written beside the damage, and ``check-store`` finds it all.
+"""
 
 from __future__ import annotations
 
@@ -19,14 +25,18 @@ from commscope.data.store import Store
 from tests.conftest import need
 from tests.damaged_stores import (
     PAGE,
+    drop_index_entry,
     fixture_run,
     fixture_store,
     flip_text,
+    root_page,
     set_column,
     v1_store,
 )
 
 OSU = Path(__file__).parent / "fixtures" / "osu_latency.txt"
+IMPORT = ("import", "osu", str(OSU), "--label", "x", "--nranks", "2")
+RESUME = ("run", "--resume", "1")  # a write into run 1 (the store fixture stops it first)
 READERS = (
     ("runs",),
     ("runs", "--json"),
@@ -34,10 +44,10 @@ READERS = (
     ("export", "1"),
     ("compare", "1", "2"),
 )
-WRITERS = (
-    ("import", "osu", str(OSU), "--label", "x", "--nranks", "2"),
-    ("run", "--resume", "1"),
-)
+WRITERS = (IMPORT, RESUME)
+OF_RUN_1 = (("show", "1"), ("export", "1"), ("compare", "1", "2"))  # they read run 1's rows
+LISTING = (("runs",), ("runs", "--json"))  # they read every run's row, no segment or point
+OF_RUN_2 = (("show", "2"), ("export", "2"))
 
 
 def commscope(store: Path, *argv: str) -> tuple[int, str, str]:
@@ -56,29 +66,73 @@ def assert_one_line(err: str, *fragments: str) -> str:
     return lines[0]
 
 
-def assert_refused_by_all(store: Path, *fragments: str, runs: str | None = None) -> None:
-    """Every reading and writing command refuses in one line, and nothing changes the file.
+def printed(store: Path) -> dict[tuple[str, ...], tuple[int, str, str]]:
+    """What each reader prints from the store as it is."""
+    return {argv: commscope(store, *argv) for argv in (*LISTING, *OF_RUN_1, *OF_RUN_2)}
 
-    ``runs``: the listing the store gave before the damage, which ``runs`` still gives when
-    the damage is in records it does not read.
-    """
+
+def damaged_runs(store: Path) -> dict[int | str, list[str]]:
+    """What ``check-store`` finds damaged, run by run and in the file (key "file")."""
+    code, out, _ = commscope(store, "check-store", "--json")
+    report = json.loads(out)
+    assert code == 1 and not report["ok"], out
+    return {"file": report["problems"], **{run["id"]: run["damaged"] for run in report["runs"]}}
+
+
+def assert_refused_by_all(store: Path, *fragments: str) -> None:
+    """Damage every command meets: each refuses in one line, and nothing changes the file."""
     before = store.read_bytes()
     for argv in READERS + WRITERS:
-        code, out, err = commscope(store, *argv)
-        if argv == ("runs",) and runs is not None:
-            assert (code, out, err) == (0, runs, ""), err
-        elif argv != ("runs", "--json") or runs is None:
-            assert code == 1, (argv, err)
-            assert_one_line(err, str(store), *fragments)
+        code, _, err = commscope(store, *argv)
+        assert code == 1, (argv, err)
+        assert_one_line(err, str(store), *fragments)
         assert store.read_bytes() == before, argv
     code, out, _ = commscope(store, "check-store")
     assert code == 1 and "damaged: " in out, out
     assert store.read_bytes() == before
 
 
+def assert_reported_where_read(
+    store: Path,
+    sound: dict[tuple[str, ...], tuple[int, str, str]],
+    refused: dict[tuple[str, ...], str],
+    write: str,
+) -> None:
+    """Damage in run 1: refused by the readers in ``refused`` and by a write into run 1.
+
+    Each reader in ``refused`` exits 1 with one line naming the damage (its fragment), a
+    write into run 1 likewise (``write``) and changes nothing. ``sound``: what the readers
+    printed before the damage, which every other reader still prints. A new run is written
+    beside the damage and changes nothing the others read; check-store finds run 1 damaged.
+    """
+    before = store.read_bytes()
+    for argv, fragment in (*refused.items(), (RESUME, write)):
+        code, _, err = commscope(store, *argv)
+        assert code == 1, (argv, err)
+        assert_one_line(err, f"{store} is damaged: ", fragment)
+    assert store.read_bytes() == before  # the write was refused whole
+    for argv in sound.keys() - refused.keys():
+        assert commscope(store, *argv) == sound[argv], argv
+    assert store.read_bytes() == before
+    found = damaged_runs(store)
+    assert (found[1] or found["file"]) and not found[2], found
+    code, out, err = commscope(store, *IMPORT)
+    assert (code, err) == (0, ""), err
+    assert "as run 3 " in out, out
+    for argv in OF_RUN_2:
+        assert commscope(store, *argv) == sound[argv], argv
+    for argv in refused:
+        assert commscope(store, *argv)[0] == 1, argv
+    assert damaged_runs(store) == found | {3: []}
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    return fixture_store(tmp_path / "store.sqlite")
+    """The fixture store with run 1 stopped, so that resuming it writes into it."""
+    path = fixture_store(tmp_path / "store.sqlite")
+    with Store.open(path) as s:
+        s.set_run_status(1, "incomplete", "stopped by the test")
+    return path
 
 
 def test_a_sound_store_reads_and_checks_ok(store: Path) -> None:
@@ -103,25 +157,60 @@ FIRST_POINT = b'"samples_s": [1.7e-05, 1.6e-05, 1.8e-05], "stop": "rse"'
 
 
 def test_a_flipped_byte_in_a_record_is_caught_by_its_checksum(store: Path) -> None:
-    listing = commscope(store, "runs")[1]
+    sound = printed(store)
     flip_text(store, FIRST_POINT, len(FIRST_POINT) - 2)
     code, out, _ = commscope(store, "check-store", "--json")
     report = json.loads(out)
     damaged = [r for r in report["runs"] if r["damaged"]]
     assert code == 1 and len(damaged) == 1 and damaged[0]["readable"]["point"] == 4
     assert "(table points) does not match its checksum" in damaged[0]["damaged"][0]
-    assert_refused_by_all(
-        store, "is damaged: run 1 point", "(table points) does not match", runs=listing
+    what = "run 1 point 1 (table points) does not match its checksum"
+    assert_reported_where_read(
+        store,
+        sound,
+        {argv: f"{what}; the other runs can still be read" for argv in OF_RUN_1},
+        f"{what}; nothing was written to run 1",
     )
 
 
-def test_a_page_of_garbage_fails_the_integrity_check(store: Path) -> None:
-    data = bytearray(store.read_bytes())
-    data[2 * PAGE : 3 * PAGE] = bytes(range(256)) * (PAGE // 256)
-    store.write_bytes(bytes(data))
-    assert_refused_by_all(store, "is damaged")
+def test_an_index_that_lost_a_point_is_caught_by_the_other_index(store: Path) -> None:
+    # Run 1's points are read through the key index and counted through the kind index;
+    # the listing counts them per run through the kind index and in all through another.
+    sound = printed(store)
+    drop_index_entry(store, "points_kind", "(run_id, kind)", rowid=3)
+    run_1 = "disagree with the index that counts them (5 read, 4 counted)"
+    listing = "the indexes of its points disagree (9 counted run by run, 10 in all)"
+    assert_reported_where_read(
+        store,
+        sound,
+        {**dict.fromkeys(OF_RUN_1, run_1), **dict.fromkeys(LISTING, listing)},
+        run_1,
+    )
     code, out, _ = commscope(store, "check-store")
-    assert "commscope reads nothing more from it" in out.splitlines()[-1]
+    assert "SQLite integrity check: row 3 missing from index points_kind" in out, out
+
+
+@pytest.mark.parametrize("table", ["runs", "points"])
+def test_a_page_of_garbage_is_refused_by_the_commands_that_read_it(store: Path, table: str) -> None:
+    sound = printed(store)
+    page = root_page(store, table)
+    data = bytearray(store.read_bytes())
+    data[(page - 1) * PAGE : page * PAGE] = bytes(range(256)) * (PAGE // 256)
+    store.write_bytes(bytes(data))
+    if table == "runs":  # every command reads the runs
+        assert_refused_by_all(store, "is damaged", "malformed")
+    else:  # listing counts points through an index and reads none
+        for argv in LISTING:
+            assert commscope(store, *argv) == sound[argv], argv
+        before = store.read_bytes()
+        for argv in (*OF_RUN_1, *OF_RUN_2, *WRITERS):
+            code, _, err = commscope(store, *argv)
+            assert code == 1, (argv, err)
+            assert_one_line(err, f"{store} is damaged", "malformed")
+        assert store.read_bytes() == before
+    code, out, _ = commscope(store, "check-store")
+    assert "SQLite integrity check: " in out, out
+    assert "restore it from a backup" in out.splitlines()[-1]
 
 
 def test_a_dropped_table_is_named(store: Path) -> None:
@@ -150,23 +239,25 @@ def test_a_dropped_table_is_named(store: Path) -> None:
 def test_bad_json_is_one_line_naming_the_row(
     store: Path, table: str, column: str, rowid: int, value: str, fragment: str, seal: bool
 ) -> None:
+    sound = printed(store)
     set_column(store, table, column, rowid, value, seal)
     # Unsealed, the checksum catches it first; sealed, only decoding the value can.
     expected = fragment if seal else f"(table {table}) does not match its checksum"
     code, out, _ = commscope(store, "check-store")
     assert code == 1 and expected in out, out
     assert "run 2 (fixture 2): rows ok" in out
-    before = store.read_bytes()
+    if not seal:
+        # A run's row is read by every command naming the run and by the listing.
+        readers = {"runs": (*LISTING, *OF_RUN_1), "segments": (("show", "1"),)}
+        refused = dict.fromkeys(readers.get(table, OF_RUN_1), expected)
+        assert_reported_where_read(store, sound, refused, expected)
+        return
+    # A sealed row is vouched for by its checksum: writers check checksums, they do not
+    # decode the rows (reading commands and check-store do).
     code, _, err = commscope(store, "show", "1")
     assert code == 1
     assert_one_line(err, f"{store} is damaged: run 1", expected, "other runs can still be read")
-    assert commscope(store, "show", "2")[0] == 0  # the other run is intact
-    if not seal:
-        # A sealed row is vouched for by its checksum: writers verify checksums, they do
-        # not decode every row (reading commands and check-store do).
-        code, _, err = commscope(store, *WRITERS[0])
-        assert code == 1 and store.read_bytes() == before
-        assert_one_line(err, "nothing is written to a damaged store")
+    assert commscope(store, "show", "2") == sound[("show", "2")]  # the other run is intact
 
 
 def test_a_traceback_never_reaches_a_real_process(store: Path, cli) -> None:

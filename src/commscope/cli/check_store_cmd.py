@@ -61,11 +61,13 @@ def _verdict(found: StoreCheck) -> str:
     bad = sum(1 for r in found.runs.values() if r.damaged)
     if found.problems:
         return (
-            "damage found in the file itself: commscope reads nothing more from it; restore"
-            " it from a backup ('sqlite3 STORE .recover' may salvage rows SQLite can read)"
+            "damage found in the file itself: commands refuse what they read of it, and rows"
+            " may be missing without an error; restore it from a backup ('sqlite3 STORE"
+            " .recover' may salvage rows SQLite can read)"
         )
     loose = " and in rows that belong to no run" if found.loose else ""
     return (
         f"damage found in {bad} of {len(found.runs)} runs{loose}: the other runs can still be"
-        " shown and exported; writing commands refuse the store until it is restored"
+        " shown, exported and written to; commands refuse the damaged ones until the store is"
+        " restored"
     )

@@ -46,13 +46,14 @@ class RunData:
 
 def read_run(store: Store, run_id: int) -> RunData:
     """Read run ``run_id`` with every record, decoding each record once."""
+    info = store.get_run(run_id)
     records = store.measurements(run_id)
     families: dict[str, list[Point]] = {}
     for p in of_class(records, Point):
         families.setdefault(family(p.op), []).append(p)
 
     return RunData(
-        info=store.get_run(run_id),
+        info=info,
         points=families.pop("p2p", []),
         colls=of_class(records, Coll),
         contentions=of_class(records, Contention),
@@ -64,11 +65,10 @@ def read_run(store: Store, run_id: int) -> RunData:
         netload=store.run_data(run_id, "netload"),
         families=families,
         protocol_limits=ProtocolLimits.from_json(store.run_data(run_id, RUN_DATA_KIND)),
-        program=_program(store, run_id),
+        program=_program(store, info),
     )
 
 
-def _program(store: Store, run_id: int) -> Any:
+def _program(store: Store, info: RunInfo) -> Any:
     """The data `simulate app`, `simulate hpl` and `run hpl` keep with a run (under its kind)."""
-    kind = store.get_run(run_id).kind
-    return store.run_data(run_id, kind) if kind in ("app", "hpl") else None
+    return store.run_data(info.id, info.kind) if info.kind in ("app", "hpl") else None

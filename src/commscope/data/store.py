@@ -3,9 +3,12 @@
 Indexed columns sit next to the raw JSON of each record, so analyses can always go back to
 the samples. Every write is its own committed transaction: a killed run keeps each point it
 finished, and every row it writes is sealed with a checksum (:mod:`commscope.data.store_seal`)
-that each read verifies. Opening and checking the file, creating its tables and running
-write transactions are the job of :mod:`commscope.data.store_file`; decoding a row's JSON
-that of :mod:`commscope.data.store_read`; this module holds the queries.
+that each read verifies. A query reads what it answers and no more, through the indexes, so
+its cost follows the runs it reads rather than the store's size: listing runs decodes no
+JSON, reading a run's points counts them again through a second index, which must agree.
+Opening the file, creating its tables and running write transactions are the job of
+:mod:`commscope.data.store_file`; decoding a row's JSON that of
+:mod:`commscope.data.store_read`; this module holds the queries.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,11 +53,16 @@ _M = TypeVar("_M", Point, Coll, Contention, Queue, Stream, Linpack, LogGP)
 # The columns RunInfo and SegmentInfo take as they are; *_json columns are decoded.
 _RUN_FIELDS = (
     *("id", "created_unix", "kind", "label", "status", "mpi", "launcher", "nranks"),
-    *("message", "n_points"),
+    *("message", "n_points", "request_json", "header_json"),
 )
 _SEGMENT_FIELDS = ("id", "run_id", "started_unix", "ended_unix", "status", "message", "n_points")
+# Points per run: a search of the kind index per run, which reads no point row. Listing every
+# run also counts all points (SQLite counts the entries of its smallest index, the segment
+# index), in the same statement: one snapshot, so a run writing meanwhile cannot skew them.
 _RUN_QUERY = """SELECT r.*, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id) AS n_points
     FROM runs r"""
+_LIST_QUERY = """SELECT r.*, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id) AS n_points,
+    (SELECT COUNT(*) FROM points) AS all_points FROM runs r ORDER BY r.id"""
 _SEGMENT_QUERY = """SELECT s.*, (SELECT COUNT(*) FROM points p WHERE p.segment_id = s.id)
     AS n_points FROM segments s WHERE s.run_id = ? ORDER BY s.id"""
 _POINTS_QUERY = "SELECT * FROM points WHERE run_id = ?{} ORDER BY op, pair, bytes"
@@ -71,7 +80,12 @@ def _header_record(data: dict[str, Any] | None, where: str) -> Header | None:
 
 @dataclass(frozen=True)
 class RunInfo:
-    """One stored run: what was asked for, its engine header (as JSON) and how far it got."""
+    """One stored run: what was asked for, its engine header (as JSON) and how far it got.
+
+    ``request`` and ``header`` are decoded from the row's JSON when first asked for, so that
+    listing runs decodes none (a header lists every rank). :meth:`Store.get_run` decodes both
+    at once: damage in them is reported there.
+    """
 
     id: int
     created_unix: float
@@ -81,10 +95,23 @@ class RunInfo:
     mpi: str | None
     launcher: str | None
     nranks: int | None
-    request: dict[str, Any] = field(hash=False)
-    header: dict[str, Any] | None = field(hash=False)
     message: str | None
     n_points: int
+    request_json: str | None = field(repr=False)
+    header_json: str | None = field(repr=False)
+    store_path: Path = field(repr=False, compare=False)  # named in a damage error
+
+    @cached_property
+    def request(self) -> dict[str, Any]:
+        """What was asked for, as stored with the run."""
+        where = f"run {self.id} request_json"
+        return read.decode(self.store_path, self.request_json, where, dict, _OTHERS) or {}
+
+    @cached_property
+    def header(self) -> dict[str, Any] | None:
+        """The run's first engine header as JSON; None before the engine started."""
+        where = f"run {self.id} header_json"
+        return read.header(self.store_path, self.header_json, where, _OTHERS)
 
     @property
     def header_record(self) -> Header | None:
@@ -165,7 +192,7 @@ class Store(StoreBaselines):
         if not rows:
             return None
         where = f"run {run_id} data {kind!r}"
-        self._check("run_data", rows[0], where, _OTHERS)
+        self._check_row("run_data", rows[0], run_id, _OTHERS)
         return read.decode(self.path, rows[0]["data_json"], where, object, _OTHERS)
 
     def resolve_run(self, ref: str) -> int:
@@ -190,28 +217,40 @@ class Store(StoreBaselines):
         return int(text)
 
     def _run_info(self, row: sqlite3.Row) -> RunInfo:
-        where = f"run {row['id']}"
-        self._check("runs", row, where, _OTHERS)
-        fields = {name: row[name] for name in _RUN_FIELDS}
-        request = read.decode(
-            self.path, row["request_json"], f"{where} request_json", dict, _OTHERS
-        )
-        header = read.header(self.path, row["header_json"], f"{where} header_json", _OTHERS)
-        return RunInfo(**fields, request=request or {}, header=header)
+        self._check("runs", row, f"run {row['id']}", _OTHERS)
+        return RunInfo(**{name: row[name] for name in _RUN_FIELDS}, store_path=self.path)
 
     def get_run(self, run_id: int) -> RunInfo:
-        """Return one run. Raises StoreError when there is no such run."""
+        """Return one run, its request and header decoded.
+
+        Raises:
+            StoreError: no such run, or its row is damaged.
+        """
         rows = self._rows(_RUN_QUERY + " WHERE r.id = ?", (run_id,), f"read run {run_id}")
         if not rows:
             raise self._missing_run(run_id)
-        return self._run_info(rows[0])
+        info = self._run_info(rows[0])
+        _ = info.request, info.header  # decoded now: damage is reported here
+        return info
 
     def list_runs(self) -> list[RunInfo]:
-        """Return every run, oldest first."""
-        return [
-            self._run_info(row)
-            for row in self._rows(_RUN_QUERY + " ORDER BY r.id", (), "read its runs")
-        ]
+        """Return every run, oldest first; each row is checked, its JSON decoded when used.
+
+        Raises:
+            StoreError: a run's row is damaged, or the points counted run by run are not all
+                the points (an index of the points table lost or changed an entry).
+        """
+        rows = self._rows(_LIST_QUERY, (), "read its runs")
+        runs = [self._run_info(row) for row in rows]
+        listed = sum(run.n_points for run in runs)
+        if rows and listed != rows[0]["all_points"]:
+            raise damaged(
+                self.path,
+                f"the indexes of its points disagree ({listed} counted run by run,"
+                f" {rows[0]['all_points']} in all)",
+                "each run's points are checked again when it is read",
+            )
+        return runs
 
     def records(self, run_id: int, kind: str) -> list[Measurement]:
         """Return a run's records of one kind ordered by op, pair and bytes.
@@ -245,14 +284,15 @@ class Store(StoreBaselines):
         else:
             params = (run_id, kind)
             sql = _POINTS_QUERY.format(" AND kind = ?")
-        readable = _OTHERS
         out = []
-        for row in self._rows(sql, params, f"read run {run_id}'s points"):
+        with self._snapshot(f"read run {run_id}'s points"):
+            rows = self._rows(sql, params, f"read run {run_id}'s points")
+            for row in rows:
+                self._check_row("points", row, run_id, _OTHERS)
+            self._points_agree(run_id, len(rows), kind, _OTHERS)
+        for row in rows:
             where = f"run {run_id} point {row['id']}"
-            self._check("points", row, where, readable)
-            if row["run_id"] != run_id:  # an index pointing at another run's row
-                raise damaged(self.path, f"{where} belongs to run {row['run_id']}", readable)
-            out.append(read.measurement(self.path, row, where, readable))
+            out.append(read.measurement(self.path, row, where, _OTHERS))
         return out
 
     def _of(self, run_id: int, cls: type[_M]) -> list[_M]:
@@ -302,7 +342,7 @@ class Store(StoreBaselines):
         out = []
         for row in self._rows(_SEGMENT_QUERY, (run_id,), f"read run {run_id}'s segments"):
             where = f"run {run_id} segment {row['id']}"
-            self._check("segments", row, where, _OTHERS)
+            self._check_row("segments", row, run_id, _OTHERS)
             fields = {name: row[name] for name in _SEGMENT_FIELDS}
             argv = read.argv(self.path, row["argv_json"], f"{where} argv_json", _OTHERS)
             header = read.header(self.path, row["header_json"], f"{where} header_json", _OTHERS)

@@ -1,14 +1,18 @@
-"""The store's SQLite file: recognising it, opening it to read or to write, checking it.
+"""The store's SQLite file: recognising it, opening it to read or to write.
 
 A file that is not a commscope store is refused before SQLite touches it: the application id
 in the file's header marks ours, and the ``schema_version`` table says which layout it has.
-Every open runs SQLite's integrity check and checks the tables (a damaged page can drop rows
-without any error, so nothing is read from a file that fails it). Reading commands open the
-file read-only: they never change it, so they work on a read-only file or folder and while a
-run is writing. Writing commands first verify every row's checksum, then bring a version 1
-store to version 2 (:mod:`commscope.data.store_schema`); they refuse a damaged store rather
-than write into it. :class:`commscope.data.store.Store` opens the file through :func:`connect`
-and writes through :func:`write_transaction`.
+Opening checks only that the tables and their columns are there, so it costs the same for a
+store of one run as for one of a million points: nothing else is read until a command asks
+for it. What a command reads is checked as it is read (every row against its checksum,
+:mod:`commscope.data.store_seal`; SQLite reports a damaged page it walks through), and a
+writing command checks every row of a run before its first write into that run
+(:class:`commscope.data.store_write.StoreWrites`). SQLite's integrity check and the check of
+every row are ``commscope check-store``'s (:mod:`commscope.data.store_check`). Reading
+commands open the file read-only: they never change it, so they work on a read-only file or
+folder and while a run is writing. Writing commands bring an older store to the current
+version first (:mod:`commscope.data.store_schema`). :class:`commscope.data.store.Store`
+opens the file through :func:`connect` and writes through :func:`write_transaction`.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from commscope.data import store_schema as schema
-from commscope.data.store_seal import check, damaged
+from commscope.data.store_seal import damaged
 from commscope.errors import StoreError
 
 APPLICATION_ID = 0x636D7363  # "cmsc"
@@ -150,15 +154,15 @@ def _read_only(path: Path, new: bool) -> str:
 def connect(path: Path, write: bool = True) -> tuple[sqlite3.Connection, int]:
     """Open and check the store at ``path``; the connection and the store's schema version.
 
-    ``write``: for a writing command (the file is created when absent, a version 1 store is
-    brought to version 2, every row's checksum is verified first). Otherwise the file is
-    opened read-only and a version 1 store is read as it is (see :class:`Store`). The
-    connection runs in autocommit mode with rows as :class:`sqlite3.Row`; write through
-    :func:`write_transaction`.
+    ``write``: for a writing command (the file is created when absent, an older store is
+    brought to the current version). Otherwise the file is opened read-only and an older
+    store is read as it is (see :class:`Store`). Only the tables and their columns are
+    checked: the rows are checked as they are read. The connection runs in autocommit mode
+    with rows as :class:`sqlite3.Row`; write through :func:`write_transaction`.
 
     Raises:
-        StoreError: not a commscope store, another schema version, damaged, read-only for a
-            writing command, or cannot be created.
+        StoreError: not a commscope store, another schema version, a table or column
+            missing, read-only for a writing command, or cannot be created.
     """
     conn, new = open_file(path, write)
     try:
@@ -191,7 +195,7 @@ def write_transaction(
     except BaseException as err:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
-        if not isinstance(err, sqlite3.Error):
+        if not isinstance(err, (sqlite3.Error, UnicodeDecodeError)):  # the latter: not UTF-8
             raise
         raise failure(path, err, what) from None
 
@@ -214,14 +218,9 @@ def _setup(conn: sqlite3.Connection, path: Path, new: bool, write: bool) -> int:
     problems = schema.structure_problems(schema.table_columns(conn), version)
     if problems:
         raise damaged(path, "; ".join(problems), "no command reads from it")
-    bad = integrity_problems(conn)
-    if bad:
-        raise damaged(path, f"SQLite's integrity check fails ({bad[0]})", _passing(conn))
     if not write:
         return version
-    if version == schema.SCHEMA_VERSION:
-        verify_rows(conn, path)
-    else:  # before WAL mode is set: a refused migration leaves the file as it was
+    if version != schema.SCHEMA_VERSION:  # before WAL: a refused one leaves the file as it was
         with write_transaction(conn, path, f"bring the store to version {SCHEMA_VERSION}") as c:
             schema.migrate(c, path, version)
     conn.execute("PRAGMA journal_mode = WAL")
@@ -247,33 +246,17 @@ def _version(conn: sqlite3.Connection, path: Path) -> int:
     return int(versions[0])
 
 
-def integrity_problems(conn: sqlite3.Connection, table: str | None = None) -> list[str]:
-    """What SQLite's integrity check finds, in the whole file or in one table; [] when none."""
-    arg = _INTEGRITY_LINES if table is None else table  # a name from this package, not input
+def integrity_problems(conn: sqlite3.Connection) -> list[str]:
+    """What SQLite's integrity check finds in the whole file; [] when nothing.
+
+    It reads every page and compares every index with its table, so ``check-store`` runs it;
+    the other commands check what they read.
+    """
     try:
-        lines = [str(r[0]) for r in conn.execute(f"PRAGMA integrity_check({arg})")]
+        lines = [str(r[0]) for r in conn.execute(f"PRAGMA integrity_check({_INTEGRITY_LINES})")]
     except sqlite3.DatabaseError as err:
         return [" ".join(str(err).split())]
     return [] if lines == ["ok"] else lines
-
-
-def _passing(conn: sqlite3.Connection) -> str:
-    good = [t for t in schema.TABLES if not integrity_problems(conn, t)]
-    if not good:
-        return "no table passes it"
-    return f"tables {', '.join(good)} pass it, but rows may be missing from any"
-
-
-def verify_rows(conn: sqlite3.Connection, path: Path) -> None:
-    """Check every row's checksum: a writing command must not add to a damaged store.
-
-    Raises:
-        StoreError: a row does not match its checksum.
-    """
-    for table, columns in schema.COLUMNS.items():
-        for row in conn.execute(f"SELECT * FROM {table}"):
-            where = row_name(table, row)
-            check(path, table, columns, row, where, "nothing is written to a damaged store")
 
 
 def row_name(table: str, row: sqlite3.Row) -> str:

@@ -2,7 +2,11 @@
 
 :class:`commscope.data.store.Store` is this class plus the queries. Every row is inserted
 with its id chosen here and its checksum over every column; a row is changed only after its
-checksum is checked, so a damaged row is never sealed again as if it were sound.
+checksum is checked, so a damaged row is never sealed again as if it were sound. Before a
+connection first writes into a run it did not create, every row of that run is checked
+(:meth:`StoreWrites._sound_run`, with the checked reads of
+:class:`commscope.data.store_rows.StoreRows`): nothing is added to a damaged run. The rest of
+the store is not read, so a write costs what it touches, not the store's size.
 """
 
 from __future__ import annotations
@@ -16,37 +20,56 @@ from typing import Any
 
 from commscope.data import store_schema as schema
 from commscope.data.records import Coll, Header, Point
-from commscope.data.store_file import reading, row_name, write_transaction
+from commscope.data.store_file import row_name, write_transaction
 from commscope.data.store_read import Measurement
-from commscope.data.store_seal import check, sealed
+from commscope.data.store_rows import StoreRows
+from commscope.data.store_seal import sealed
 from commscope.errors import StoreError
 
 RUN_STATUSES = ("running", "complete", "incomplete")
+# A run's rows, its own first. Points in key order, as readers get them: through the key
+# index, so that counting them through the kind index (_points_agree) is a second witness.
+_RUN_ROWS = (
+    ("runs", "SELECT * FROM runs WHERE id = ?"),
+    ("segments", "SELECT * FROM segments WHERE run_id = ? ORDER BY id"),
+    ("points", "SELECT * FROM points WHERE run_id = ? ORDER BY op, pair, bytes"),
+    ("run_data", "SELECT * FROM run_data WHERE run_id = ?"),
+)
 
 
-class StoreWrites:
+class StoreWrites(StoreRows):
     """A connection to a store and the writes to it; open one as ``Store.open(path)``."""
 
     def __init__(self, path: Path, conn: sqlite3.Connection, version: int) -> None:
-        self.path = path
-        self._conn = conn
-        self._version = version
-
-    def close(self) -> None:
-        """Close the connection; further calls do nothing."""
-        self._conn.close()
+        super().__init__(path, conn, version)
+        self._sound: set[int] = set()  # runs this connection created or checked whole
 
     def _write(self, what: str) -> AbstractContextManager[sqlite3.Connection]:
         """Run the block as one transaction, committed before returning."""
         return write_transaction(self._conn, self.path, what)
 
-    def _rows(self, sql: str, params: tuple[Any, ...], what: str) -> list[sqlite3.Row]:
-        with reading(self.path, what):
-            return self._conn.execute(sql, params).fetchall()
+    def _sound_run(self, c: sqlite3.Connection, run_id: int) -> None:
+        """Check every row of run ``run_id`` before this connection first writes into it.
 
-    def _check(self, table: str, row: sqlite3.Row, where: str, readable: str) -> None:
-        if self._version >= 2:  # version 1 rows carry no checksum
-            check(self.path, table, schema.COLUMNS[table], row, where, readable)
+        Rows are checked against their checksums, not decoded (a row that matches is as
+        commscope wrote it), and the run's points are counted through a second index. A run
+        this connection created, or checked before, is not read again.
+
+        Raises:
+            StoreError: no such run, or a row of it is damaged; nothing is written.
+        """
+        if run_id in self._sound:
+            return
+        nothing = f"nothing was written to run {run_id}"
+        for table, sql in _RUN_ROWS:
+            rows = c.execute(sql, (run_id,)).fetchall()
+            if table == "runs" and not rows:
+                raise self._missing_run(run_id)
+            for row in rows:
+                self._check_row(table, row, run_id, nothing)
+            if table == "points":
+                self._points_agree(run_id, len(rows), None, nothing)
+        self._sound.add(run_id)
 
     def _insert(self, c: sqlite3.Connection, table: str, values: dict[str, Any]) -> int:
         """Insert one sealed row; its id (chosen here, so that the checksum covers it)."""
@@ -77,13 +100,6 @@ class StoreWrites:
             c.execute(f"UPDATE {table} SET {sets} WHERE rowid = ?", (*new.values(), row["_rowid"]))
             count += 1
         return count
-
-    def _missing_run(self, ref: object) -> StoreError:
-        return StoreError(f"no run {ref} in {self.path}; see 'commscope runs'")
-
-    def _require_run(self, run_id: int) -> None:
-        if not self._rows("SELECT 1 FROM runs WHERE id = ?", (run_id,), "read its runs"):
-            raise self._missing_run(run_id)
 
     def _require_segment(self, c: sqlite3.Connection, run_id: int, segment_id: int) -> None:
         row = c.execute("SELECT run_id FROM segments WHERE id = ?", (segment_id,)).fetchone()
@@ -127,12 +143,14 @@ class StoreWrites:
     ) -> int:
         """Record a new run in status "running" and return its id."""
         with self._write("create a run") as c:
-            return self._new_run(c, "running", kind, label, mpi, launcher, nranks, request)
+            run_id = self._new_run(c, "running", kind, label, mpi, launcher, nranks, request)
+        self._sound.add(run_id)  # empty, and written here
+        return run_id
 
     def start_segment(self, run_id: int, argv: list[str]) -> int:
         """Record one engine launch of ``run_id`` (status "running") and return its id."""
         with self._write("start a segment") as c:
-            self._require_run(run_id)
+            self._sound_run(c, run_id)
             return self._new_segment(c, run_id, argv, "running")
 
     def add_complete_run(
@@ -158,13 +176,15 @@ class StoreWrites:
             self._update(c, "segments", "id = ?", (segment,), ended_unix=time.time())
             for point in points:
                 self._insert_point(c, run_id, segment, point)
-            return run_id
+        self._sound.add(run_id)
+        return run_id
 
     def set_header(self, run_id: int, segment_id: int, header: Header) -> None:
         """Store the engine header on the segment, and on the run if it has none yet."""
         text = json.dumps(header.raw)
         with self._write("store a header") as c:
             self._require_segment(c, run_id, segment_id)
+            self._sound_run(c, run_id)
             self._update(c, "runs", "id = ? AND header_json IS NULL", (run_id,), header_json=text)
             self._update(c, "segments", "id = ?", (segment_id,), header_json=text)
 
@@ -180,6 +200,7 @@ class StoreWrites:
         """
         with self._write("store a point") as c:
             self._require_segment(c, run_id, segment_id)
+            self._sound_run(c, run_id)
             self._insert_point(c, run_id, segment_id, point)
 
     def _insert_point(
@@ -215,7 +236,11 @@ class StoreWrites:
         """Mark an engine launch as ended with ``status``, a one-line message and its end record."""
         end_text = None if end is None else json.dumps(end)
         with self._write("finish a segment") as c:
-            changed = self._update(
+            owner = c.execute("SELECT run_id FROM segments WHERE id = ?", (segment_id,)).fetchone()
+            if owner is None:
+                raise StoreError(f"no segment {segment_id} in {self.path}; see 'commscope runs'")
+            self._sound_run(c, owner[0])
+            self._update(
                 c,
                 "segments",
                 "id = ?",
@@ -225,8 +250,6 @@ class StoreWrites:
                 message=message,
                 end_json=end_text,
             )
-            if changed == 0:
-                raise StoreError(f"no segment {segment_id} in {self.path}; see 'commscope runs'")
 
     def close_running_segments(self, run_id: int, message: str) -> int:
         """Mark every segment of ``run_id`` still "running" as "incomplete" with ``message``.
@@ -235,7 +258,7 @@ class StoreWrites:
         crash, a power cut); resuming the run closes it. Returns how many were closed.
         """
         with self._write("close running segments") as c:
-            self._require_run(run_id)
+            self._sound_run(c, run_id)
             return self._update(
                 c,
                 "segments",
@@ -251,13 +274,13 @@ class StoreWrites:
         if status not in RUN_STATUSES:
             raise ValueError(f"run status {status!r} is not one of {', '.join(RUN_STATUSES)}")
         with self._write("set a run's status") as c:
-            if self._update(c, "runs", "id = ?", (run_id,), status=status, message=message) == 0:
-                raise self._missing_run(run_id)
+            self._sound_run(c, run_id)
+            self._update(c, "runs", "id = ?", (run_id,), status=status, message=message)
 
     def set_run_data(self, run_id: int, kind: str, data: Any) -> None:
         """Keep derived data of ``kind`` with a run (replacing what was there)."""
-        self._require_run(run_id)
         with self._write(f"store the run's {kind}") as c:
+            self._sound_run(c, run_id)
             self._insert(
                 c, "run_data", {"run_id": run_id, "kind": kind, "data_json": json.dumps(data)}
             )

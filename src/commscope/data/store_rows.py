@@ -1,0 +1,103 @@
+"""A store's connection and how its rows are read: each row checked as it is read.
+
+:class:`StoreRows` is the base of :class:`commscope.data.store.Store`: the writes
+(:mod:`commscope.data.store_write`) and the queries build on it. Nothing here reads more than
+the rows asked for. A row is checked against its checksum (:mod:`commscope.data.store_seal`)
+and against the run it was read for, since a changed index entry can hand a query another
+run's row, sound in itself; a run's points, read through the key index, are counted again
+through the kind index, so that an entry lost from either shows. Queries that must agree run
+on one snapshot of the file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from commscope.data import store_schema as schema
+from commscope.data.store_file import reading, row_name
+from commscope.data.store_seal import check, damaged
+from commscope.errors import StoreError
+
+_COUNT = "SELECT COUNT(*) FROM points WHERE run_id = ?"  # through the kind index
+
+
+class StoreRows:
+    """A connection to a store and its checked reads of rows."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, version: int) -> None:
+        self.path = path
+        self._conn = conn
+        self._version = version
+
+    def close(self) -> None:
+        """Close the connection; further calls do nothing."""
+        self._conn.close()
+
+    @contextmanager
+    def _snapshot(self, what: str) -> Iterator[None]:
+        """Run the block's queries on one snapshot of the file (a read transaction).
+
+        Two queries that must agree, such as points read and points counted, then see the same
+        rows even while a run writes in between. Inside a write transaction: that one.
+        """
+        if self._conn.in_transaction:
+            yield
+            return
+        with reading(self.path, what):
+            self._conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")  # it only read
+
+    def _rows(self, sql: str, params: tuple[Any, ...], what: str) -> list[sqlite3.Row]:
+        with reading(self.path, what):
+            return self._conn.execute(sql, params).fetchall()
+
+    def _check(self, table: str, row: sqlite3.Row, where: str, readable: str) -> None:
+        if self._version >= 2:  # version 1 rows carry no checksum
+            check(self.path, table, schema.COLUMNS[table], row, where, readable)
+
+    def _check_row(self, table: str, row: sqlite3.Row, run_id: int, readable: str) -> None:
+        """Check a row read as one of run ``run_id``'s: its checksum, then that it is the run's.
+
+        A changed index entry can hand a query another run's row, sound in itself.
+        """
+        where = row_name(table, row)
+        self._check(table, row, where, readable)
+        if row["id" if table == "runs" else "run_id"] != run_id:
+            raise damaged(self.path, f"{where} was found among run {run_id}'s rows", readable)
+
+    def _points_agree(self, run_id: int, found: int, kind: str | None, readable: str) -> None:
+        """Raise the damage error unless the kind index counts ``found`` points of the run.
+
+        The points were read through the key index: an entry lost from, or changed in, either
+        index makes the two disagree, at the cost of counting the run's entries once more.
+        Version 1 has no kind index.
+        """
+        if self._version < 2:
+            return
+        sql, params = (
+            (_COUNT, (run_id,)) if kind is None else (f"{_COUNT} AND kind = ?", (run_id, kind))
+        )
+        counted = self._rows(sql, params, f"count run {run_id}'s points")[0][0]
+        if counted != found:
+            what = f"{kind} records" if kind else "points"
+            raise damaged(
+                self.path,
+                f"run {run_id}'s {what} disagree with the index that counts them ({found} read,"
+                f" {counted} counted)",
+                readable,
+            )
+
+    def _missing_run(self, ref: object) -> StoreError:
+        return StoreError(f"no run {ref} in {self.path}; see 'commscope runs'")
+
+    def _require_run(self, run_id: int) -> None:
+        if not self._rows("SELECT 1 FROM runs WHERE id = ?", (run_id,), "read its runs"):
+            raise self._missing_run(run_id)
