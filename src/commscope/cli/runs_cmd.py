@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from commscope.cli import common
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 HELP = "list the runs in the store"
+COLUMNS = ("id", "created", "kind", "label", "status", "mpi", "ranks", "points")
 EXAMPLES = """examples:
   commscope runs
   commscope runs --json | jq '.[] | select(.status == "incomplete") | .id'
@@ -41,16 +47,11 @@ def run(args: argparse.Namespace) -> int:
             ]
         )
         return 0
-    from rich.table import Table
-
-    table = Table(title=f"runs in {args.store}")
-    for col in ("id", "created", "kind", "label", "status", "mpi", "ranks", "points"):
-        table.add_column(col)
-    for r in runs:
-        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_unix))
-        table.add_row(
+    title = f"runs in {args.store}"
+    rows = [
+        (
             str(r.id),
-            created,
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_unix)),
             r.kind,
             r.label or "",
             r.status,
@@ -58,5 +59,56 @@ def run(args: argparse.Namespace) -> int:
             str(r.nranks),
             str(r.n_points),
         )
-    common.console().print(table)
+        for r in runs
+    ]
+    out = common.console()
+    if not _drawn(out, title, rows):
+        from rich.table import Table
+
+        table = Table(title=title)
+        for col in COLUMNS:
+            table.add_column(col)
+        for row in rows:
+            table.add_row(*row)
+        out.print(table)
     return 0
+
+
+def _drawn(out: Console, title: str, rows: Sequence[Sequence[str]]) -> bool:
+    """Print the listing as rich draws a table that fits; False when it does not fit.
+
+    Rich measures and renders every cell, about a millisecond a row: a second for a store of
+    a thousand runs. The cells here are short, so a table that fits the console is drawn
+    directly in rich's box (the title in its style, the headers in theirs); one that does not
+    fit is left to rich, which wraps its cells.
+    """
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    cells = [[common.terminal_text(cell) for cell in row] for row in [COLUMNS, *rows]]
+    widths = [max(cell_len(row[i]) for row in cells) for i in range(len(COLUMNS))]
+    width = sum(widths) + 3 * len(widths) + 1
+    name = common.terminal_text(title)
+    if width > out.width or cell_len(name) > width:  # rich wraps what does not fit
+        return False
+
+    def line(left: str, fill: str, cross: str, right: str) -> str:
+        return left + cross.join(fill * (w + 2) for w in widths) + right
+
+    def row(values: list[str]) -> str:
+        padded = (v + " " * (w - cell_len(v)) for v, w in zip(values, widths, strict=True))
+        return "│ " + " │ ".join(padded) + " │"
+
+    space = width - cell_len(name)
+    out.print(Text(" " * (space // 2) + name + " " * (space - space // 2), style="table.title"))
+    out.print(line("┏", "━", "┳", "┓"))
+    header = Text("┃ ")
+    for i, (value, w) in enumerate(zip(cells[0], widths, strict=True)):
+        header.append(value, style="table.header")
+        header.append(" " * (w - cell_len(value)) + (" ┃ " if i < len(widths) - 1 else " ┃"))
+    out.print(header)
+    out.print(line("┡", "━", "╇", "┩"))
+    body = [row(values) for values in cells[1:]]
+    out.file.write("".join(f"{text}\n" for text in body))  # printed as they are, no markup
+    out.print(line("└", "─", "┴", "┘"))
+    return True
