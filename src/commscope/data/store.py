@@ -158,10 +158,11 @@ def of_class(records: Sequence[object], cls: type[_M]) -> list[_M]:
 class Store(StoreBaselines):
     """A commscope SQLite store. Open it with ``Store.open(path)``.
 
-    A store opened for reading is never changed. A version 1 store (no ``kind`` column, no
-    checksums) is read as it is rather than migrated: reading must work on a read-only file
-    and must not rewrite a store another commscope may be using; the first writing command
-    brings it to version 2.
+    A store opened for reading is never changed. An older store (version 1: no ``kind``
+    column, no checksums) is read as it is rather than migrated: reading must work on a
+    read-only file and must not rewrite a store another commscope may be using; the first
+    writing command brings it to the current version. Opening reads no row: each is checked
+    when a query reads it, so a command costs what it reads, not the store's size.
     """
 
     @classmethod
@@ -170,11 +171,12 @@ class Store(StoreBaselines):
 
         Args:
             path: the store file.
-            write: open it to write (checked row by row first); False opens it read-only.
+            write: open it to write (a run's rows are checked before the first write into
+                it); False opens it read-only.
 
         Raises:
-            StoreError: not a commscope store, another schema version, damaged, read-only
-                while ``write``, or cannot be created.
+            StoreError: not a commscope store, another schema version, a table or column
+                missing, read-only while ``write``, or cannot be created.
         """
         where = Path(path).expanduser()
         return cls(where, *connect(where, write))
