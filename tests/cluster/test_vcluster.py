@@ -38,7 +38,8 @@ def hosts_entries() -> list[str]:
 
 def assert_nothing_left() -> None:
     assert not {ns for ns in namespaces() if ns.startswith(vcluster.NODE_PREFIX)}
-    left = {name for name in links() if name.startswith((vcluster.VETH_PREFIX, vcluster.BRIDGE))}
+    ours = (vcluster.VETH_PREFIX, vcluster.BRIDGE_PREFIX, vcluster.UPLINK_PREFIX)
+    left = {name for name in links() if name.startswith(ours)}
     assert not left
     assert not hosts_entries()
     assert not vcluster.STATE_DIR.exists()

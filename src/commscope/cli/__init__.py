@@ -40,6 +40,7 @@ SUBCOMMANDS = (
     "check",
     "history",
     "topology",
+    "undrain",
     "validate",
     "engine",
     "vcluster",

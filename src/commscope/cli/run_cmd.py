@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from commscope import safe_write
-from commscope.cli import common, run_hpl, run_node, run_options, run_tcp, run_where
+from commscope.cli import common, run_fence, run_hpl, run_node, run_options, run_tcp, run_where
 from commscope.cli.run_request import (
     COLL_OPS,
     COLL_SIZES,
@@ -45,6 +45,7 @@ EXAMPLES = """examples:
   commscope run node --cores 1,all       Linpack on this node: P_max, N_1/2, efficiency
   commscope run --resume latest          measure only what a failed run is missing
   commscope run matrix --vcluster        every ordered node pair at once (mpiGraph's method)
+  commscope run matrix --slurm -N 16 --drain   and drain in Slurm each node it names slow
   commscope run bisection --vcluster --bisection-reps 20   Netgauge's effective bisection
   commscope run hpl --vcluster --grid 1x2,2x1 --n 2000 --source hpcc_1.5.0.orig.tar.gz
 """
@@ -160,6 +161,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     )
     run_options.add_options(groups, "contention")
     run_options.add_options(groups, "matrix")
+    run_fence.add_options(groups["matrix"])
     p.add_argument(
         "--mca",
         action="append",
@@ -267,6 +269,11 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.report:  # a bad report path fails now, not after the measurement
         safe_write.check_target(args.report, "--report")
+    if args.drain and (run_tcp.wanted(args) or run_node.wanted(args)):
+        raise UsageError(
+            f"--drain with {args.benchmark}: only the all-pairs matrix names nodes to drain;"
+            " run 'commscope run matrix --drain'"
+        )
     if run_tcp.wanted(args):  # TCP runs have no MPI: their own requests and runner
         return run_tcp.run(args)
     if run_node.wanted(args):  # node runs have no MPI either
@@ -279,6 +286,7 @@ def run(args: argparse.Namespace) -> int:
     if request.benchmark == "all" and not args.report:
         safe_write.check_target(DEFAULT_REPORT, "--report")
     run_where.check(args)
+    run_fence.check(args)  # Slurm answers and lets this user drain, before the measurement
     mpi = mpi_mod.resolve(request.mpi)
     launch.check_mca(mpi, request.mca)  # before a run is stored
     cvars.check(mpi, request.cvar)
@@ -299,6 +307,13 @@ def _resume(args: argparse.Namespace) -> int:
     with common.open_store(args) as store:
         run_id, stored = common.resumable_request(store, args.resume)
         request = RunRequest.from_json(stored)
+        if args.drain:
+            if request.benchmark != "matrix":
+                raise UsageError(
+                    f"--drain with --resume {args.resume}: run {run_id} is a"
+                    f" {request.benchmark} run; only the all-pairs matrix names nodes to drain"
+                )
+            run_fence.check(args)
         if request.simulate:
             from commscope.simulate import smpi
 
@@ -319,21 +334,28 @@ def show_outcome(
     outcome: runner.Outcome,
     report: str | None,
 ) -> int:
-    """Write the report when asked, then print the run's key figures (or JSON)."""
+    """Write the report when asked, then print the run's key figures (or JSON).
+
+    After a matrix run, the nodes it names are fenced (``--drain``) or the commands that
+    would fence them printed; with ``--drain`` the exit status is the fence's (0/1/2/3).
+    """
     info = store.get_run(run_id)
     written = write_report(store, run_id, report)
+    fenced = run_fence.after(args, store, run_id, request)
+    code = fenced.status if fenced is not None and fenced.drain else 0
     if args.json:
-        common.print_json(
-            {
-                "run": run_id,
-                "status": info.status,
-                "new_points": outcome.new_points,
-                "points": outcome.total_points,
-                "store": os.path.abspath(args.store),
-                "report": os.fspath(written) if written else None,
-            }
-        )
-        return 0
+        result: dict[str, Any] = {
+            "run": run_id,
+            "status": info.status,
+            "new_points": outcome.new_points,
+            "points": outcome.total_points,
+            "store": os.path.abspath(args.store),
+            "report": os.fspath(written) if written else None,
+        }
+        if fenced is not None:
+            result["fence"] = fenced.to_json()
+        common.print_json(result)
+        return code
     # numpy and SciPy: only when figures are printed
     from commscope import kinds
     from commscope.cli import render
@@ -359,7 +381,9 @@ def show_outcome(
     out.print(f"stored in {args.store} as run {run_id}; details: commscope show {run_id}")
     if written:
         out.print(f"report: {os.fspath(written)}")
-    return 0
+    if fenced is not None:
+        run_fence.print_fenced(fenced)
+    return code
 
 
 def write_report(store: Any, run_id: int, report: str | None) -> Path | None:

@@ -160,6 +160,11 @@ def build_request(args: argparse.Namespace) -> RunRequest:
         # The nodes share this machine's cores: pin each rank to its own core within its node
         # (rotated by node index), or two measuring ranks may share one core.
         engine["pin"] = 1
+        shape: dict[str, Any] = {}  # recorded only where the cluster is not one flat switch
+        if state.switches > 1:
+            shape.update(switches=state.switches, uplink_rate=state.uplink_rate)
+        if any(n.rate for n in state.nodes):
+            shape["node_rates"] = {n.name: n.rate for n in state.nodes if n.rate}
         request = request.replace(
             np=nranks,
             vcluster={
@@ -167,6 +172,7 @@ def build_request(args: argparse.Namespace) -> RunRequest:
                 "ranks_per_node": ranks_per_node,
                 "rate": state.rate,
                 "subnet": state.subnet,
+                **shape,
             },
         )
     if args.benchmark in PAIRED and request.np < 2:

@@ -7,6 +7,7 @@ import argparse
 from commscope.cli import common
 from commscope.errors import ClusterError, InputError, UsageError
 from commscope.measure import vcluster
+from commscope.measure.vcluster import slurm as vslurm
 from commscope.strict import shown
 from commscope.units import parse_size
 
@@ -21,6 +22,12 @@ EXAMPLES = """examples:
                                                    every node's TCP under CUBIC, not the host's
   sudo commscope vcluster up --nodes 4 --tcp-limit-output kernel
                                                    sockets may fill the nodes' queues (drops)
+  sudo commscope vcluster up --nodes 4 --rate 200mbit,csnode3=50mbit
+                                                   csnode3's link slower than the others
+  sudo commscope vcluster up --nodes 4 --switches 2 --uplink-rate 50mbit
+                                                   csnode1,2 and csnode3,4 on two switches
+  sudo commscope vcluster up --nodes 4 --switches 2 --slurm --slurm-topology topology.conf
+  sudo commscope vcluster slurm-topology topology.conf   Slurm reads this topology instead
   sudo commscope vcluster set csnode2 --rate 500mbit   one node's link slowed while it runs
   commscope vcluster status                        nodes and health (exit 1 if not healthy)
   sudo commscope vcluster down                     remove everything it made"""
@@ -40,7 +47,23 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         up,
         "--rate",
         default=vcluster.DEFAULT_RATE,
-        help="rate of each link in each direction, in tc syntax (100mbit, 1gbit)",
+        help="rate of each link in each direction, in tc syntax (100mbit, 1gbit); "
+        "NODE=RATE items set nodes' own: 1gbit,csnode3=200mbit",
+    )
+    up.add_argument(
+        "--switches",
+        type=common.whole(1, vcluster.MAX_NODES),
+        default=1,
+        metavar="K",
+        help="switches holding the nodes: 1, one bridge; 2 or more, leaves of contiguous "
+        "blocks of nodes joined to a core by uplinks [default: 1]",
+    )
+    up.add_argument(
+        "--uplink-rate",
+        default="",
+        metavar="RATE",
+        help="rate of each leaf's uplink in each direction, tc syntax (needs --switches 2 or "
+        "more) [default: the links' rate]",
     )
     common.option(
         up,
@@ -83,6 +106,12 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run Slurm: slurmctld and munged here, one slurmd in every node",
     )
+    up.add_argument(
+        "--slurm-topology",
+        metavar="FILE",
+        help="Slurm's topology.conf (topology/tree) instead of the cluster's own switches, "
+        "e.g. one 'commscope topology RUN -o FILE' wrote (needs --slurm)",
+    )
     actions.add_parser(
         "down",
         help="stop its daemons; remove every namespace, link, key, "
@@ -98,6 +127,17 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     )
     change.add_argument("node", help="the node's name, e.g. csnode2")
     common.option(change, "--rate", required=True, help="its link rate in tc syntax (500mbit)")
+    topo = actions.add_parser(
+        "slurm-topology",
+        help="give the running cluster's Slurm another topology.conf (scontrol reconfigure)",
+        description="Check a topology/tree file against the cluster's nodes, write it to "
+        "/etc/slurm/topology.conf and have slurmctld read it; print 'scontrol show topology'.",
+        epilog="example:\n  commscope run matrix --vcluster\n"
+        "  commscope topology latest -o t.conf\n"
+        "  sudo commscope vcluster slurm-topology t.conf",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    topo.add_argument("file", metavar="FILE", help="the topology.conf to use")
     status = actions.add_parser("status", help="show the nodes and check their health")
     status.add_argument("--json", action="store_true", help="print the state as JSON")
 
@@ -135,6 +175,21 @@ def run(args: argparse.Namespace) -> int:
         return _up(args)
     if args.action == "down":
         return _down()
+    if args.action == "slurm-topology":
+        state = vcluster.status()
+        if state is None:
+            raise UsageError(
+                "no vcluster is up: start one with 'commscope vcluster up --nodes N --slurm'"
+            )
+        text = _read_topology(args.file)
+        try:
+            vslurm.check_topology(text, state, args.file)
+        except ClusterError as err:
+            raise UsageError(str(err)) from None
+        shown = vslurm.use_topology(state, text, args.file)
+        print(f"vcluster: Slurm now reads {common.terminal_text(args.file)}:")
+        print(common.terminal_text(shown.rstrip()))
+        return 0
     if args.action == "set":
         try:
             vcluster.parse_rate(args.rate)
@@ -146,22 +201,46 @@ def run(args: argparse.Namespace) -> int:
     return _status(args.json)
 
 
+def _read_topology(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read(1 << 20)
+    except (OSError, UnicodeDecodeError) as err:
+        why = getattr(err, "strerror", None) or "not UTF-8 text"
+        raise UsageError(
+            f"--slurm-topology {shown(path)}: cannot read it ({why}): give a topology.conf"
+            " such as 'commscope topology RUN -o FILE' writes"
+        ) from None
+
+
 def _up(args: argparse.Namespace) -> int:
     # Bad input exits 2 like every other usage error; only the build itself raises ClusterError.
+    wanted = tuple(name for name in ("ssh", "slurm") if getattr(args, name))
+    topology = ""
     try:
-        vcluster.plan(
+        planned = vcluster.plan(
             args.nodes,
             rate=args.rate,
             subnet=args.subnet,
+            services=wanted,
             tcp_cc=args.tcp_cc,
             tcp_limit_output=args.tcp_limit_output,
             slow_start_after_idle=args.tcp_slow_start_after_idle,
+            switches=args.switches,
+            uplink_rate=args.uplink_rate,
         )
         if args.tcp_cc:
             vcluster.check_congestion_control(args.tcp_cc)
+        if args.slurm_topology is not None:
+            if not args.slurm:
+                raise ClusterError(
+                    f"--slurm-topology {shown(args.slurm_topology)} without --slurm: there is"
+                    " no Slurm to read it; add --slurm"
+                )
+            topology = _read_topology(args.slurm_topology)
+            vslurm.check_topology(topology, planned, args.slurm_topology)
     except ClusterError as err:
         raise UsageError(str(err)) from None
-    wanted = tuple(name for name in ("ssh", "slurm") if getattr(args, name))
     state = vcluster.up(
         args.nodes,
         rate=args.rate,
@@ -170,11 +249,23 @@ def _up(args: argparse.Namespace) -> int:
         tcp_cc=args.tcp_cc,
         tcp_limit_output=args.tcp_limit_output,
         slow_start_after_idle=args.tcp_slow_start_after_idle,
+        switches=args.switches,
+        uplink_rate=args.uplink_rate,
     )
     print(f"vcluster up: {_summary(state)}")
-    for node in state.nodes:
-        print(f"  {node.name:<10} {node.address}")
+    _print_nodes(state)
+    if topology:
+        vslurm.use_topology(state, topology, args.slurm_topology)
+        print(f"  Slurm's topology: {common.terminal_text(args.slurm_topology)}")
     return 0
+
+
+def _print_nodes(state: vcluster.ClusterState) -> None:
+    """A line per node: name, address, and its switch and own rate where they say something."""
+    for node in state.nodes:
+        extra = f"  switch {node.switch}" if state.switches > 1 else ""
+        extra += f"  link {node.rate}" if node.rate else ""
+        print(f"  {node.name:<10} {node.address}{extra}")
 
 
 def _down() -> int:
@@ -199,8 +290,7 @@ def _status(as_json: bool) -> int:
         print("no vcluster is up (start one with 'commscope vcluster up --nodes N')")
     else:
         print(f"vcluster: {_summary(state)}: {'healthy' if state.healthy else 'BROKEN'}")
-        for node in state.nodes:
-            print(f"  {node.name:<10} {node.address}")
+        _print_nodes(state)
         for problem in state.problems:
             print(f"  problem: {problem}")
         if not state.healthy:
@@ -215,7 +305,13 @@ def _summary(state: vcluster.ClusterState) -> str:
         extra += f", {state.tcp_limit_output} bytes queued per TCP socket"
     if state.slow_start_after_idle >= 0:
         extra += f", tcp_slow_start_after_idle {state.slow_start_after_idle}"
+    switches = (
+        f", {state.switches} switches ({', '.join(state.leaves)}) joined by {state.uplink_rate}"
+        f" uplinks to the core {state.bridge}"
+        if state.switches > 1
+        else ""
+    )
     return (
         f"{len(state.nodes)} nodes, {state.rate} links, subnet {state.subnet}, "
-        f"bridge {state.bridge} at {state.bridge_address}{extra}"
+        f"bridge {state.bridge} at {state.bridge_address}{switches}{extra}"
     )

@@ -3,7 +3,9 @@
 Each node ``csnodeI`` is a network namespace with one veth link (``eth0`` inside, ``csvethI``
 outside) attached to the bridge ``csbr0``. Both directions of every link are shaped with
 ``tc tbf``, so traffic between two nodes crosses two shaped hops, as on a switched network.
-The node names go into a marked block of /etc/hosts.
+With two or more switches the nodes sit in contiguous blocks on leaf bridges ``csbr1..K``,
+each joined to the core ``csbr0`` by an uplink (a veth pair ``csupK``/``csuplK``) shaped both
+ways at its own rate. The node names go into a marked block of /etc/hosts.
 
 Modules, one job each (import the names below from here):
 
@@ -19,6 +21,7 @@ from commscope.measure.vcluster.launch import AGENTS_DIR, agent_path, mpich_args
 from commscope.measure.vcluster.lifecycle import NODE_IFACE, down, set_rate, status, up
 from commscope.measure.vcluster.model import (
     BRIDGE,
+    BRIDGE_PREFIX,
     BURST_SECONDS,
     DEFAULT_RATE,
     DEFAULT_SUBNET,
@@ -35,11 +38,15 @@ from commscope.measure.vcluster.model import (
     STATE_DIR,
     STATE_FILE,
     STATE_FORMAT,
+    UPLINK_PREFIX,
     VETH_PREFIX,
     ClusterState,
     Node,
+    Uplink,
     burst_bytes,
+    check_switches,
     parse_rate,
+    parse_rates,
     plan,
     queue_bytes,
 )
@@ -57,6 +64,7 @@ from commscope.measure.vcluster.system import (
 __all__ = [
     "AGENTS_DIR",
     "BRIDGE",
+    "BRIDGE_PREFIX",
     "BURST_SECONDS",
     "COMMAND_TIMEOUT_S",
     "DEFAULT_RATE",
@@ -78,19 +86,23 @@ __all__ = [
     "STATE_FILE",
     "STATE_FORMAT",
     "TOOLS",
+    "UPLINK_PREFIX",
     "VETH_PREFIX",
     "ClusterState",
     "Node",
+    "Uplink",
     "agent_path",
     "alive",
     "burst_bytes",
     "check_congestion_control",
+    "check_switches",
     "congestion_control",
     "daemons",
     "down",
     "mpich_args",
     "openmpi_args",
     "parse_rate",
+    "parse_rates",
     "plan",
     "queue_bytes",
     "set_rate",

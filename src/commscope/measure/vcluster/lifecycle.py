@@ -15,11 +15,13 @@ from commscope.measure.vcluster import services as daemons
 from commscope.measure.vcluster import system
 from commscope.measure.vcluster.model import (
     BRIDGE,
+    BRIDGE_RE,
     DEFAULT_RATE,
     DEFAULT_SUBNET,
     DEFAULT_TCP_LIMIT_OUTPUT,
     NODE_RE,
     STATE_DIR,
+    UPLINK_RE,
     VETH_RE,
     ClusterState,
     burst_bytes,
@@ -39,19 +41,40 @@ def _tbf(rate: str) -> list[str]:
     return ["tbf", "rate", rate, "burst", str(burst_bytes(bps)), "limit", str(queue_bytes(bps))]
 
 
-def _build(state: ClusterState) -> None:
-    """Create the bridge and every node of ``state``, in the order down() can undo."""
-    tbf = _tbf(state.rate)  # the bucket is state.burst_bytes: plan() sized it alike
+def _build_switches(state: ClusterState) -> None:
+    """Create the bridge (the core with several switches), the leaves and their uplinks.
+
+    An uplink is a veth pair between the core and a leaf, both in this namespace; each end's
+    queue shapes what leaves through it, so the uplink is shaped in both directions.
+    """
     bridge_cidr = f"{state.bridge_address}/{state.prefixlen}"
     system.run(["ip", "link", "add", state.bridge, "type", "bridge"])
     system.run(["ip", "addr", "add", bridge_cidr, "dev", state.bridge])
     system.run(["ip", "link", "set", state.bridge, "up"])
+    if not state.uplinks:
+        return
+    tbf = _tbf(state.uplink_rate)
+    for uplink in state.uplinks:
+        system.run(["ip", "link", "add", uplink.leaf, "type", "bridge"])
+        system.run(["ip", "link", "set", uplink.leaf, "up"])
+        peer = ["peer", "name", uplink.leaf_end]
+        system.run(["ip", "link", "add", uplink.core_end, "type", "veth", *peer])
+        for end, bridge in ((uplink.core_end, state.bridge), (uplink.leaf_end, uplink.leaf)):
+            system.run(["ip", "link", "set", end, "master", bridge])
+            system.run(["ip", "link", "set", end, "up"])
+            system.run(["tc", "qdisc", "add", "dev", end, "root", *tbf])
+
+
+def _build(state: ClusterState) -> None:
+    """Create the switches and every node of ``state``, in the order down() can undo."""
+    _build_switches(state)
     for node in state.nodes:
+        tbf = _tbf(state.node_rate(node))  # at the cluster's rate, the bucket is burst_bytes
         ns = node.name
         system.run(["ip", "netns", "add", ns])
         peer = ["peer", "name", NODE_IFACE, "netns", ns]
         system.run(["ip", "link", "add", node.veth, "type", "veth", *peer])
-        system.run(["ip", "link", "set", node.veth, "master", state.bridge])
+        system.run(["ip", "link", "set", node.veth, "master", node.switch])
         system.run(["ip", "link", "set", node.veth, "up"])
         cidr = f"{node.address}/{state.prefixlen}"
         system.run(["ip", "-n", ns, "addr", "add", cidr, "dev", NODE_IFACE])
@@ -87,12 +110,15 @@ def up(
     tcp_cc: str = "",
     tcp_limit_output: int = DEFAULT_TCP_LIMIT_OUTPUT,
     slow_start_after_idle: int = -1,
+    switches: int = 1,
+    uplink_rate: str = "",
 ) -> ClusterState:
     """Build a vcluster of ``nodes`` nodes, or return the one already up with these parameters.
 
     Args:
         nodes: number of nodes, 1 .. 64, named csnode1 .. csnodeN.
-        rate: rate of each link in each direction, in tc syntax (``100mbit``, ``1gbit``).
+        rate: rate of each link in each direction, in tc syntax (``100mbit``, ``1gbit``),
+            optionally followed by nodes' own rates: ``1gbit,csnode3=200mbit``.
         subnet: IPv4 network for the bridge and the nodes, /24 or larger.
         services: daemons to run in every node ("ssh", "slurm").
         tcp_cc: TCP congestion control of every node (e.g. ``cubic``); empty: the host's
@@ -101,6 +127,9 @@ def up(
             (net.ipv4.tcp_limit_output_bytes of every node); 0: the kernel's default.
         slow_start_after_idle: net.ipv4.tcp_slow_start_after_idle of every node (1: a
             connection idle past its RTO restarts from the initial window); -1: the kernel's.
+        switches: 1, every node on one bridge; K >= 2, the nodes in K contiguous blocks on
+            leaf bridges joined to a core bridge (which keeps this machine's address).
+        uplink_rate: each uplink's rate in each direction (default: the cluster's rate).
 
     Returns:
         The state of the running cluster (also written to :data:`STATE_FILE`).
@@ -109,7 +138,17 @@ def up(
         ClusterError: not root, a tool is missing, bad inputs, a different or broken cluster
             is already there (run :func:`down` first), or a command failed.
     """
-    wanted = plan(nodes, rate, subnet, services, tcp_cc, tcp_limit_output, slow_start_after_idle)
+    wanted = plan(
+        nodes,
+        rate,
+        subnet,
+        services,
+        tcp_cc,
+        tcp_limit_output,
+        slow_start_after_idle,
+        switches,
+        uplink_rate,
+    )
     system.require_root_and_tools()
     if tcp_cc:
         system.check_congestion_control(tcp_cc)
@@ -118,7 +157,8 @@ def up(
         if not same_layout(existing, wanted):
             raise ClusterError(
                 f"a vcluster of {len(existing.nodes)} nodes at {existing.rate} on "
-                f"{existing.subnet}{_with(existing.services)}{_cc(existing.tcp_cc)}"
+                f"{existing.subnet}{_switches(existing)}{_with(existing.services)}"
+                f"{_cc(existing.tcp_cc)}"
                 f"{_limit(existing.tcp_limit_output)}"
                 f"{_restart(existing.slow_start_after_idle)} is up: "
                 "run 'commscope vcluster down' first"
@@ -156,7 +196,7 @@ def up(
 
 
 def down() -> list[str]:
-    """Remove the vcluster: links, namespaces, bridge, /etc/hosts entries and state.
+    """Remove the vcluster: links, namespaces, bridges, uplinks, /etc/hosts entries and state.
 
     Pieces named in the state file and pieces found by name prefix are both removed, so a
     half-built cluster goes too. Pieces already gone are skipped.
@@ -174,9 +214,12 @@ def down() -> list[str]:
         state = None  # an unreadable state file still goes; the name scan finds the rest
     veths = {node.veth for node in state.nodes} if state else set()
     names = {node.name for node in state.nodes} if state else set()
-    bridges = {state.bridge, BRIDGE} if state else {BRIDGE}
+    bridges = {state.bridge, BRIDGE, *state.leaves} if state else {BRIDGE}
+    uplinks = {u.core_end for u in state.uplinks} if state else set()
     links = system.links()
     veths |= {name for name in links if VETH_RE.fullmatch(name)}
+    bridges |= {name for name in links if BRIDGE_RE.fullmatch(name)}
+    uplinks |= {name for name in links if UPLINK_RE.fullmatch(name)}
     names |= {ns for ns in system.namespaces() if NODE_RE.fullmatch(ns)}
 
     removed: list[str] = []
@@ -191,11 +234,15 @@ def down() -> list[str]:
     for veth in sorted(veths & links.keys(), key=_natural):
         if system.try_run(["ip", "link", "del", veth]):
             removed.append(f"veth {veth}")
+    # Deleting one end of an uplink takes the other with it.
+    for uplink in sorted(uplinks, key=_natural):
+        if uplink in system.links() and system.try_run(["ip", "link", "del", uplink]):
+            removed.append(f"uplink {uplink}")
     present = set(system.namespaces())
     for ns in sorted(names & present, key=_natural):
         if system.try_run(["ip", "netns", "del", ns]):
             removed.append(f"namespace {ns}")
-    for bridge in sorted(bridges & links.keys()):
+    for bridge in sorted(bridges & links.keys(), key=_natural):
         if system.try_run(["ip", "link", "del", bridge]):
             removed.append(f"bridge {bridge}")
     lines = system.read_hosts()
@@ -210,7 +257,7 @@ def down() -> list[str]:
         shutil.rmtree(STATE_DIR, ignore_errors=True)
         removed.append(f"state {STATE_DIR}")
 
-    left = [piece for piece in system.leftovers() if piece in veths | names | bridges]
+    left = [piece for piece in system.leftovers() if piece in veths | names | bridges | uplinks]
     if left or STATE_DIR.exists():
         what = ", ".join(left) or str(STATE_DIR)
         raise ClusterError(
@@ -244,7 +291,8 @@ def status() -> ClusterState | None:
     """Return the recorded vcluster with a fresh health check, or None when there is none.
 
     The health check fills :attr:`ClusterState.problems` with what is missing: namespaces,
-    veths, the bridge (or the bridge is down), /etc/hosts entries.
+    veths, bridges (or a bridge is down), uplinks, a link on another switch than recorded,
+    /etc/hosts entries.
 
     Raises:
         ClusterError: the state file is unreadable, or a query command failed.
@@ -259,11 +307,22 @@ def status() -> ClusterState | None:
     links = system.links()
     problems += [f"namespace {n.name} missing" for n in state.nodes if n.name not in present]
     problems += [f"veth {n.veth} missing" for n in state.nodes if n.veth not in links]
-    bridge = links.get(state.bridge)
-    if bridge is None:
-        problems.append(f"bridge {state.bridge} missing")
-    elif "UP" not in bridge.get("flags", []):
-        problems.append(f"bridge {state.bridge} is down")
+    for name in (state.bridge, *state.leaves):
+        bridge = links.get(name)
+        if bridge is None:
+            problems.append(f"bridge {name} missing")
+        elif "UP" not in bridge.get("flags", []):
+            problems.append(f"bridge {name} is down")
+    ports = [(n.veth, n.switch) for n in state.nodes if state.uplinks]
+    for uplink in state.uplinks:
+        ports += [(uplink.core_end, state.bridge), (uplink.leaf_end, uplink.leaf)]
+    for port, bridge_name in ports:
+        link = links.get(port)
+        if link is None:
+            if not VETH_RE.fullmatch(port):  # a missing node veth is named above
+                problems.append(f"uplink end {port} missing")
+        elif link.get("master") != bridge_name:
+            problems.append(f"{port} is not on switch {bridge_name}")
     if state.tcp_cc:
         for node in state.nodes:
             now = system.congestion_control(node.name) if node.name in present else state.tcp_cc
@@ -293,6 +352,12 @@ def status() -> ClusterState | None:
     }
     problems += [f"{n.name} missing from {HOSTS_FILE}" for n in state.nodes if n.name not in listed]
     return replace(state, problems=tuple(problems))
+
+
+def _switches(state: ClusterState) -> str:
+    if state.switches < 2:
+        return ""
+    return f", {state.switches} switches with {state.uplink_rate} uplinks"
 
 
 def _with(services: tuple[str, ...]) -> str:

@@ -21,7 +21,9 @@ from commscope.units import parse_tc_rate
 STATE_DIR = Path("/run/commscope-vcluster")
 STATE_FILE = STATE_DIR / "state.json"
 STATE_FORMAT = 1
-BRIDGE = "csbr0"
+BRIDGE = "csbr0"  # the one switch; with several, the core that joins the leaves
+BRIDGE_PREFIX = "csbr"  # leaf switches: csbr1 .. csbrK
+UPLINK_PREFIX = "csup"  # an uplink's end in the core (csupK); its end in leaf K is csuplK
 NODE_PREFIX = "csnode"
 VETH_PREFIX = "csveth"
 MAX_NODES = 64
@@ -62,6 +64,8 @@ MAX_RATE_BPS = 1_000_000_000_000
 # Names of the pieces a vcluster makes; down() also finds leftovers by these alone.
 NODE_RE = re.compile(rf"{NODE_PREFIX}\d+")
 VETH_RE = re.compile(rf"{VETH_PREFIX}\d+")
+BRIDGE_RE = re.compile(rf"{BRIDGE_PREFIX}\d+")
+UPLINK_RE = re.compile(rf"{UPLINK_PREFIX}l?\d+")
 
 
 @dataclass(frozen=True)
@@ -71,12 +75,33 @@ class Node:
     Attributes:
         name: namespace name, host name in /etc/hosts and the node's own hostname.
         address: IPv4 address of the node's eth0.
-        veth: name of the link's end in the root namespace, attached to the bridge.
+        veth: name of the link's end in the root namespace, attached to the node's switch.
+        switch: the bridge (switch) the node's link is attached to.
+        rate: the node's own link rate in tc syntax; empty: the cluster's rate.
     """
 
     name: str
     address: str
     veth: str
+    switch: str = BRIDGE
+    rate: str = ""
+
+
+@dataclass(frozen=True)
+class Uplink:
+    """The link that joins a leaf switch to the core: a veth pair shaped in both directions.
+
+    Attributes:
+        leaf: the leaf bridge (``csbrK``).
+        core_end: the pair's end attached to the core bridge (``csupK``); its queue shapes
+            what the core sends down to the leaf.
+        leaf_end: the end attached to the leaf (``csuplK``); its queue shapes what the leaf
+            sends up.
+    """
+
+    leaf: str
+    core_end: str
+    leaf_end: str
 
 
 @dataclass(frozen=True)
@@ -99,6 +124,9 @@ class ClusterState:
             default, left as it is.
         slow_start_after_idle: net.ipv4.tcp_slow_start_after_idle set in every node (1: an
             idle connection restarts from the initial window); -1: the kernel's, left as it is.
+        switches: how many switches hold the nodes: 1, the bridge alone; K >= 2, leaf
+            bridges csbr1 .. csbrK joined to the core ``bridge`` by uplinks.
+        uplink_rate: rate of each uplink in each direction (tc syntax); empty with 1 switch.
         complete: False while (or if) :func:`up` has not finished building.
         problems: what the health check found wrong; empty when healthy (never stored).
     """
@@ -114,8 +142,29 @@ class ClusterState:
     restore_allowed_cc: str = ""
     tcp_limit_output: int = 0
     slow_start_after_idle: int = -1
+    switches: int = 1
+    uplink_rate: str = ""
     complete: bool = False
     problems: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def leaves(self) -> tuple[str, ...]:
+        """The leaf bridges, in order; none with one switch (the nodes sit on ``bridge``)."""
+        if self.switches < 2:
+            return ()
+        return tuple(f"{BRIDGE_PREFIX}{k}" for k in range(1, self.switches + 1))
+
+    @property
+    def uplinks(self) -> tuple[Uplink, ...]:
+        """The uplink of each leaf switch; none with one switch."""
+        return tuple(
+            Uplink(leaf, f"{UPLINK_PREFIX}{k}", f"{UPLINK_PREFIX}l{k}")
+            for k, leaf in enumerate(self.leaves, start=1)
+        )
+
+    def node_rate(self, node: Node) -> str:
+        """The rate ``node``'s link is shaped at when built: its own, else the cluster's."""
+        return node.rate or self.rate
 
     @property
     def healthy(self) -> bool:
@@ -142,7 +191,19 @@ class ClusterState:
             "restore_allowed_cc": self.restore_allowed_cc,
             "tcp_limit_output": self.tcp_limit_output,
             "slow_start_after_idle": self.slow_start_after_idle,
-            "nodes": [{"name": n.name, "address": n.address, "veth": n.veth} for n in self.nodes],
+            "switches": self.switches,
+            "uplink_rate": self.uplink_rate,
+            "nodes": [
+                {
+                    "name": n.name,
+                    "address": n.address,
+                    "veth": n.veth,
+                    "switch": n.switch,
+                    "rate": self.node_rate(n),
+                    "own_rate": bool(n.rate),
+                }
+                for n in self.nodes
+            ],
         }
 
     @classmethod
@@ -155,8 +216,16 @@ class ClusterState:
         try:
             if data["format"] != STATE_FORMAT:
                 raise ValueError(f"format {data['format']!r}, expected {STATE_FORMAT}")
+            # Before switches existed every node sat on the one bridge at the cluster's rate.
             nodes = tuple(
-                Node(str(n["name"]), str(n["address"]), str(n["veth"])) for n in data["nodes"]
+                Node(
+                    str(n["name"]),
+                    str(n["address"]),
+                    str(n["veth"]),
+                    str(n.get("switch", data["bridge"])),
+                    str(n["rate"]) if n.get("own_rate") else "",
+                )
+                for n in data["nodes"]
             )
             return cls(
                 nodes=nodes,
@@ -170,6 +239,8 @@ class ClusterState:
                 restore_allowed_cc=str(data.get("restore_allowed_cc", "")),
                 tcp_limit_output=int(data.get("tcp_limit_output", 0)),
                 slow_start_after_idle=int(data.get("slow_start_after_idle", -1)),
+                switches=int(data.get("switches", 1)),
+                uplink_rate=str(data.get("uplink_rate", "")),
                 complete=bool(data["complete"]),
             )
         except (KeyError, TypeError, ValueError) as err:
@@ -203,6 +274,84 @@ def queue_bytes(rate_bps: int) -> int:
     return max(MIN_QUEUE_BYTES, math.ceil(rate_bps / 8 * QUEUE_SECONDS))
 
 
+def parse_rates(text: str, nodes: int) -> tuple[str, dict[str, str]]:
+    """Split ``--rate``'s value into the cluster's rate and the nodes' own.
+
+    ``1gbit`` is every link's rate; ``1gbit,csnode3=200mbit`` shapes csnode3's link at
+    200 mbit and every other at 1 gbit; ``csnode3=200mbit`` alone leaves the others at
+    :data:`DEFAULT_RATE`.
+
+    Returns:
+        The cluster's rate (lower case) and node name -> its own rate (lower case).
+
+    Raises:
+        ClusterError: a rate that is not one, two rates for every link, a node that is not
+            one of csnode1 .. csnodeN, or a node given twice.
+    """
+    names = [f"{NODE_PREFIX}{i}" for i in range(1, nodes + 1)]
+    base = ""
+    own: dict[str, str] = {}
+    for item in text.split(","):
+        node, eq, rate = item.partition("=")
+        if not eq:
+            parse_rate(item)
+            if base:
+                raise ClusterError(
+                    f"--rate {shown(text)} gives two rates for every link: give one, and "
+                    "NODE=RATE for the nodes that differ, e.g. 1gbit,csnode3=200mbit"
+                )
+            base = item.strip().lower()
+            continue
+        node = node.strip()
+        if node not in names:
+            raise ClusterError(
+                f"--rate {shown(item)}: {shown(node)} is not a node of this cluster "
+                f"({names[0]} .. {names[-1]}): give NODE=RATE for one of them"
+            )
+        if node in own:
+            raise ClusterError(f"--rate {shown(text)} gives {node} twice: give each node one rate")
+        parse_rate(rate)
+        own[node] = rate.strip().lower()
+    return base or DEFAULT_RATE, own
+
+
+def check_switches(switches: int, nodes: int, uplink_rate: str) -> None:
+    """Refuse a switch count the nodes cannot fill, or an uplink rate that is not one.
+
+    Raises:
+        ClusterError: switches not in 1 .. nodes, an uplink rate with one switch, or an
+            uplink rate that is not a rate.
+    """
+    if isinstance(switches, bool) or not isinstance(switches, int) or switches < 1:
+        raise ClusterError(
+            f"--switches {switches!r}: give a whole number of switches, 1 .. the node count "
+            "(1: every node on one bridge; 2 or more: leaves joined by uplinks)"
+        )
+    if switches > nodes:
+        raise ClusterError(
+            f"--switches {switches} is more than the {nodes} node(s): every switch holds at "
+            f"least one node; give --switches {nodes} or fewer, or more --nodes"
+        )
+    if not uplink_rate:
+        return
+    if switches < 2:
+        raise ClusterError(
+            f"--uplink-rate {shown(uplink_rate)} with one switch: there is no uplink; "
+            "give --switches 2 or more, or drop --uplink-rate"
+        )
+    try:
+        parse_rate(uplink_rate)
+    except ClusterError as err:
+        raise ClusterError(f"--uplink-rate: {err.one_line()}") from None
+
+
+def switch_of(index: int, nodes: int, switches: int) -> str:
+    """The bridge node ``index`` (from 0) of ``nodes`` sits on: contiguous blocks per leaf."""
+    if switches < 2:
+        return BRIDGE
+    return f"{BRIDGE_PREFIX}{index * switches // nodes + 1}"
+
+
 def plan(
     nodes: int,
     rate: str = DEFAULT_RATE,
@@ -211,13 +360,20 @@ def plan(
     tcp_cc: str = "",
     tcp_limit_output: int = DEFAULT_TCP_LIMIT_OUTPUT,
     slow_start_after_idle: int = -1,
+    switches: int = 1,
+    uplink_rate: str = "",
 ) -> ClusterState:
     """Validate the inputs and return the cluster that :func:`up` would build.
 
     The bridge takes the subnet's first host address; node ``i`` (from 1) takes the next ones.
+    With ``switches`` K >= 2, node i of n (from 0) sits on leaf i*K//n + 1, so each leaf holds
+    a contiguous block of nodes, and every uplink runs at ``uplink_rate`` (default: the
+    cluster's rate).
 
     Raises:
-        ClusterError: nodes not in 1..64, a bad rate, an unknown service, a congestion
+        ClusterError: nodes not in 1..64, a bad rate (or a node's own rate for a node that is
+            not one), switches not in 1 .. nodes, a bad uplink rate (or one with one switch),
+            an unknown service, a congestion
             control name that is not one, a TCP output limit that is neither 0 (the kernel's)
             nor 4 KiB .. 64 MiB, a slow start after idle that is not -1, 0 or 1, or a
             subnet that is not an IPv4 network of /24 or
@@ -226,7 +382,11 @@ def plan(
     """
     if isinstance(nodes, bool) or not isinstance(nodes, int) or not 1 <= nodes <= MAX_NODES:
         raise ClusterError(f"bad node count {nodes!r}: use 1 .. {MAX_NODES}")
-    rate_bps = parse_rate(rate)
+    base_rate, own_rates = parse_rates(rate, nodes)
+    rate_bps = parse_rate(base_rate)
+    check_switches(switches, nodes, uplink_rate)
+    if switches >= 2 and not uplink_rate:
+        uplink_rate = base_rate
     unknown = [s for s in services if s not in SERVICES]
     if unknown:
         raise ClusterError(f"unknown vcluster service {unknown[0]!r}: use {', '.join(SERVICES)}")
@@ -257,13 +417,21 @@ def plan(
         raise ClusterError(f"subnet {subnet!r} is smaller than /24: use a /24 or larger network")
     hosts = net.hosts()
     bridge_address = next(hosts)
-    members = tuple(
-        Node(f"{NODE_PREFIX}{i}", str(next(hosts)), f"{VETH_PREFIX}{i}")
-        for i in range(1, nodes + 1)
-    )
+    members = []
+    for i in range(1, nodes + 1):
+        name = f"{NODE_PREFIX}{i}"
+        members.append(
+            Node(
+                name,
+                str(next(hosts)),
+                f"{VETH_PREFIX}{i}",
+                switch_of(i - 1, nodes, switches),
+                own_rates.get(name, ""),
+            )
+        )
     return ClusterState(
-        nodes=members,
-        rate=rate.strip().lower(),
+        nodes=tuple(members),
+        rate=base_rate,
         subnet=str(net),
         bridge=BRIDGE,
         bridge_address=str(bridge_address),
@@ -272,13 +440,20 @@ def plan(
         tcp_cc=tcp_cc,
         tcp_limit_output=tcp_limit_output,
         slow_start_after_idle=slow_start_after_idle,
+        switches=switches,
+        uplink_rate=uplink_rate.strip().lower(),
     )
 
 
 def same_layout(a: ClusterState, b: ClusterState) -> bool:
-    """True when two states have the same nodes, addresses, link rate, services and TCP."""
+    """True when two states have the same nodes, addresses, switches, rates, services and TCP."""
     return (
-        a.nodes == b.nodes
+        [(n.name, n.address, n.veth, n.switch) for n in a.nodes]
+        == [(n.name, n.address, n.veth, n.switch) for n in b.nodes]
+        and [parse_rate(a.node_rate(n)) for n in a.nodes]
+        == [parse_rate(b.node_rate(n)) for n in b.nodes]
+        and a.switches == b.switches
+        and (a.switches < 2 or parse_rate(a.uplink_rate) == parse_rate(b.uplink_rate))
         and a.subnet == b.subnet
         and a.bridge == b.bridge
         and parse_rate(a.rate) == parse_rate(b.rate)

@@ -7,6 +7,10 @@ per node inside that node's namespaces. Each slurmd gets a private folder mounte
 :data:`NODE_TMP`, which PMIx uses for its client files: nodes share this machine's /tmp,
 where the PMIx steps of two nodes would otherwise collide.
 
+Slurm's ``topology/tree`` file follows the cluster's switches (one switch: the bridge; several:
+a leaf per block of nodes under the core); :func:`use_topology` replaces it with another, e.g.
+one ``commscope topology`` wrote from a measured matrix, and has slurmctld read it again.
+
 What Slurm 22.05 needs here, found by trying: ``cgroup/v1`` with no automount (slurmd refuses
 to start otherwise, even with no cgroup plugin in use), ``proctrack/linuxproc``,
 ``task/none``, and ``config_overrides``: the nodes' CPUs are this machine's, shared.
@@ -15,6 +19,7 @@ to start otherwise, even with no cgroup plugin in use), ``proctrack/linuxproc``,
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -24,6 +29,7 @@ from pathlib import Path
 from commscope.errors import ClusterError
 from commscope.measure.vcluster import services
 from commscope.measure.vcluster.model import STATE_DIR, ClusterState
+from commscope.strict import shown
 
 SLURM_DIR = STATE_DIR / "slurm"
 MUNGE_DIR = STATE_DIR / "munge"
@@ -89,7 +95,7 @@ def slurm_conf(state: ClusterState) -> str:
         "ReturnToService=2",
         "JobCompType=jobcomp/none",
         "AccountingStorageType=accounting_storage/none",
-        # One switch, the bridge: 'scontrol show topology' and sbatch --switches work.
+        # The cluster's switches: 'scontrol show topology' and sbatch --switches work.
         "TopologyPlugin=topology/tree",
         "MessageTimeout=30",
         "KillWait=5",
@@ -112,12 +118,157 @@ def _write_conf(state: ClusterState) -> None:
         "slurm.conf": slurm_conf(state),
         "cgroup.conf": f"{CONF_MARK}\nCgroupPlugin=cgroup/v1\nCgroupAutomount=no\n",
         "mpi.conf": f"{CONF_MARK}\nPMIxCliTmpDirBase={NODE_TMP}\n",
-        "topology.conf": f"{CONF_MARK}\nSwitchName={state.bridge} "
-        f"Nodes={','.join(n.name for n in state.nodes)}\n",
+        "topology.conf": f"{CONF_MARK}\n{topology_conf(state)}",
     }
     CONF_DIR.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():
         (CONF_DIR / name).write_text(text, encoding="utf-8")
+
+
+def topology_conf(state: ClusterState) -> str:
+    """Slurm's topology.conf of the cluster as built: leaves first, then the core."""
+    if not state.leaves:
+        return f"SwitchName={state.bridge} Nodes={','.join(n.name for n in state.nodes)}\n"
+    lines = [
+        f"SwitchName={leaf} Nodes={','.join(n.name for n in state.nodes if n.switch == leaf)}"
+        for leaf in state.leaves
+    ]
+    lines.append(f"SwitchName={state.bridge} Switches={','.join(state.leaves)}")
+    return "\n".join(lines) + "\n"
+
+
+TOPOLOGY_KEYS = ("SwitchName", "Nodes", "Switches", "LinkSpeed")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_HOSTLIST = re.compile(r"([A-Za-z0-9._-]*)\[([0-9,-]+)\]([A-Za-z0-9._-]*)")
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Names of a Slurm host list with at most one bracket per name: ``csnode[1-2,4],x``.
+
+    Raises:
+        ValueError: a name or range this reading does not take.
+    """
+    items = re.findall(r"[^,\[]*(?:\[[^\]]*\])?[^,]*", text)
+    names: list[str] = []
+    for item in (i for i in items if i):
+        bracket = _HOSTLIST.fullmatch(item)
+        if bracket is None:
+            if not _NAME.fullmatch(item):
+                raise ValueError(f"{item!r} is not a node or switch name")
+            names.append(item)
+            continue
+        head, ranges, tail = bracket.groups()
+        for part in ranges.split(","):
+            low, _, high = part.partition("-")
+            if not low.isdigit() or not (high or low).isdigit() or int(high or low) < int(low):
+                raise ValueError(f"{item!r} has a range that is not one")
+            if int(high or low) - int(low) > 4096:
+                raise ValueError(f"{item!r} spans more than 4096 names")
+            width = len(low) if low.startswith("0") else 0
+            names += [f"{head}{i:0{width}d}{tail}" for i in range(int(low), int(high or low) + 1)]
+    return names
+
+
+def check_topology(text: str, state: ClusterState, source: str) -> str:
+    """Check a topology.conf against the cluster; return its lines without comments.
+
+    Every line is ``SwitchName=NAME Nodes=LIST`` or ``SwitchName=NAME Switches=LIST``
+    (``LinkSpeed=N`` may follow), the nodes are this cluster's and each switch listed under
+    another is defined in the file.
+
+    Raises:
+        ClusterError: one line naming ``source``, the line and the fix.
+    """
+    known = {n.name for n in state.nodes}
+    defined: list[str] = []
+    below: list[tuple[int, str]] = []
+    kept: list[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        where = f"{source} line {number}"
+        fields: dict[str, str] = {}
+        for token in line.split():
+            key, eq, value = token.partition("=")
+            if not eq or key not in TOPOLOGY_KEYS or key in fields or not value:
+                raise ClusterError(
+                    f"{where}: {token[:60]!r} is not one of {', '.join(TOPOLOGY_KEYS)}=VALUE"
+                    " (once each): write lines like 'SwitchName=s1 Nodes=csnode[1-2]'"
+                )
+            fields[key] = value
+        name = fields.get("SwitchName", "")
+        if not _NAME.fullmatch(name) or ("Nodes" in fields) == ("Switches" in fields):
+            raise ClusterError(
+                f"{where}: give SwitchName=NAME and either Nodes=LIST or Switches=LIST"
+            )
+        try:
+            members = expand_hostlist(fields.get("Nodes") or fields["Switches"])
+        except ValueError as err:
+            raise ClusterError(f"{where}: {err}: write names like csnode[1-2],csnode4") from None
+        if "Nodes" in fields:
+            strangers = [m for m in members if m not in known]
+            if strangers:
+                raise ClusterError(
+                    f"{where}: {strangers[0]} is not a node of this vcluster "
+                    f"({', '.join(n.name for n in state.nodes)}): write the topology of its nodes"
+                )
+        else:
+            below += [(number, m) for m in members]
+        defined.append(name)
+        kept.append(line)
+    if not kept:
+        raise ClusterError(f"{source} defines no switch: write at least one SwitchName= line")
+    for number, switch in below:
+        if switch not in defined:
+            raise ClusterError(
+                f"{source} line {number}: switch {switch} is not defined in the file: "
+                "add its SwitchName= line"
+            )
+    return "\n".join(kept) + "\n"
+
+
+def use_topology(state: ClusterState, text: str, source: str) -> str:
+    """Give the cluster's Slurm the topology.conf ``text``; return what Slurm then shows.
+
+    The file is checked against the cluster (:func:`check_topology`), written to
+    /etc/slurm/topology.conf and read by slurmctld again (``scontrol reconfigure``).
+
+    Returns:
+        ``scontrol show topology``'s output.
+
+    Raises:
+        ClusterError: the cluster runs no Slurm, the file is not a topology of its nodes, or
+            Slurm refused it.
+    """
+    if "slurm" not in state.services:
+        raise ClusterError(
+            f"{source}: the vcluster runs no Slurm: start it with 'commscope vcluster up"
+            " --slurm' (after 'commscope vcluster down')"
+        )
+    lines = check_topology(text, state, source)
+    path = CONF_DIR / "topology.conf"
+    try:
+        path.write_text(f"{CONF_MARK}\n# from {shown(source)}\n{lines}", encoding="utf-8")
+    except OSError as err:
+        raise ClusterError(f"cannot write {path} ({err.strerror})") from None
+    _scontrol(["reconfigure"])
+    wait_idle(len(state.nodes))
+    return _scontrol(["show", "topology"])
+
+
+def _scontrol(args: list[str]) -> str:
+    try:
+        done = subprocess.run(
+            ["scontrol", *args], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ClusterError(f"scontrol {' '.join(args)} did not run ({err})") from None
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        detail = lines[-1] if lines else f"exit status {done.returncode}"
+        raise ClusterError(f"scontrol {' '.join(args)} failed: {detail} (logs in {SLURM_DIR})")
+    return done.stdout
 
 
 def _start_munge() -> None:

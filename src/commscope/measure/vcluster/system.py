@@ -19,10 +19,11 @@ from typing import Any
 
 from commscope.errors import ClusterError
 from commscope.measure.vcluster.model import (
-    BRIDGE,
+    BRIDGE_RE,
     NODE_RE,
     STATE_DIR,
     STATE_FILE,
+    UPLINK_RE,
     VETH_RE,
     ClusterState,
 )
@@ -95,7 +96,11 @@ def links() -> dict[str, dict[str, Any]]:
 def leftovers() -> list[str]:
     """Return the vcluster pieces that exist now, found by name alone."""
     found = [ns for ns in namespaces() if NODE_RE.fullmatch(ns)]
-    found += [name for name in links() if name == BRIDGE or VETH_RE.fullmatch(name)]
+    found += [
+        name
+        for name in links()
+        if BRIDGE_RE.fullmatch(name) or VETH_RE.fullmatch(name) or UPLINK_RE.fullmatch(name)
+    ]
     if any(line.rstrip().endswith(HOSTS_MARK) for line in read_hosts()):
         found.append(f"{HOSTS_FILE} entries")
     return found

@@ -1,0 +1,218 @@
+"""Fencing through Slurm: read node states and reasons, drain and return nodes to service.
+
+Every command is an argument list (never a shell string): ``scontrol update NodeName=X
+State=DRAIN Reason=...`` and ``State=RESUME``; states and reasons come from ``sinfo -h -N -o
+%N|%T|%E``. Which nodes to drain is not decided here (:mod:`commscope.analysis.fence`); this
+module only checks that Slurm is there and that this user may change node states, and runs
+the commands. Every failure is a :class:`LaunchError` naming the command and the fix; the
+CLI reports it as UNKNOWN (exit 3), as ``commscope check`` does.
+
+Who may run ``scontrol update`` on a node: root, the SlurmUser, and users Slurm's accounting
+gives the Operator or Administrator level (``sacctmgr show user NAME format=adminlevel``).
+:func:`require` checks that before anything is measured or changed.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from commscope.errors import LaunchError
+
+TOOLS = ("scontrol", "sinfo")
+COMMAND_TIMEOUT_S = 60.0
+# A node name as Slurm and a matrix run name it; anything else is not put into a command.
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+ADMIN_LEVELS = ("operator", "administrator")
+_RIGHTS = "scontrol update needs root, the SlurmUser or Operator level: run it as root (sudo)"
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """A Slurm node: its name, state (sinfo's %T, e.g. ``idle``, ``drained``) and reason."""
+
+    name: str
+    state: str
+    reason: str
+
+    @property
+    def drained(self) -> bool:
+        """True when the node is drained or draining (whatever else its state says)."""
+        return "drain" in self.state
+
+
+def drain_argv(node: str, reason: str) -> list[str]:
+    """``scontrol update NodeName=node State=DRAIN Reason=reason``, as an argument list.
+
+    Raises:
+        LaunchError: a node name that is not one, or a reason with a line break.
+    """
+    _check_name(node)
+    if "\n" in reason or "\r" in reason or not reason.strip():
+        raise LaunchError(f"drain reason {reason[:40]!r}: give one line of text")
+    return ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"]
+
+
+def resume_argv(node: str) -> list[str]:
+    """``scontrol update NodeName=node State=RESUME``, as an argument list."""
+    _check_name(node)
+    return ["scontrol", "update", f"NodeName={node}", "State=RESUME"]
+
+
+def _check_name(node: str) -> None:
+    if not NODE_NAME.fullmatch(node):
+        raise LaunchError(
+            f"node {node[:40]!r} is not a node name (letters, digits, '.', '-', '_'): "
+            "give the node as Slurm names it"
+        )
+
+
+def _run(
+    argv: list[str],
+    what: str,
+    fix: str = "check that slurmctld is up ('scontrol ping') and its log",
+    timeout_s: float = COMMAND_TIMEOUT_S,
+) -> str:
+    """Run a Slurm command; its stdout, or LaunchError naming ``what``, the answer and ``fix``."""
+    if shutil.which(argv[0]) is None:
+        raise LaunchError(
+            f"{what}: '{argv[0]}' is not installed, so this is not a Slurm cluster here; run it"
+            " on a Slurm login node (Debian: apt-get install slurm-client), or leave it out"
+        )
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise LaunchError(
+            f"{what}: '{argv[0]}' hung for {timeout_s:.0f} s: check that slurmctld is up"
+            " ('scontrol ping')"
+        ) from None
+    except OSError as err:
+        raise LaunchError(f"{what}: '{argv[0]}' did not start ({err.strerror})") from None
+    if done.returncode != 0:
+        lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
+        detail = lines[-1] if lines else f"exit status {done.returncode}"
+        raise LaunchError(f"{what}: {argv[0]} {argv[1]} failed ({detail}): {fix}")
+    return done.stdout
+
+
+def _user() -> str:
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
+
+def may_change_nodes() -> bool:
+    """True when this user may change node states: root, SlurmUser, Operator or Administrator.
+
+    Raises:
+        LaunchError: ``scontrol show config`` failed.
+    """
+    if os.geteuid() == 0:
+        return True
+    user = _user()
+    config = _run(["scontrol", "show", "config"], "reading Slurm's configuration")
+    match = re.search(r"^SlurmUser\s*=\s*(\S+?)(?:\((\d+)\))?\s*$", config, re.MULTILINE)
+    if match and (match.group(1) == user or match.group(2) == str(os.geteuid())):
+        return True
+    if shutil.which("sacctmgr") is None:
+        return False
+    try:
+        out = _run(
+            ["sacctmgr", "-n", "-P", "show", "user", user, "format=adminlevel"],
+            "reading this user's Slurm admin level",
+        )
+    except LaunchError:
+        return False  # no accounting: only root and SlurmUser may
+    return out.strip().lower() in ADMIN_LEVELS
+
+
+def require_reachable(what: str) -> None:
+    """Check that Slurm's commands are here and slurmctld answers.
+
+    Raises:
+        LaunchError: no scontrol/sinfo, or slurmctld not reachable; the message names
+            ``what`` and the fix.
+    """
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing:
+        raise LaunchError(
+            f"{what}: {', '.join(missing)} not found, so this is not a Slurm cluster here; run"
+            " it on a Slurm login node (Debian: apt-get install slurm-client), or leave it out"
+        )
+    fix = "start slurmctld or fix SlurmctldHost in slurm.conf, then try again"
+    ping = _run(["scontrol", "ping"], what, fix)
+    if not re.search(r"\bis UP\b", ping):
+        said = " ".join(ping.split()) or "nothing"
+        raise LaunchError(
+            f"{what}: slurmctld does not answer (scontrol ping: {said}); start it or fix"
+            " SlurmctldHost, then try again"
+        )
+
+
+def require(what: str) -> None:
+    """Check that Slurm answers here and that this user may change node states.
+
+    Raises:
+        LaunchError: no scontrol/sinfo, slurmctld not reachable, or no right to run
+            ``scontrol update`` on nodes; the message names ``what`` and the fix.
+    """
+    require_reachable(what)
+    if not may_change_nodes():
+        user = _user()
+        raise LaunchError(
+            f"{what}: user {user} may not change node states (scontrol update needs root,"
+            " the SlurmUser or Operator level): run it as root (sudo) or ask an admin for"
+            f" 'sacctmgr modify user {user} set adminlevel=operator'"
+        )
+
+
+def nodes() -> dict[str, NodeState]:
+    """Every Slurm node by name, with its state and reason (``none`` reads as empty).
+
+    Raises:
+        LaunchError: sinfo failed.
+    """
+    out = _run(["sinfo", "-h", "-N", "-o", "%N|%T|%E"], "reading Slurm's node states")
+    found: dict[str, NodeState] = {}
+    for line in out.splitlines():
+        name, _, rest = line.partition("|")
+        state, _, why = rest.partition("|")
+        name, why = name.strip(), why.strip()
+        if name and name not in found:  # a node in several partitions is listed once each
+            found[name] = NodeState(name, state.strip().lower(), "" if why == "none" else why)
+    return found
+
+
+def find(node: str, known: dict[str, NodeState]) -> NodeState | None:
+    """Slurm's node for a host name: the same name, or its short form (``n1.example`` -> n1)."""
+    return known.get(node) or known.get(node.split(".", 1)[0])
+
+
+def drain(node: str, reason: str) -> None:
+    """Drain ``node`` with ``reason``.
+
+    Raises:
+        LaunchError: scontrol refused (the message gives its answer).
+    """
+    _run(drain_argv(node, reason), f"draining {node}", _RIGHTS)
+
+
+def resume(node: str) -> None:
+    """Return ``node`` to service.
+
+    Raises:
+        LaunchError: scontrol refused (the message gives its answer).
+    """
+    _run(resume_argv(node), f"returning {node} to service", _RIGHTS)
