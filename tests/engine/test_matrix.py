@@ -119,3 +119,42 @@ def test_stored_points_are_skipped_when_resumed(family, monkeypatch):
     }
     assert written == everything - stored
     assert lines[-1]["points"] == len(everything) - len(stored)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--pairs", "quick"), {(a, a ^ m) for a in range(N) for m in (1, 2)}),
+        (("--sample", "1"), None),  # one shift, drawn: every rank sends once, receives once
+    ],
+)
+def test_quick_and_sampled_matrices_measure_fewer_pairs(cli, args, expected):
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    header, points = _run(cli, "matrix", "--sizes", "1K", "--no-confirm", *args)
+    plan = header["options"]["matrix_plan"]
+    assert plan.startswith("xor:" if "quick" in args else "sample:")
+    for op in ("matrix_lat", "matrix_bw"):
+        pairs = {p.ranks for p in points if p.op == op}
+        if expected is not None:
+            assert pairs == expected
+        else:
+            assert len(pairs) == N and {a for a, _ in pairs} == set(range(N))
+            assert len({(b - a) % N for a, b in pairs}) == 1  # one shift for every rank
+
+
+def test_a_plan_of_rank_pairs_labels_its_points_and_refuses_a_bad_one():
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    mpi = mpi_mod.resolve("openmpi")
+    path = engine.find(mpi).path
+    base = ["--ops", "matrix", "--matrix-sizes", "1024", "--matrix-samples", "2"]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    launch = ["mpirun", "--oversubscribe", "-np", str(N), str(path)]
+    out = subprocess.run([*launch, *base, "--matrix-plan", "pairs:0>1,2>3;1>0",
+                          "--matrix-prefix", "c1/"], capture_output=True, text=True, env=env,
+                         timeout=300)  # fmt: skip
+    lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+    labels = Counter(x["pair"] for x in lines if x["type"] == "point")
+    assert labels == {"c1/0->1": 2, "c1/2->3": 2, "c1/1->0": 2}  # latency and bandwidth
+    bad = subprocess.run([*launch, *base, "--matrix-plan", "pairs:0>1,0>2"],
+                         capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    assert bad.returncode != 0 and "rank 0 sends or rank 2 receives twice" in bad.stderr

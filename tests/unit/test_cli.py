@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -59,3 +60,16 @@ def test_every_command_has_help_with_examples(cli):
     for name in SUBCOMMANDS:
         out = cli(name, "--help", check=True)
         assert "examples:" in out.stdout, name
+
+
+def test_shell_completion_comes_from_the_parser(cli, tmp_path):
+    out = cli("completion", "bash", check=True)
+    script = tmp_path / "commscope.bash"
+    script.write_text(out.stdout)
+    checked = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr  # bash parses it
+    for word in ("baseline", "check", "history", "--tolerance", "--prometheus"):
+        assert word in out.stdout
+    assert "compdef" in cli("completion", "zsh", check=True).stdout
+    bad = cli("completion", "fish")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1

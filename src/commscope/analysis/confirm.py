@@ -197,10 +197,10 @@ def judge(
             for end in (a, b):
                 partners = partners_of(names, end, bad, 1)
                 mine = [again[k] for h in partners for k in ((end, h), (h, end)) if k in again]
-                node = _verdict(m, "node", end, mine, [first.get((a, b), np.nan)], partners,
-                                slow, sign, limit)  # fmt: skip
-                if node.verdict == "bad":
-                    ends.append(node)
+                judged = _verdict(m, "node", end, mine, [first.get((a, b), np.nan)], partners,
+                                  slow, sign, limit)  # fmt: skip
+                if judged.verdict == "bad":
+                    ends.append(judged)
             out += ends if verdict.verdict == "bad" and ends else [verdict]
     return out
 

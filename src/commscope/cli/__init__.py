@@ -47,6 +47,7 @@ SUBCOMMANDS = (
     "tcp",
     "predict",
     "simulate",
+    "completion",
 )
 
 

@@ -189,7 +189,8 @@ def _print(verdict: Verdict) -> None:
     from commscope.check.verdict import OK, STATUS_NAMES
 
     out = common.console()
-    out.print(common.terminal_text(verdict.summary()), markup=False)
+    # One unwrapped line first: what a monitoring system shows as the plugin's output.
+    print(common.terminal_text(verdict.summary()), flush=True)
     for change in verdict.environment_changes:
         out.print(common.terminal_text(f"  environment changed: {change}"), markup=False)
     for text in verdict.load:

@@ -8,7 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from commscope import safe_write
-from commscope.cli import common, run_fence, run_hpl, run_node, run_options, run_tcp, run_where
+from commscope.cli import (
+    common,
+    run_fence,
+    run_hpl,
+    run_matrix,
+    run_node,
+    run_options,
+    run_tcp,
+    run_where,
+)
 from commscope.cli.run_request import (
     COLL_OPS,
     COLL_SIZES,
@@ -162,6 +171,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     run_options.add_options(groups, "contention")
     run_options.add_options(groups, "matrix")
     run_fence.add_options(groups["matrix"])
+    run_matrix.add_options(groups["matrix"])
     p.add_argument(
         "--mca",
         action="append",
@@ -298,6 +308,8 @@ def run(args: argparse.Namespace) -> int:
             request.benchmark, args.label, mpi.tag, mpi.launcher, request.np, request.to_json()
         )
         outcome = measure(store, run_id, request, mpi, args.quiet or args.json)
+        if request.benchmark == "matrix" and not args.no_confirm:
+            run_matrix.confirm(store, run_id, request, mpi, args.quiet or args.json)
         report = args.report or (DEFAULT_REPORT if request.benchmark == "all" else None)
         return show_outcome(args, store, run_id, request, outcome, report)
 

@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from commscope.cli import common, run_mbw, run_options
+from commscope.cli import common, run_matrix, run_mbw, run_options
 from commscope.data.request import EngineOptions, RunRequest
 from commscope.errors import UsageError
 from commscope.measure import cvars, engine_options, launch, runner
@@ -123,6 +123,9 @@ def build_request(args: argparse.Namespace) -> RunRequest:
         if args.sizes is not None:
             engine["matrix_sizes"] = tuple(parse_size_list(args.sizes, "--sizes"))
         engine.update(run_options.values(args, args.benchmark))
+        plan = run_matrix.engine_plan(args) if args.benchmark == "matrix" else None
+        if plan:
+            engine["matrix_plan"] = plan
     if args.benchmark == "mbw":
         ops.append("mbw")
         engine.update(run_mbw.engine_part(args))

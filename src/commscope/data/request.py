@@ -68,9 +68,9 @@ class EngineOptions:
     matrix_sizes: Sizes | None = None
     matrix_window: int | None = None
     matrix_samples: int | None = None
-    matrix_schedule: str | None = None
     matrix_plan: str | None = None
     matrix_prefix: str | None = None
+    matrix_schedule: str | None = None
     matrix_per: str | None = None
     bisection_reps: int | None = None
     bisection_seed: int | None = None

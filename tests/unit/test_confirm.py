@@ -1,0 +1,119 @@
+"""Suspects measured again: bad nodes, bad links and transients; the pair plans' sizes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from commscope.analysis import confirm, pair_plans
+from commscope.analysis import matrix as mx
+from commscope.errors import InputError
+from tests.unit.test_matrix import bw_matrix, point
+
+NAMES = tuple(f"n{i}" for i in range(6))
+
+
+def first_pass(slow_node: int | None = None, slow_link: tuple[int, int] | None = None):
+    def rate(a: int, b: int) -> float:
+        if slow_node is not None and slow_node in (a, b):
+            return 5e6
+        return 5e6 if (a, b) == slow_link else 22e6
+
+    return mx.matrices(bw_matrix(6, rate, noise=0.02), NAMES)
+
+
+def again(pairs, rate) -> list:
+    """Confirmation points of rank pairs (a, b) at rate(a, b)."""
+    out = []
+    for a, b in pairs:
+        p = point("matrix_bw", a, b, rate(a, b), prefix=confirm.PREFIX)
+        out.append(p)
+    return out
+
+
+def planned(plan: str) -> list[tuple[int, int]]:
+    assert plan.startswith("pairs:")
+    return [tuple(map(int, x.split(">"))) for r in plan[6:].split(";") for x in r.split(",")]
+
+
+def test_a_node_slow_with_its_healthy_partners_is_bad():
+    found = first_pass(slow_node=2)
+    nodes, links = confirm.suspects(found)
+    assert nodes == ["n2"] and links == []
+    pairs = planned(confirm.plan(NAMES, nodes, links))
+    assert sorted(pairs) == sorted([(2, 3), (3, 2), (2, 4), (4, 2), (2, 5), (5, 2)])
+    (verdict,) = confirm.judge(found, again(pairs, lambda a, b: 5e6), NAMES)
+    assert (verdict.where, verdict.name, verdict.verdict) == ("node", "n2", "bad")
+    assert verdict.partners == ("n3", "n4", "n5") and verdict.slow_pairs == verdict.pairs == 6
+    assert verdict.agreeing == 1.0
+    assert "node n2: BAD" in verdict.text() and "n3, n4, n5" in verdict.text()
+
+
+def test_a_slowdown_gone_in_the_confirmation_is_transient():
+    found = first_pass(slow_node=2)
+    pairs = planned(confirm.plan(NAMES, *confirm.suspects(found)))
+    (verdict,) = confirm.judge(found, again(pairs, lambda a, b: 22e6), NAMES)
+    assert verdict.verdict == "transient" and verdict.slow_pairs == 0
+
+
+def test_one_slow_link_is_named_as_a_link_not_its_nodes():
+    found = first_pass(slow_link=(1, 4))
+    nodes, links = confirm.suspects(found)
+    assert nodes == [] and links == [("n1", "n4")]
+    pairs = planned(confirm.plan(NAMES, nodes, links))
+    assert (1, 4) in pairs
+    verdicts = confirm.judge(found, again(pairs, lambda a, b: 5e6 if (a, b) == (1, 4) else 22e6),
+                             NAMES)  # fmt: skip
+    assert [(v.where, v.name, v.verdict) for v in verdicts] == [("link", "n1->n4", "bad")]
+
+
+def test_a_link_whose_node_is_slow_with_others_names_the_node():
+    found = first_pass(slow_link=(1, 4))
+    pairs = planned(confirm.plan(NAMES, *confirm.suspects(found)))
+    verdicts = confirm.judge(found, again(pairs, lambda a, b: 5e6 if 4 in (a, b) else 22e6),
+                             NAMES)  # fmt: skip
+    assert [(v.where, v.name, v.verdict) for v in verdicts] == [("node", "n4", "bad")]
+
+
+def test_rounds_let_a_rank_send_once_and_receive_once():
+    pairs = [(0, 1), (0, 2), (1, 0), (2, 0), (1, 2)]
+    for r in confirm.rounds_of(pairs):
+        assert len({a for a, _ in r}) == len(r) == len({b for _, b in r})
+    assert sorted(p for r in confirm.rounds_of(pairs) for p in r) == sorted(pairs)
+
+
+@pytest.mark.parametrize("n", [4, 16, 64, 256, 1024])
+def test_quick_mode_measures_n_log_n_pairs(n):
+    measured = pair_plans.quick_pairs(n)
+    assert measured == n * int(np.log2(n))  # a power of two: every mask pairs every rank
+    assert measured <= n * (n - 1) / 10 or n <= 32
+
+
+def test_a_pairs_file_is_checked_line_by_line():
+    plan = pair_plans.file_plan("# comment\na b\nb a\na c  # trailing\n", "--pairs f")
+    assert plan.startswith("names:") and "a>b" in plan and "b>a" in plan and "a>c" in plan
+    for text, words in (
+        ("a\n", "two node names"),
+        ("a a\n", "paired with itself"),
+        ("a b\na b\n", "listed twice"),
+        ("# nothing\n", "no pairs"),
+        ("a b;c\n", "not a node name"),
+    ):
+        with pytest.raises(InputError, match=words):
+            pair_plans.file_plan(text, "--pairs f")
+    with pytest.raises(InputError, match="not one of the run's nodes"):
+        pair_plans.file_plan("a z\n", "--pairs f", hosts=("a", "b"))
+
+
+def test_run_matrix_refuses_bad_pairs_before_measuring(cli, tmp_path):
+    bad = tmp_path / "pairs.txt"
+    bad.write_text("n1 n1\n")
+    for args, words in (
+        (("--pairs", str(bad)), "paired with itself"),
+        (("--pairs", str(tmp_path / "none.txt")), "no such file"),
+        (("--pairs", "quick", "--sample", "2"), "give one of them"),
+    ):
+        out = cli("run", "matrix", "--np", "2", *args)
+        assert out.returncode == 2, out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1 and words in out.stderr
+    assert not cli.store.exists() or "matrix" not in cli("runs").stdout
