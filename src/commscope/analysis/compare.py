@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import mannwhitneyu
 
 from commscope.analysis.curve import message_samples
 from commscope.analysis.p2p import OP_ORDER, PAIR_ORDER
@@ -101,6 +100,8 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all values tied
+        from scipy.stats import mannwhitneyu  # imported where a test is made: half a second
+
         p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
     return None if math.isnan(p) else p
 

@@ -225,3 +225,14 @@ def mixed_note(runs: Sequence[tuple[str, Mapping[str, Any] | None, Sequence[Poin
         + "; ".join(parts)
         + "); a difference there may be the receiver's cache footprint, not the network"
     )
+
+
+def drawn_points(points: list[Point], contrasts: list[Contrast]) -> list[Point]:
+    """The points the figures and findings use.
+
+    A bw or bibw measured with both receive-buffer policies keeps its per-message series only
+    where the two differ materially; elsewhere the reused buffer's curve stands for both, and
+    the report says so. The per-size table keeps every point.
+    """
+    same = {(c.pair, series(c.op, "each")) for c in contrasts if not c.material}
+    return [p for p in points if (p.pair, p.op) not in same]

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import nnls
 
 MIN_JUMP = 0.2
 WINDOW_OCTAVES = 1.0
@@ -200,6 +199,8 @@ def hockney_fit(sizes: ArrayLike, times: ArrayLike) -> HockneyFit | None:
     a = np.column_stack([1.0 / t, m / t])
     scale = np.linalg.norm(a, axis=0)
     scale[scale == 0] = 1.0  # every size 0: the slope column is all zeros
+    from scipy.optimize import nnls  # imported where a fit is made: half a second
+
     z, _ = nnls(a / scale, np.ones(m.size))
     alpha, slope = float(z[0] / scale[0]), float(z[1] / scale[1])
     if slope * float(m.max()) <= 1e-9 * float(t.max()):

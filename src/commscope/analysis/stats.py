@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps
 
 # n * fraction is computed in binary floating point: 100 * 0.29 gives 28.999999999999996.
 _FLOOR_SLACK = 1e-9
@@ -110,6 +109,8 @@ def confidence_interval(values: ArrayLike, level: float = 0.95) -> tuple[float, 
     se = standard_error(data)
     if data.size < 2 or se == 0.0:
         return (centre, centre)
+    from scipy import stats as sps  # 0.5 s to import: only where an interval is drawn
+
     half = float(sps.t.ppf(0.5 + level / 2.0, data.size - 1)) * se
     return (centre - half, centre + half)
 

@@ -162,9 +162,7 @@ def interrupted(points: list[Point], most: int = MOST_INTERRUPTED) -> list[Any]:
 
 def thresholds(run: P2PRun) -> list[str]:
     """The report's threshold findings, from the same points the report draws."""
-    from commscope.report.html import drawn_points
-
-    figs = p2p.pair_figures(drawn_points(run.points, rbuf.contrasts(run.points)))
+    figs = p2p.pair_figures(rbuf.drawn_points(run.points, rbuf.contrasts(run.points)))
     return findings.threshold_findings(figs, run.limits)
 
 

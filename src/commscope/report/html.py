@@ -128,17 +128,6 @@ def _plots(
     return [(title, caption, Markup(svg)) for title, caption, svg in plots]
 
 
-def drawn_points(points: list[Point], contrasts: list[rbuf.Contrast]) -> list[Point]:
-    """The points the figures and findings use.
-
-    A bw or bibw measured with both receive-buffer policies keeps its per-message series only
-    where the two differ materially; elsewhere the reused buffer's curve stands for both, and
-    the report says so. The per-size table keeps every point.
-    """
-    same = {(c.pair, rbuf.series(c.op, "each")) for c in contrasts if not c.material}
-    return [p for p in points if (p.pair, p.op) not in same]
-
-
 def run_context(run: RunData) -> dict[str, Any]:
     """Everything the template shows about one run."""
     info, points, colls = run.info, run.points, run.colls
@@ -146,7 +135,7 @@ def run_context(run: RunData) -> dict[str, Any]:
     contrasts = rbuf.contrasts(points)
     rows = p2p.size_rows(points)
     interrupted = (p2p.interrupted_summary(points), p2p.interrupted(points))
-    points = drawn_points(points, contrasts)
+    points = rbuf.drawn_points(points, contrasts)
     figs = p2p.pair_figures(points)
     summarized = [
         (c, coll_analysis.summarize(c))
