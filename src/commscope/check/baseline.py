@@ -2,14 +2,12 @@
 
 A figure's center is the median of its runs' centers (each run's center is the median of its
 raw samples), its spread the standard deviation of those centers relative to the center.
-Its run-to-run band is the half-width of a one-sided prediction interval for the center of
-one more run: Student's t with n - 1 degrees of freedom, times the spread, times
+Its run-to-run band is the half-width of a one-sided 99 % prediction interval for the center
+of one more run: Student's t with n - 1 degrees of freedom, times the spread, times
 sqrt(1 + 1/n). How far a new run may fall from the center by chance alone, for normal
-run-to-run noise. The interval's level is set for the whole check, not for one figure:
-a check judges every figure of the baseline at once, so each band is drawn at
-1 - ``FAMILY_ERROR`` / m for m banded figures (Bonferroni), and an unchanged cluster trips
-any band with a chance of at most ``FAMILY_ERROR``. Few runs give wide bands (t grows fast as
-n falls): more baseline runs make a check sharper. One run gives no band.
+run-to-run noise: an unchanged cluster passes a figure's band in 99 % of checks. Few runs
+give wide bands (t is 7.0 with two degrees of freedom, 3.7 with four): more baseline runs
+make a check sharper. One run gives no band.
 
 The pooled raw samples are kept as ``QUANTILES`` evenly spaced order statistics, enough for a
 rank test and small enough that a baseline of 10,000 figures opens in well under a second.
@@ -30,7 +28,7 @@ from commscope.kinds.figures import Figure, key_of
 
 BASELINE_VERSION = 1
 QUANTILES = 33
-FAMILY_ERROR = 0.01  # chance that an unchanged run falls outside any band of a check
+BAND_LEVEL = 0.99  # share of an unchanged cluster's runs inside a figure's band
 
 
 @dataclass(frozen=True)
@@ -105,9 +103,8 @@ class Baseline:
     figures: dict[str, FigureBase] = field(repr=False)
 
     def band_level(self) -> float:
-        """The level each band is drawn at: 1 - FAMILY_ERROR / (figures with a band)."""
-        banded = sum(1 for f in self.figures.values() if f.spread is not None)
-        return 1 - FAMILY_ERROR / max(banded, 1)
+        """The level each band is drawn at (one-sided)."""
+        return BAND_LEVEL
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict with a version; :meth:`from_json` reads it back."""

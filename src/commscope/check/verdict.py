@@ -10,8 +10,9 @@ the band.
 Significance is a one-sided Mann-Whitney U test of the run's raw samples against the
 baseline's pooled samples (worse, in the figure's direction), with the p-values of all
 figures of one check held to a false discovery rate of ``ALPHA`` (Benjamini and Hochberg
-1995). Where a side has fewer than two samples (a fitted parameter) the test cannot run, and
-the change counts as significant when it passes the baseline's band.
+1995). Where the samples are too few for the test ever to reach ``ALPHA`` (a fitted
+parameter has one; a 1 MiB bw point may have four), it cannot decide, and the change counts
+as significant when it passes its limit: the tolerance, or the band where that is wider.
 
 CRITICAL: significant and past the limit. WARNING: past the limit but not significant, or
 a figure the baseline has and the run lacks. A figure past its limit while other processes
@@ -190,8 +191,13 @@ def worse_by(base: FigureBase, measured: float) -> float:
 
 
 def one_sided_p(base: FigureBase, samples: Sequence[float]) -> float | None:
-    """Mann-Whitney U p-value that ``samples`` are worse than the baseline's; None if untestable."""
-    if len(samples) < 2 or len(base.samples) < 2:
+    """Mann-Whitney U p-value that ``samples`` are worse than the baseline's; None if untestable.
+
+    Untestable: so few samples that even every one of them worse than every baseline sample
+    gives a p-value above ``ALPHA`` (1 / C(n + m, n)).
+    """
+    n, m = len(samples), len(base.samples)
+    if n < 1 or m < 1 or 1 / math.comb(n + m, n) > ALPHA:
         return None
     mine, theirs = np.asarray(samples, dtype=float), np.asarray(base.samples, dtype=float)
     with warnings.catch_warnings():
@@ -258,8 +264,8 @@ def judge(
             )  # fmt: skip
             continue
         change = worse_by(base, f.center)
-        if p is None:  # untestable: the baseline's band decides
-            significant = band is not None and change > band
+        if p is None:  # untestable: passing the limit is the evidence
+            significant = change > limit
         else:
             significant = p < ALPHA
         past = change > limit

@@ -171,8 +171,7 @@ def _show(args: argparse.Namespace) -> int:
 
     level = made.band_level()
     table = Table(
-        title=f"figures (band: how far one more run may fall by chance, each drawn at"
-        f" {level:.3%} so that an unchanged run passes them all in 99 % of checks)"
+        title=f"figures (band: how far one more run may fall by chance, {level:.0%} one-sided)"
     )
     for col in ("figure", "center", "runs", "band", "samples"):
         table.add_column(col, justify="left" if col == "figure" else "right")
