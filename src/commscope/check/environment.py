@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from commscope.analysis import load
 from commscope.data.run_data import RunData
+
+LOAD_MARGIN = 0.10  # more of a host's CPUs than the baseline's runs saw taken by others
 
 # Shown in a difference, in this order: key -> how a person names it.
 NAMES = {
@@ -52,6 +55,40 @@ def of_run(run: RunData) -> dict[str, Any]:
         name = key if key.startswith("tcp_") else f"tcp_{key}"
         out[name] = _values(ends, "tcp_loss", key)
     out["engine_options"] = dict(header.get("options") or {})
+    out["others_share"] = others_share(ends)
+    return out
+
+
+def others_share(ends: list[dict[str, Any] | None]) -> float | None:
+    """The largest share of a host's CPUs other processes took during the run; None: unknown.
+
+    Not a fact to compare (it is not in :data:`NAMES`): the load a baseline's runs saw, which
+    a check's run must pass before its load is named.
+    """
+    shares = [h.others_share for end in ends for h in load.hosts(end) if h.others_share is not None]
+    return max(shares) if shares else None
+
+
+def extra_load(ends: list[dict[str, Any] | None], baseline_share: float | None) -> list[str]:
+    """Hosts other processes loaded beyond what the baseline's runs saw, one line each.
+
+    The load monitor's share includes what the machine does for the ranks themselves (the
+    launcher, the kernel's network work: 10-20 % of two CPUs on the virtual cluster), so a
+    host is named only when it was busy (``analysis.load``) and others took ``LOAD_MARGIN``
+    more than in any baseline run.
+    """
+    seen = baseline_share or 0.0
+    out = []
+    for end in ends:
+        for h in load.hosts(end):
+            share = h.others_share
+            if h.busy and share is not None and share > seen + LOAD_MARGIN:
+                text = (
+                    f"other processes took {share:.0%} of the {h.host_cpus} CPUs of"
+                    f" {', '.join(h.nodes) or 'a host'} (the baseline's runs: up to {seen:.0%})"
+                )
+                if text not in out:
+                    out.append(text)
     return out
 
 

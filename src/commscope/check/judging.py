@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
-from commscope.analysis import load as load_analysis
 from commscope.check import environment
 from commscope.check.baseline import Baseline, figure_bases
 from commscope.check.verdict import Verdict, judge
@@ -33,6 +32,8 @@ def make_baseline(name: str, runs: Sequence[RunData]) -> Baseline:
                 f"run {other.info.id} ran on other hosts than run {first.info.id}; a baseline"
                 " takes runs of the same hosts"
             )
+    shares = [environment.others_share(run.ends) for run in runs]
+    env["others_share"] = max((x for x in shares if x is not None), default=None)
     figures = figure_bases([run_figures(run) for run in runs])
     if not figures:
         ids = ", ".join(str(r.info.id) for r in runs)
@@ -85,5 +86,5 @@ def check_run(
         tolerances,
         time.time(),
         environment.changes(baseline.environment, env),
-        load_analysis.warnings(run.ends),
+        environment.extra_load(run.ends, baseline.environment.get("others_share")),
     )
