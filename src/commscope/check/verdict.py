@@ -190,23 +190,38 @@ def worse_by(base: FigureBase, measured: float) -> float:
     return -change if base.better == HIGHER else change
 
 
-def one_sided_p(base: FigureBase, samples: Sequence[float]) -> float | None:
-    """Mann-Whitney U p-value that ``samples`` are worse than the baseline's; None if untestable.
+def testable(n: int, m: int) -> bool:
+    """Whether n samples against m can reach ``ALPHA``: 1 / C(n + m, n) at best."""
+    return n >= 1 and m >= 1 and 1 / math.comb(n + m, n) <= ALPHA
 
-    Untestable: so few samples that even every one of them worse than every baseline sample
-    gives a p-value above ``ALPHA`` (1 / C(n + m, n)).
+
+def one_sided_p(
+    pairs: Sequence[tuple[FigureBase, Sequence[float]]],
+) -> list[float | None]:
+    """Mann-Whitney U p-values that each run's samples are worse than its baseline's.
+
+    None where untestable: so few samples that even every one of them worse than every
+    baseline sample gives a p-value above ``ALPHA``. Figures with the same sample counts and
+    direction are tested in one vectorised call (10,000 figures in a fraction of a second).
     """
-    n, m = len(samples), len(base.samples)
-    if n < 1 or m < 1 or 1 / math.comb(n + m, n) > ALPHA:
-        return None
-    mine, theirs = np.asarray(samples, dtype=float), np.asarray(base.samples, dtype=float)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all values tied
-        if base.better == HIGHER:
-            p = float(stats.mannwhitneyu(mine, theirs, alternative="less").pvalue)
-        else:
-            p = float(stats.mannwhitneyu(mine, theirs, alternative="greater").pvalue)
-    return None if math.isnan(p) else p
+    out: list[float | None] = [None] * len(pairs)
+    groups: dict[tuple[int, int, bool], list[int]] = {}
+    for i, (base, samples) in enumerate(pairs):
+        if testable(len(samples), len(base.samples)):
+            key = (len(samples), len(base.samples), base.better == HIGHER)
+            groups.setdefault(key, []).append(i)
+    for (_, _, higher), idx in groups.items():
+        mine = np.array([pairs[i][1] for i in idx], dtype=float)
+        theirs = np.array([pairs[i][0].samples for i in idx], dtype=float)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all values tied
+            if higher:
+                found = stats.mannwhitneyu(mine, theirs, alternative="less", axis=1).pvalue
+            else:
+                found = stats.mannwhitneyu(mine, theirs, alternative="greater", axis=1).pvalue
+        for i, p in zip(idx, np.atleast_1d(found), strict=True):
+            out[i] = None if math.isnan(float(p)) else float(p)
+    return out
 
 
 def adjusted(p_values: Sequence[float | None]) -> list[float | None]:
@@ -244,7 +259,10 @@ def judge(
     mine = {f.key: f for f in figures if f.samples}
     keys = list(baseline.figures)
     level = baseline.band_level()
-    p_raw = [one_sided_p(baseline.figures[k], mine[k].samples) if k in mine else None for k in keys]
+    tested = [k for k in keys if k in mine]
+    pairs = [(baseline.figures[k], mine[k].samples) for k in tested]
+    found = dict(zip(tested, one_sided_p(pairs), strict=True))
+    p_raw = [found.get(k) for k in keys]
     out = []
     for key, p in zip(keys, adjusted(p_raw), strict=True):
         base = baseline.figures[key]
