@@ -75,6 +75,22 @@ def test_flat_curve_has_no_beta():
     assert fit.beta_Bps is None and fit.alpha_s == pytest.approx(1e-6)
 
 
+def test_two_column_nonnegative_fit_matches_scipy_nnls():
+    from scipy.optimize import nnls
+
+    rng = np.random.default_rng(7)
+    faces = set()
+    for _ in range(400):
+        a = rng.normal(size=(rng.integers(2, 12), 2))
+        b = rng.normal(size=a.shape[0])
+        ours = regimes.nonnegative_lstsq2(a, b)
+        ref, ref_norm = nnls(a, b)
+        assert np.all(ours >= 0)
+        assert np.linalg.norm(a @ ours - b) == pytest.approx(ref_norm, rel=1e-9, abs=1e-12)
+        faces.add(tuple(ours > 0))
+    assert faces == {(True, True), (True, False), (False, True), (False, False)}
+
+
 # Thresholds
 
 

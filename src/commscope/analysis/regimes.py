@@ -184,6 +184,31 @@ def find_thresholds(
     return tuple(out)
 
 
+def nonnegative_lstsq2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The z >= 0 that minimises ||a z - b|| for a two-column ``a``: exact, no iteration.
+
+    The problem is a convex quadratic: its minimum is the unconstrained one when that is
+    feasible, and otherwise lies on the face z0 = 0 or z1 = 0, where it is the clamped
+    one-column fit. Written out because importing scipy.optimize for its nnls costs half a
+    second on every `show` (tests/unit/test_analysis.py checks it against SciPy's).
+    """
+    z = np.linalg.lstsq(a, b, rcond=None)[0]
+    if bool(np.all(z >= 0)):
+        return np.asarray(z, dtype=np.float64)
+    best, best_cost = np.zeros(2), float(b @ b)
+    for j in (0, 1):
+        col = a[:, j]
+        norm2 = float(col @ col)
+        if norm2 <= 0:
+            continue
+        face = np.zeros(2)
+        face[j] = max(0.0, float(col @ b) / norm2)
+        cost = float(np.sum((a @ face - b) ** 2))
+        if cost < best_cost:
+            best, best_cost = face, cost
+    return best
+
+
 def hockney_fit(sizes: ArrayLike, times: ArrayLike) -> HockneyFit | None:
     """Fit t(m) = alpha + m / beta with alpha, 1/beta >= 0 (relative least squares).
 
@@ -199,9 +224,7 @@ def hockney_fit(sizes: ArrayLike, times: ArrayLike) -> HockneyFit | None:
     a = np.column_stack([1.0 / t, m / t])
     scale = np.linalg.norm(a, axis=0)
     scale[scale == 0] = 1.0  # every size 0: the slope column is all zeros
-    from scipy.optimize import nnls  # imported where a fit is made: half a second
-
-    z, _ = nnls(a / scale, np.ones(m.size))
+    z = nonnegative_lstsq2(a / scale, np.ones(m.size))
     alpha, slope = float(z[0] / scale[0]), float(z[1] / scale[1])
     if slope * float(m.max()) <= 1e-9 * float(t.max()):
         slope = 0.0  # round-off that nnls leaves on a flat curve (1e-23 s/B): no bandwidth
