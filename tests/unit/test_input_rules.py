@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-import time
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -130,13 +130,21 @@ REFUSED = [
 ]
 
 
+@pytest.fixture
+def no_spawn(monkeypatch):
+    """Refused before any work: starting a process (MPI, a compiler, a helper) fails the test."""
+
+    def spawned(*args, **kwargs):
+        raise AssertionError(f"a process was started before the refusal: {args[:1]}")
+
+    monkeypatch.setattr(subprocess, "Popen", spawned)
+
+
 @pytest.mark.parametrize(("argv", "message"), REFUSED)
-def test_bad_values_are_one_line_naming_the_option_and_the_fix(tmp_path, argv, message):
-    start = time.monotonic()
+def test_bad_values_are_one_line_naming_the_option_and_the_fix(tmp_path, no_spawn, argv, message):
     outcome = call(None, tmp_path / "store.sqlite", *argv)
     assert_one_line_refusal(outcome)
     assert message in outcome.err
-    assert time.monotonic() - start < 5  # refused before any work, MPI or pattern
     assert not (tmp_path / "store.sqlite").exists() or _no_runs(tmp_path / "store.sqlite")
 
 
@@ -145,22 +153,20 @@ def _no_runs(store: Path) -> bool:
         return s.list_runs() == []
 
 
-def test_a_simulated_model_of_1000_nodes_is_refused_before_its_platform(tmp_path):
+def test_a_simulated_model_of_1000_nodes_is_refused_before_its_platform(tmp_path, no_spawn):
     model = tmp_path / "big.yaml"
     model.write_text("nodes: 1000\nsockets: 1\ncores: 2\n")
-    start = time.monotonic()
     outcome = call(
         None, tmp_path / "s.sqlite", "simulate", "run", "--cluster", str(model), "--", "p2p"
     )
     assert_one_line_refusal(outcome)
     assert "1000 nodes; a simulated model has at most 256" in outcome.err
-    assert time.monotonic() - start < 2
 
 
-def test_predict_at_the_stated_limit_of_processes_is_refused_for_fit_not_hung(tmp_path):
+def test_predict_at_the_stated_limit_of_processes_is_refused_for_fit_not_hung(tmp_path, no_spawn):
+    # A hang would meet pytest-timeout's limit (pyproject.toml), not a wall-clock assert here.
     model = tmp_path / "small.yaml"
     model.write_text("nodes: 4\nsockets: 1\ncores: 2\nchannels: {nic: {bandwidth: 1e9}}\n")
-    start = time.monotonic()
     outcome = call(
         None,
         tmp_path / "s.sqlite",
@@ -172,7 +178,7 @@ def test_predict_at_the_stated_limit_of_processes_is_refused_for_fit_not_hung(tm
         str(model),
     )
     assert_one_line_refusal(outcome)
-    assert "fit no n x c placement" in outcome.err and time.monotonic() - start < 5
+    assert "fit no n x c placement" in outcome.err
 
 
 def test_export_json_never_writes_infinity_a_store_may_hold(tmp_path):
