@@ -3,7 +3,7 @@
 Above its eager limit an MPI sends a message between nodes only after the receiver answers.
 The answer leaves the receiver's node at once, unless that node is already sending bulk data
 between nodes: then it waits in the node's queue, as long as contention level "queue"
-measured (`commscope run contention --levels queue`, [contention](../docs/contention.md)).
+measured (`commscope run contention --levels queue`, [contention](../docs/reference/contention.md)).
 Whether the receiver's bulk already flows is a race: it does when the receiver posted its own
 send earlier than the sender's request arrived, by more than its own handshake. This plays
 the ring Allreduce rank by rank (a transfer starts once both ranks are done with their earlier

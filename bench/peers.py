@@ -13,7 +13,7 @@ then NetPIPE (NPopenmpi, Open MPI only), one size per invocation:
 - the wall time of each invocation: the whole command, Python's start-up included for commscope.
 
 Then per-round ratios (latency: commscope / min(OSU, IMB); bandwidth: commscope / osu_bw), the
-medians of the rounds and the goals (docs/peers.md) as PASS/MISS
+medians of the rounds and the goals (docs/validation/peers.md) as PASS/MISS
 lines. Peers are built once with ../shared/peers/build.sh into
 ~/.cache/commscope-peers/<mpi>. Not a test: it prints figures.
 

@@ -25,7 +25,7 @@ a vcluster of the same rate), so the operations can be checked a few at a time.
 --tcp-cc sets every node's TCP congestion control through `vcluster up --tcp-cc` (default:
 the host's, which the nodes inherit). Under BBR a connection that idles while its rank
 exchanges with another peer (recursive doubling) restarts well below the link rate, which no
-pair table samples; see docs/predict-measurements.md. --tcp-limit-output BYTES|kernel is
+pair table samples; see bench/results/predict-vcluster.md. --tcp-limit-output BYTES|kernel is
 `vcluster up`'s: how much each TCP socket may keep in its node's own shaped queue (default: the
 vcluster's 32 KiB; kernel: 4 MiB, so that the queue drops what a NIC would hold back).
 --tcp-slow-start-after-idle 0|1 is `vcluster up`'s too: whether a connection idle past its

@@ -3,7 +3,7 @@
 Above its eager limit an MPI sends a message between nodes only after the receiver answers,
 and on TCP that answer may wait in the receiver's shaped queue behind the node's own outgoing
 data. A packet capture of the ring Allreduce on the virtual cluster
-(docs/predict-measurements.md, "Where a ring's handshakes go") found the answer leaving at once
+(bench/results/predict-vcluster.md, "Where a ring's handshakes go") found the answer leaving at once
 for half the messages and 10-20 ms late for the other half, alike on 2x2 and 4x1. This prices
 the ring the way the model's rank-by-rank count does (a transfer starts once both its ranks are
 done with their earlier steps), with each transfer between nodes lasting the model's step time
