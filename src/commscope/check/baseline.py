@@ -15,6 +15,7 @@ rank test and small enough that a baseline of 10,000 figures opens in well under
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,12 @@ from commscope.kinds.figures import Figure, key_of
 BASELINE_VERSION = 1
 QUANTILES = 33
 BAND_LEVEL = 0.99  # share of an unchanged cluster's runs inside a figure's band
+
+
+@functools.lru_cache(maxsize=64)
+def t_quantile(level: float, dof: int) -> float:
+    """Student's t quantile; cached: a check asks it of ten thousand figures, same few dofs."""
+    return float(stats.t.ppf(level, dof))
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,7 @@ class FigureBase:
         n = len(self.run_centers)
         if self.spread is None or n < 2:
             return None
-        return float(stats.t.ppf(level, n - 1)) * self.spread * math.sqrt(1 + 1 / n)
+        return t_quantile(level, n - 1) * self.spread * math.sqrt(1 + 1 / n)
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict; :meth:`from_json` reads it back."""

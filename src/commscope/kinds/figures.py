@@ -9,8 +9,10 @@ what a baseline stores and what ``history`` selects: it stays the same from run 
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -61,10 +63,11 @@ class Figure:
         """``name{label="value",...}``: the same for the same figure in every run."""
         return key_of(self.spec.name, dict(self.labels))
 
-    @property
+    @cached_property
     def center(self) -> float:
         """The median of the samples (NaN without samples)."""
-        return float(np.median(self.samples)) if self.samples else float("nan")
+        # statistics.median: a tenth of numpy's cost on the few samples a figure holds
+        return float(statistics.median(self.samples)) if self.samples else float("nan")
 
 
 def key_of(name: str, labels: Mapping[str, str]) -> str:
