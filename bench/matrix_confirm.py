@@ -35,7 +35,7 @@ def matrix(store: Path) -> list[dict]:
     env = dict(os.environ, COMMSCOPE_STORE=str(store))
     out = subprocess.run(
         [sys.executable, "-m", "commscope", "run", "matrix", "--vcluster", "--sizes", "256KiB",
-         "--matrix-samples", "5", "--json", "--quiet"],
+         "--samples", "5", "--json", "--quiet"],
         capture_output=True, text=True, env=env,
     )  # fmt: skip
     if out.returncode != 0:

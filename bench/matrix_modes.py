@@ -51,7 +51,7 @@ def simulate(folder: Path, n: int, mode: str) -> tuple[int, float]:
         str(n),
         "--sizes",
         "128KiB",
-        "--matrix-samples",
+        "--samples",
         "2",
         "--pairs",
         mode,

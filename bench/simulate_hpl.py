@@ -40,7 +40,15 @@ LATENCIES = ("80us", "160us", "240us", "320us", "400us")
 
 def hpl(store: Path, model: Path, args: argparse.Namespace, *extra: str) -> list[dict]:
     argv = [sys.executable, "-m", "commscope", "--store", str(store), "simulate", "hpl"]
-    argv += ["--n", str(args.n), "--cluster", str(model), "--source", args.source, "--json"]
+    argv += [
+        "--matrix-order",
+        str(args.n),
+        "--cluster",
+        str(model),
+        "--source",
+        args.source,
+        "--json",
+    ]
     argv += list(extra)
     if args.lock:
         argv = ["flock", args.lock, *argv]

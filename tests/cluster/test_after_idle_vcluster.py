@@ -32,7 +32,8 @@ def test_each_repetition_times_an_exchange_after_idle_across_the_link(cli, clust
     assert cluster.slow_start_after_idle == 1 and state is not None and state.healthy
     out = cli(
         "run", "contention", "--vcluster", "--ranks-per-node", "1", "--mpi", "openmpi",
-        "--levels", "nic", "--sizes", "1MiB", "--reps", "3", "--nruns", "2", "--idle", "0.5",
+        "--levels", "nic", "--sizes", "1MiB", "--repeats", "3", "--iterations", "2",
+        "--idle", "0.5",
         "--json", "--timeout", "600",
         timeout=900,
     )  # fmt: skip

@@ -49,7 +49,7 @@ def test_drain_fences_the_slow_node_and_undrain_returns_only_it(cli, cluster):
     assert states()[ADMINS] == ("drained", MAINTENANCE)
 
     out = cli(
-        "run", "matrix", "--vcluster", "--sizes", "64K", "--matrix-samples", "5", "--drain",
+        "run", "matrix", "--vcluster", "--sizes", "64K", "--samples", "5", "--drain",
         "--json", timeout=600,
     )  # fmt: skip
     print(out.stdout, out.stderr)

@@ -35,9 +35,11 @@ def test_hpl_measured_on_the_vcluster_beside_its_simulation(cli: CLI, cluster, t
     need(have_mpi("openmpi"), "openmpi is not installed")
     need(shutil.which("smpirun") is not None, "SimGrid's smpirun (apt-get install libsimgrid-dev)")
     need(HPL_SOURCE.exists(), f"HPC Challenge source at {HPL_SOURCE} (apt-get source hpcc)")
-    common = ("--grid", GRIDS, "--n", N, "--nb", NB, "--source", str(HPL_SOURCE), "--json")
+    common = (
+        "--grid", GRIDS, "--matrix-order", N, "--nb", NB, "--source", str(HPL_SOURCE), "--json",
+    )  # fmt: skip
     out = cli(
-        "run", "hpl", "--vcluster", "--ranks-per-node", "1", "--repeat", "2", *common, timeout=900
+        "run", "hpl", "--vcluster", "--ranks-per-node", "1", "--repeats", "2", *common, timeout=900
     )
     assert out.returncode == 0, out.stderr
     real = json.loads(out.stdout)["runs"]

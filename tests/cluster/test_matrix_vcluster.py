@@ -74,7 +74,7 @@ def test_a_matrix_of_sockets_puts_one_rank_on_each_socket_of_each_node(cli, clus
     sockets = runner.sockets_here()  # every virtual node has this machine's sockets
     out = cli(
         "run", "matrix", "--vcluster", "--matrix-per", "socket", "--sizes", "64K",
-        "--matrix-samples", "3", "--json", timeout=900,
+        "--samples", "3", "--json", timeout=900,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     run_id = json.loads(out.stdout)["run"]

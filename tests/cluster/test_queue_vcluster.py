@@ -37,7 +37,7 @@ def waits(cli, sizes: str = "1MiB") -> dict[tuple[str, int], dict]:
     stream size, ``show --json``'s waits."""
     out = cli(
         "run", "contention", "--vcluster", "--ranks-per-node", "2", "--mpi", "openmpi",
-        "--levels", "queue", "--sizes", sizes, "--reps", "3", "--mca", NO_PUT, "--json",
+        "--levels", "queue", "--sizes", sizes, "--repeats", "3", "--mca", NO_PUT, "--json",
         timeout=600,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr

@@ -178,7 +178,7 @@ def test_hpl_solves_in_an_allocation_of_its_own_and_in_the_one_it_runs_in(cli, c
 
     need(have_mpi("openmpi"), "openmpi is not installed")
     need(HPL_SOURCE.exists(), f"HPC Challenge source at {HPL_SOURCE} (apt-get source hpcc)")
-    hpl = ("run", "hpl", "--mpi", "openmpi", "--n", "400", "--nb", "50")
+    hpl = ("run", "hpl", "--mpi", "openmpi", "--matrix-order", "400", "--nb", "50")
     hpl += ("--source", str(HPL_SOURCE), "--json")
     # --slurm: one allocation, big enough for the largest grid, for both grids; then released.
     out = cli(*hpl, "--grid", "1x2,2x1", "--slurm", timeout=900)

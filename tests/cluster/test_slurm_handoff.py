@@ -114,7 +114,15 @@ def test_validate_predict_runs_on_an_allocation_single_node_placements_included(
         [
             *salloc,
             *cli.argv(
-                "run", "contention", "--sizes", "256K", "--reps", "3", "--nruns", "4", "--json"
+                "run",
+                "contention",
+                "--sizes",
+                "256K",
+                "--repeats",
+                "3",
+                "--iterations",
+                "4",
+                "--json",
             ),
         ],
         capture_output=True,

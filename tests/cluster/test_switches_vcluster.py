@@ -125,7 +125,7 @@ def test_measured_switches_become_slurms_topology(cli, cluster, tmp_path):
     assert built["csbr0"]["Switches"] == {"csbr1", "csbr2"}
 
     out = cli(
-        "run", "matrix", "--vcluster", "--sizes", "64K", "--matrix-samples", "4", "--json",
+        "run", "matrix", "--vcluster", "--sizes", "64K", "--samples", "4", "--json",
         timeout=600,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr

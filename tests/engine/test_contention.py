@@ -28,7 +28,7 @@ def test_memory_level_pins_each_process_to_its_own_core(cli):
         "memory",
         "--sizes",
         "64K,1MiB",
-        "--reps",
+        "--repeats",
         "3",
         "--json",
         check=True,
@@ -72,7 +72,7 @@ def test_messages_in_flight_are_posted_together_and_timed_per_message(cli):
             "memory",
             "--sizes",
             "64K",
-            "--reps",
+            "--repeats",
             "5",
             "--in-flight",
             str(w),
@@ -126,7 +126,7 @@ def test_idle_before_each_repetition_times_its_first_exchange_apart(cli):
     began = time.monotonic()
     out = cli(
         "run", "contention", "--mpi", "openmpi", "--np", "2", "--levels", "memory",
-        "--sizes", ",".join(map(str, sizes)), "--reps", str(reps), "--idle", str(idle),
+        "--sizes", ",".join(map(str, sizes)), "--repeats", str(reps), "--idle", str(idle),
         "--json", check=True,
     )  # fmt: skip
     took = time.monotonic() - began

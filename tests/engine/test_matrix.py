@@ -21,7 +21,7 @@ ORDERED = {(a, b) for a in range(N) for b in range(N) if a != b}
 
 
 def _run(cli, *args: str) -> tuple[dict, list]:
-    out = cli("run", *args, "--np", str(N), "--matrix-samples", "3", "--json", check=True)
+    out = cli("run", *args, "--np", str(N), "--samples", "3", "--json", check=True)
     result = json.loads(out.stdout)
     assert result["status"] == "complete"
     with Store.open(cli.store) as store:
@@ -66,8 +66,8 @@ def test_every_ordered_pair_once_with_positive_values(cli, family, schedule):
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
 def test_bisection_draws_perfect_matchings_from_its_seed(cli, family):
     need(have_mpi(family), f"{family} is not installed")
-    args = ("bisection", "--mpi", family, "--sizes", "64K", "--bisection-reps", "3")
-    header, points = _run(cli, *args, "--bisection-seed", "5")
+    args = ("bisection", "--mpi", family, "--sizes", "64K", "--repeats", "3")
+    header, points = _run(cli, *args, "--seed", "5")
     assert header["options"]["bisection_seed"] == 5
     assert len({p.key for p in points}) == len(points) == 3 * N // 2
     matchings: dict[str, list[tuple[int, int]]] = {}
@@ -80,7 +80,7 @@ def test_bisection_draws_perfect_matchings_from_its_seed(cli, family):
     for pairs in matchings.values():  # every rank in exactly one pair
         assert sorted(r for pair in pairs for r in pair) == list(range(N))
     # The same seed draws the same matchings: a resumed run measures the same pairs.
-    _, again = _run(cli, *args, "--bisection-seed", "5")
+    _, again = _run(cli, *args, "--seed", "5")
     assert {p.key for p in again} == {p.key for p in points}
 
     shown = json.loads(cli("show", "latest", "--json", check=True).stdout)
@@ -127,7 +127,7 @@ def test_stored_points_are_skipped_when_resumed(family, monkeypatch):
     ("args", "expected"),
     [
         (("--pairs", "quick"), {(a, a ^ m) for a in range(N) for m in (1, 2)}),
-        (("--sample", "1"), None),  # one shift, drawn: every rank sends once, receives once
+        (("--partners", "1"), None),  # one shift, drawn: every rank sends once, receives once
     ],
 )
 def test_quick_and_sampled_matrices_measure_fewer_pairs(cli, args, expected):

@@ -23,7 +23,7 @@ def test_run_hpl_solves_each_grid_and_stores_measured_runs(cli: CLI, family: str
         family,
         "--grid",
         "1x2,2x1",
-        "--n",
+        "--matrix-order",
         "600",
         "--nb",
         "32",

@@ -31,7 +31,7 @@ def test_a_homogeneous_model_gives_every_link_the_same_figure(cli: CLI, tmp_path
     )
     out = cli("simulate", "run", "--cluster", str(path), "--nodes", str(nodes), "--neutral",
               "--json", "--", "matrix", "--np", str(nodes), "--sizes", "128KiB",
-              "--matrix-samples", "2", check=True, timeout=900)  # fmt: skip
+              "--samples", "2", check=True, timeout=900)  # fmt: skip
     run = json.loads(out.stdout)["run"]
     with Store.open(cli.store) as store:
         points = store.measurements(run)

@@ -77,9 +77,9 @@ def test_ranks_of_a_node_share_its_memory_link(cli: CLI, tmp_path: Path) -> None
         "1MiB",
         "--levels",
         "memory",
-        "--reps",
+        "--repeats",
         "1",
-        "--nruns",
+        "--iterations",
         "2",
         check=True,
     )
@@ -102,7 +102,8 @@ def test_an_idle_spell_changes_nothing_on_a_model_without_tcp(cli: CLI, tmp_path
     out = cli(
         "simulate", "run", "--cluster", str(path), "--nodes", "1", "--ranks-per-node", "2",
         "--neutral", "--json", "--",
-        "contention", "--sizes", "1MiB", "--levels", "memory", "--reps", "2", "--nruns", "2",
+        "contention", "--sizes", "1MiB", "--levels", "memory", "--repeats", "2",
+        "--iterations", "2",
         "--idle", "0.5",
         check=True,
     )  # fmt: skip

@@ -132,7 +132,7 @@ def test_hpl_solves_on_a_2x2_grid(cli: CLI, tmp_path: Path) -> None:
     out = cli(
         "simulate",
         "hpl",
-        "--n",
+        "--matrix-order",
         "400",
         "--nb",
         "64",
@@ -156,7 +156,7 @@ def test_hpl_solves_on_a_2x2_grid(cli: CLI, tmp_path: Path) -> None:
 
 def test_hpl_refuses_bad_input_in_one_line(cli: CLI, tmp_path: Path) -> None:
     path = model(tmp_path, TWO_BY_TWO)
-    base = ["simulate", "hpl", "--n", "400", "--cluster", str(path)]
+    base = ["simulate", "hpl", "--matrix-order", "400", "--cluster", str(path)]
     cases = [
         ([*base, "--source", str(tmp_path / "nowhere.tar.gz")], "nowhere.tar.gz"),
         ([*base, "--source", str(HPL_SOURCE), "--grid", "2x2", "--np", "3"], "--grid 2x2"),

@@ -162,7 +162,7 @@ def test_figures_carry_both_clocks_and_divide_by_the_higher(tmp_path):
 
 
 def test_hpl_requests_measure_the_cores_their_ranks_use(monkeypatch):
-    # run node --hpl-grid 1x1: P_peak of one core, with that core's busy clock.
+    # run node --grid 1x1: P_peak of one core, with that core's busy clock.
     seen: list[list[int]] = []
 
     def meter(cpus):

@@ -111,7 +111,7 @@ def test_run_matrix_refuses_bad_pairs_before_measuring(cli, tmp_path):
     for args, words in (
         (("--pairs", str(bad)), "paired with itself"),
         (("--pairs", str(tmp_path / "none.txt")), "no such file"),
-        (("--pairs", "quick", "--sample", "2"), "give one of them"),
+        (("--pairs", "quick", "--partners", "2"), "give one of them"),
     ):
         out = cli("run", "matrix", "--np", "2", *args)
         assert out.returncode == 2, out.stderr

@@ -68,15 +68,19 @@ def _parser() -> argparse.ArgumentParser:
 
 def test_run_declares_every_run_row_with_its_default_and_help():
     parser = _parser()
-    actions = {a.dest: a for a in parser._actions}
-    for s in table():
-        if not s.run:
-            continue
-        action = actions[s.name]
-        assert action.option_strings == [s.flag]
-        assert s.help in (action.help or "")
-        if s.type != "switch":
-            assert action.default == s.default, s.name
+    kinds = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    declared = set()
+    for kind, sub in kinds.choices.items():
+        actions = {a.dest: a for a in sub._actions}
+        for s in run_options.rows_of(kind):
+            declared.add(s.name)
+            action = actions[s.name]
+            assert action.option_strings == [s.run_flag]
+            if action.help != argparse.SUPPRESS:  # hidden: testing, or listed by run coll
+                assert s.help.split(": ", 1)[-1] in (action.help or "")
+            if s.type != "switch":
+                assert action.default == s.default, s.name
+    assert declared == {s.name for s in table() if s.run}
     defaults = parser.parse_args([])
     request = run_request.build_request(defaults).engine
     for name, value in request.given().items():

@@ -95,8 +95,8 @@ REFUSED = [
     (["run", "--np", "8\u00b2"], "argument --np: '8\u00b2' is not a whole number in ASCII digits"),
     (["run", "--timeout", "inf"], "argument --timeout: 'inf' is not a number in ASCII digits"),
     (["run", "--timeout", "1e9"], "argument --timeout: '1e9' is out of range"),
-    (["run", "coll", "--gamma", "inf"], "argument --gamma: 'inf' is not a number"),
-    (["run", "coll", "--gamma", "0.5"], "give a number from 1 to 100"),
+    (["run", "coll", "--window-margin", "inf"], "argument --window-margin: 'inf' is not a number"),
+    (["run", "coll", "--window-margin", "0.5"], "give a number from 1 to 100"),
     (["run", "coll", "--block=-1"], "argument --block: -1 is out of range"),
     (
         ["run", "p2p", "--sizes", "16GiB"],

@@ -29,7 +29,7 @@ def node_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[CLI, dict[str, A
         "node",
         "--cores",
         ",".join(map(str, cores)),
-        "--sizes",
+        "--matrix-order",
         SIZES,
         "--time-budget",
         "0",
@@ -89,10 +89,10 @@ def test_half_performance_comes_before_the_maximum(node_run):
 def test_run_node_rejects_bad_input_before_measuring(cli):
     for args in (
         ["--cores", "0"],
-        ["--sizes", "10x"],
+        ["--matrix-order", "10x"],
         ["--max-memory", "150%"],
         ["--time-budget", "-1"],
-        ["--sizes", "100,99999999", "--max-memory", "1GiB"],
+        ["--matrix-order", "100,99999999", "--max-memory", "1GiB"],
     ):
         out = cli("run", "node", *args)
         assert out.returncode == 2, (args, out.stderr)

@@ -103,7 +103,10 @@ def test_a_stopped_run_says_which_solves_are_stored_and_which_grids_to_run_again
     [
         (("--grid", "2x2"), "--source: missing; give the HPC Challenge"),
         (("--grid", "2by2", "--source", "x.tgz"), "--grid 2by2: give PxQ"),
-        (("--n", "100", "--nb", "128", "--source", "x.tgz"), "--nb 128: larger than --n 100"),
+        (
+            ("--matrix-order", "100", "--nb", "128", "--source", "x.tgz"),
+            "--nb 128: larger than --matrix-order 100",
+        ),
         (("--grid", "2x2", "--np", "2", "--source", "x.tgz"), "--grid 2x2: P x Q = 4 ranks"),
         (("--resume", "latest", "--source", "x.tgz"), "--resume: run hpl does not take it"),
         (("--vcluster", "--hosts", "a,b", "--source", "x.tgz"), "choose one place to run"),

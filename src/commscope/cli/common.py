@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+SWITCHES = ("store_true", "store_false")
+
+
 def option(
     parser: argparse.ArgumentParser | Any,
     flag: str,
@@ -34,7 +37,8 @@ def option(
     text = help
     if env:
         text += f" (env {env})"
-    if default is not None and kwargs.get("action") not in ("store_true", "store_false"):
+    shown = "[default:" in help  # the help says it in words: never two defaults
+    if default is not None and not shown and kwargs.get("action") not in SWITCHES:
         text += " [default: %(default)s]"
     parser.add_argument(flag, default=default, help=text, **kwargs)
 

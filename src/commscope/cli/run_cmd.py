@@ -12,21 +12,13 @@ from commscope.cli import (
     common,
     run_fence,
     run_hpl,
+    run_kinds,
     run_matrix,
     run_node,
-    run_options,
     run_tcp,
     run_where,
 )
-from commscope.cli.run_request import (
-    COLL_OPS,
-    COLL_SIZES,
-    P2P_OPS,
-    PAIRED,
-    RMA_OPS,
-    build_request,
-    paired_ranks_per_node,
-)
+from commscope.cli.run_request import PAIRED, build_request, paired_ranks_per_node
 from commscope.data.request import RunRequest
 from commscope.errors import UsageError
 from commscope.measure import cvars, launch, runner
@@ -34,29 +26,11 @@ from commscope.measure import mpi as mpi_mod
 
 HELP = "measure communication performance and store it (default: characterise this machine)"
 EXAMPLES = """examples:
-  commscope run                          p2p and the default collective suite, then a report
-  commscope run p2p --mpi mpich          point-to-point with MPICH
-  commscope run p2p --sizes 0,8,1K,1MiB --ops pingpong
-  commscope run p2p --ops bw --recv-buffers one,each   bw, one receive buffer and one per message
-  commscope run coll --ops alltoall,bcast --sizes 8,1KiB,1MiB --timer tsc --sync ring \\
-      --confidence 0.95 --stop rse:0.05
-  commscope run coll --sync barrier      the naive back-to-back loop, to see its error
-  commscope run coll --np 8 --procs 2,4,8 --ops allreduce   time against the process count
-  commscope run p2p --mpi mpich --cvar CH4_OFI_EAGER_MAX_MSG_SIZE=16384   MPICH settings, stored
-  commscope run contention --vcluster --sizes 1MiB,4MiB    t(m, cf) at the NIC level
-  commscope run contention --vcluster --idle 0.5   also each cell's first exchange after 0.5 s idle
-  commscope run loggp --mpi mpich        LogGP's L, o_s, o_r, g, G (Netgauge's method)
-  commscope run mbw --vcluster --pairs-per-step 1,2   osu_mbw_mr: k pairs across two nodes
-  commscope run p2p --vcluster           intra- and inter-node pairs on the virtual cluster
-  commscope run rma --ops put,get --rma-sync fence,lock --check   one-sided, data verified
-  commscope run tcp --peer node2 --sockbuf default,64K,256K   TCP below MPI, one run per buffer
-  commscope run tcp --vcluster --tcp-mode both     ping-pong and the 10 s bidirectional stream
-  commscope run node --cores 1,all       Linpack on this node: P_max, N_1/2, efficiency
-  commscope run --resume latest          measure only what a failed run is missing
-  commscope run matrix --vcluster        every ordered node pair at once (mpiGraph's method)
-  commscope run matrix --slurm -N 16 --drain   and drain in Slurm each node it names slow
-  commscope run bisection --vcluster --bisection-reps 20   Netgauge's effective bisection
-  commscope run hpl --vcluster --grid 1x2,2x1 --n 2000 --source hpcc_1.5.0.orig.tar.gz
+  commscope run                        p2p, loggp and collectives here, then a report
+  commscope run p2p --mpi mpich        point-to-point with MPICH
+  commscope run coll --help            a kind's options and examples
+  commscope run matrix --slurm --nodes 16 --drain   in a new allocation; drain slow nodes
+  commscope run --resume latest        measure only what a failed run is missing
 """
 BENCHMARKS = (
     "all",
@@ -77,146 +51,67 @@ DEFAULT_REPORT = "commscope-report.html"
 
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
-    """Declare the options of `commscope run`."""
-    p.add_argument(
-        "benchmark",
-        nargs="?",
-        default="all",
-        choices=BENCHMARKS,
-        help="what to measure; 'all' (p2p, loggp, coll) also writes an HTML report [default: all]",
-    )
+    """Declare `commscope run`: the options every kind shares, then one parser per kind."""
+    p.formatter_class = run_kinds.Formatter
+    p.usage = "%(prog)s [KIND] [options]"
+    add_shared(p)
+    run_kinds.add_kinds(p, add_shared)
+
+
+def add_shared(p: Any) -> None:
+    """Declare the options every kind takes: the MPI, where ranks run, the job, the output."""
+    mpi = p.add_argument_group("MPI")
     common.option(
-        p,
+        mpi,
         "--mpi",
         env="COMMSCOPE_MPI",
-        help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)",
+        metavar="MPI",
+        help="openmpi, mpich or a prefix [default: PATH's]",
     )
     common.option(
-        p,
+        mpi,
         "--launcher",
         default="auto",
         choices=("auto", "mpirun", "mpiexec", "srun"),
-        help="how to start ranks",
+        metavar="NAME",
+        help="auto, mpirun, mpiexec or srun",
     )
-    common.option(
-        p,
-        "--np",
-        type=common.ranks,
-        help="number of ranks [default: one per core here; with hosts or Slurm: "
-        "nodes x ranks per node; with --vcluster it must be that]",
-    )
-    p.add_argument(
-        "--vcluster",
-        action="store_true",
-        help="run across the virtual cluster ('commscope vcluster up' first)",
-    )
-    common.option(
-        p,
-        "--ops",
-        help=f"operations (p2p: {P2P_OPS}; coll: {COLL_OPS}; rma: {RMA_OPS}; also "
-        "gatherv, scatterv, allgatherv, alltoallv, reduce_scatter(_block), scan, "
-        "exscan, their i- forms, alltoall_block, waitpattern_null, waitpattern_up, "
-        "(i)alltoallw, (i)neighbor_allgather_1d/_2d, (i)neighbor_alltoall_1d/_2d, "
-        "persistent (MPI-4) bcast_init, reduce_init, allreduce_init, allgather_init, "
-        "alltoall_init, barrier_init, reduce_scatter_block_init, scan_init, exscan_init)",
-    )
-    common.option(
-        p,
-        "--sizes",
-        help=f"explicit sizes, e.g. 0,8,1K,1MiB (overrides --max-size; coll default {COLL_SIZES})",
-    )
-    common.option(
-        p,
-        "--max-size",
-        default="4MiB",
-        help="p2p: largest size of the NetPIPE schedule (regular steps, +-perturbation)",
-    )
-    common.option(
-        p,
-        "--perturbation",
-        type=common.whole(0, 1 << 20),
-        default=3,
-        help="p2p: bytes added and removed around each schedule size (0: none)",
-    )
-    groups = {
-        "p2p": p,
-        "coll": p.add_argument_group("collectives (the MPIPerf method, Kurnosov 2012)"),
-        "contention": p.add_argument_group(
-            "contention (t(m, cf) of Peryshkova and Kurnosov 2018, contention-aware placement)"
-        ),
-        "matrix": p.add_argument_group(
-            "matrix and bisection (every node pair at once: mpiGraph; Netgauge's effective "
-            "bisection bandwidth; --sizes sets the window's message sizes)"
-        ),
-    }
-    run_options.add_options(groups, "p2p")
-    run_options.add_options(groups, "coll")
-    common.option(
-        groups["coll"],
-        "--confidence",
-        type=float,
-        default=0.95,
-        choices=(0.90, 0.95, 0.99),
-        help="confidence level of the intervals shown",
-    )
-    common.option(
-        groups["contention"],
-        "--levels",
-        default="auto",
-        help="auto (memory, and nic across nodes) or a list of memory,socket,nic,fabric,queue"
-        " (queue: how long an answer waits behind its node's outgoing stream, a third rank's"
-        " and the stream's sender's own, to its receiver and to another rank; 2 ranks on each"
-        " of two nodes)",
-    )
-    run_options.add_options(groups, "contention")
-    run_options.add_options(groups, "matrix")
-    run_fence.add_options(groups["matrix"])
-    run_matrix.add_options(groups["matrix"])
-    p.add_argument(
+    mpi.add_argument(
         "--mca",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="Open MPI parameter for the job, repeatable (e.g. btl_tcp_flags=send,"
-        "inplace,need-ack,need-csum,hetero-rdma); stored with the run",
+        help="Open MPI parameter (repeatable; stored)",
     )
-    p.add_argument(
+    mpi.add_argument(
         "--cvar",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="MPICH control variable for the job, repeatable, MPIR_CVAR_ prefix optional (e.g."
-        " CH4_OFI_EAGER_MAX_MSG_SIZE=16384); MPIR_CVAR_ variables set here are passed too;"
-        " stored with the run",
+        help="MPICH control variable (repeatable; stored)",
     )
+    run_where.add_options(p)
+    job = p.add_argument_group("the run")
     common.option(
-        p,
+        job,
         "--timeout",
         type=common.seconds,
         default=3600.0,
-        help="seconds before the whole job is killed",
+        metavar="S",
+        help="seconds before the job is killed",
     )
+    common.option(job, "--label", type=common.label, metavar="TEXT", help="a name for this run")
     common.option(
-        p,
-        "--label",
-        type=common.label,
-        help="a name for this run, shown in reports and comparisons",
-    )
-    common.option(
-        p,
+        job,
         "--resume",
         metavar="RUN",
-        help="re-launch a stored incomplete run and measure only its missing points",
+        help="measure what an incomplete run misses",
     )
     common.option(
-        p, "--report", help=f"write an HTML report here ('all' default: {DEFAULT_REPORT})"
+        job, "--report", metavar="FILE", help="write an HTML report [all: commscope-report.html]"
     )
-    run_where.add_options(p)
-    run_tcp.add_options(p)
-    run_node.add_options(p)
-    run_hpl.add_options(p)
-    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    job.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    job.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def measure(

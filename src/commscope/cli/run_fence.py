@@ -78,10 +78,8 @@ def add_options(group: Any) -> None:
     group.add_argument(
         "--drain",
         action="store_true",
-        help="matrix: drain in Slurm each node a bandwidth matrix names as slow sender or "
-        "receiver (scontrol update State=DRAIN Reason='commscope: ...'; 'commscope undrain' "
-        "returns them); without it the commands are printed; exit 0 none, 1 warning, "
-        "2 drained, 3 unknown",
+        help="drain in Slurm each node named slow ('commscope undrain' returns them);"
+        " without it the commands are printed; exit 0 none, 1 warning, 2 drained, 3 unknown",
     )
 
 

@@ -34,27 +34,40 @@ def add_options(p: argparse.ArgumentParser) -> None:
     It also reads --mpi, --np, the host options, --ranks-per-node, --vcluster, --timeout,
     --label and --json.
     """
-    g = p.add_argument_group(
-        "hpl (run hpl: HPC Challenge's HPL built with the MPI's mpicc, one run per grid)"
-    )
-    common.option(g, "--n", type=common.whole(1, 1_000_000), default=DEFAULT_N, help="HPL: N")
-    common.option(g, "--nb", type=common.whole(1, 4096), default=DEFAULT_NB, help="HPL: NB")
+    g = p.add_argument_group("what to measure (HPC Challenge's HPL, built with the MPI's mpicc)")
+    add_matrix_order(g, DEFAULT_N)
     common.option(
-        g, "--grid", default=DEFAULT_GRID, help="HPL: process grids PxQ[,PxQ...] (a run each)"
+        g, "--nb", type=common.whole(1, 4096), default=DEFAULT_NB, help="block size (HPL's NB)"
     )
+    common.option(g, "--grid", default=DEFAULT_GRID, help="process grids PxQ[,PxQ...], a run each")
     common.option(
         g,
-        "--repeat",
+        "--repeats",
+        dest="repeat",
+        metavar="N",
         type=common.whole(1, 100),
         default=1,
-        help="HPL: solves per grid, each its own run (their spread is the run-to-run noise)",
+        help="solves per grid, each its own run (their spread: run-to-run noise)",
     )
     common.option(
         g,
         "--source",
         env="COMMSCOPE_HPL_SOURCE",
         metavar="PATH",
-        help="HPL: HPC Challenge 1.5.0 source, tarball or tree (apt-get source hpcc)",
+        help="HPC Challenge 1.5.0 source, tarball or tree (apt-get source hpcc)",
+    )
+
+
+def add_matrix_order(group: Any, default: int) -> None:
+    """Declare --matrix-order (HPL's N), as `run hpl` and `simulate hpl` take it."""
+    common.option(
+        group,
+        "--matrix-order",
+        dest="n",
+        metavar="N",
+        type=common.whole(1, 1_000_000),
+        default=default,
+        help="matrix order (HPL's N)",
     )
 
 
@@ -138,7 +151,9 @@ def run(args: argparse.Namespace) -> int:
     run_where.check(args)
     grids = hpl.parse_grids(args.grid, args.np)
     common.require(bool(args.source), f"--source: missing; {hpl.SOURCE_HINT}")
-    common.require(args.nb <= args.n, f"--nb {args.nb}: larger than --n {args.n}; give NB <= N")
+    common.require(
+        args.nb <= args.n, f"--nb {args.nb}: larger than --matrix-order {args.n}; give NB <= N"
+    )
     mpi = mpi_mod.resolve(args.mpi)
     # Hosts are checked before the build; an allocation is made after it (idle nodes wait).
     early = {(p, q): _where(args, mpi, p * q) for p, q in grids if not args.slurm}

@@ -15,23 +15,24 @@ ALL = ("auto", "all")  # --pairs values that measure every pair (auto: p2p's def
 def add_options(group: Any) -> None:
     """The matrix's own options (--pairs is shared with p2p: see engine/options.json)."""
     group.add_argument(
-        "--sample",
+        "--partners",
+        dest="sample",
         type=common.whole(1, 1_000_000),
         metavar="K",
-        help="matrix: K random partners per node each way instead of every pair",
+        help="K random partners per node each way instead of every pair",
     )
     group.add_argument(
         "--no-confirm",
         action="store_true",
-        help="matrix: name the first pass's suspects without measuring them again",
+        help="name the first pass's suspects without measuring them again",
     )
 
 
 def engine_plan(args: argparse.Namespace) -> str | None:
-    """The engine's --matrix-plan for --pairs all|quick|FILE and --sample K; None: all.
+    """The engine's --matrix-plan for --pairs all|quick|FILE and --partners K; None: all.
 
     Raises:
-        UsageError: --sample with --pairs other than all, or a pairs file that cannot be read.
+        UsageError: --partners with --pairs other than all, or a pairs file that cannot be read.
         InputError: the file's pairs break its format.
     """
     from commscope.analysis import pair_plans
@@ -40,7 +41,7 @@ def engine_plan(args: argparse.Namespace) -> str | None:
     sample = getattr(args, "sample", None)
     if sample is not None:
         if mode not in ALL:
-            raise UsageError(f"--sample {sample} with --pairs {mode}: give one of them")
+            raise UsageError(f"--partners {sample} with --pairs {mode}: give one of them")
         return pair_plans.sample_plan(sample)
     if mode in ALL:
         return None

@@ -23,10 +23,15 @@ from commscope.measure.compute import cpu, hpcc, node, pinning, sizes
 def add_options(p: argparse.ArgumentParser) -> None:
     """Declare the options only `commscope run node` uses.
 
-    It also reads --sizes (as matrix orders), --label, --resume, --report, --json and --quiet.
+    It also reads --label, --resume, --report, --json and --quiet.
     """
-    g = p.add_argument_group(
-        "node (run node: Linpack on this node, as in Rechistov et al. 2012; --sizes are N)"
+    g = p.add_argument_group("what to measure (Linpack, as in Rechistov et al. 2012)")
+    common.option(
+        g,
+        "--matrix-order",
+        dest="sizes",
+        metavar="N,...",
+        help="matrix orders (HPL's N), e.g. 1000,4000 [default: up to --max-memory]",
     )
     common.option(
         g,
@@ -50,7 +55,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     )
     common.option(
         g,
-        "--solves",
+        "--min-samples",
+        dest="solves",
+        metavar="N",
         type=common.whole(1, 10**6),
         default=node.DEFAULT_REPEATS,
         help=f"timed solves per N at least (small N repeat until they last {node.MIN_POINT_S} s)",
@@ -70,17 +77,20 @@ def add_options(p: argparse.ArgumentParser) -> None:
     )
     common.option(
         g,
-        "--hpl-grid",
+        "--grid",
+        dest="hpl_grid",
         metavar="PxQ",
-        help="run HPL with Debian's hpcc on P x Q Open MPI ranks instead (--sizes: N,"
-        f" default {','.join(map(str, hpcc.DEFAULT_SIZES))})",
+        help="run HPL with Debian's hpcc on P x Q Open MPI ranks instead (--matrix-order"
+        f" then defaults to {','.join(map(str, hpcc.DEFAULT_SIZES))})",
     )
     common.option(
         g,
-        "--hpl-nb",
+        "--nb",
+        dest="hpl_nb",
+        metavar="NB",
         type=common.whole(1, 1 << 16),
         default=hpcc.DEFAULT_NB,
-        help="with --hpl-grid: HPL block size NB",
+        help="with --grid: HPL's block size NB",
     )
 
 
@@ -104,8 +114,7 @@ def _sizes(text: str | None) -> list[int] | None:
         return [strict.whole(item, 1, MAX_ORDER) for item in text.split(",")]
     except strict.NumberError as err:
         raise UsageError(
-            f"--sizes {strict.shown(text)}: for node, give matrix orders N, e.g."
-            f" 100,1000,4000 ({err})"
+            f"--matrix-order {strict.shown(text)}: give matrix orders N, e.g. 100,1000,4000 ({err})"
         ) from None
 
 

@@ -1,6 +1,7 @@
 """The options of `commscope run` that are engine options, declared from the engine's table.
 
-A row of ``engine/options.json`` with ``"run": true`` becomes an option here: its flag, default,
+A row of ``engine/options.json`` with ``"run": true`` becomes an option of each `commscope run
+KIND` whose benchmarks it serves: its flag (the row's ``cli``, else the engine's), default,
 bounds (as the argparse type) and help come from the row, so the CLI, the engine and the stored
 request cannot disagree. Options whose CLI meaning differs from the engine's (--ops, --sizes,
 --levels, where defaults depend on the benchmark) are declared by run_cmd itself.
@@ -9,6 +10,7 @@ request cannot disagree. Options whose CLI meaning differs from the engine's (--
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 from commscope.cli import common
@@ -18,16 +20,51 @@ from commscope.measure.engine_options import OptionSpec
 
 # Engine options `commscope run` also takes from the environment.
 ENV = {"timer": "COMMSCOPE_TIMER"}
-METAVARS = {"distort": "RANK:OFFSET:DRIFT"}
+METAVARS = {"distort": "RANK:OFFSET:DRIFT", "int": "N", "number": "X", "stop": "RULE"}
+# The p2p rows a TCP ping-pong takes too: how long each point is sampled.
+SAMPLING = ("warmup", "min_samples", "max_samples", "target_rse", "point_budget_s")
+
+
+# The table rows each `commscope run KIND` takes, by the benchmarks they are declared for.
+KIND_ROWS: dict[str, tuple[str, ...]] = {
+    "all": ("p2p", "loggp", "coll"),
+    "p2p": ("p2p",),
+    "loggp": ("loggp",),
+    "coll": ("coll",),
+    "contention": ("contention",),
+    "matrix": ("matrix",),
+    "bisection": ("bisection",),
+    "rma": ("p2p", "rma"),
+    "mbw": ("mbw",),
+}
+# Rows a kind takes beyond its benchmarks', and rows it leaves out.
+KIND_EXTRA = {"rma": ("check",), "tcp": SAMPLING}
+KIND_DROP = {"rma": ("recv_buffers",)}
+# A row's help names the benchmarks it serves ("p2p: ..."); a kind's own --help drops that.
+_PREFIX = re.compile(r"^(p2p|rma|mbw|matrix|bisection|matrix and bisection): ")
 
 
 def group_of(spec: OptionSpec) -> str:
-    """Where --help lists an option: p2p (the main list), coll, contention or matrix."""
+    """Where `run all --help` lists an option: p2p (with loggp's), coll, or another kind's."""
     if {"p2p", "loggp", "rma", "mbw"} & set(spec.benchmarks):
         return "p2p"
     if {"matrix", "bisection"} & set(spec.benchmarks):
         return "matrix"
     return "coll" if "coll" in spec.benchmarks else "contention"
+
+
+def rows_of(kind: str) -> list[OptionSpec]:
+    """The table's `commscope run` options ``commscope run KIND`` takes, in the table's order."""
+    benchmarks = set(KIND_ROWS.get(kind, ()))
+    extra = KIND_EXTRA.get(kind, ())
+    drop = KIND_DROP.get(kind, ())
+    return [
+        spec
+        for spec in engine_options.table()
+        if spec.run
+        and spec.name not in drop
+        and (benchmarks & set(spec.benchmarks) or spec.name in extra)
+    ]
 
 
 def _kwargs(spec: OptionSpec) -> dict[str, Any]:
@@ -40,29 +77,34 @@ def _kwargs(spec: OptionSpec) -> dict[str, Any]:
         out["type"] = common.number(float(spec.min or 0), float(spec.max or 0), spec.above)
     if spec.type == "choice":
         out["choices"] = spec.choices
-    else:  # named after the flag, as before the table: --point-budget POINT_BUDGET
-        out["metavar"] = METAVARS.get(spec.type, spec.flag[2:].upper().replace("-", "_"))
+    else:  # short, so that the help stands beside the flag: --point-budget X
+        out["metavar"] = METAVARS.get(spec.type, "LIST")
     return out
 
 
-def add_options(groups: dict[str, Any], only: str) -> None:
-    """Declare the table's `commscope run` options of group ``only`` on ``groups[only]``."""
-    for spec in engine_options.table():
-        if not spec.run or group_of(spec) != only:
-            continue
-        kwargs = _kwargs(spec)
-        help_text = spec.help.replace("%", "%%")  # argparse formats help with %
-        if kwargs.get("action") == "store_true":
-            groups[only].add_argument(spec.flag, dest=spec.name, help=help_text, **kwargs)
-            continue
+def add_row(group: Any, spec: OptionSpec, listed: bool = True) -> None:
+    """Declare one table row as a `commscope run` option on ``group`` (unlisted: no help)."""
+    kwargs = _kwargs(spec)
+    help_text = _PREFIX.sub("", spec.help).replace("%", "%%")  # argparse formats help with %
+    if spec.hidden or not listed:  # testing only, or listed by another kind: accepted
+        group.add_argument(spec.run_flag, dest=spec.name, help=argparse.SUPPRESS, **kwargs)
+    elif kwargs.get("action") == "store_true":
+        group.add_argument(spec.run_flag, dest=spec.name, help=help_text, **kwargs)
+    else:
         common.option(
-            groups[only],
-            spec.flag,
-            env=ENV.get(spec.name),
-            dest=spec.name,
-            help=help_text,
-            **kwargs,
+            group, spec.run_flag, env=ENV.get(spec.name), dest=spec.name, help=help_text, **kwargs
         )
+
+
+def add_options(groups: dict[str, Any], kind: str) -> None:
+    """Declare the table options of ``commscope run KIND``, each in its group of ``groups``.
+
+    ``groups`` maps group_of's names to argument groups; one named "*" takes the rest, and
+    rows of a group mapped to None are accepted but not listed.
+    """
+    for spec in rows_of(kind):
+        group = groups.get(group_of(spec), groups.get("*"))
+        add_row(group or groups["hidden"], spec, listed=group is not None)
 
 
 def check_given(args: argparse.Namespace) -> None:

@@ -36,8 +36,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     --target-rse, --point-budget, --vcluster, --timeout, --label, --json and --quiet.
     """
     tcp = p.add_argument_group(
-        "tcp (run tcp: the network below MPI, as in León Carri et al. 2005"
-        " and Rechistov et al. 2012)"
+        "the TCP peer and stream (as in León Carri et al. 2005 and Rechistov et al. 2012)"
     )
     common.option(
         tcp,

@@ -6,6 +6,7 @@ import argparse
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from commscope import limits
 from commscope.cli import common
@@ -16,40 +17,48 @@ from commscope.measure import slurm
 from commscope.measure.mpi import MPIInstall
 
 
-def add_options(p: argparse.ArgumentParser) -> None:
-    """Declare the options that choose the hosts of a run."""
-    g = p.add_argument_group(
-        "where ranks run (default: this machine; inside a Slurm allocation: srun over it)"
+def add_options(p: Any) -> None:
+    """Declare the options that choose the ranks and hosts of a run."""
+    g = p.add_argument_group("where ranks run (default: here; in a Slurm allocation: srun over it)")
+    common.option(
+        g,
+        "--np",
+        type=common.ranks,
+        metavar="N",
+        help="ranks [default: a core each; nodes x ranks per node]",
+    )
+    g.add_argument(
+        "--vcluster",
+        action="store_true",
+        help="on the virtual cluster (see commscope vcluster)",
     )
     common.option(
         g,
         "--hostfile",
         metavar="FILE",
-        help="hosts to run on, one per line: NAME, 'NAME slots=N' or 'NAME:N'; "
-        "started by ssh, one rank per core (or per slot), bound",
+        help="hosts (NAME, NAME slots=N or NAME:N), by ssh",
     )
-    common.option(g, "--hosts", metavar="NAME[:SLOTS],...", help="hosts to run on, as a list")
+    common.option(g, "--hosts", metavar="NAME[:SLOTS],...", help="hosts, as a list")
     g.add_argument(
         "--slurm",
         action="store_true",
-        help="get a Slurm allocation (--nodes x --ranks-per-node) for this run and "
-        "release it afterwards",
+        help="allocate --nodes x --ranks-per-node in Slurm",
     )
     g.add_argument(
         "--nodes",
         "-N",
         type=common.whole(1, limits.MAX_MODEL_NODES),
-        help="with --slurm: nodes to allocate [default: 2; run hpl: enough for its largest grid]",
+        metavar="N",
+        help="--slurm: nodes [default: 2; hpl: largest grid's]",
     )
-    common.option(g, "--partition", help="with --slurm: Slurm partition")
+    common.option(g, "--partition", metavar="NAME", help="--slurm: the partition")
     g.add_argument(
         "--ranks-per-node",
-        "--ntasks-per-node",
         dest="ranks_per_node",
         type=common.whole(1, hosts_mod.MAX_SLOTS),
         default=None,
-        help="ranks on each node or host [default: its slots, else its cores; "
-        "--vcluster: 2; --slurm: 1]",
+        metavar="N",
+        help="ranks on each node [default: its slots, else its cores; --vcluster: 2; --slurm: 1]",
     )
 
 

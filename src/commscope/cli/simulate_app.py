@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from commscope.cli import common
+from commscope.cli import run_hpl as run_hpl_cmd
 from commscope.errors import UsageError
 
 if TYPE_CHECKING:
@@ -113,8 +114,10 @@ def add_parsers(actions: Any) -> None:
         " system per process grid on the model, as Rechistov et al. 2012 validated theirs.",
     )
     _common_options(hpl)
-    common.option(hpl, "--n", type=common.whole(1, 1_000_000), default=4000, help="matrix order")
-    common.option(hpl, "--nb", type=common.whole(1, 4096), default=128, help="block size")
+    run_hpl_cmd.add_matrix_order(hpl, 4000)
+    common.option(
+        hpl, "--nb", type=common.whole(1, 4096), default=128, help="block size (HPL's NB)"
+    )
     common.option(hpl, "--grid", default="2x2", help="process grids PxQ[,PxQ...] (one run each)")
     common.option(
         hpl,

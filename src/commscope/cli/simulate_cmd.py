@@ -21,7 +21,7 @@ EXAMPLES = """examples:
   commscope simulate calibrate 12 13 -o vcluster.yaml  inter-node from 12, a node's pair from 13
   commscope simulate validate 14 --cluster vcluster.yaml --min-size 1KiB
   commscope simulate app ring.c --cluster c.yaml --np 8 --netload -- 1048576
-  commscope simulate hpl --n 4000 --grid 1x192,6x32,16x12 --cluster c.yaml \\
+  commscope simulate hpl --matrix-order 4000 --grid 1x192,6x32,16x12 --cluster c.yaml \\
       --source hpcc_1.5.0.orig.tar.gz --sweep switch-latency=80us,400us
 """
 NAME = "simulate"

@@ -45,14 +45,23 @@ class OptionSpec:
     record: str
     run: bool
     help: str
+    cli: str = ""  # `commscope run`'s flag where it differs from the engine's
+    hidden: bool = False  # testing: accepted by `commscope run`, not shown in its --help
+
+    @property
+    def run_flag(self) -> str:
+        """The flag `commscope run` takes (and its messages name) for this option."""
+        return self.cli or self.flag
 
     def to_json(self) -> dict[str, Any]:
         """The row with every field, as ``commscope-engine --options-json`` prints it.
 
-        ``run`` is left out: it concerns `commscope run`, not the engine.
+        ``run``, ``cli`` and ``hidden`` are left out: they concern `commscope run`, not the
+        engine.
         """
         row = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
-        del row["run"]
+        for key in ("run", "cli", "hidden"):
+            del row[key]
         return row
 
 
@@ -74,6 +83,8 @@ def _row(row: dict[str, Any]) -> OptionSpec:
         record=row["record"],
         run=bool(row["run"]),
         help=row["help"],
+        cli=row.get("cli", ""),
+        hidden=bool(row.get("hidden", False)),
     )
 
 
@@ -160,9 +171,9 @@ def check_value(s: OptionSpec, value: Any) -> None:
         elif s.type == "distort" and not _distort_ok(str(value)):
             fix = DISTORT_FIX
     except strict.NumberError as err:
-        raise InputError(f"{s.flag} {err}") from None
+        raise InputError(f"{s.run_flag} {err}") from None
     if fix:
-        raise InputError(f"{s.flag} {shown}: {fix}")
+        raise InputError(f"{s.run_flag} {shown}: {fix}")
 
 
 def check(options: EngineOptions) -> None:

@@ -50,7 +50,7 @@ def parse_grid(text: str) -> tuple[int, int]:
         return strict.whole(p, 1, MAX_RANKS), strict.whole(q, 1, MAX_RANKS)
     except strict.NumberError:
         raise UsageError(
-            f"--hpl-grid {strict.shown(text)}: give the process grid as PxQ, e.g. 1x2"
+            f"--grid {strict.shown(text)}: give the process grid as PxQ, e.g. 1x2"
         ) from None
 
 
@@ -162,7 +162,7 @@ def build_request(
     from commscope.measure.compute import linpack
 
     if shutil.which(PROGRAM) is None:
-        raise UsageError("--hpl-grid: hpcc is not installed (Debian: apt-get install hpcc)")
+        raise UsageError("--grid: hpcc is not installed (Debian: apt-get install hpcc)")
     p, q = parse_grid(grid)
     return {
         "benchmark": "node",

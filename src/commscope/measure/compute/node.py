@@ -108,7 +108,8 @@ def build_request(
         big = [n for n in sizes if n > cap]
         if big:
             raise UsageError(
-                f"--sizes: N={big[0]} needs {linpack.matrix_bytes(big[0]) / 1e9:.2f} GB, over"
+                f"--matrix-order: N={big[0]} needs"
+                f" {linpack.matrix_bytes(big[0]) / 1e9:.2f} GB, over"
                 f" the memory budget of {budget / 1e9:.2f} GB (--max-memory {max_memory})"
             )
         plan = sorted(set(sizes))
