@@ -22,11 +22,11 @@ def first_pass(slow_node: int | None = None, slow_link: tuple[int, int] | None =
     return mx.matrices(bw_matrix(6, rate, noise=0.02), NAMES)
 
 
-def again(pairs, rate) -> list:
-    """Confirmation points of rank pairs (a, b) at rate(a, b)."""
+def again(pairs, rate, prefix=confirm.PREFIX) -> list:
+    """Confirmation points of rank pairs (a, b) at rate(a, b), in the round of ``prefix``."""
     out = []
     for a, b in pairs:
-        p = point("matrix_bw", a, b, rate(a, b), prefix=confirm.PREFIX)
+        p = point("matrix_bw", a, b, rate(a, b), prefix=prefix)
         out.append(p)
     return out
 
@@ -73,6 +73,26 @@ def test_a_link_whose_node_is_slow_with_others_names_the_node():
     verdicts = confirm.judge(found, again(pairs, lambda a, b: 5e6 if 4 in (a, b) else 22e6),
                              NAMES)  # fmt: skip
     assert [(v.where, v.name, v.verdict) for v in verdicts] == [("node", "n4", "bad")]
+
+
+def test_a_suspect_is_bad_only_when_every_confirmation_round_finds_it_slow():
+    found = first_pass(slow_link=(1, 4))
+    pairs = planned(confirm.plan(NAMES, *confirm.suspects(found)))
+    c1, c2 = confirm.PREFIXES
+
+    def slow_link(a, b):
+        return 5e6 if (a, b) == (1, 4) else 22e6
+
+    both = confirm.judge(found, [*again(pairs, slow_link, c1), *again(pairs, slow_link, c2)],
+                         NAMES)  # fmt: skip
+    assert [(v.name, v.verdict, v.rounds, v.pairs) for v in both] == [("n1->n4", "bad", 2, 2)]
+    assert "2 rounds" in both[0].text()
+    once = confirm.judge(
+        found, [*again(pairs, slow_link, c1), *again(pairs, lambda a, b: 22e6, c2)], NAMES
+    )
+    assert [(v.name, v.verdict, v.rounds, v.slow_pairs) for v in once] == [
+        ("n1->n4", "transient", 2, 1)
+    ]
 
 
 def test_rounds_let_a_rank_send_once_and_receive_once():

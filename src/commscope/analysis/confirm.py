@@ -3,14 +3,16 @@
 NVIDIA's ClusterKit re-tests the nodes and links a first pass found slow before it calls them
 bad; so does commscope. After the all-pairs matrix (``analysis/matrix``) names suspects,
 a confirmation round measures each suspect node with ``PARTNERS`` partners the first pass
-found healthy, both directions, and each suspect link again (its pairs labelled
-``c1/src->dst``). Judged against the first pass's typical link (the polished level, with the
-same thresholds: worse by more than ``FLOOR`` of it and by ``K_MADS`` of its spread):
+found healthy, both directions, and each suspect link again, in two rounds (two launches,
+their pairs labelled ``c1/src->dst`` and ``c2/src->dst``). Judged against the first pass's
+typical link (the polished level, with the same thresholds: worse by more than ``FLOOR``
+of it and by ``K_MADS`` of its spread):
 
 * a node is **bad** when most of its pairs with healthy partners are slow again;
 * a link is **bad** when it is slow again while its two nodes' pairs with healthy partners
   are not (a node whose pairs are slow explains its links);
-* a suspect slow in the first pass and not in the confirmation is **transient**.
+* a suspect slow in the first pass and not in every round of the confirmation is
+  **transient**.
 
 The evidence of each verdict: the figure, the typical value, the partners, the rounds and
 the share of the confirmation's samples that agree (worse than the threshold).
@@ -19,7 +21,7 @@ the share of the confirmation's samples that agree (worse than the threshold).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -29,7 +31,16 @@ from commscope.data.records import Point
 from commscope.units import rate_text, time_text
 
 PARTNERS = 3  # healthy partners each suspect node is measured with, both directions
-PREFIX = "c1/"  # label prefix of the confirmation round's pairs
+# Label prefixes of the confirmation rounds' pairs, one launch each: a suspect is bad only
+# when every round finds it slow, so a moment of load on a busy node (a scheduling delay
+# that multiplies an 8-byte latency) is not taken for a fault.
+PREFIXES = ("c1/", "c2/")
+PREFIX = PREFIXES[0]
+
+
+def round_of(pair: str) -> str | None:
+    """The confirmation round's prefix of a pair label; None for a first-pass pair."""
+    return next((p for p in PREFIXES if pair.startswith(p)), None)
 
 
 @dataclass(frozen=True)
@@ -58,7 +69,8 @@ class Confirmation:
             f"{self.where} {self.name}: {self.verdict.upper()}: {what} at {self.bytes} B"
             f" {shown(self.again)} again ({shown(self.first)} first) where a typical link"
             f" gives {shown(self.typical)}; {self.slow_pairs} of {self.pairs} pairs slow"
-            f" with {', '.join(self.partners) or 'the link alone'}, {self.rounds} round,"
+            f" with {', '.join(self.partners) or 'the link alone'},"
+            f" {self.rounds} round{'s' if self.rounds != 1 else ''},"
             f" {self.agreeing:.0%} of samples agree"
         )
 
@@ -156,7 +168,45 @@ def _sample_values(p: Point) -> np.ndarray:
 def judge(
     matrices: Sequence[Matrix], confirmation: Sequence[Point], names: Sequence[str]
 ) -> list[Confirmation]:
-    """The verdict on each suspect of each matrix that the confirmation measured."""
+    """The verdict on each suspect of each matrix that the confirmation rounds measured.
+
+    Each round is judged on its own; a suspect is bad when every round measured found it
+    bad, and transient otherwise. Its evidence adds up the rounds.
+    """
+    rounds: dict[str, list[Point]] = {}
+    for p in confirmation:
+        prefix = round_of(p.pair)
+        if prefix is not None:
+            rounds.setdefault(prefix, []).append(p)
+    found: dict[tuple[str, str, str, int], list[Confirmation]] = {}
+    for points in rounds.values():
+        for c in _judge_round(matrices, points, names):
+            found.setdefault((c.where, c.name, c.op, c.bytes), []).append(c)
+    return [_merged(cs, len(rounds)) for cs in found.values()]
+
+
+def _merged(verdicts: Sequence[Confirmation], rounds: int) -> Confirmation:
+    """One suspect's verdicts of several rounds as one: bad only when bad in every round."""
+    first = verdicts[0]
+    if len(verdicts) == 1 and rounds == 1:
+        return first
+    bad = len(verdicts) == rounds and all(v.verdict == "bad" for v in verdicts)
+    pairs = sum(v.pairs for v in verdicts)
+    return replace(
+        first,
+        verdict="bad" if bad else "transient",
+        again=float(np.median([v.again for v in verdicts])),
+        rounds=len(verdicts),
+        slow_pairs=sum(v.slow_pairs for v in verdicts),
+        pairs=pairs,
+        agreeing=sum(v.agreeing * v.pairs for v in verdicts) / pairs if pairs else 0.0,
+    )
+
+
+def _judge_round(
+    matrices: Sequence[Matrix], confirmation: Sequence[Point], names: Sequence[str]
+) -> list[Confirmation]:
+    """The verdict on each suspect that one confirmation round measured."""
     out = []
     nodes, links = suspects(matrices)
     bad = set(nodes) | {x for link in links for x in link}

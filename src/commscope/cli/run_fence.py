@@ -142,7 +142,7 @@ def after(args: argparse.Namespace, store: Any, run_id: int, request: Any) -> Fe
     if summary is None or not any(m.op == "matrix_bw" for m in summary.matrices):
         return None
     found = summary.matrices
-    measured_again = any(p.pair.startswith(confirm.PREFIX) for p in run.family("paired"))
+    measured_again = any(confirm.round_of(p.pair) for p in run.family("paired"))
     decision = fence_analysis.decide(found, run_id, summary.confirmed if measured_again else None)
     drain = bool(getattr(args, "drain", False))
     fenced = Fenced(run_id, drain, links=list(decision.links), spared=list(decision.spared))

@@ -61,7 +61,7 @@ def engine_plan(args: argparse.Namespace) -> str | None:
 
 
 def confirm(store: Any, run_id: int, request: Any, mpi: Any, quiet: bool) -> None:
-    """Measure the first pass's suspects again against healthy partners (a new segment)."""
+    """Measure the first pass's suspects again against healthy partners (a segment a round)."""
     from commscope.analysis import confirm as confirming
     from commscope.analysis import matrix as matrix_analysis
     from commscope.data.run_data import read_run
@@ -83,7 +83,8 @@ def confirm(store: Any, run_id: int, request: Any, mpi: Any, quiet: bool) -> Non
         common.console(stderr=True).print(
             common.terminal_text(f"confirming {what} against healthy partners"), markup=False
         )
-    again = request.replace(
-        engine=request.engine.replace(matrix_plan=plan, matrix_prefix=confirming.PREFIX)
-    )
-    runner.run(store, run_id, again, mpi)
+    for prefix in confirming.PREFIXES:  # one launch a round: a moment of load hits one
+        again = request.replace(
+            engine=request.engine.replace(matrix_plan=plan, matrix_prefix=prefix)
+        )
+        runner.run(store, run_id, again, mpi)

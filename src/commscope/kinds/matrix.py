@@ -47,7 +47,7 @@ def summarize(run: RunData, view: View) -> PairedRun | None:
     nranks = int(header["nranks"]) if header else 1 + max(max(p.ranks) for p in points)
     names = matrix_analysis.node_names(header, nranks)
     found = matrix_analysis.matrices(points, names)
-    again = [p for p in points if p.pair.startswith(confirm.PREFIX)]
+    again = [p for p in points if confirm.round_of(p.pair)]
     confirmed = confirm.judge(found, again, names) if again else []
     return PairedRun(found, matrix_analysis.bisection(points), confirmed)
 
