@@ -210,7 +210,7 @@ def main() -> None:
         try:
             run = subprocess.run(
                 [sys.executable, "-m", "commscope", "--store", str(args.store), "validate",
-                 "predict", "--op", args.op, "--algorithm", args.algorithm, "--procs",
+                 "predict", "--op", args.op, "--algorithm", args.algorithm, "--np",
                  args.procs, "--sizes", args.size, "--tables", args.tables, "--vcluster",
                  "--max-launches", args.max_launches, "--json"],
                 capture_output=True, text=True,

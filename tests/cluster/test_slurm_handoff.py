@@ -76,7 +76,7 @@ def test_submitted_jobs_land_where_the_prediction_placed_them(cli, cluster, tmp_
         out = cli(
             "predict",
             "alltoall",
-            "--procs",
+            "--np",
             "4",
             "--cluster",
             "slurm",
@@ -137,7 +137,7 @@ def test_validate_predict_runs_on_an_allocation_single_node_placements_included(
             *cli.argv(
                 "validate",
                 "predict",
-                "--procs",
+                "--np",
                 "2",
                 "--sizes",
                 "256K",

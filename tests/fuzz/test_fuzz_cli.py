@@ -55,7 +55,7 @@ RUN_OPTIONS = [
     "--test-distort",
     "--confidence",
 ]
-PREDICT_OPTIONS = ["--procs", "--size", "--block", "--root", "--nodes", "--top"]
+PREDICT_OPTIONS = ["--np", "--sizes", "--block", "--root", "--hwloc-nodes", "--top"]
 
 
 class _Launch(Exception):
@@ -97,8 +97,7 @@ VALID = {
     "--test-distort": ["1:0.001:1e-4"],
     "--confidence": ["0.95"],
     "--procs": ["2", "4"],
-    "--size": ["8", "1MiB"],
-    "--nodes": ["1", "2"],
+    "--hwloc-nodes": ["1", "2"],
     "--top": ["3"],
 }
 
@@ -187,8 +186,8 @@ def test_predict_options_are_refused_in_one_line_or_priced(workdir, op, options)
     model = workdir / "cluster.yaml"
     model.write_text(MODEL)
     argv = ["predict", op, "--cluster", str(model), "--json", *options]
-    if "--procs" not in " ".join(options):
-        argv += ["--procs", "4"]
+    if "--np" not in " ".join(options):
+        argv += ["--np", "4"]
     outcome = harness.call("predict options", harness.fresh_store(workdir), *argv)
     if outcome.code == 0:
         harness.accepted("predict options")

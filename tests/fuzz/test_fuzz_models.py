@@ -54,7 +54,7 @@ def test_predict_models_are_refused_in_one_line_or_priced_finite(workdir, data, 
         harness.fresh_store(workdir),
         "predict",
         "alltoall",
-        "--procs",
+        "--np",
         procs,
         "--cluster",
         str(model),
@@ -127,9 +127,9 @@ def _check_platform(request: dict) -> None:
 
 
 def _predict_two(workdir: Path, model: Path, *more: str) -> harness.Outcome:
-    """``predict alltoall --procs 2 --cluster MODEL MORE...`` on a fresh store."""
+    """``predict alltoall --np 2 --cluster MODEL MORE...`` on a fresh store."""
     store = harness.fresh_store(workdir)
-    argv = ("predict", "alltoall", "--procs", "2", "--cluster", str(model), *more)
+    argv = ("predict", "alltoall", "--np", "2", "--cluster", str(model), *more)
     return harness.call("predict --cluster", store, *argv)
 
 

@@ -38,5 +38,4 @@ def test_predict_and_simulate_help_names_match_their_packages():
 
     assert predict_cmd.OPERATIONS == tuple(predict.ALGORITHMS)
     assert predict_cmd.ORDERS == predict.placement.ORDERS
-    assert predict_cmd.DEFAULT_BLOCK == predict.patterns.DEFAULT_BLOCK
     assert simulate_cmd.SWEEPABLE_NAMES == tuple(SWEEPABLE)

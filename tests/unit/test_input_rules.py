@@ -116,11 +116,10 @@ REFUSED = [
     ),
     (["export", "1\u00b2"], "is neither 'latest' nor a run id"),
     (
-        ["predict", "alltoall", "--procs", "99999999999999999999"],
-        "argument --procs:"
-        " 99999999999999999999 is out of range; give a whole number from 1 to 65536",
+        ["predict", "alltoall", "--np", "99999999999999999999"],
+        "argument --np: 99999999999999999999 is out of range; give a whole number from 1 to 65536",
     ),
-    (["predict", "alltoall", "--procs", "4", "--root", "4"], "--root 4: give a rank below"),
+    (["predict", "alltoall", "--np", "4", "--root", "4"], "--root 4: give a rank below"),
     (
         ["import", "osu", str(FIXTURES / "osu_latency.txt"), "--label", "x", "--nranks", "0"],
         "argument --nranks: 0 is out of range",
@@ -172,7 +171,7 @@ def test_predict_at_the_stated_limit_of_processes_is_refused_for_fit_not_hung(tm
         tmp_path / "s.sqlite",
         "predict",
         "alltoall",
-        "--procs",
+        "--np",
         str(limits.MAX_PREDICT_PROCS),
         "--cluster",
         str(model),
@@ -233,7 +232,7 @@ def test_hostfile_and_rankfile_counts_are_refused_in_one_line(tmp_path, line):
         tmp_path / "s.sqlite",
         "predict",
         "alltoall",
-        "--procs",
+        "--np",
         "2",
         "--cluster",
         str(model),

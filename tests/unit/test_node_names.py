@@ -55,7 +55,7 @@ def _predict(tmp_path: Path, *where: str, write: bool = True):
     out = [] if not write else ["--write-hostfile", str(tmp_path / "hosts")]
     out += ["--write-rankfile", str(tmp_path / "ranks")] if write else []
     return call(
-        None, tmp_path / "s.sqlite", "predict", "alltoall", "--procs", "2", *where, *out, "--json"
+        None, tmp_path / "s.sqlite", "predict", "alltoall", "--np", "2", *where, *out, "--json"
     )
 
 
@@ -106,7 +106,7 @@ HWLOC = """<?xml version="1.0"?><topology version="2.0">
 def test_hwloc_host_names_are_checked_too(tmp_path, name, nodes):
     xml = tmp_path / "topo.xml"
     xml.write_text(HWLOC.format(name))
-    outcome = _predict(tmp_path, "--hwloc", str(xml), "--nodes", nodes)
+    outcome = _predict(tmp_path, "--hwloc", str(xml), "--hwloc-nodes", nodes)
     assert_one_line_refusal(outcome)
     assert f"{xml}" in outcome.err and "is not a host name" in outcome.err
     assert not (tmp_path / "hosts").exists()

@@ -176,9 +176,9 @@ def test_cli_json_and_handoff(cli, tables_run) -> None:
     out = cli(
         "predict",
         "alltoall",
-        "--procs",
+        "--np",
         "8",
-        "--size",
+        "--sizes",
         "1MiB",
         "--tables",
         str(run_id),
@@ -214,9 +214,9 @@ def test_cli_handoff_files_refuse_a_fifo_and_a_missing_folder(cli, tables_run) -
         out = cli(
             "predict",
             "bcast",
-            "--procs",
+            "--np",
             "8",
-            "--size",
+            "--sizes",
             "1MiB",
             "--tables",
             str(run_id),
@@ -236,9 +236,9 @@ def test_cli_text_names_the_cost_model(cli, tables_run) -> None:
     out = cli(
         "predict",
         "bcast",
-        "--procs",
+        "--np",
         "16",
-        "--size",
+        "--sizes",
         "4MiB",
         "--tables",
         str(run_id),
@@ -260,7 +260,7 @@ def test_cli_hockney_from_p2p(cli, tmp_path) -> None:
     out = cli(
         "predict",
         "allreduce",
-        "--procs",
+        "--np",
         "8",
         "--p2p",
         str(run_id),
@@ -278,8 +278,9 @@ def test_cli_hockney_from_p2p(cli, tmp_path) -> None:
     ("extra", "message"),
     [
         (["--choose", "3x3"], "--choose 3x3: no such placement"),
-        (["--procs", "1000"], "fit no n x c placement"),
-        (["--block", "0"], "--block"),
+        (["--np", "1000"], "fit no n x c placement"),
+        (["--block", "x"], "--block"),
+        (["--sizes", "1K,1MiB"], "predict prices one size at a time"),
         (["--cluster", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read"),
     ],
 )
@@ -288,7 +289,7 @@ def test_cli_errors_are_one_line(cli, tables_run, extra, message) -> None:
     args = [
         "predict",
         "alltoall",
-        "--procs",
+        "--np",
         "8",
         "--tables",
         str(run_id),
@@ -311,7 +312,7 @@ def test_cli_without_contention_tables(cli, tmp_path) -> None:
     cluster = tmp_path / "c.yaml"
     cluster.write_text(CLUSTER)
     out = cli(
-        "predict", "alltoall", "--procs", "8", "--tables", str(run_id), "--cluster", str(cluster)
+        "predict", "alltoall", "--np", "8", "--tables", str(run_id), "--cluster", str(cluster)
     )
     assert out.returncode == 2 and "has no contention measurements" in out.stderr
 

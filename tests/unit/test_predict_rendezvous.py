@@ -65,7 +65,7 @@ def predicted(
             store.set_run_data(run_id, RUN_DATA_KIND, limits.to_json())
     cluster = cli.store.parent / "cluster.yaml"
     cluster.write_text("name: four\nnodes: 4\nsockets: 1\ncores: 2\n")
-    argv = ["predict", "allreduce", "--algorithm", "ring", "--procs", "4", "--size", size]
+    argv = ["predict", "allreduce", "--algorithm", "ring", "--np", "4", "--sizes", size]
     argv += ["--tables", str(run_id), "--cluster", str(cluster)]
     text = " ".join(cli(*argv, check=True).stdout.split())
     return text, json.loads(cli(*argv, "--json", check=True).stdout)

@@ -160,8 +160,8 @@ def predicted_json(cli, found) -> dict:
     run_id = store_run(cli.store, found)
     cluster = cli.store.parent / "cluster.yaml"
     cluster.write_text("name: four\nnodes: 4\nsockets: 1\ncores: 2\n")
-    argv = ["predict", "allreduce", "--algorithm", "recursive-doubling", "--procs", "4"]
-    argv += ["--size", "1MiB", "--tables", str(run_id), "--cluster", str(cluster)]
+    argv = ["predict", "allreduce", "--algorithm", "recursive-doubling", "--np", "4"]
+    argv += ["--sizes", "1MiB", "--tables", str(run_id), "--cluster", str(cluster)]
     text = cli(*argv, check=True).stdout
     return {"text": " ".join(text.split()), **json.loads(cli(*argv, "--json", check=True).stdout)}
 

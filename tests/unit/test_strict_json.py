@@ -166,7 +166,7 @@ def test_predict_json(tmp_path):
         "memory", lambda m, cf: 1e-6 * cf, [1024, 1 << 20], [1, 2]
     )
     run_id = _old_run(store, [r.raw for r in huge + memory], "contention")
-    argv = ["predict", "alltoall", "--procs", "4", "--tables", str(run_id), "--cluster", str(model)]
+    argv = ["predict", "alltoall", "--np", "4", "--tables", str(run_id), "--cluster", str(model)]
     with np.errstate(all="ignore"):
         data = ok(call(None, store, *argv, "--json"))
     assert None in [p["time_s"] for p in data["predictions"]]
@@ -207,7 +207,7 @@ def test_simulate_sweep_json(tmp_path):
     store = tmp_path / "s.sqlite"
     zero = [_point("pingpong", 8, [0.0] * 3)]  # a time of 0: the change from it is NaN
     later = [_point("pingpong", 8, [2e-6] * 3)]
-    argv = ("run", "--sweep", "nic_latency=1us,2us", "--json", "--", "p2p")
+    argv = ("run", "--sweep", "nic-latency=1us,2us", "--json", "--", "p2p")
     data = ok(_simulate(tmp_path, store, *argv, runs=[zero, later]))
     assert [p["change"] for p in data["points"]] == [None]
 
@@ -275,7 +275,7 @@ def test_validate_predict_json(tmp_path):
         s.add_point(run_id, segment, record_from_dict(raw, "test"))
         s.finish_segment(segment, "complete")
 
-    argv = ("predict", "--tables", str(tables), "--procs", "2", "--sizes", "1K")
+    argv = ("predict", "--tables", str(tables), "--np", "2", "--sizes", "1K")
     data = ok(_validate(store, no_valid_launch, *argv))
     assert data["sizes"][0]["kendall_tau"] is None
     assert data["placements"][0]["measured_s"] is None

@@ -75,10 +75,10 @@ def test_runs_behind_every_time_still_refute_the_order():
 
 
 def test_runs_out_of_range_are_refused_in_one_line(cli):
-    out = cli("validate", "predict", "--tables", "1", "--vcluster", "--runs", "0")
+    out = cli("validate", "predict", "--tables", "1", "--vcluster", "--repeats", "0")
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "--runs: 0 is out of range" in lines[0]
+    assert len(lines) == 1 and "--repeats: 0 is out of range" in lines[0]
 
 
 def test_the_library_refuses_no_runs_before_measuring_anything():

@@ -48,6 +48,7 @@ SUBCOMMANDS = (
     "predict",
     "simulate",
     "completion",
+    "manpage",
 )
 
 

@@ -40,7 +40,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
             name,
             help=help_text,
             description=description,
-            epilog=f"example:\n  commscope baseline {example}",
+            epilog=f"examples:\n  commscope baseline {example}",
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
 

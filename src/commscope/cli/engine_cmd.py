@@ -16,19 +16,46 @@ EXAMPLES = """examples:
   commscope engine build --mpi mpich
   commscope engine build --mpicc /opt/mpi/bin/mpicc --mpi /opt/mpi
 """
+ACTIONS = {
+    "info": (
+        "show the engine that serves an MPI (without building it)",
+        "Show where the engine for an MPI is, its version and the MPI it was built with.",
+        """examples:
+  commscope engine info                  the MPI on PATH
+  commscope engine info --mpi mpich --json
+""",
+    ),
+    "build": (
+        "build (or rebuild) the engine for an MPI",
+        "Build the engine with the MPI's compiler wrapper (CMake), e.g. after 'module load'.",
+        """examples:
+  module load openmpi && commscope engine build
+  commscope engine build --mpi mpich
+  commscope engine build --mpicc /opt/mpi/bin/mpicc --mpi /opt/mpi
+""",
+    ),
+}
 
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
-    """Declare the options of `commscope engine`."""
-    p.add_argument("action", choices=("info", "build"), help="info or build")
-    common.option(
-        p,
-        "--mpi",
-        env="COMMSCOPE_MPI",
-        help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)",
-    )
-    p.add_argument("--mpicc", help="compiler wrapper to build with (default: the MPI's own)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    """Declare `commscope engine info` and `commscope engine build`."""
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for name, (summary, description, examples) in ACTIONS.items():
+        sub = actions.add_parser(
+            name,
+            help=summary,
+            description=description,
+            epilog=examples,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        common.option(
+            sub,
+            "--mpi",
+            env="COMMSCOPE_MPI",
+            help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)",
+        )
+        sub.add_argument("--mpicc", help="compiler wrapper to build with (default: the MPI's own)")
+        sub.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:

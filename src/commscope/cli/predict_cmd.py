@@ -23,12 +23,12 @@ if TYPE_CHECKING:
 NAME = "predict"
 HELP = "predict a collective's time on every n x c placement and hand off the best"
 EXAMPLES = """examples:
-  commscope predict alltoall --procs 8 --size 1MiB --tables 3 --cluster cluster.yaml
-  commscope predict alltoall --procs 8 --size 1MiB --tables latest --vcluster --block 8
-  commscope predict allreduce --procs 64 --size 64K --p2p 2 --hwloc --nodes 8 --json
-  commscope predict bcast --procs 16 --size 4MiB --cluster c.yaml --choose 4x4/2s \\
+  commscope predict alltoall --np 8 --sizes 1MiB --tables 3 --cluster cluster.yaml
+  commscope predict alltoall --np 8 --sizes 1MiB --tables latest --vcluster --block 8
+  commscope predict allreduce --np 64 --sizes 64K --p2p 2 --hwloc --hwloc-nodes 8 --json
+  commscope predict bcast --np 16 --sizes 4MiB --cluster c.yaml --choose 4x4/2s \\
       --write-rankfile rankfile --write-hostfile hosts
-  commscope predict alltoall --procs 64 --size 1MiB --cluster slurm --tables 3 \\
+  commscope predict alltoall --np 64 --sizes 1MiB --cluster slurm --tables 3 \\
       --submit job.sh                  Slurm's nodes; sbatch the best placement
 
 Costs come from the run given with --tables (its t(m, cf) tables, as in Peryshkova and
@@ -41,25 +41,28 @@ the tables run also measured contention level queue, the prices include the answ
 behind their receiver's node's outgoing stream (column "of it, answers waiting")."""
 # The choices and default --help shows, written out: importing commscope.predict (numpy, SciPy,
 # PyYAML) would slow every command's start. tests/unit/test_cli_startup.py checks them against
-# predict.ALGORITHMS, predict.placement.ORDERS and predict.patterns.DEFAULT_BLOCK.
+# predict.ALGORITHMS and predict.placement.ORDERS.
 OPERATIONS = ("alltoall", "bcast", "reduce", "allreduce", "allgather", "gather")
 ORDERS = ("block", "cyclic")
-DEFAULT_BLOCK = 32
 
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope predict`."""
     p.add_argument("op", choices=OPERATIONS, help="collective operation")
     p.add_argument(
-        "--procs",
+        "--np",
+        dest="procs",
+        metavar="N",
         type=common.whole(1, limits.MAX_PREDICT_PROCS),
         required=True,
-        help="number of processes p",
+        help="ranks (the paper's p)",
     )
     p.add_argument(
-        "--size",
+        "--sizes",
+        dest="size",
+        metavar="SIZE",
         default="1MiB",
-        help="bytes per pair (alltoall), of the buffer"
+        help="message size, one: per pair (alltoall), the buffer"
         " (bcast, reduce, allreduce) or per rank (allgather, gather)"
         " [default: %(default)s]",
     )
@@ -84,10 +87,12 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         " the default without --cluster",
     )
     p.add_argument(
-        "--nodes",
+        "--hwloc-nodes",
+        dest="nodes",
+        metavar="N",
         type=common.whole(1, limits.MAX_MODEL_NODES),
         default=1,
-        help="with --hwloc: number of such nodes [default: 1]",
+        help="with --hwloc: how many such nodes the model has [default: 1]",
     )
     p.add_argument(
         "--nic-rate",
@@ -108,8 +113,10 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--block",
-        type=common.whole(1, limits.MAX_PREDICT_PROCS),
-        help=f"block All-to-all batch size [default: {DEFAULT_BLOCK}]",
+        metavar="N",
+        type=common.whole(0, limits.MAX_PREDICT_PROCS),
+        default=0,
+        help="block All-to-all batch size (0: all ranks at once) [default: 0]",
     )
     p.add_argument(
         "--root",
@@ -230,16 +237,21 @@ def run(args: argparse.Namespace) -> int:
     ):
         if path:
             safe_write.check_target(path, flag)  # before the model is read
-    size = parse_size(args.size, "--size")
     common.require(
-        args.root < args.procs, f"--root {args.root}: give a rank below --procs {args.procs}"
+        "," not in args.size,
+        f"--sizes {args.size}: predict prices one size at a time; give one, e.g. 1MiB",
+    )
+    size = parse_size(args.size, "--sizes")
+    common.require(
+        args.root < args.procs, f"--root {args.root}: give a rank below --np {args.procs}"
     )
     model = _model(args)
-    # Placements first: they check that --procs fits the model before any pattern is built.
+    # Placements first: they check that --np fits the model before any pattern is built.
     placements = _placements(args, model)
     costs = predict_costs.costs(args, model)
     cost = costs.cost
-    pattern = predict.build(args.op, args.procs, size, args.algorithm, args.block, args.root)
+    block = args.block or args.procs  # 0: every rank at once, as `run coll --block 0`
+    pattern = predict.build(args.op, args.procs, size, args.algorithm, block, args.root)
     ranked = predict.rank_placements(model, pattern, cost, placements, costs.answers)
     fastest = predict_costs.fastest_shares(model, pattern, costs, ranked)
     rendezvous = predict_costs.above_eager(pattern, costs.eager, costs.queue)

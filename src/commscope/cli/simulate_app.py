@@ -32,8 +32,7 @@ def _common_options(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=V1,V2,...",
-        help="one run per value of a model parameter (switch-latency, nic-latency,"
-        " nic-bandwidth, memory-latency, memory-bandwidth)",
+        help=f"one run per value of a model parameter ({', '.join(simulate_cmd.sweep_names())})",
     )
     p.add_argument(
         "--netload", action="store_true", help="trace the run and keep the load on the links"
@@ -97,6 +96,11 @@ def add_parsers(actions: Any) -> None:
         help="build an MPI program with smpicc and run it on the model",
         description="Build an MPI C program (one file, or a directory whose Makefile takes"
         " CC=smpicc) and run it under smpirun on the model; its arguments follow '--'.",
+        epilog="""examples:
+  commscope simulate app ring.c --cluster c.yaml --np 8 --netload -- 1048576
+  commscope simulate app ./miniapp --cluster c.yaml --sweep nic-latency=1us,10us -- -n 100
+""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _app_options(app)
     app.add_argument("source", metavar="SOURCE", help="a .c file or a directory with a Makefile")
@@ -112,6 +116,12 @@ def add_parsers(actions: Any) -> None:
         help="run HPL (HPC Challenge's) on the model, one run per grid",
         description="Build HPL with smpicc from the HPC Challenge source and solve one"
         " system per process grid on the model, as Rechistov et al. 2012 validated theirs.",
+        epilog="""examples:
+  commscope simulate hpl --matrix-order 4000 --grid 1x4,2x2 --cluster c.yaml \\
+      --source hpcc_1.5.0.orig.tar.gz
+  commscope simulate hpl --grid 2x2 --cluster c.yaml --sweep switch-latency=80us,400us
+""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common_options(hpl)
     run_hpl_cmd.add_matrix_order(hpl, 4000)
@@ -144,9 +154,7 @@ def _load(args: argparse.Namespace) -> tuple[ClusterModel, SimParams]:
 def _sweeps(args: argparse.Namespace, params: SimParams) -> list[Any]:
     from commscope.cli import simulate_run
 
-    # Parameters are spelled with '-' on this command line, '_' in the model's names.
-    specs = [s.partition("=")[0].replace("-", "_") + "=" + s.partition("=")[2] for s in args.sweep]
-    return simulate_run.expand_sweeps(specs, params)
+    return simulate_run.expand_sweeps(args.sweep, params)
 
 
 def _simulate(

@@ -57,11 +57,11 @@ def calibrate(args: argparse.Namespace) -> int:
     every = [p for r in run_ids for p in points[r]]
     burst = setup.burst_of_run(main)
     cal = calibrate.calibrate(every, params, model.nic.bandwidth_Bps, label, burst)
-    if args.rounds:
+    if args.refinements:
         placements = [setup.placement_of_run(model, info) for info in infos]
         with tempfile.TemporaryDirectory(prefix="commscope-calibrate-") as tmp:
             with Store.open(Path(tmp) / "rounds.sqlite") as scratch:
-                for _ in range(args.rounds):
+                for _ in range(args.refinements):
                     simulated = []
                     for info, placement in zip(infos, placements, strict=True):
                         base = RunRequest.from_json(info.request)

@@ -16,7 +16,7 @@ EXAMPLES = """examples:
   commscope simulate run --cluster c.yaml --nodes 2 -- p2p --max-size 4MiB
   commscope simulate run --cluster c.yaml --nodes 16 --ranks-per-node 12 -- coll
   commscope simulate run --cluster c.yaml --nodes 16 --ranks-per-node 12 \\
-      --sweep switch_latency=80us,160us,240us,320us,400us -- coll --ops alltoall --sizes 1MiB
+      --sweep switch-latency=80us,160us,240us,320us,400us -- coll --ops alltoall --sizes 1MiB
   commscope simulate calibrate 12 -o vcluster.yaml     model + factors from ping-pong run 12
   commscope simulate calibrate 12 13 -o vcluster.yaml  inter-node from 12, a node's pair from 13
   commscope simulate validate 14 --cluster vcluster.yaml --min-size 1KiB
@@ -28,6 +28,22 @@ NAME = "simulate"
 # The parameters --help names, written out: commscope.simulate.params imports the cluster model
 # (numpy, PyYAML), which would slow every command's start. tests/unit/test_cli_startup.py checks
 # them against SWEEPABLE.
+RUN_EXAMPLES = """examples:
+  commscope simulate run --cluster c.yaml --nodes 2 -- p2p --max-size 4MiB
+  commscope simulate run --cluster c.yaml --nodes 16 --ranks-per-node 12 -- coll
+  commscope simulate run --cluster c.yaml --nodes 16 --ranks-per-node 12 \\
+      --sweep switch-latency=80us,400us -- coll --ops alltoall --sizes 1MiB
+  commscope simulate run --cluster c.yaml --neutral --netload -- contention
+"""
+CALIBRATE_EXAMPLES = """examples:
+  commscope simulate calibrate 12 -o vcluster.yaml     model + factors from ping-pong run 12
+  commscope simulate calibrate 12 13 -o vcluster.yaml  inter-node from 12, a node's pair from 13
+  commscope simulate calibrate 12 --cluster c.yaml --refinements 4
+"""
+VALIDATE_EXAMPLES = """examples:
+  commscope simulate validate 14 --cluster vcluster.yaml
+  commscope simulate validate 14 --cluster vcluster.yaml --min-size 1KiB --max-size 1MiB
+"""
 SWEEPABLE_NAMES = (
     "nic_latency",
     "nic_bandwidth",
@@ -47,6 +63,11 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def sweep_names() -> list[str]:
+    """The sweepable parameters as --sweep spells them (with '-')."""
+    return [name.replace("_", "-") for name in SWEEPABLE_NAMES]
+
+
 def setup_parser(parser: argparse.ArgumentParser) -> None:
     """Declare `simulate run`, `simulate calibrate` and `simulate validate`."""
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -55,6 +76,8 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         help="run a benchmark on the model",
         description="Run a commscope benchmark under smpirun on a platform"
         " written from the cluster model. Benchmark options follow '--'.",
+        epilog=RUN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _model_options(run)
     common.option(
@@ -78,7 +101,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=V1,V2,...",
-        help=f"one run per value of a parameter ({', '.join(SWEEPABLE_NAMES)});"
+        help=f"one run per value of a parameter ({', '.join(sweep_names())});"
         " repeat for several parameters, each swept from the model's values",
     )
     run.add_argument(
@@ -95,10 +118,11 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     )
     common.option(
         run,
-        "--launches",
+        "--samples",
+        metavar="N",
         type=common.whole(0, 10**4),
         default=2,
-        help="collectives: launches per point after one warm-up launch (simulated"
+        help="collectives: timed launches per point after one warm-up launch (simulated"
         " time has no noise); 0 keeps the benchmark's own stop rule",
     )
     run.add_argument(
@@ -117,7 +141,14 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         help="-- then a benchmark and its options, as for 'commscope run'",
     )
 
-    cal = actions.add_parser("calibrate", help="fit SMPI factors and links to measured runs")
+    cal = actions.add_parser(
+        "calibrate",
+        help="fit SMPI factors and links to measured runs",
+        description="Fit the model's links and SMPI's factors to measured ping-pong runs,"
+        " then correct them by simulating the same ping-pong; write the model file.",
+        epilog=CALIBRATE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     cal.add_argument(
         "run",
         metavar="RUN",
@@ -133,14 +164,22 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     )
     common.option(
         cal,
-        "--rounds",
+        "--refinements",
+        metavar="N",
         type=common.whole(0, 100),
         default=2,
         help="simulations of the runs' ping-pong that correct the factors",
     )
     cal.add_argument("--json", action="store_true", help="print the calibration as JSON")
 
-    val = actions.add_parser("validate", help="re-run a measured run on the model, compare")
+    val = actions.add_parser(
+        "validate",
+        help="re-run a measured run on the model, compare",
+        description="Simulate a stored measured run on the model with the same request and"
+        " compare the two point by point.",
+        epilog=VALIDATE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     val.add_argument("run", metavar="RUN", help="a stored measured run")
     _model_options(val)
     common.option(val, "--min-size", default="0", help="smallest size compared")

@@ -48,7 +48,9 @@ def expand_sweeps(
     for spec in specs:
         name, _, values = spec.partition("=")
         if not values:
-            raise UsageError(f"--sweep {spec}: give NAME=V1,V2,... (e.g. nic_latency=80us,400us)")
+            raise UsageError(f"--sweep {spec}: give NAME=V1,V2,... (e.g. nic-latency=80us,400us)")
+        # Spelled with '-' on the command line, '_' in the model's names (and the labels).
+        name = name.replace("-", "_")
         for value in values.split(","):
             swept = params.with_value(name, value)
             record = {
@@ -94,8 +96,8 @@ def run(args: argparse.Namespace) -> int:
     placement = regular(model, nodes, args.ranks_per_node, args.order)
     base = run_request.build_request(bench)
     engine = base.engine
-    if args.launches and engine.coll_sizes is not None:
-        engine = engine.replace(k0=1, k=args.launches, max_launches=args.launches)
+    if args.samples and engine.coll_sizes is not None:
+        engine = engine.replace(k0=1, k=args.samples, max_launches=args.samples)
     if engine.sync is not None and "--resync" not in args.bench:
         # Simulated ranks read one simulated clock: synchronising again before every point
         # finds nothing and only adds its messages to the network load.

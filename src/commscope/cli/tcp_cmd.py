@@ -22,7 +22,14 @@ _FOREVER_S = 365 * 24 * 3600.0
 def setup_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``serve`` action."""
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    serve = actions.add_parser("serve", help="answer clients one session at a time until Ctrl-C")
+    serve = actions.add_parser(
+        "serve",
+        help="answer clients one session at a time until Ctrl-C",
+        description="Listen for 'commscope run tcp --peer' clients and answer one session"
+        " at a time until Ctrl-C.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     common.option(serve, "--bind", help="address to listen on (default: all)")
     common.option(
         serve,

@@ -11,17 +11,24 @@ from commscope.measure import mpi as mpi_mod
 from commscope.measure import runner
 from commscope.validate import timers as timers_mod
 
-HELP = "check timers and clock synchronisation with the wait patterns of Kurnosov 2012 (MPIPerf)"
+HELP = "check timers and clock synchronisation (Kurnosov 2012), and placement predictions"
 EXAMPLES = """examples:
+  commscope validate timers                      can this machine's clocks be trusted?
+  commscope validate predict --np 4 --tables 3 --vcluster   predicted vs real placements
+"""
+TIMERS_EXAMPLES = """examples:
   commscope validate timers
   commscope validate timers --timers tsc,mpi_wtime --syncs linear,drift --json
   commscope validate timers --hostfile hosts       the same across hosts (by ssh)
-  commscope validate predict --procs 4 --sizes 256K,1MiB,4MiB --tables 3 --vcluster
-  commscope validate predict --procs 4 --op bcast --tables 3 --vcluster      binomial, forced
-  commscope validate predict --procs 4 --op allreduce --tables 3 --vcluster --runs 4
+  commscope validate timers --max-error 0.5        stricter than 1 us
+"""
+PREDICT_EXAMPLES = """examples:
+  commscope validate predict --np 4 --sizes 256K,1MiB,4MiB --tables 3 --vcluster
+  commscope validate predict --np 4 --op bcast --tables 3 --vcluster      binomial, forced
+  commscope validate predict --np 4 --op allreduce --tables 3 --vcluster --repeats 4
                                        each placement run 4 times in turn, judged on the mean
-  commscope validate predict --procs 8 --tables 3 --hostfile hosts     placements by ssh
-  salloc -N 4 --ntasks-per-node 2 commscope validate predict --procs 4 --tables 3
+  commscope validate predict --np 8 --tables 3 --hostfile hosts     placements by ssh
+  salloc -N 4 --ntasks-per-node 2 commscope validate predict --np 4 --tables 3
 """
 
 
@@ -32,44 +39,16 @@ def _names(text: str, known: tuple[str, ...], flag: str) -> list[str]:
     return names
 
 
-def setup_parser(p: argparse.ArgumentParser) -> None:
-    """Declare the options of `commscope validate`."""
-    p.add_argument(
-        "what",
-        choices=("timers", "predict"),
-        help="timers: wait patterns; predict: placement predictions vs real runs",
-    )
+def _mpi(p: Any) -> None:
     common.option(
         p,
         "--mpi",
         env="COMMSCOPE_MPI",
         help="openmpi, mpich or an MPI install prefix (default: mpiexec on PATH)",
     )
-    common.option(
-        p,
-        "--np",
-        type=common.ranks,
-        help="number of ranks [default: one per core here; on hosts: their slots or "
-        "cores; in an allocation: its tasks]",
-    )
-    common.option(p, "--timers", default=",".join(timers_mod.TIMERS), help="timers to try")
-    common.option(p, "--syncs", default=",".join(timers_mod.SYNCS), help="sync methods to try")
-    common.option(
-        p,
-        "--tolerance",
-        type=common.number(0, 1e6, above=True),
-        default=1.0,
-        help="largest acceptable error, microseconds",
-    )
-    from commscope.cli import validate_predict
 
-    validate_predict.add_options(p.add_argument_group("predict"))
-    where = p.add_argument_group(
-        "where (default: this machine; inside a Slurm allocation: srun over it)"
-    ).add_mutually_exclusive_group()
-    where.add_argument(
-        "--vcluster", action="store_true", help="predict: run the placements on the virtual cluster"
-    )
+
+def _hosts(where: Any) -> None:
     common.option(
         where,
         "--hostfile",
@@ -77,7 +56,66 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         help="run on these hosts (NAME, 'NAME slots=N' or 'NAME:N'), by ssh",
     )
     common.option(where, "--hosts", metavar="NAME[:SLOTS],...", help="the hosts, as a list")
-    p.add_argument("--json", action="store_true", help="machine-readable output (seconds)")
+
+
+def setup_parser(p: argparse.ArgumentParser) -> None:
+    """Declare `commscope validate timers` and `commscope validate predict`."""
+    actions = p.add_subparsers(dest="what", metavar="ACTION", required=True)
+    timers = actions.add_parser(
+        "timers",
+        help="the timers and clock synchronisation, by MPIPerf's wait patterns",
+        description="Time MPIPerf's wait patterns (Null and Up, Kurnosov 2012) with every"
+        " timer and clock synchronisation, and say which can be trusted.",
+        epilog=TIMERS_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _mpi(timers)
+    common.option(
+        timers,
+        "--np",
+        type=common.ranks,
+        metavar="N",
+        help="ranks [default: one per core here; on hosts: their slots or cores; in an"
+        " allocation: its tasks]",
+    )
+    common.option(timers, "--timers", default=",".join(timers_mod.TIMERS), help="timers to try")
+    common.option(timers, "--syncs", default=",".join(timers_mod.SYNCS), help="sync methods to try")
+    common.option(
+        timers,
+        "--max-error",
+        dest="tolerance",
+        metavar="US",
+        type=common.number(0, 1e6, above=True),
+        default=1.0,
+        help="largest acceptable clock error, microseconds",
+    )
+    where = timers.add_argument_group(
+        "where (default: this machine; inside a Slurm allocation: srun over it)"
+    ).add_mutually_exclusive_group()
+    _hosts(where)
+    timers.add_argument("--json", action="store_true", help="machine-readable output (seconds)")
+    timers.set_defaults(vcluster=False)
+
+    from commscope.cli import validate_predict
+
+    pred = actions.add_parser(
+        "predict",
+        help="placement predictions against the same collective run for real",
+        description="Predict a collective's time on every placement (as 'commscope predict'),"
+        " run it on each, and judge the predicted order against the measured one.",
+        epilog=PREDICT_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _mpi(pred)
+    validate_predict.add_options(pred)
+    where = pred.add_argument_group(
+        "where (default: this machine; inside a Slurm allocation: srun over it)"
+    ).add_mutually_exclusive_group()
+    where.add_argument(
+        "--vcluster", action="store_true", help="run the placements on the virtual cluster"
+    )
+    _hosts(where)
+    pred.add_argument("--json", action="store_true", help="machine-readable output (seconds)")
 
 
 def _timer_site(args: argparse.Namespace, mpi: mpi_mod.MPIInstall) -> dict[str, Any]:

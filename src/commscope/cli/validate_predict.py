@@ -22,7 +22,13 @@ REDUCTIONS = ("reduce", "allreduce")  # the engine sums doubles: sizes are multi
 def add_options(pred: Any) -> None:
     """Declare the options of the predict check in the argument group ``pred``."""
     common.option(
-        pred, "--procs", type=common.whole(1, limits.MAX_PREDICT_PROCS), default=4, help="ranks"
+        pred,
+        "--np",
+        dest="procs",
+        metavar="N",
+        type=common.whole(1, limits.MAX_PREDICT_PROCS),
+        default=4,
+        help="ranks",
     )
     common.option(
         pred,
@@ -65,7 +71,9 @@ def add_options(pred: Any) -> None:
     )
     common.option(
         pred,
-        "--runs",
+        "--repeats",
+        dest="runs",
+        metavar="N",
         type=common.whole(1, 100),
         default=1,
         help="separate runs of each placement, taken in turn; judged on their mean, with"

@@ -36,7 +36,19 @@ EXAMPLES = """examples:
 def setup_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``up``, ``down`` and ``status`` actions."""
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    up = actions.add_parser("up", help="build the cluster (safe to repeat with the same options)")
+    up = actions.add_parser(
+        "up",
+        help="build the cluster (safe to repeat with the same options)",
+        description="Build a virtual cluster on this machine (root): one network namespace"
+        " per node, links shaped by tc, optionally switches, sshd and Slurm.",
+        epilog="""examples:
+  sudo commscope vcluster up --nodes 4             4 nodes joined by 1 gbit links
+  sudo commscope vcluster up --nodes 2 --ssh       an sshd in every node: runs with --hostfile
+  sudo commscope vcluster up --nodes 4 --slurm     a real Slurm: slurmctld here, slurmd per node
+  sudo commscope vcluster up --nodes 4 --switches 2 --uplink-rate 50mbit
+""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     up.add_argument(
         "--nodes",
         type=common.whole(1, vcluster.MAX_NODES),
@@ -116,13 +128,17 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         "down",
         help="stop its daemons; remove every namespace, link, key, "
         "configuration, hosts entry and state file",
+        description="Remove the virtual cluster: its daemons, namespaces, links, keys,"
+        " configuration, hosts entries and state file.",
+        epilog="examples:\n  sudo commscope vcluster down",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     change = actions.add_parser(
         "set",
         help="change one node's link rate while the cluster runs (a fault put in on purpose)",
         description="Shape one node's link at another rate, both directions; 'set NODE --rate"
         " RATE' with the cluster's rate undoes it.",
-        epilog="example:\n  sudo commscope vcluster set csnode2 --rate 500mbit   half of 1gbit",
+        epilog="examples:\n  sudo commscope vcluster set csnode2 --rate 500mbit   half of 1gbit",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     change.add_argument("node", help="the node's name, e.g. csnode2")
@@ -132,13 +148,20 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         help="give the running cluster's Slurm another topology.conf (scontrol reconfigure)",
         description="Check a topology/tree file against the cluster's nodes, write it to "
         "/etc/slurm/topology.conf and have slurmctld read it; print 'scontrol show topology'.",
-        epilog="example:\n  commscope run matrix --vcluster\n"
+        epilog="examples:\n  commscope run matrix --vcluster\n"
         "  commscope topology latest -o t.conf\n"
         "  sudo commscope vcluster slurm-topology t.conf",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     topo.add_argument("file", metavar="FILE", help="the topology.conf to use")
-    status = actions.add_parser("status", help="show the nodes and check their health")
+    status = actions.add_parser(
+        "status",
+        help="show the nodes and check their health",
+        description="Show the virtual cluster's nodes, links and daemons; exit 1 if it is"
+        " not healthy.",
+        epilog="examples:\n  commscope vcluster status\n  commscope vcluster status --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     status.add_argument("--json", action="store_true", help="print the state as JSON")
 
 

@@ -130,8 +130,8 @@ def forced(op: str, algorithm: str, family: str, procs: int) -> Forced:
             )
         if key == ("alltoall", "pairwise") and procs & (procs - 1) == 0:
             raise UsageError(
-                f"--op alltoall --algorithm pairwise --procs {procs}: for a power of two MPICH"
-                " exchanges with rank XOR k, not the modelled rank + k; give a --procs that is"
+                f"--op alltoall --algorithm pairwise --np {procs}: for a power of two MPICH"
+                " exchanges with rank XOR k, not the modelled rank + k; give a --np that is"
                 " not a power of two or use Open MPI"
             )
         upper = op.upper()
