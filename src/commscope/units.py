@@ -159,12 +159,39 @@ def size_text(nbytes: float, exact: bool = False) -> str:
     return f"{nbytes:.0f} B"  # unreachable: the loop ends with KiB
 
 
+_TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+
+
+def time_unit(seconds: float) -> tuple[str, float]:
+    """The unit a duration reads best in, and its scale: ("ns", 1e-9) ... ("s", 1.0).
+
+    The largest unit in which it shows as 1 or more at three significant figures, so that
+    999.96 us reads "1.00 ms", not "1000 us".
+    """
+    for unit, scale in _TIME_UNITS:
+        if abs(float(_sig3(seconds / scale))) >= 1:
+            return unit, scale
+    return _TIME_UNITS[-1]
+
+
 def time_text(seconds: float) -> str:
-    """A duration with three significant figures: "0.151 us", "17.0 us", "2.50 ms"."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{_sig3(seconds / scale)} {unit}"
-    return f"{_sig3(seconds / 1e-6)} us"
+    """A duration in its unit, three significant figures: "151 ns", "17.0 us", "2.50 ms".
+
+    Zero reads "0 s". Every duration shown to users (terminal lines, warnings, the report)
+    goes through here.
+    """
+    if seconds == 0:
+        return "0 s"
+    if not math.isfinite(seconds):
+        return f"{seconds} s"
+    unit, scale = time_unit(seconds)
+    return f"{_sig3(seconds / scale)} {unit}"
+
+
+def time_span_text(low_s: float, high_s: float) -> str:
+    """A range of durations in one unit, the larger's: "150-900 ns", "1.10-2.40 ms"."""
+    unit, scale = time_unit(max(abs(low_s), abs(high_s)))
+    return f"{_sig3(low_s / scale)}-{_sig3(high_s / scale)} {unit}"
 
 
 def rate_text(bytes_per_s: float) -> str:
@@ -183,7 +210,10 @@ def _sig3(value: float) -> str:
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
     digits = max(0, 2 - int(math.floor(math.log10(abs(value)))))
-    return f"{value:.{digits}f}"
+    rounded = round(value, digits)  # 0.99996 rounds to 1.00: two decimals, not three
+    if rounded != 0:
+        digits = max(0, 2 - int(math.floor(math.log10(abs(rounded)))))
+    return f"{rounded:.{digits}f}"
 
 
 def parse_tc_rate(rate: str) -> int:

@@ -48,6 +48,9 @@ def test_a_store_that_is_not_ours_is_refused_and_untouched(cli, tmp_path):
 
 
 def test_unknown_run_names_the_fix(cli):
+    from commscope.data.store import Store
+
+    Store.open(cli.store).close()  # an empty store: a reading command never makes one
     cli("runs", check=True)
     out = cli("show", "42")
     assert out.returncode != 0

@@ -101,7 +101,7 @@ def test_findings_name_what_stands_out():
     text = " ".join(loggp.findings(loggp.fits(syn.records(TRUE))))
     # Overheads 0.45 us of a 0.75 us one-way time: 60 %.
     assert "make up 60 % of the small-message one-way time" in text
-    assert "g = 0.400 us, 2.0x the send call's overhead" in text
+    assert "g = 400 ns, 2.0x the send call's overhead" in text
     assert re.search(r"LogGP bandwidth of 10\.0+ GB/s", text)
     # The sender's per-byte time (Os = 0.2 G) is no copy at G's rate: not claimed.
     assert "busy for the whole transfer" not in text

@@ -91,7 +91,7 @@ def test_findings_order_the_synchronisations_by_latency():
     summary = rma.summarize(records())
     assert summary is not None
     found = rma.findings(summary)
-    assert "intra-socket: put latency at 8 B: lock 0.20 us < fence 1.00 us < pscw 1.50 us" in found
+    assert "intra-socket: put latency at 8 B: lock 202 ns < fence 1.00 us < pscw 1.50 us" in found
     assert len(found) == 3
 
 

@@ -22,7 +22,7 @@ def test_show_trim_reaches_the_table_and_its_title(cli):
     run_id = str(synthetic_runs.store_run(cli.store, "trim"))
     seen = {}
     for trim in ("0", "0.4"):
-        table = cli("show", run_id, "--trim", trim, check=True).stdout
+        table = cli("show", run_id, "--trim", trim, "--full", check=True).stdout
         data = json.loads(cli("show", run_id, "--trim", trim, "--json", check=True).stdout)
         assert f"{float(trim):.0%} trimmed" in table
         means = table_means(table)

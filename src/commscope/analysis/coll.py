@@ -27,6 +27,7 @@ from typing import Any
 from commscope.analysis import start_skew, stats
 from commscope.analysis.start_skew import SkewEffect
 from commscope.data.records import Coll
+from commscope.units import time_text
 
 LEVELS = (0.90, 0.95, 0.99)
 DEFAULT_TRIM = 0.25  # g' = 25 %, as MPIPerf
@@ -218,7 +219,7 @@ def warning_text(s: CollSummary) -> str:
         for w in s.warnings
     ]
     if s.clock_unexplained_s is not None and "clock_drift" in s.warnings:
-        parts.append(f"{s.clock_unexplained_s * 1e6:.2f} us unexplained")
+        parts.append(f"{time_text(s.clock_unexplained_s)} unexplained")
     return (
         f"{s.op} {s.bytes} B: "
         + "; ".join(parts)

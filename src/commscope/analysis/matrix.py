@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from commscope.data.records import Point
+from commscope.units import rate_text, time_text
 
 K_MADS = 3.0
 MAD_TO_SIGMA = 1.4826  # a normal distribution's standard deviation in MADs
@@ -77,7 +78,7 @@ class Outlier:
 
 
 def _shown(value: float, unit: str) -> str:
-    return f"{value / 1e6:.1f} MB/s" if unit == "Bps" else f"{value * 1e6:.1f} us"
+    return rate_text(value) if unit == "Bps" else time_text(value)
 
 
 @dataclass(frozen=True)

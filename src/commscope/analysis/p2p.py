@@ -252,11 +252,13 @@ class Interrupted:
     n_samples: int
     n_interrupted: int
     n_kept: int  # samples the medians use: the others, or all when fewer than two are left
+    sizes: int = 1  # sizes merged into this line (they print as the same size)
 
     def text(self) -> str:
         """One line naming the point and what its medians rest on."""
+        label = size_text(self.bytes) + (f" ({self.sizes} sizes)" if self.sizes > 1 else "")
         head = (
-            f"{self.pair} {self.op} {size_text(self.bytes)}: {self.n_interrupted} of"
+            f"{self.pair} {self.op} {label}: {self.n_interrupted} of"
             f" {self.n_samples} samples had a rank lose its core to another process"
         )
         if self.n_kept == self.n_samples:
@@ -264,8 +266,30 @@ class Interrupted:
         return head + f"; its figures use the other {self.n_kept}"
 
     def to_json(self) -> dict[str, Any]:
-        """Plain dict with full key names."""
-        return asdict(self)
+        """Plain dict with full key names (one point: ``sizes`` is left out)."""
+        return {k: v for k, v in asdict(self).items() if k != "sizes"}
+
+
+def merged(items: list[Interrupted]) -> list[Interrupted]:
+    """``items`` with the points whose sizes print alike joined, their samples added.
+
+    3145725 B and 3145731 B both read "3.0 MiB": one line names them. Order is kept.
+    """
+    groups: dict[tuple[str, str, str], list[Interrupted]] = {}
+    for x in items:
+        groups.setdefault((x.pair, x.op, size_text(x.bytes)), []).append(x)
+    return [
+        Interrupted(
+            g[0].pair,
+            g[0].op,
+            g[0].bytes,
+            sum(x.n_samples for x in g),
+            sum(x.n_interrupted for x in g),
+            sum(x.n_kept for x in g),
+            sum(x.sizes for x in g),
+        )
+        for g in groups.values()
+    ]
 
 
 def interrupted(points: list[Point], share: float = INTERRUPTED_NOTE) -> list[Interrupted]:

@@ -16,6 +16,7 @@ from typing import Any
 from commscope.analysis.p2p import PAIR_ORDER
 from commscope.data.point_ops import RMA_OPERATIONS, RMA_SYNCS, is_rma
 from commscope.data.records import Point
+from commscope.units import time_text
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,6 @@ def findings(summary: RmaSummary) -> list[str]:
         if len(mine) < 2:
             continue
         mine.sort(key=lambda f: f.latency_s or 0.0)
-        order = " < ".join(f"{f.sync} {(f.latency_s or 0.0) * 1e6:.2f} us" for f in mine)
+        order = " < ".join(f"{f.sync} {time_text(f.latency_s or 0.0)}" for f in mine)
         out.append(f"{pair}: {operation} latency at {mine[0].latency_bytes} B: {order}")
     return out

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from commscope.units import time_span_text, time_text
+
 MIN_LAUNCHES = 10  # fifths of at least two launches
 PERMUTATIONS = 1000
 SEED = 2012  # fixed: a point's verdict does not change from one reading to the next
@@ -67,9 +69,9 @@ class SkewEffect:
         """One clause for a warning line."""
         return (
             f"launch times rise with start delay: the {self.later} of {self.launches} valid"
-            f" launches begun {self.from_delay_s * 1e3:.2f}-{self.max_delay_s * 1e3:.2f} ms"
-            f" late took {self.later_median_s * 1e3:.1f} ms (median), the rest"
-            f" {self.rest_median_s * 1e3:.1f} ms: the operation amplifies start skew"
+            f" launches begun {time_span_text(self.from_delay_s, self.max_delay_s)}"
+            f" late took {time_text(self.later_median_s)} (median), the rest"
+            f" {time_text(self.rest_median_s)}: the operation amplifies start skew"
         )
 
 

@@ -103,6 +103,12 @@ def _console_class() -> type[Console]:
         def render_str(self, text: str, **kwargs: Any) -> Any:
             return super().render_str(terminal_text(text), **kwargs)
 
+        def on_broken_pipe(self) -> None:
+            # rich exits 1 here; the reader (`head`) going away ends the command quietly
+            # with 0 instead, as other Unix tools do (cli.main catches this).
+            self.quiet = True
+            raise BrokenPipeError
+
     return LiteralConsole
 
 

@@ -1,11 +1,12 @@
 """Terminal lines every run shares: its title, where it ran, load warnings.
 
-Each kind's tables are built by its module in ``commscope.kinds``.
+Each kind's tables are built by its module in ``commscope.kinds``; :func:`summary` puts
+them together for `show` and `run`: summary first, every table with ``full``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
@@ -14,6 +15,10 @@ from commscope.analysis import load as load_analysis
 from commscope.analysis import tcp_loss
 from commscope.data import mpi_config
 from commscope.data.store import RunInfo
+
+if TYPE_CHECKING:
+    from commscope.data.run_data import RunData
+    from commscope.kinds import View
 
 
 def run_title(run: RunInfo) -> str:
@@ -66,6 +71,25 @@ def congestion_control(console: Console, ends: list[dict[str, Any] | None]) -> N
                 "than that per round trip ('run contention --idle S' measures it)"
             )
         )
+
+
+def summary(console: Console, run: RunData, view: View, full: bool = False) -> None:
+    """A run as `show` and `run` print it: title, settings, warnings, each kind's figures.
+
+    By default each kind prints its short form (key figures, verdicts, each warning once);
+    ``full`` prints every table.
+    """
+    from commscope import kinds  # numpy and SciPy: only when figures are printed
+
+    console.print(run_title(run.info))
+    if run.protocol_limits:
+        console.print(f"eager limits (recorded): {run.protocol_limits.text()}")
+    if run.info.message:
+        console.print(run.info.message)
+    congestion_control(console, run.ends)
+    load_warnings(console, run.ends)
+    for item in kinds.terminal(kinds.summaries(run, view), full):
+        console.print(item)
 
 
 def load_warnings(console: Console, ends: list[dict[str, Any] | None]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from commscope.cli import common
@@ -18,7 +19,12 @@ EXAMPLES = """examples:
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope report`."""
     p.add_argument("runs", nargs="*", default=["latest"], help="run ids or 'latest'")
-    p.add_argument("-o", "--output", default="commscope-report.html", help="[default: %(default)s]")
+    p.add_argument(
+        "-o",
+        "--output",
+        default="commscope-report.html",
+        help="the HTML file to write, '-' for standard output [default: %(default)s]",
+    )
     p.add_argument(
         "--trend",
         metavar="BASELINE",
@@ -41,10 +47,15 @@ def run(args: argparse.Namespace) -> int:
     )
     from commscope.data.run_data import read_run
 
-    safe_write.check_target(args.output, "-o")  # before the store is opened
+    to_stdout = args.output == "-"
+    if not to_stdout:
+        safe_write.check_target(args.output, "-o")  # before the store is opened
     with common.open_store(args, write=False) as store:
         runs = [read_run(store, store.resolve_run(r)) for r in args.runs]
         trend = _trend(store, args.trend, args.last) if args.trend else None
+    if to_stdout:
+        sys.stdout.write(kinds.render_report(runs, trend=trend))
+        return 0
     written = kinds.write_report(runs, args.output, "-o", trend)
     print(f"report: {common.terminal_text(str(written))}")
     return 0

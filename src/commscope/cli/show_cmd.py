@@ -10,6 +10,7 @@ from commscope.errors import UsageError
 HELP = "show a run's latency (us) and bandwidth (MB/s) per size"
 EXAMPLES = """examples:
   commscope show latest
+  commscope show 3 --full        every table: per size, per collective point
   commscope show 3 --json
 """
 
@@ -21,6 +22,12 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         "--json",
         action="store_true",
         help="machine-readable: bytes, seconds (latency_s), bytes/s (bandwidth_Bps)",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="every table (per size, per collective point, each flagged point); default:"
+        " the key figures, verdicts and each warning once",
     )
     p.add_argument(
         "--confidence",
@@ -37,7 +44,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print key figures and per-size tables."""
+    """Print the key figures, verdicts and warnings; every table with --full."""
     # The analysis brings numpy and SciPy: imported when the command runs, not at start.
     from dataclasses import asdict
 
@@ -53,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
     with common.open_store(args, write=False) as store:
         run = read_run(store, store.resolve_run(args.run))
     info = run.info
-    found = kinds.summaries(run, kinds.View(args.confidence, args.trim))
+    view = kinds.View(args.confidence, args.trim)
     if args.json:
+        found = kinds.summaries(run, view)
         common.print_json(
             {
                 "run": info.id,
@@ -84,14 +92,5 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    out = common.console()
-    out.print(render.run_title(info))
-    if run.protocol_limits:
-        out.print(f"eager limits (recorded): {run.protocol_limits.text()}")
-    if info.message:
-        out.print(info.message)
-    render.congestion_control(out, run.ends)
-    render.load_warnings(out, run.ends)
-    for item in kinds.terminal(found):
-        out.print(item)
+    render.summary(common.console(), run, view, args.full)
     return 0

@@ -53,6 +53,8 @@ def probe(path: Path) -> bool:
     """
     if path.is_dir():
         raise _not_ours(path, "it is a directory")
+    if path.exists() and not path.is_file():  # a device or FIFO: SQLite journals beside it
+        raise _not_ours(path, "it is not a regular file")
     try:
         with path.open("rb") as handle:
             head = handle.read(100)
@@ -106,9 +108,14 @@ def open_file(path: Path, write: bool) -> tuple[sqlite3.Connection, bool]:
     new = probe(path)
     folder = path.parent
     why = _read_only(path, new)
-    # A reading command on a missing store creates it, as it always did. On a writable
-    # file it opens read-write with query_only set: closing then removes the -wal and -shm
-    # files, which a read-only connection would leave behind.
+    # A reading command never creates a store: a typo in --store would leave an empty one.
+    # On a writable file it opens read-write with query_only set: closing then removes the
+    # -wal and -shm files, which a read-only connection would leave behind.
+    if new and not write:
+        raise StoreError(
+            f"no store at {path}; give the --store path of an existing store (env"
+            " COMMSCOPE_STORE), or run 'commscope run' to make one there"
+        )
     if new and why:
         raise StoreError(f"{path} cannot be created ({why}); choose another --store path")
     if write or new or not why:
@@ -232,7 +239,7 @@ def _version(conn: sqlite3.Connection, path: Path) -> int:
         rows = conn.execute("SELECT version FROM schema_version").fetchall()
     except sqlite3.OperationalError as err:
         if "no such table" in str(err):
-            raise damaged(path, "its schema_version table is missing", "nothing") from None
+            raise _no_version(conn, path) from None
         raise
     versions = sorted({row[0] for row in rows})
     if len(versions) != 1 or versions[0] not in schema.READABLE_VERSIONS:
@@ -244,6 +251,18 @@ def _version(conn: sqlite3.Connection, path: Path) -> int:
             " or another --store path"
         )
     return int(versions[0])
+
+
+def _no_version(conn: sqlite3.Connection, path: Path) -> StoreError:
+    """The error for a file marked as a store that lacks its schema_version table."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables & set(schema.COLUMNS):
+        fix = "it holds no runs: remove it, or" if not tables else "it holds no runs;"
+        return StoreError(
+            f"{path} is marked as a commscope store but holds none of its tables (its"
+            f" creation was cut short); {fix} choose another --store path"
+        )
+    return damaged(path, "its schema_version table is missing", "no run can be read from it")
 
 
 def integrity_problems(conn: sqlite3.Connection) -> list[str]:

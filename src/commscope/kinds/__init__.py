@@ -67,11 +67,14 @@ def to_json(found: list[tuple[Kind[Any], Any]]) -> dict[str, Any]:
     return out
 
 
-def terminal(found: list[tuple[Kind[Any], Any]]) -> list[Any]:
-    """Every kind's terminal renderables, in the registry's order."""
-    return [
-        item for kind, summary in found if summary is not None for item in kind.terminal(summary)
-    ]
+def terminal(found: list[tuple[Kind[Any], Any]], full: bool = True) -> list[Any]:
+    """Every kind's terminal renderables, in the registry's order; short unless ``full``."""
+    out = []
+    for kind, summary in found:
+        if summary is not None:
+            show = kind.terminal if full or kind.brief is None else kind.brief
+            out += show(summary)
+    return out
 
 
 def report_contexts(runs: Sequence[RunData], view: View | None = None) -> list[dict[str, Any]]:
@@ -91,11 +94,13 @@ def report_contexts(runs: Sequence[RunData], view: View | None = None) -> list[d
     return contexts
 
 
-def render_report(runs: Sequence[RunData], view: View | None = None) -> str:
-    """The HTML report of ``runs`` as text."""
+def render_report(
+    runs: Sequence[RunData], view: View | None = None, trend: dict[str, Any] | None = None
+) -> str:
+    """The HTML report of ``runs`` (and a trend entry) as text."""
     from commscope.report import html
 
-    return html.render(report_contexts(runs, view))
+    return html.render(report_contexts(runs, view), trend)
 
 
 def write_report(

@@ -36,7 +36,9 @@ class Kind(Generic[S]):
         summarize: the analysis of a run's records; None when the run has none of them.
         to_json: ``show --json`` keys for a summary (None gives the keys' empty values, so
             the output has the same keys for every run).
-        terminal: Rich renderables for ``show``, in order.
+        terminal: Rich renderables for ``show --full``, in order: every table.
+        brief: the short form ``show`` and ``run`` print by default (key figures, verdicts,
+            each warning once); None: the kind's ``terminal`` is short already.
         report: the run's report entry for a summary, or None when the kind has no section.
         template: the Jinja2 template drawing the report entry (``report/templates/``).
         figure_specs: the figures a check can judge (:mod:`commscope.kinds.figures`).
@@ -52,3 +54,4 @@ class Kind(Generic[S]):
     template: str | None = None
     figure_specs: tuple[FigureSpec, ...] = ()
     figures: Callable[[RunData], list[Figure]] = lambda run: []
+    brief: Callable[[S], list[Any]] | None = None

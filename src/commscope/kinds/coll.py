@@ -19,6 +19,7 @@ from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
 from commscope.kinds.figures import LOWER, Figure, FigureSpec, figure
 from commscope.kinds.p2p import us
+from commscope.units import size_text
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,56 @@ def table(run: CollRun) -> list[Any]:
         Text(f"! {coll_analysis.warning_text(s)}", style="yellow") for s in run.rows if s.warnings
     ]
     return [out, *warnings, *scaling_table(run.scaling), *refused]
+
+
+BRIEF_SIZES = 8  # size columns of the short table; more are thinned, --full has them all
+
+
+def brief(run: CollRun) -> list[Any]:
+    """T (us) per operation and size in one grid, then each warning once with its points.
+
+    With several process counts (--procs) the grid is the largest count's; ``--full`` has
+    the MPIPerf table, each flagged point's detail and the scaling table.
+    """
+    refused = [Text(f"{op} not measured: {why}", style="yellow") for op, why in run.refused]
+    if not run.rows:
+        return refused
+    top = max(s.nranks for s in run.rows)
+    rows = [s for s in run.rows if s.nranks == top]
+    sizes = sorted({s.bytes for s in rows})
+    if len(sizes) > BRIEF_SIZES:  # evenly thinned, first and last kept
+        step = (len(sizes) - 1) / (BRIEF_SIZES - 1)
+        sizes = sorted({sizes[round(i * step)] for i in range(BRIEF_SIZES)})
+    several = len({s.nranks for s in run.rows}) > 1
+    on = f" on {top} ranks" if several else ""
+    out = Table(
+        title=f"collectives{on}: T in us ({run.level:.0%} confidence; {run.trim:.0%} trimmed"
+        " at each end; ! flagged; every column: --full)"
+    )
+    out.add_column("op", justify="left")
+    for b in sizes:
+        out.add_column(size_text(b), justify="right")
+    cells: dict[str, dict[int, str]] = {}
+    for s in rows:
+        cells.setdefault(s.op, {})[s.bytes] = us(s.time_s) + (" !" if s.warnings else "")
+    for op, by in cells.items():
+        out.add_row(op, *(by.get(b, "") for b in sizes))
+    flagged: dict[str, list[str]] = {}
+    for s in run.rows:
+        for w in s.warnings:
+            flagged.setdefault(w, []).append(f"{s.op} {size_text(s.bytes)}")
+    warnings = [
+        Text(f"! {coll_analysis.WARNINGS[w]}: {_listed(points)}", style="yellow")
+        for w, points in flagged.items()
+    ]
+    return [out, *warnings, *refused]
+
+
+def _listed(items: list[str], most: int = 4) -> str:
+    """The first ``most`` items, then how many more there are."""
+    head = ", ".join(items[:most])
+    more = len(items) - most
+    return head + (f" and {more} more (--full names them)" if more > 0 else "")
 
 
 def scaling_table(rows: list[coll_scaling.ScalingRow]) -> list[Any]:
@@ -169,4 +220,5 @@ KIND = Kind(
     template="coll_scaling_section.html.j2",
     figure_specs=(TIME,),
     figures=figures,
+    brief=brief,
 )

@@ -149,21 +149,49 @@ def recv_buffers(
 
 
 def interrupted(points: list[Point], most: int = MOST_INTERRUPTED) -> list[Any]:
-    """How many samples were interrupted, and the points where it was many."""
+    """How many samples were interrupted, and the points where it was many (each size once)."""
     summary = p2p.interrupted_summary(points)
     if not summary:
         return []
-    named = p2p.interrupted(points)
+    named = p2p.merged(p2p.interrupted(points))
     out: list[Any] = [summary, *(Text(f"! {x.text()}", style="yellow") for x in named[:most])]
     if len(named) > most:
-        out.append(Text(f"! and {len(named) - most} more points", style="yellow"))
+        out.append(Text(f"! and {len(named) - most} more sizes", style="yellow"))
     return out
+
+
+def interrupted_brief(points: list[Point]) -> list[Any]:
+    """One line on the interrupted samples, one on the sizes most hit (``--full`` names them)."""
+    summary = p2p.interrupted_summary(points)
+    if not summary:
+        return []
+    named = p2p.merged(p2p.interrupted(points))
+    if not named:
+        return [summary]
+    by: dict[tuple[str, str], int] = {}
+    for x in named:
+        by[(x.pair, x.op)] = by.get((x.pair, x.op), 0) + 1
+    where = ", ".join(f"{pair} {op} at {n} size{'s' * (n > 1)}" for (pair, op), n in by.items())
+    text = f"! a quarter or more of the samples were interrupted for {where} (--full names them)"
+    return [summary, Text(text, style="yellow")]
 
 
 def thresholds(run: P2PRun) -> list[str]:
     """The report's threshold findings, from the same points the report draws."""
     figs = p2p.pair_figures(rbuf.drawn_points(run.points, rbuf.contrasts(run.points)))
     return findings.threshold_findings(figs, run.limits)
+
+
+def brief(run: P2PRun) -> list[Any]:
+    """Key figures, thresholds, the receive buffers and one line on interrupted samples."""
+    if not run.points:
+        return []
+    return [
+        key_figures(run.points),
+        *thresholds(run),
+        *recv_buffers(run.header, run.points),
+        *interrupted_brief(run.points),
+    ]
 
 
 def terminal(run: P2PRun) -> list[Any]:
@@ -219,4 +247,5 @@ KIND = Kind(
     terminal=terminal,
     figure_specs=(LATENCY, BANDWIDTH),
     figures=figures,
+    brief=brief,
 )
