@@ -249,6 +249,17 @@ def test_directory_refused(tmp_path: Path) -> None:
         Store.open(tmp_path)
 
 
+def test_a_row_checksum_stays_the_one_earlier_versions_wrote() -> None:
+    """Stores written before are read with today's code: the checksum's definition is fixed."""
+    from commscope.data.store_seal import row_crc
+
+    columns = [("id", "INTEGER"), ("crc", "INTEGER"), ("label", "TEXT"), ("t", "REAL"),
+               ("raw", "BLOB"), ("note", "TEXT")]  # fmt: skip
+    row = {"id": 7, "crc": 123, "label": "nightly \u00e9", "t": 1.5e-06, "raw": b"\x00\x01{}",
+           "note": None}  # fmt: skip
+    assert row_crc(columns, row) == 3170229222  # as commscope 0.1 of 2026-12-01 computed it
+
+
 def test_damaged_rows_are_reported(tmp_path: Path) -> None:
     from commscope.data.store_schema import COLUMNS
     from commscope.data.store_seal import row_crc

@@ -71,25 +71,24 @@ def normal(columns: Columns, values: Mapping[str, Any]) -> dict[str, Any]:
 
 def row_crc(columns: Columns, row: Row) -> int:
     """The CRC-32 of a row's columns but ``crc``, each tagged with its name and type."""
-    crc = 0
+    parts: list[bytes] = []  # one crc32 over the joined parts: the same as one call a part
     for name, _ in columns:
         if name == "crc":
             continue
         value = row[name]
         if value is None:
-            head, body = f"{name}\0n", b""
+            parts.append(f"{name}\0n\0".encode())
         elif isinstance(value, int):
-            head, body = f"{name}\0i{value}", b""
+            parts.append(f"{name}\0i{value}\0".encode())
         elif isinstance(value, float):
-            head, body = f"{name}\0f{value.hex()}", b""
+            parts.append(f"{name}\0f{value.hex()}\0".encode())
         elif isinstance(value, str):
             body = value.encode("utf-8", "surrogatepass")
-            head = f"{name}\0s{len(body)}"
+            parts += (f"{name}\0s{len(body)}\0".encode(), body)
         else:
             body = bytes(value)
-            head = f"{name}\0b{len(body)}"
-        crc = zlib.crc32(body, zlib.crc32(f"{head}\0".encode(), crc))
-    return crc
+            parts += (f"{name}\0b{len(body)}\0".encode(), body)
+    return zlib.crc32(b"".join(parts))
 
 
 def sealed(columns: Columns, values: Mapping[str, Any]) -> dict[str, Any]:

@@ -80,7 +80,8 @@ def key_of(name: str, labels: Mapping[str, str]) -> str:
 
 def figure(spec: FigureSpec, samples: Sequence[float] | np.ndarray, **labels: object) -> Figure:
     """A figure of ``spec`` from finite, positive ``samples`` (others are dropped)."""
-    values = tuple(float(v) for v in np.asarray(samples, dtype=float) if np.isfinite(v) and v > 0)
+    found = np.asarray(samples, dtype=float)
+    values = tuple(found[np.isfinite(found) & (found > 0)].tolist())
     return Figure(spec, tuple(sorted((k, str(v)) for k, v in labels.items())), values)
 
 
