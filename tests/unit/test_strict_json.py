@@ -153,6 +153,21 @@ def test_export_json(tmp_path):
     assert len(lines) == 6 and all(strict(line)["samples_s"] == [0.0] * 3 for line in lines)
 
 
+def test_export_json_holds_every_record_and_csv_names_what_it_leaves_out(tmp_path):
+    store = tmp_path / "s.sqlite"
+    coll = {
+        "type": "coll", "op": "alltoall", "group": "world", "nranks": 4, "bytes": 8,
+        "root": None, "method": "window", "times_s": [1e-6, 2e-6], "flags": [0, 0],
+        "stage": [0, 0], "windows_s": [1e-5], "stop": "budget",
+    }  # fmt: skip
+    run_id = _old_run(store, [_point("pingpong", 8, [1e-6, 1e-6]), coll], "coll")
+    lines = call(None, store, "export", str(run_id), "--format", "json").out.splitlines()
+    assert sorted(strict(line)["type"] for line in lines) == ["coll", "point"]
+    csv_out = call(None, store, "export", str(run_id), "--format", "csv")
+    assert csv_out.code == 0 and len(csv_out.out.splitlines()) == 3  # heading, two samples
+    assert "1 other records" in csv_out.err and "--format json" in csv_out.err
+
+
 MODEL = "nodes: [n0, n1]\nsockets: 1\ncores: 2\n"
 
 

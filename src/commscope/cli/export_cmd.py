@@ -8,12 +8,16 @@ import sys
 from typing import Any
 
 from commscope.cli import common, json_text
+from commscope.data.records import Point
 from commscope.errors import StoreError
 
-HELP = "export a run's points (raw samples included) as CSV or JSON lines"
+HELP = (
+    "export a run's raw records: JSON lines hold every record (header, then each measured"
+    " record); CSV one row per point-to-point sample"
+)
 EXAMPLES = """examples:
   commscope export latest --format csv > run.csv
-  commscope export 3 --format json > run.jsonl     (header line, then one line per point)
+  commscope export 3 --format json > run.jsonl     (header line, then one line per record)
 """
 
 
@@ -44,14 +48,22 @@ def run(args: argparse.Namespace) -> int:
     with common.open_store(args, write=False) as store:
         run_id = store.resolve_run(args.run)
         info = store.get_run(run_id)
-        points = store.points(run_id)
+        records = store.measurements(run_id)
+    points = [r for r in records if isinstance(r, Point)]
     if args.format == "json":
         lines = [_json_line(info.header, f"run {run_id}'s header")] if info.header else []
         lines += [
-            _json_line(p.raw, f"run {run_id}'s point {' '.join(map(str, p.key))} B") for p in points
+            _json_line(r.raw, f"run {run_id}'s record {' '.join(map(str, r.key))} B")
+            for r in records
         ]
         sys.stdout.write("".join(lines))  # all checked first: no half-written output
         return 0
+    if len(points) < len(records):
+        common.console(stderr=True).print(
+            f"export: CSV holds point-to-point samples; {len(records) - len(points)} other"
+            f" records of run {run_id} (collectives, contention...) are in --format json",
+            markup=False,
+        )
     w = csv.writer(sys.stdout)
     w.writerow(
         [
