@@ -4,7 +4,7 @@
 an idle connection restarts there, and the run must say so for each node. Each repetition's
 first exchange after 0.5 s idle crosses the 50 mbit links: it moves 1 MiB each way, so it
 cannot take less than 1 MiB at that rate, whatever the restart costs (nothing here:
-docs/contention.md gives the figures).
+docs/validation/contention.md gives the figures).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from commscope.errors import CommscopeError
 from tests import synthetic_runs
 
 # The pairwise All-to-all's 4x1 at 256 KiB on the 4-node virtual cluster
-# (docs/predict-measurements.md): sixteen launches begun within 0.4 ms of their start ran
+# (bench/results/predict-vcluster.md): sixteen launches begun within 0.4 ms of their start ran
 # about 137 ms, the four begun 1.4-2.9 ms late about 200 ms.
 PROMPT_MS = [0.05, 0.05, 0.05, 0.06, 0.06, 0.06, 0.07, 0.08, 0.08, 0.09]
 PROMPT_MS += [0.09, 0.10, 0.15, 0.19, 0.19, 0.37]

@@ -13,7 +13,7 @@ from commscope.validate.predict import check as check_placements
 
 # Recursive doubling at 4 MiB on the 4-node virtual cluster, one set of tables: 4x1 priced
 # 0.29 % ahead of 2x2; in eight runs one after another 4x1 came out ahead by these shares
-# (docs/predict-measurements.md). Each run's own standard error is set at 0.01 % here.
+# (bench/results/predict-vcluster.md). Each run's own standard error is set at 0.01 % here.
 PRICED_MS = {"4x1": 1434.3, "2x2": 1438.4}
 AHEAD = [0.0, -0.002, -0.0005, 0.006, 0.007, 0.002, 0.0, 0.002]
 OWN_SE = 1e-4

@@ -5,7 +5,7 @@ column, :mod:`commscope.analysis.matrix`): every link it sends or receives on is
 node is what is wrong. A single slow link names two nodes of which at most one is at fault,
 and draining a healthy node costs jobs: links are reported, never fenced. Latency matrices
 are not used: on shared cores they follow the scheduling more than the network
-(docs/matrix.md).
+(docs/reference/matrix.md).
 
 When the run holds a confirmation round (:mod:`commscope.analysis.confirm`), that is the
 verdict: a node is fenced only when the confirmation judges it bad (also an end of a slow

@@ -6,7 +6,7 @@ latest rank began less than a timer tolerance plus 2 % of the launch's time late
 begins d late can end the launch at most d later. An operation that amplifies a delay breaks
 that bound. Above the eager limit who arrives first decides which answers queue behind a
 stream (a pair exchange's first rank streams before it answers the other:
-docs/predict-measurements.md), so a delay of a millisecond can cost tens: on the 4-node virtual
+bench/results/predict-vcluster.md), so a delay of a millisecond can cost tens: on the 4-node virtual
 cluster the pairwise All-to-all's 4x1 at 256 KiB ran about 137 ms in launches whose ranks began
 within 0.4 ms of their start and 194-212 ms in every launch begun 1.1 ms late or more (two
 runs). Its time then says as much about how well the ranks started together as about the

@@ -244,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
             Text(
                 f"! the tables run and the measured runs ran under different TCP settings"
                 f" ({'; '.join(tcp_differs)}): each moves what a transfer takes"
-                " (docs/predict-measurements.md), so the prices describe another network",
+                " (docs/validation/predict.md), so the prices describe another network",
                 "yellow",
             )
         )
@@ -355,7 +355,7 @@ def _print(
                 f"! TCP ran BBR on {', '.join(bbr)}: a connection that idles while its rank"
                 " exchanges with other peers restarts below the link rate, which the pair"
                 " tables never see (recursive doubling on 4 nodes: 1.2-1.7x its CUBIC time at"
-                " 1-4 MiB, docs/predict-measurements.md); on the vcluster compare with"
+                " 1-4 MiB, docs/validation/predict.md); on the vcluster compare with"
                 " 'vcluster up --tcp-cc cubic'",
                 "yellow",
             )

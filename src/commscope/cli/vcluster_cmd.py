@@ -88,7 +88,8 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         default="",
         metavar="NAME",
         help="TCP congestion control of every node, e.g. cubic (default: the host's, which "
-        "nodes inherit); BBR slows connections that idle between steps: see docs/cluster.md",
+        "nodes inherit); BBR slows connections that idle between steps: see"
+        " docs/reference/vcluster.md",
     )
     up.add_argument(
         "--tcp-limit-output",
@@ -97,7 +98,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         help="bytes each TCP socket may keep in its node's shaped queue, 4K .. 64MiB, e.g. "
         "32K, or kernel for the kernel's default (4 MiB, under which a fan-out dropped about "
-        "twice as many packets: see docs/cluster.md) [default: %(default)s]",
+        "twice as many packets: see docs/reference/vcluster.md) [default: %(default)s]",
     )
     up.add_argument(
         "--tcp-slow-start-after-idle",

@@ -17,7 +17,7 @@ RUN_DATA_KIND = "protocol_limits"
 SCOPES = ("intra-node", "inter-node")
 HEADERS_BYTES = 128  # bound on the headers an MPI counts into its limit (tens of bytes)
 # Settings raised alike with an eager limit when messages were sent at once by raising it:
-# Open MPI's TCP transport was measured so (docs/predict-measurements.md, every message eager).
+# Open MPI's TCP transport was measured so (bench/results/predict-vcluster.md, every message eager).
 RAISED_WITH = {"btl_tcp_eager_limit": ("btl_tcp_max_send_size",)}
 
 

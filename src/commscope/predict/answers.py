@@ -11,14 +11,14 @@ race, decided step by step:
   a rank beside it) posted its own send and had it answered before s's request came. Ranks
   that play the same part post first equally often, so half such answers wait
   (``RACE_SHARE``; a packet capture of the ring Allreduce on the virtual cluster found half,
-  on 2x2 and 4x1 alike, docs/predict-measurements.md).
+  on 2x2 and 4x1 alike, bench/results/predict-vcluster.md).
 - A stream from d back to s itself does not count as a third: it waits for s's own answer.
 - When d itself streams to the third (a ring with one rank per node), its answer comes from
   the streaming rank, after it posted its next message: the level measures that kind too
   ("streamer") and its waits price such answers where measured. On the 4-node virtual
   cluster it waited no longer than the node's queue, as a third rank's answer does, but met
   it fuller (behind 256 KiB messages 21.4 ms at the median against 12.8,
-  docs/contention.md).
+  docs/validation/contention.md).
 - A pair exchange (s -> d and d -> s in one step) whose ranks arrive apart holds a wait of its
   own. When d arrives more than its first fragment's time before s, d's request is in when s
   comes: s answers it at once, before its own request, and d starts its stream to s. s's
@@ -30,7 +30,7 @@ race, decided step by step:
   count below ranks arrive apart through the waits drawn or their transfers' own times. A
   packet capture of the pairwise All-to-all on the 4-node virtual cluster found such a wait
   in 38-48 % of its exchanges, 76-132 ms behind 1 MiB messages
-  (docs/predict-measurements.md).
+  (bench/results/predict-vcluster.md).
 - A wait costs time only when it idles the sender's link: s's node sends nothing else
   between nodes in that step. Otherwise the link carries the other data meanwhile.
 - No wait outlasts what the racing transfer sends once answered (``AnswerWaits.waits_s``),
@@ -117,7 +117,7 @@ class AnswerWaits:
         once answered, at the stream's rate: its first fragment, up to the eager limit, left
         with the request, as the one being answered did. A message just above the limit races
         nothing (on the 4-node virtual cluster, 64 KiB messages priced 39 ms of waits on 4x1
-        where 3 ms were measured: docs/predict-measurements.md, "Answers capped").
+        where 3 ms were measured: bench/results/predict-vcluster.md, "Answers capped").
         """
         near = self._near(nbytes, streaming)
         return None if near is None else self._capped(near, nbytes)
