@@ -63,3 +63,23 @@ def test_a_closed_pipe_ends_show_quietly(cli):
         timeout=120,
     )
     assert out.returncode == 0 and out.stderr == "", out.stderr
+
+
+def test_ranks_past_the_cores_are_refused_unless_oversubscribed(cli):
+    cores = len(os.sched_getaffinity(0))
+    cli.env.pop("COMMSCOPE_OVERSUBSCRIBE")
+    text = _one_line(cli("run", "p2p", "--np", "99999"), 2)
+    assert f"--np 99999: this machine offers {cores} cores" in text and "--oversubscribe" in text
+    assert not cli.store.exists()  # refused before the store
+
+
+def test_the_default_timeout_fits_the_request():
+    from commscope.cli import build_parser, run_request
+
+    def request(*argv: str) -> float:
+        args = build_parser().parse_args(["run", *argv])
+        return run_request.build_request(args).timeout_s
+
+    small = request("p2p", "--sizes", "8", "--ops", "pingpong")
+    assert small < 600 and request("p2p") <= run_request.DEFAULT_TIMEOUT_S
+    assert request("p2p", "--sizes", "8", "--timeout", "5") == 5

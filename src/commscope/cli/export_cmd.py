@@ -9,6 +9,7 @@ from typing import Any
 
 from commscope.cli import common, json_text
 from commscope.data.records import Point
+from commscope.data.store import Store
 from commscope.errors import StoreError
 
 HELP = (
@@ -45,6 +46,7 @@ def _json_line(data: Any, what: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Write the run to stdout."""
+    Store.check_ref(args.run)  # a bad reference is named before a missing store
     with common.open_store(args, write=False) as store:
         run_id = store.resolve_run(args.run)
         info = store.get_run(run_id)

@@ -46,10 +46,13 @@ def run(args: argparse.Namespace) -> int:
         safe_write,
     )
     from commscope.data.run_data import read_run
+    from commscope.data.store import Store
 
     to_stdout = args.output == "-"
     if not to_stdout:
         safe_write.check_target(args.output, "-o")  # before the store is opened
+    for ref in args.runs:  # a bad reference is named before a missing store
+        Store.check_ref(ref)
     with common.open_store(args, write=False) as store:
         runs = [read_run(store, store.resolve_run(r)) for r in args.runs]
         trend = _trend(store, args.trend, args.last) if args.trend else None

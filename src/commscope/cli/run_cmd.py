@@ -18,7 +18,12 @@ from commscope.cli import (
     run_tcp,
     run_where,
 )
-from commscope.cli.run_request import PAIRED, build_request, paired_ranks_per_node
+from commscope.cli.run_request import (
+    DEFAULT_TIMEOUT_S,
+    PAIRED,
+    build_request,
+    paired_ranks_per_node,
+)
 from commscope.data.request import RunRequest
 from commscope.errors import UsageError
 from commscope.measure import cvars, launch, runner
@@ -96,9 +101,14 @@ def add_shared(p: Any) -> None:
         job,
         "--timeout",
         type=common.seconds,
-        default=3600.0,
         metavar="S",
-        help="seconds before the job is killed",
+        help=f"seconds before the job is killed [default: by points, <= {DEFAULT_TIMEOUT_S:.0f}]",
+    )
+    job.add_argument(
+        "--oversubscribe",
+        action="store_true",
+        default=os.environ.get("COMMSCOPE_OVERSUBSCRIBE") == "1",
+        help="more ranks than cores (env COMMSCOPE_OVERSUBSCRIBE=1)",
     )
     common.option(job, "--label", type=common.label, metavar="TEXT", help="a name for this run")
     common.option(
@@ -112,6 +122,11 @@ def add_shared(p: Any) -> None:
     )
     job.add_argument("--json", action="store_true", help="print the outcome as JSON")
     job.add_argument("--quiet", action="store_true", help="no progress bar")
+    job.add_argument(
+        "--full",
+        action="store_true",
+        help="every table, not only the summary",
+    )
 
 
 def measure(
@@ -179,6 +194,8 @@ def run(args: argparse.Namespace) -> int:
             f"--drain with {args.benchmark}: only the all-pairs matrix names nodes to drain;"
             " run 'commscope run matrix --drain'"
         )
+    if run_tcp.wanted(args) or run_node.wanted(args) or args.resume:
+        args.timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
     if run_tcp.wanted(args):  # TCP runs have no MPI: their own requests and runner
         return run_tcp.run(args)
     if run_node.wanted(args):  # node runs have no MPI either
@@ -188,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
     if args.benchmark in PAIRED and args.ranks_per_node is None and (args.hostfile or args.hosts):
         args.ranks_per_node = paired_ranks_per_node(args)
     request = build_request(args)  # bad input fails before the store
+    _check_cores(args)
     if request.benchmark == "all" and not args.report:
         safe_write.check_target(DEFAULT_REPORT, "--report")
     run_where.check(args)
@@ -207,6 +225,25 @@ def run(args: argparse.Namespace) -> int:
             run_matrix.confirm(store, run_id, request, mpi, args.quiet or args.json)
         report = args.report or (DEFAULT_REPORT if request.benchmark == "all" else None)
         return show_outcome(args, store, run_id, request, outcome, report)
+
+
+def _check_cores(args: argparse.Namespace) -> None:
+    """Refuse more ranks than this machine has cores unless --oversubscribe.
+
+    Hosts from a hostfile, Slurm or the virtual cluster say what they offer themselves;
+    here, ``--np 99999`` on 2 cores would start 99999 engines that never get going.
+    """
+    if args.np is None or args.oversubscribe or run_where.chosen(args) or args.vcluster:
+        return
+    if run_where.uses_slurm(args, args.launcher):
+        return
+    cores = len(os.sched_getaffinity(0))
+    if args.np > cores:
+        raise UsageError(
+            f"--np {args.np}: this machine offers {cores} cores; give --np {cores} or"
+            " fewer, run on more hosts (--hostfile, --slurm), or add --oversubscribe to"
+            " share cores (timings then include waiting for a core)"
+        )
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -267,25 +304,12 @@ def show_outcome(
     from commscope import kinds
     from commscope.cli import render
     from commscope.data.run_data import read_run
-    from commscope.kinds import p2p
 
-    run = read_run(store, run_id)
     out = common.console()
-    out.print(render.run_title(info))
-    render.congestion_control(out, run.ends)
-    render.load_warnings(out, run.ends)
-    for kind, summary in kinds.summaries(run, kinds.View()):
-        if summary is None:
-            continue
-        if kind is not p2p.KIND:
-            shown = kind.terminal(summary)
-        elif run.points:  # after a run: the key figures; `show` has every size
-            shown = [p2p.key_figures(run.points), *p2p.recv_buffers(run.info.header, run.points)]
-        else:
-            shown = []
-        for item in shown:
-            out.print(item)
-    out.print(f"stored in {args.store} as run {run_id}; details: commscope show {run_id}")
+    full = bool(getattr(args, "full", False))
+    render.summary(out, read_run(store, run_id), kinds.View(), full)
+    more = "" if full else f"; every table: commscope show {run_id} --full"
+    out.print(f"stored in {args.store} as run {run_id}{more}")
     if written:
         out.print(f"report: {os.fspath(written)}")
     if fenced is not None:

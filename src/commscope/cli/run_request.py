@@ -19,6 +19,9 @@ COLL_SIZES = "8,64,512,4K,32K,256K,1MiB"
 CONTENTION_SIZES = "256K,1MiB,4MiB"
 RMA_OPS = "put,get,acc"
 RMA_SIZES = "8,64,512,4K,32K,256K,1MiB"
+DEFAULT_TIMEOUT_S = 3600.0  # the longest a run waits for its job unless --timeout says more
+START_S = 300.0  # a job's start (mpirun, ssh, the engine) and its end, at most
+POINT_S = 20.0  # a point, at most (a busy machine's 4 MiB bibw takes a few seconds)
 REDUCTIONS = ("reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan")
 
 
@@ -136,7 +139,7 @@ def build_request(args: argparse.Namespace) -> RunRequest:
         np=args.np
         or (paired_ranks_per_node(args) if args.benchmark in PAIRED else runner.default_ranks()),
         launcher=args.launcher,
-        timeout_s=args.timeout,
+        timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
         confidence=args.confidence,
         mca=launch.parse_mca(args.mca) if args.mca else None,
         cvar=cvars.parse(args.cvar) if args.cvar else None,
@@ -191,4 +194,19 @@ def build_request(args: argparse.Namespace) -> RunRequest:
     if options.procs:  # each collective on the first P ranks, for every P
         found = engine_options.procs(options.procs, request.np)
         options = options.replace(procs=",".join(map(str, found)))
+    if args.timeout is None:
+        request = request.replace(timeout_s=fitted_timeout(options, request.np))
     return request.replace(engine=options)
+
+
+def fitted_timeout(options: EngineOptions, nranks: int, pairs: int = 3) -> float:
+    """The default --timeout of a request: its start, then each expected point, at most 1 h.
+
+    ``pairs``: the p2p pairs the engine may measure (intra-socket, inter-socket and
+    inter-node at most). Points are counted as the progress bar counts them; a request whose
+    count is not known ahead gets :data:`DEFAULT_TIMEOUT_S`.
+    """
+    points = engine_options.expected_points(options, pairs, nranks)
+    if points is None:
+        return DEFAULT_TIMEOUT_S
+    return min(DEFAULT_TIMEOUT_S, START_S + POINT_S * points)

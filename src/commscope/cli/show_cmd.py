@@ -53,10 +53,12 @@ def run(args: argparse.Namespace) -> int:
     from commscope.analysis import tcp_loss
     from commscope.cli import render
     from commscope.data.run_data import read_run
+    from commscope.data.store import Store
     from commscope.simulate import netload
 
     if not 0 <= args.trim < 0.5:
         raise UsageError(f"--trim {args.trim}: give a share in [0, 0.5)")
+    Store.check_ref(args.run)  # a bad reference is named before a missing store
     with common.open_store(args, write=False) as store:
         run = read_run(store, store.resolve_run(args.run))
     info = run.info

@@ -204,19 +204,29 @@ class Store(StoreBaselines):
             StoreError: no such run.
             UsageError: ``ref`` is neither "latest" nor an integer.
         """
-        text = ref.strip()
+        text = self.check_ref(ref)
         if text == "latest":
             row = self._rows("SELECT MAX(id) FROM runs", (), "read its runs")[0]
             if row[0] is None:
                 raise StoreError(f"no run latest in {self.path}: no runs yet; run 'commscope run'")
             return int(row[0])
-        if not re.fullmatch(r"[0-9]{1,19}", text) or int(text) > MAX_RUN_ID:
+        self._require_run(int(text))
+        return int(text)
+
+    @staticmethod
+    def check_ref(ref: str) -> str:
+        """``ref`` stripped if it is "latest" or a run id in form; before any store is read.
+
+        Raises:
+            UsageError: ``ref`` is neither "latest" nor a whole number up to MAX_RUN_ID.
+        """
+        text = ref.strip()
+        if text != "latest" and (not re.fullmatch(r"[0-9]{1,19}", text) or int(text) > MAX_RUN_ID):
             raise UsageError(
                 f"run {shown(ref)} is neither 'latest' nor a run id (a whole number"
                 f" up to {MAX_RUN_ID}); see 'commscope runs'"
             )
-        self._require_run(int(text))
-        return int(text)
+        return text
 
     def _run_info(self, row: sqlite3.Row) -> RunInfo:
         self._check("runs", row, f"run {row['id']}", _OTHERS)

@@ -269,6 +269,22 @@ class StoreWrites(StoreRows):
                 message=message,
             )
 
+    def discard_empty_run(self, run_id: int) -> bool:
+        """Remove run ``run_id`` if it holds no point and one launch at most; True if removed.
+
+        For a launch that ended before its engine said anything (a --timeout shorter than
+        the job's start): the store keeps no run that holds nothing.
+        """
+        with self._write(f"remove the empty run {run_id}") as c:
+            points = c.execute("SELECT COUNT(*) FROM points WHERE run_id = ?", (run_id,))
+            segments = c.execute("SELECT COUNT(*) FROM segments WHERE run_id = ?", (run_id,))
+            if points.fetchone()[0] or segments.fetchone()[0] > 1:
+                return False
+            for table, key in (("run_data", "run_id"), ("segments", "run_id"), ("runs", "id")):
+                c.execute(f"DELETE FROM {table} WHERE {key} = ?", (run_id,))
+        self._sound.discard(run_id)
+        return True
+
     def set_run_status(self, run_id: int, status: str, message: str | None = None) -> None:
         """Set a run's status (one of RUN_STATUSES) and message."""
         if status not in RUN_STATUSES:

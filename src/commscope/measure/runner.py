@@ -232,6 +232,14 @@ def run(
             session.end_segment(segment, note, state["end"].raw)
             session.complete(note)
             return Outcome(run_id, session.new, len(session.measured()))
+        if result.timed_out and state["header"] is None and not skip and session.new == 0:
+            session.stop("timed out before the engine started")
+            if store.discard_empty_run(run_id):
+                raise LaunchError(
+                    f"timed out after {request.timeout_s:g} s, before the engine started;"
+                    " nothing was measured and no run was kept; raise --timeout (a start"
+                    " takes seconds, more with many ranks)"
+                )
         if result.timed_out:
             cause = f"timed out after {request.timeout_s} s (raise --timeout)"
         else:
