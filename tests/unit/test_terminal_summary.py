@@ -151,3 +151,12 @@ def test_every_warning_template_reads_sub_microsecond_durations(seconds):
         assert not ZERO_LOOKING.search(text), text
     unit = time_text(seconds).split()[1]
     assert f" {unit} late took " in skew.text()  # one unit per range, picked for the value
+
+
+def test_the_report_keeps_interrupted_samples_collapsed_after_the_figures(busy_run):
+    with Store.open(busy_run, write=False) as store:
+        html = kinds.render_report([read_run(store, 1)])
+    collapsed = html.index('<details class="interrupted">')
+    assert html.index('<figure class="plot">') < collapsed  # figures first
+    assert html.count("lose its core") == html[collapsed:].count("lose its core")
+    assert "(2 sizes)" in html

@@ -134,7 +134,7 @@ def run_context(run: RunData) -> dict[str, Any]:
     header = info.header or {}
     contrasts = rbuf.contrasts(points)
     rows = p2p.size_rows(points)
-    interrupted = (p2p.interrupted_summary(points), p2p.interrupted(points))
+    interrupted = (p2p.interrupted_summary(points), p2p.merged(p2p.interrupted(points)))
     points = rbuf.drawn_points(points, contrasts)
     figs = p2p.pair_figures(points)
     summarized = [
