@@ -42,11 +42,6 @@ TCP_PROGRAM = CProgram(PROGRAM, ("tcp/*.c", "tcp/*.h", "include/commscope.h", "s
 _HOST = re.compile(r"[A-Za-z0-9_.:%-]+")
 
 
-def packaged_program() -> Path | None:
-    """The program installed with the package, if any."""
-    return TCP_PROGRAM.packaged()
-
-
 def built_path() -> Path:
     """Where the program built from these sources lives."""
     return TCP_PROGRAM.built_path()
