@@ -20,7 +20,7 @@ from junitparser import JUnitXml
 from prometheus_client.parser import text_string_to_metric_families
 
 from commscope.check.baseline import Baseline, figure_bases, spread_of
-from commscope.check.verdict import CRITICAL, OK, WARNING, judge
+from commscope.check.verdict import CRITICAL, OK, UNKNOWN, WARNING, judge
 from commscope.data.store import Store
 from commscope.kinds.figures import FigureSpec, figure
 from tests import synthetic_runs as syn
@@ -95,6 +95,17 @@ def test_a_wide_run_to_run_spread_is_what_a_figure_is_judged_by() -> None:
     (only,) = verdict.figures
     assert only.status == OK and only.judged_by == "run-to-run band"
     assert only.limit == pytest.approx(band)  # one figure: the level is 1 - 0.01
+
+
+def test_a_run_with_none_of_the_figures_is_unknown_and_says_why() -> None:
+    spec = FigureSpec("x_seconds", "seconds", "lower", "latency", "x")
+    runs = [[figure(spec, [1.0, 1.1, 0.9])] for _ in range(3)]
+    baseline = Baseline("b", 0.0, (1, 2, 3), "coll", {}, {}, figure_bases(runs))
+    busy = "other processes took 40% of the 2 CPUs of n1, n2 during the run"
+    loaded = judge(baseline, 9, [], {}, 0.0, load=[busy])
+    assert loaded.status == UNKNOWN and loaded.summary().endswith(busy)
+    quiet = judge(baseline, 9, [], {}, 0.0)
+    assert quiet.status == UNKNOWN and "'commscope show 9' says why" in quiet.summary()
 
 
 def test_a_missing_figure_warns(cli: Any) -> None:

@@ -134,7 +134,8 @@ class Verdict:
         status = STATUS_NAMES[self.status]
         head = f"commscope {status}: run {self.run_id} against baseline {self.baseline}"
         if self.status == UNKNOWN:
-            return f"{head}: no figure of the baseline was measured"
+            why = self.load[0] if self.load else f"'commscope show {self.run_id}' says why"
+            return f"{head}: no figure of the baseline was measured; {why}"
         tally = ", ".join(f"{n} {name.lower()}" for name, n in counts.items() if n)
         worst = self.figures[0]
         if worst.status == OK:
