@@ -33,9 +33,12 @@ MAX_MODEL_NODES = 65_536
 MAX_SOCKETS = 64
 MAX_CORES_PER_SOCKET = 1024
 
-# Simulation: the SimGrid platform lists a route for every ordered pair of nodes (N^2 routes:
-# 1,000 nodes wrote 152 MB in 6.8 s), so a simulated model has at most 256 nodes (~10 MB).
-MAX_SIMULATED_NODES = 256
+# Simulation: flat models and topologies (fat tree, dragonfly, torus) are written as SimGrid
+# zones whose routes SimGrid computes, linear in the nodes (10,000: bench/platform_scale.py),
+# up to a model's nodes. Listed switches take a route for every ordered pair of nodes (N^2:
+# 1,000 nodes wrote 152 MB in 6.8 s), so at most 256 nodes (~10 MB) behind them.
+MAX_SIMULATED_NODES = MAX_MODEL_NODES
+MAX_SIMULATED_SWITCHED_NODES = 256
 
 # Labels and names typed by users or read from files.
 MAX_LABEL_CHARS = 200

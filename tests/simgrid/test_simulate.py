@@ -48,7 +48,7 @@ def test_neutral_pingpong_is_latency_plus_size_over_bandwidth(cli: CLI, tmp_path
     assert runs[run]["mpi"].startswith("simgrid-")
     with Store.open(cli.store) as store:
         sim = store.get_run(run).request["simulate"]
-    assert '<route src="node0" dst="node1"' in sim["platform_xml"]
+    assert '<host_link id="node1" up="node1-nic-up" down="node1-nic-down"/>' in sim["platform_xml"]
     assert "smpi/bw-factor:0:1" in sim["config"] and sim["factors"] == "neutral (0:1)"
     assert sim["hostfile"].splitlines() == ["node0", "node1"]
 

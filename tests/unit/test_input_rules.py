@@ -152,14 +152,20 @@ def _no_runs(store: Path) -> bool:
         return s.list_runs() == []
 
 
-def test_a_simulated_model_of_1000_nodes_is_refused_before_its_platform(tmp_path, no_spawn):
+def test_1000_nodes_behind_listed_switches_are_refused_before_their_platform(tmp_path, no_spawn):
+    # Listed switches take N^2 routes; a flat model or a topology of that size is written.
     model = tmp_path / "big.yaml"
-    model.write_text("nodes: 1000\nsockets: 1\ncores: 2\n")
+    model.write_text(
+        "nodes: 1000\nsockets: 1\ncores: 2\nchannels: {nic: {bandwidth: 1e9}}\n"
+        "switches: [{nodes: 0-499, uplink: {bandwidth: 1e9}},"
+        " {nodes: 500-999, uplink: {bandwidth: 1e9}}]\n"
+    )
     outcome = call(
         None, tmp_path / "s.sqlite", "simulate", "run", "--cluster", str(model), "--", "p2p"
     )
     assert_one_line_refusal(outcome)
-    assert "1000 nodes; a simulated model has at most 256" in outcome.err
+    assert "switches: 1000 nodes behind listed switches" in outcome.err
+    assert "kind: fat_tree" in outcome.err
 
 
 def test_predict_at_the_stated_limit_of_processes_is_refused_for_fit_not_hung(tmp_path, no_spawn):

@@ -9,6 +9,10 @@ levels of Peryshkova and Kurnosov 2018 (contention-aware placement) plus optiona
 - switches: groups of nodes behind one switch; a transfer between nodes behind different
   switches also crosses the uplink of each switch.
 
+A model may instead name its network's topology (a fat tree, a dragonfly or a torus, see
+:mod:`commscope.predict.topologies`): its switches are then the topology's leaves, and
+:meth:`ClusterModel.hops` counts the links between two nodes in closed form.
+
 A channel may carry a nominal bandwidth and latency (from a YAML file or the virtual cluster's
 rate); costs come from measured tables first, see :mod:`commscope.predict.cost`.
 """
@@ -20,10 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from commscope import limits, strict
 from commscope.errors import PredictError
+from commscope.predict.topologies import Topology
 
 LEVELS = ("memory", "socket", "nic")
 MEMORY, SOCKET, NIC = 0, 1, 2
@@ -85,6 +90,8 @@ class ClusterModel:
         nic: each node's network interface (each direction: it is full duplex).
         switches: groups of nodes with their uplinks; empty for one flat network.
         source: where the model came from (a file, hwloc, the virtual cluster).
+        topology: the network's fat tree, dragonfly or torus (its leaves are ``switches``);
+            None for a flat network or listed switches.
     """
 
     name: str
@@ -96,6 +103,7 @@ class ClusterModel:
     nic: Link = Link()
     switches: tuple[Switch, ...] = ()
     source: str = ""
+    topology: Topology | None = None
     _switch_of: NDArray[np.int64] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -109,6 +117,11 @@ class ClusterModel:
                 raise PredictError(f"{where}: {problem}")
         if len(set(self.node_names)) != len(self.node_names):
             raise PredictError(f"{where}: node names must be distinct")
+        if self.topology is not None and self.topology.nodes != len(self.node_names):
+            raise PredictError(
+                f"{where}: {len(self.node_names)} nodes, but its {self.topology.describe()}"
+                f" holds {self.topology.nodes}; give as many nodes as the topology holds"
+            )
         switch_of = np.full(len(self.node_names), -1, dtype=np.int64)
         for k, sw in enumerate(self.switches):
             for n in sw.nodes:
@@ -148,6 +161,35 @@ class ClusterModel:
         """Per node: index of its switch (-1 without switches)."""
         return self._switch_of
 
+    def hops(self, a: ArrayLike, b: ArrayLike) -> NDArray[np.int64]:
+        """Network links a transfer from node ``a`` to node ``b`` crosses (arrays; 0 inside).
+
+        Flat: the two NICs; listed switches: also both uplinks between switches; a topology:
+        its own count, in closed form (linear in the pairs asked, whatever the nodes).
+        """
+        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        if self.topology is not None:
+            return self.topology.hops(a, b)
+        links = np.full(np.broadcast(a, b).shape, 2, dtype=np.int64)
+        if self.switches:
+            links += 2 * (self._switch_of[a] != self._switch_of[b])
+        return np.where(a == b, 0, links)
+
+    def latency_s(self, a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
+        """Nominal network latency from node ``a`` to node ``b`` (arrays; 0 inside a node).
+
+        Every link of a topology and every NIC has the NIC's latency; an uplink its own.
+        """
+        hops = self.hops(a, b)
+        nic = float(self.nic.latency_s or 0.0)
+        if self.topology is not None or not self.switches:
+            return np.asarray(hops * nic, dtype=np.float64)
+        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        up = np.array([float(sw.uplink.latency_s or 0.0) for sw in self.switches])
+        far = self._switch_of[a] != self._switch_of[b]
+        extra = np.where(far, up[self._switch_of[a]] + up[self._switch_of[b]], 0.0)
+        return np.asarray(np.minimum(hops, 2) * nic + extra, dtype=np.float64)
+
     def uplink_ratios(self) -> NDArray[np.float64]:
         """Per switch: NIC bandwidth / uplink bandwidth (a transfer's share of the uplink)."""
         nic = float(self.nic.bandwidth_Bps or 0.0)
@@ -165,7 +207,9 @@ class ClusterModel:
         text = (
             f"{self.name}: {self.nodes} node(s) x {self.sockets} socket(s) x {self.cores} core(s)"
         )
-        if self.switches:
+        if self.topology is not None:
+            text += f", {self.topology.describe()}"
+        elif self.switches:
             text += f", {len(self.switches)} switch(es)"
         return text + (f" (from {self.source})" if self.source else "")
 
@@ -183,4 +227,5 @@ class ClusterModel:
                 "nic": self.nic.to_json(),
             },
             "switches": [sw.to_json() for sw in self.switches],
+            "topology": None if self.topology is None else self.topology.to_yaml(),
         }

@@ -15,6 +15,16 @@ Format (every key but ``nodes``, ``sockets`` and ``cores`` may be left out)::
       - name: leaf0
         nodes: 0-7              # indices "A-B", or a list of indices or host names
         uplink: {bandwidth: 100Gbit/s}
+    topology:                   # optional, instead of switches: the network's shape
+      kind: fat_tree            # fat_tree, dragonfly or torus (commscope.predict.topologies)
+      down: [16, 8]             # fat tree, per switch level: elements below each switch
+      up: [1, 8]                # per level: switches each element below links up to
+      links: [1, 2]             # per level: parallel links (default 1); ports: per switch
+                                # dragonfly: groups, chassis, routers, nodes_per_router,
+                                #   links: {groups, chassis, routers}; torus: dims: [8, 8, 16]
+
+With a topology, ``nodes`` may be left out (the topology's count, named node0, node1, ...);
+if given it must be that count. Every link of the topology has the NIC's rate and latency.
 
 Bandwidths: a number of bytes/s, or with a unit: B/s, kB/s, MB/s, GB/s, TB/s (decimal),
 KiB/s, MiB/s, GiB/s, bit/s, kbit/s, Mbit/s, Gbit/s, Tbit/s (SimGrid's Bps and bps also work).
@@ -32,10 +42,11 @@ import yaml
 
 from commscope import limits, strict
 from commscope.errors import PredictError
+from commscope.predict import topologies
 from commscope.predict.model import ClusterModel, Link, Switch, host_name_problem
 
 # "simulation" holds SimGrid parameters (commscope.simulate.params); prediction ignores it.
-_TOP = ("name", "nodes", "sockets", "cores", "channels", "switches", "simulation")
+_TOP = ("name", "nodes", "sockets", "cores", "channels", "switches", "topology", "simulation")
 _CHANNELS = {"memory": "memory", "socket": "socket_link", "nic": "nic"}
 _LINK = ("bandwidth", "latency")
 _SWITCH = ("name", "nodes", "uplink")
@@ -233,12 +244,16 @@ def model_from_dict(data: Any, where: str) -> ClusterModel:
     """
     r = _Reader(where)
     top = r.mapping(data, "(top)", _TOP)
+    topology = None if top.get("topology") is None else topologies.parse(top["topology"], r.fail)
     for key in ("nodes", "sockets", "cores"):
-        if key not in top:
+        if key not in top and not (key == "nodes" and topology is not None):
             raise r.fail(
                 key, "missing; a model needs nodes, sockets (per node) and cores (per socket)"
             )
-    names = r.node_names(top["nodes"])
+    if topology is not None:
+        names = _topology_nodes(r, top.get("nodes"), topology)
+    else:
+        names = r.node_names(top["nodes"])
     links = {attr: Link() for attr in _CHANNELS.values()}
     channels = r.mapping(top.get("channels", {}) or {}, "channels", tuple(_CHANNELS))
     for key, value in channels.items():
@@ -265,7 +280,16 @@ def model_from_dict(data: Any, where: str) -> ClusterModel:
         if uplink.bandwidth_Bps is None:
             raise r.fail(f"{field}.uplink.bandwidth", "missing; switches need an uplink rate")
         switches.append(Switch(name, nodes, uplink))
-    if switches:
+    if topology is not None:
+        if raw_switches:
+            raise r.fail("switches", "give either switches or a topology, not both")
+        if links["nic"].bandwidth_Bps is None:
+            raise r.fail(
+                "channels.nic.bandwidth",
+                "missing; a topology's links all have the NIC rate: give it",
+            )
+        switches = _leaf_switches(topology, links["nic"])
+    elif switches:
         lost = [names[i] for i in range(len(names)) if i not in seen]
         if lost:
             raise r.fail("switches", f"node {lost[0]} is behind no switch; list every node")
@@ -285,7 +309,39 @@ def model_from_dict(data: Any, where: str) -> ClusterModel:
         nic=links["nic"],
         switches=tuple(switches),
         source=where,
+        topology=topology,
     )
+
+
+def _topology_nodes(r: _Reader, value: Any, topology: topologies.Topology) -> tuple[str, ...]:
+    """Names node0.. of a topology's nodes; ``nodes``, if given, must be their count."""
+    if value is not None:
+        if isinstance(value, list):
+            raise r.fail(
+                "nodes",
+                f"with a topology give a count ({topology.nodes}) or leave nodes out:"
+                " its nodes are named node0, node1, ... in topology order",
+            )
+        count = r.count(value, "nodes", limits.MAX_MODEL_NODES)
+        if count != topology.nodes:
+            raise r.fail(
+                "nodes",
+                f"{count}, but the {topology.describe()} holds {topology.nodes};"
+                f" set nodes: {topology.nodes} (or leave it out) or change the topology",
+            )
+    return tuple(f"node{i}" for i in range(topology.nodes))
+
+
+def _leaf_switches(topology: topologies.Topology, nic: Link) -> list[Switch]:
+    """The topology's leaves as switches, each uplink at its links' total NIC rate."""
+    leaves = topology.leaves()
+    if leaves is None:
+        return []
+    rate = float(nic.bandwidth_Bps or 0.0) * leaves.uplink_links
+    return [
+        Switch(f"{leaves.name}{k}", tuple(range(start, start + leaves.size)), Link(rate))
+        for k, start in enumerate(range(0, topology.nodes, leaves.size))
+    ]
 
 
 def load_model(path: str | Path) -> ClusterModel:

@@ -238,6 +238,8 @@ def simulation(
     """What ``smpi.job`` needs (config, ranks, platform, hostfile), recorded with the run."""
     from commscope.simulate.setup import model_document
 
+    if netload:
+        platform.check_netload(model)
     nodes = rank_nodes(model, np)
     core = params.core_flops or host
     config = smpi.config(params, [*COMPUTE_CONFIG, f"smpi/host-speed:{host:.9g}f", *extra])

@@ -99,6 +99,8 @@ def simulated_request(
         raise SimulateError(
             f"{base.benchmark}: only MPI benchmarks (all, p2p, coll, contention) run under SMPI"
         )
+    if netload:
+        platform.check_netload(model)
     engine = base.engine
     if engine.check:
         raise SimulateError(
@@ -151,7 +153,7 @@ def model_document(model: ClusterModel, params: SimParams) -> dict[str, Any]:
 
     doc: dict[str, Any] = {
         "name": model.name,
-        "nodes": list(model.node_names),
+        "nodes": model.nodes if model.topology is not None else list(model.node_names),
         "sockets": model.sockets,
         "cores": model.cores,
     }
@@ -162,7 +164,9 @@ def model_document(model: ClusterModel, params: SimParams) -> dict[str, Any]:
     channels = {k: v for k, v in channels.items() if v}
     if channels:
         doc["channels"] = channels
-    if model.switches:
+    if model.topology is not None:
+        doc["topology"] = model.topology.to_yaml()
+    elif model.switches:
         doc["switches"] = [
             {"name": sw.name, "nodes": list(sw.nodes), "uplink": link(sw.uplink)}
             for sw in model.switches
