@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +70,11 @@ def costs(args: argparse.Namespace, model: ClusterModel) -> Costs:
     source = ""
     eager = None
     queue: tuple[QueueWait, ...] = ()
-    with common.open_store(args, write=False) as store:
+    # The model's nominal rates alone need no store: one is opened only to read runs.
+    stored: AbstractContextManager[Any] = nullcontext()
+    if args.tables or args.p2p:
+        stored = common.open_store(args, write=False)
+    with stored as store:
         if args.tables:
             run_id, cells = table_cells(
                 store, args.tables, "measure t(m, cf) first, or give --p2p RUN"

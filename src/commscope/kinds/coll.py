@@ -116,8 +116,8 @@ def brief(run: CollRun) -> list[Any]:
     several = len({s.nranks for s in run.rows}) > 1
     on = f" on {top} ranks" if several else ""
     out = Table(
-        title=f"collectives{on}: T in us ({run.level:.0%} confidence; {run.trim:.0%} trimmed"
-        " at each end; ! flagged; every column: --full)"
+        title=f"collectives{on}, T in us ({run.level:.0%} confidence, {run.trim:.0%} trimmed"
+        " each end; ! flagged)"
     )
     out.add_column("op", justify="left")
     for b in sizes:
