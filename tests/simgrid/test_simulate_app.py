@@ -59,6 +59,8 @@ TWO_BY_TWO = (
 
 
 def _runs(cli: CLI) -> list[int]:
+    if not cli.store.exists():  # a refusal before anything was stored: no store was made
+        return []
     return [r["id"] for r in json.loads(cli("runs", "--json", check=True).stdout)]
 
 
