@@ -40,7 +40,7 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     path = model(tmp, CLUSTER)
     out = cli(
         "simulate", "run", "--cluster", str(path), "--ranks-per-node", "2", "--netload",
-        "--launches", "1", "--json", *ARGS, check=True,
+        "--samples", "1", "--json", *ARGS, check=True,
     )  # fmt: skip
     stored = json.loads(out.stdout)
     with Store.open(cli.store) as store:
@@ -205,7 +205,7 @@ def test_nonblocking_overlap_loops_are_benchmark_traffic(cli: CLI, tmp_path: Pat
     path = model(tmp_path, CLUSTER)
     out = cli(
         "simulate", "run", "--cluster", str(path), "--ranks-per-node", "2", "--netload",
-        "--launches", "1", "--json", "--", "coll", "--ops", "ialltoall", "--sizes", "64KiB",
+        "--samples", "1", "--json", "--", "coll", "--ops", "ialltoall", "--sizes", "64KiB",
         check=True,
     )  # fmt: skip
     run_id = json.loads(out.stdout)["run"]

@@ -176,7 +176,7 @@ def test_192_rank_alltoall_equals_the_contention_oracle(cli: CLI, tmp_path: Path
         "--ranks-per-node",
         "12",
         "--neutral",
-        "--launches",
+        "--samples",
         "1",
         "--smpi-cfg",
         "smpi/alltoall:basic_linear",
