@@ -9,7 +9,7 @@ confirmation round against healthy partners) and counts what the confirmed verdi
 Prints the counts side by side. Not a test.
 
     .venv/bin/python bench/matrix_confirm.py [--runs 20] [--rate 200mbit]
-        [--lock /tmp/commscope-bench.lock]
+        [--lock /tmp/commscope-bench.lock] [--cases healthy,"slow node","slow link"]
 """
 
 from __future__ import annotations
@@ -71,12 +71,14 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--rate", default="200mbit")
     parser.add_argument("--lock")
+    parser.add_argument("--cases", default="healthy,slow node,slow link",
+                        help="which of the three, comma-separated")  # fmt: skip
     args = parser.parse_args()
     store = Path(tempfile.mkdtemp(prefix="matrix-confirm-")) / "store.sqlite"
     half = f"{vcluster.parse_rate(args.rate) // 2_000_000}mbit"
     results = {}
     with locked(args.lock):
-        for case in ("healthy", "slow node", "slow link"):
+        for case in args.cases.split(","):
             state = vcluster.up(4, args.rate)
             try:
                 if case == "slow node":
