@@ -6,8 +6,8 @@ size:size`` on the same 2k ranks. commscope's figure is bytes over the median wi
 its samples; osu_mbw_mr's is bytes over the senders' mean time, so the bytes over commscope's
 mean window time are printed too ("cs mean"): where the two statistics part, the machine
 held some windows up. Rounds alternate the tools; the per-round ratio commscope / OSU and
-its median over the rounds are printed. Goal: within 5 % (docs/validation/mbw.md). peers.py calls this
-after its own rounds; on its own:
+its median over the rounds are printed. Goal: within 5 % (docs/validation/mbw.md). peers.py
+calls this after its own rounds; on its own:
 
     flock /tmp/commscope-bench.lock .venv/bin/python bench/peers_mbw.py [--rounds 3]
         [--mpi openmpi,mpich] [--pairs 1,2] [--sizes 8,4096,1048576] [--window 64]
