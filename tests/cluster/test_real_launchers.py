@@ -124,7 +124,7 @@ def test_slurm_option_gets_an_allocation_and_gives_it_back(cli, cluster, family)
             "--slurm",
             "-N",
             "2",
-            "--ntasks-per-node",
+            "--ranks-per-node",
             "2",
             "--json",
             timeout=600,

@@ -41,7 +41,7 @@ def test_submitted_jobs_land_where_the_prediction_placed_them(cli, cluster, tmp_
             "--slurm",
             "-N",
             "2",
-            "--ntasks-per-node",
+            "--ranks-per-node",
             "2",
             "--sizes",
             "8,65536,1MiB",
