@@ -95,16 +95,6 @@ def test_a_suspect_is_bad_only_when_every_confirmation_round_finds_it_slow():
     ]
 
 
-def test_suspects_are_measured_one_pair_at_a_time_and_many_are_packed():
-    found = first_pass(slow_link=(1, 4))
-    plan = confirm.plan(NAMES, *confirm.suspects(found))
-    assert all("," not in r for r in plan[6:].split(";"))  # nothing shares the suspect's time
-    names = tuple(f"n{i}" for i in range(400))
-    many = confirm.plan(names, names[: confirm.ALONE_UP_TO // 4], [])
-    rounds = many[6:].split(";")
-    assert len(planned(many)) > confirm.ALONE_UP_TO and len(rounds) < len(planned(many))
-
-
 def test_rounds_let_a_rank_send_once_and_receive_once():
     pairs = [(0, 1), (0, 2), (1, 0), (2, 0), (1, 2)]
     for r in confirm.rounds_of(pairs):

@@ -3,10 +3,10 @@
 NVIDIA's ClusterKit re-tests the nodes and links a first pass found slow before it calls them
 bad; so does commscope. After the all-pairs matrix (``analysis/matrix``) names suspects,
 a confirmation round measures each suspect node with ``PARTNERS`` partners the first pass
-found healthy, both directions, and each suspect link again, one pair at a time, in two
-rounds (two launches, their pairs labelled ``c1/src->dst`` and ``c2/src->dst``). Judged
-against the first pass's typical link (the polished level, with the same thresholds: worse
-by more than ``FLOOR`` of it and by ``K_MADS`` of its spread):
+found healthy, both directions, and each suspect link again, in two rounds (two launches,
+their pairs labelled ``c1/src->dst`` and ``c2/src->dst``). Judged against the first pass's
+typical link (the polished level, with the same thresholds: worse by more than ``FLOOR``
+of it and by ``K_MADS`` of its spread):
 
 * a node is **bad** when most of its pairs with healthy partners are slow again;
 * a link is **bad** when it is slow again while its two nodes' pairs with healthy partners
@@ -31,7 +31,6 @@ from commscope.data.records import Point
 from commscope.units import rate_text, time_text
 
 PARTNERS = 3  # healthy partners each suspect node is measured with, both directions
-ALONE_UP_TO = 128  # confirmation pairs measured one at a time; more are packed into rounds
 # Label prefixes of the confirmation rounds' pairs, one launch each: a suspect is bad only
 # when every round finds it slow, so a moment of load on a busy node (a scheduling delay
 # that multiplies an 8-byte latency) is not taken for a fault.
@@ -148,12 +147,7 @@ def plan(names: Sequence[str], nodes: Sequence[str], links: Sequence[tuple[str, 
     pairs = list(dict.fromkeys(pairs))
     if not pairs:
         return ""
-    # One pair at a time, so that nothing else shares its nodes: the first pass measures many
-    # pairs at once, and a suspect found slow there (a -> b beside b -> a, on cores that
-    # poll for both) must not be found slow again for the same reason. Many suspects are
-    # packed instead, to keep the round short.
-    rounds = [[pair] for pair in pairs] if len(pairs) <= ALONE_UP_TO else rounds_of(pairs)
-    return "pairs:" + ";".join(",".join(f"{a}>{b}" for a, b in r) for r in rounds)
+    return "pairs:" + ";".join(",".join(f"{a}>{b}" for a, b in r) for r in rounds_of(pairs))
 
 
 def _threshold(m: Matrix) -> tuple[float, float]:
