@@ -1,8 +1,11 @@
 """`check` on a 2-node virtual cluster: a regression put in on purpose is caught (root).
 
-A baseline of three p2p runs at 1 gbit; then one node's link at half the rate: `check`
-measures the baseline's request again, exits 2 and names the inter-node bandwidth of that
-node's link. The rate restored: nothing is called a regression. A busy loop on a core
+A baseline of three p2p runs at 1 gbit; then one node's link at 100 mbit (a NIC that
+negotiated down to Fast Ethernet): `check` measures the baseline's request again, exits 2 and
+names the inter-node bandwidth of that node's link. Three runs on two shared cores spread
+their 1 MiB bandwidth by up to 20 %, so the run-to-run band of a three-run baseline is
+about 80 % (`commscope baseline show`): a link at half its rate stays inside it, one at a
+tenth leaves it. The rate restored: nothing is called a regression. A busy loop on a core
 during a check: the verdict names the load and calls nothing a regression.
 
 Latency between namespaces on two shared cores moves by more than 10 % from run to run (the
@@ -39,7 +42,7 @@ def test_check_catches_a_slowed_link_and_calls_load_no_regression(cli, cluster):
         runs.append(str(json.loads(out.stdout)["run"]))
     cli("baseline", "create", "nightly", *runs, check=True)
 
-    cli("vcluster", "set", "csnode2", "--rate", "500mbit", check=True)
+    cli("vcluster", "set", "csnode2", "--rate", "100mbit", check=True)
     out = cli("check", "--baseline", "nightly", "--tolerance", TOLERANCE, "--json", timeout=900)
     verdict = json.loads(out.stdout)
     print(out.stdout[:4000])
@@ -52,7 +55,7 @@ def test_check_catches_a_slowed_link_and_calls_load_no_regression(cli, cluster):
     assert named and all(f["labels"]["pair"] == "inter-node" for f in named)
     assert all("csnode2" in f["labels"]["link"] for f in named)
     one_way = [f for f in named if f["labels"]["op"] == "bw"]
-    assert one_way and all(f["worse_by"] > 0.3 for f in one_way)  # half the rate: ~50 % worse
+    assert one_way and all(f["worse_by"] > 0.7 for f in one_way)  # a tenth the rate: ~90 % worse
 
     cli("vcluster", "set", "csnode2", "--rate", "1gbit", check=True)
     out = cli("check", "--baseline", "nightly", "--tolerance", TOLERANCE, "--json", timeout=900)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
@@ -53,21 +54,30 @@ def test_hpl_measured_on_the_vcluster_beside_its_simulation(cli: CLI, cluster, t
         assert r["measured"] and r["mpi"].startswith("openmpi")
     with Store.open(cli.store) as store:
         assert {store.get_run(r["run"]).kind for r in real} == {"hpl"}
-    sim = json.loads(
-        cli(
-            "simulate", "hpl", "--cluster", str(_model(tmp_path)), *common, timeout=900, check=True
-        ).stdout
-    )["runs"]
-    assert [r["grid"] for r in sim] == ["1x2", "2x1"] and all(r["passed"] for r in sim)
+    # SMPI times each compute burst as it runs on this shared machine: one simulated solve
+    # moves from run to run too (9.1 and 6.5 GFLOPS for the same grid in two runs), so
+    # each grid is simulated twice and that spread widens the bound like the measured one.
+    sims = []
+    for _ in range(2):
+        sim = json.loads(
+            cli(
+                "simulate", "hpl", "--cluster", str(_model(tmp_path)), *common, timeout=900,
+                check=True,
+            ).stdout
+        )["runs"]  # fmt: skip
+        assert [r["grid"] for r in sim] == ["1x2", "2x1"] and all(r["passed"] for r in sim)
+        sims.append({r["grid"]: r["gflops"] for r in sim})
+    simulated = {g: statistics.median(s[g] for s in sims) for g in ("1x2", "2x1")}
+    sim_noise = max((max(s[g] for s in sims) - min(s[g] for s in sims)) / simulated[g]
+                    for g in simulated)  # fmt: skip
     agreement = hpl_agreement.compare(
-        {g: [r["gflops"] for r in real if r["grid"] == g] for g in ("1x2", "2x1")},
-        {r["grid"]: r["gflops"] for r in sim},
+        {g: [r["gflops"] for r in real if r["grid"] == g] for g in ("1x2", "2x1")}, simulated
     )
-    print("\n" + json.dumps(agreement.to_json(), indent=1))
+    print("\n" + json.dumps(agreement.to_json(), indent=1), "simulation noise", sim_noise)
     # An uncalibrated model (SMPI's default factors) is held to a factor of two, widened by
-    # the run-to-run noise of the measured solves; and where the measured grids differ by
-    # more than that noise, the simulation must order them alike.
-    bound = 2.0 * (1.0 + agreement.noise)
+    # the run-to-run noise of the measured solves and of the simulated ones; and where the
+    # measured grids differ by more than that noise, the simulation must order them alike.
+    bound = 2.0 * (1.0 + agreement.noise) * (1.0 + sim_noise)
     for g in agreement.grids:
         assert 1.0 / bound <= g.ratio <= bound, (g.grid, g.ratio, bound)
     assert agreement.disagreeing_pairs() == [], agreement.to_json()

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from junitparser import JUnitXml
 from prometheus_client.parser import text_string_to_metric_families
+from scipy import stats
 
 from commscope.check.baseline import Baseline, figure_bases, spread_of
 from commscope.check.verdict import CRITICAL, OK, UNKNOWN, WARNING, judge
@@ -95,6 +96,28 @@ def test_a_wide_run_to_run_spread_is_what_a_figure_is_judged_by() -> None:
     (only,) = verdict.figures
     assert only.status == OK and only.judged_by == "run-to-run band"
     assert only.limit == pytest.approx(band)  # one figure: the level is 1 - 0.01
+
+
+def test_a_noisy_rate_baseline_still_calls_a_rate_near_zero() -> None:
+    # Three runs of a bandwidth that spread by a factor of two: on the centers themselves the
+    # band would pass 100 % and no loss of bandwidth could ever leave it.
+    spec = FigureSpec("x_bytes_per_second", "bytes_per_second", "higher", "bw", "x")
+    rng = np.random.default_rng(1)
+    centers = (80e6, 40e6, 75e6)
+    runs = [[figure(spec, c * np.exp(rng.normal(0, 0.01, 50)))] for c in centers]
+    bases = figure_bases(runs)
+    made = bases["x_bytes_per_second"]
+    band = made.band(0.99)
+    assert band is not None and 0.5 < band < 1.0
+    factor = stats.t.ppf(0.99, 2) * np.sqrt(1 + 1 / 3)
+    half = factor * np.std(np.log(made.run_centers), ddof=1)
+    assert band == pytest.approx(1 - np.exp(-half), rel=1e-9)
+    assert made.spread is not None and factor * made.spread > 1.0  # the linear band: past 100 %
+
+    baseline = Baseline("b", 0.0, (1, 2, 3), "p2p", {}, {}, bases)
+    slow = figure(spec, 1e6 * np.exp(rng.normal(0, 0.01, 50)))  # a link near dead
+    (only,) = judge(baseline, 9, [slow], {}, 0.0).figures
+    assert only.status == CRITICAL and only.judged_by == "run-to-run band"
 
 
 def test_a_run_with_none_of_the_figures_is_unknown_and_says_why() -> None:

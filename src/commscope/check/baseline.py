@@ -2,12 +2,15 @@
 
 A figure's center is the median of its runs' centers (each run's center is the median of its
 raw samples), its spread the standard deviation of those centers relative to the center.
-Its run-to-run band is the half-width of a one-sided 99 % prediction interval for the center
-of one more run: Student's t with n - 1 degrees of freedom, times the spread, times
-sqrt(1 + 1/n). How far a new run may fall from the center by chance alone, for normal
-run-to-run noise: an unchanged cluster passes a figure's band in 99 % of checks. Few runs
-give wide bands (t is 7.0 with two degrees of freedom, 3.7 with four): more baseline runs
-make a check sharper. One run gives no band.
+Its run-to-run band is a one-sided 99 % prediction interval for the center of one more run,
+drawn on the logarithm of the centers (run-to-run noise of times and rates is a factor, not
+a difference): Student's t with n - 1 degrees of freedom, times the standard deviation of
+the log centers, times sqrt(1 + 1/n), turned back into a share in the figure's worse
+direction. On the log scale a rate's band stays below 100 %: however noisy the baseline,
+a rate falling towards zero leaves it (a band on the centers themselves could pass 100 %,
+and then no loss of bandwidth would ever be called). An unchanged cluster passes a figure's
+band in 99 % of checks. Few runs give wide bands (t is 7.0 with two degrees of freedom, 3.7
+with four): more baseline runs make a check sharper. One run gives no band.
 
 The pooled raw samples are kept as ``QUANTILES`` evenly spaced order statistics, enough for a
 rank test and small enough that a baseline of 10,000 figures opens in well under a second.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +29,7 @@ import numpy as np
 from scipy import stats
 
 from commscope.errors import StoreError
-from commscope.kinds.figures import Figure, key_of
+from commscope.kinds.figures import HIGHER, Figure, key_of
 
 BASELINE_VERSION = 1
 QUANTILES = 33
@@ -59,11 +63,20 @@ class FigureBase:
         return key_of(self.name, self.labels)
 
     def band(self, level: float) -> float | None:
-        """Relative half-width of the one-sided ``level`` prediction interval; None: one run."""
+        """How much worse than the center (a share) one more run may be at ``level``.
+
+        The one-sided prediction interval of the log centers; None: one run. Centers that are
+        not all positive (a fitted intercept may be zero) have no logarithm: their band is
+        drawn on the centers themselves.
+        """
         n = len(self.run_centers)
         if self.spread is None or n < 2:
             return None
-        return t_quantile(level, n - 1) * self.spread * math.sqrt(1 + 1 / n)
+        width = t_quantile(level, n - 1) * math.sqrt(1 + 1 / n)
+        if min(self.run_centers) <= 0:
+            return width * self.spread
+        half = width * statistics.stdev(math.log(c) for c in self.run_centers)
+        return -math.expm1(-half) if self.better == HIGHER else math.expm1(half)
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict; :meth:`from_json` reads it back."""
