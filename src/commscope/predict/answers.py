@@ -62,6 +62,7 @@ from commscope.predict.cost import CostModel
 from commscope.predict.model import ClusterModel
 from commscope.predict.patterns import Pattern
 from commscope.predict.placement import Placement
+from commscope.predict.pricing import transfer_times
 
 RACE_SHARE = 0.5  # answers that find their node streaming: either rank of a race posts first
 # Draws of the race: over 20 seeds the ring Allreduce's price on the 4-node vcluster's tables
@@ -334,8 +335,6 @@ def draws(
     answers: AnswerWaits,
 ) -> Draws | None:
     """The waits of ``pattern``'s answers on ``placement``, drawn; None when none race."""
-    from commscope.predict.rank import transfer_times  # here: rank imports this module
-
     t = _transfers(pattern)
     rendezvous = answers.rendezvous(t.nbytes)
     race = racing(placement.node, t, rendezvous)

@@ -24,6 +24,7 @@ from commscope.predict.cost import CostModel, with_fabric
 from commscope.predict.model import LEVELS, NIC, ClusterModel
 from commscope.predict.patterns import Pattern, ShiftStep, Transfers
 from commscope.predict.placement import Placement, enumerate_placements
+from commscope.predict.pricing import transfer_times
 
 BATCH = 1 << 20  # transfers counted at once by the rank-by-rank count (bounds its memory)
 
@@ -107,29 +108,6 @@ def _symmetric(
                 took = with_fabric(cost, known, took, nbytes[k], load[k])
             np.maximum.at(step_s, k, took)
     return _result(placement, step_s, used, max_cf, _missing(cost, used))
-
-
-def transfer_times(
-    model: ClusterModel,
-    placement: Placement,
-    src: NDArray[np.int64],
-    dst: NDArray[np.int64],
-    nbytes: NDArray[np.int64],
-    step_of: NDArray[np.int64],
-    steps: int,
-    cost: CostModel,
-) -> tuple[NDArray[np.float64], channels.Usage]:
-    """Each transfer's time at the cf of its step (0 where its level has no cost), and the count."""
-    known = set(cost.sources())
-    usage = channels.count(model, placement, src, dst, step_of, steps)
-    took = np.zeros(src.size)
-    for code, level in enumerate(LEVELS):
-        sel = usage.level == code
-        if sel.any() and level in known:
-            took[sel] = cost.time_s(level, nbytes[sel], usage.cf[sel])
-            if code == NIC:
-                took[sel] = with_fabric(cost, known, took[sel], nbytes[sel], usage.fabric[sel])
-    return took, usage
 
 
 def _general(
