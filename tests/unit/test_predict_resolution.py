@@ -14,7 +14,8 @@ from commscope.predict.cost import TableCost
 from commscope.predict.model import ClusterModel
 from commscope.predict.resolution import SUPPORT, Spread, redrawn, resampled_costs, spread
 from commscope.validate.pairs import judge_pair
-from commscope.validate.predict import PlacementCheck, checked_placements
+from commscope.validate.placement_check import PlacementCheck
+from commscope.validate.predict import checked_placements
 from tests.synthetic_contention import as_measured, records, store_run
 
 B = 6.25e6  # 50 mbit

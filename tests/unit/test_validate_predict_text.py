@@ -6,7 +6,8 @@ import argparse
 
 from commscope.cli import validate_predict
 from commscope.validate import forcing
-from commscope.validate.predict import PlacementCheck, SizeVerdict
+from commscope.validate.placement_check import PlacementCheck
+from commscope.validate.predict import SizeVerdict
 
 
 def check(placement: str, nodes: int, bbr: tuple[str, ...], lost: tuple[str, ...] = ()):

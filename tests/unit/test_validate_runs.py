@@ -8,8 +8,9 @@ import statistics
 import pytest
 
 from commscope.validate.pairs import judge_pair
-from commscope.validate.predict import PlacementCheck, over_runs
+from commscope.validate.placement_check import PlacementCheck
 from commscope.validate.predict import check as check_placements
+from commscope.validate.predict import over_runs
 
 # Recursive doubling at 4 MiB on the 4-node virtual cluster, one set of tables: 4x1 priced
 # 0.29 % ahead of 2x2; in eight runs one after another 4x1 came out ahead by these shares

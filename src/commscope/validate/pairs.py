@@ -15,14 +15,11 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from commscope import predict
 from commscope.predict import resolution
 from commscope.predict.cost import CostModel
-
-if TYPE_CHECKING:  # validate.predict imports this module
-    from commscope.validate.predict import PlacementCheck
+from commscope.validate.placement_check import PlacementCheck
 
 NOISE_SIGMAS = 2.0  # a gap within two standard errors of another agrees with it
 

@@ -30,6 +30,7 @@ from commscope.predict.answers import AnswerWaits
 from commscope.predict.cost import CostModel
 from commscope.validate.forcing import BLOCK_ALLTOALL, Forced
 from commscope.validate.pairs import PairVerdict, judge_pairs
+from commscope.validate.placement_check import PlacementCheck
 
 # Each measured point stops after MAX_LAUNCHES launches or its time budget, whichever comes
 # first. The budget is POINT_BUDGET_S, raised to BUDGET_LAUNCHES times the slowest predicted
@@ -45,55 +46,6 @@ def point_budget_s(predicted_s: list[float]) -> float:
     """Time budget of each point of one placement's run, from its predicted launch times."""
     finite = [t for t in predicted_s if math.isfinite(t)]
     return min(MAX_BUDGET_S, max(POINT_BUDGET_S, BUDGET_LAUNCHES * max(finite, default=0.0)))
-
-
-@dataclass(frozen=True)
-class PlacementCheck:
-    """One placement at one size: predicted against measured."""
-
-    placement: str
-    nodes: int
-    per_node: int
-    bytes: int
-    predicted_s: float
-    measured_s: float
-    relative_error: float  # (predicted - measured) / measured
-    run_id: int
-    # What TCP lost during the placement's run: its measured times carry the stalls.
-    tcp_loss_warnings: tuple[str, ...] = ()
-    # Nodes whose TCP ran BBR, which slows connections that idle between steps (no pair
-    # table sees it): the measured time may exceed a right prediction.
-    bbr_nodes: tuple[str, ...] = ()
-    # The point's launches: without a valid one, these say why (late starts: ranks waited
-    # for a core longer than the share of the launch a start may be late by; else overruns).
-    launches: int = 0
-    valid_launches: int = 0
-    late_launches: int = 0  # started late on some rank (overrun as well or not)
-    # Standard error of measured_s: MPIPerf's SE of one run; over several runs the larger of
-    # the spread between them and their own SEs (``over_runs``).
-    measured_se_s: float = math.nan
-    answer_wait_s: float = 0.0  # of predicted_s: answers waiting behind busy queues
-    # The point's launches that began later ran longer than their delay explains
-    # (``analysis.start_skew``): its measured time depends on how well its ranks started.
-    start_skew: str = ""
-    run_times_s: tuple[float, ...] = ()  # each run's measured time (NaN: no valid launch)
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain dict with full key names."""
-        return asdict(self)
-
-    def unmeasured_reason(self) -> str:
-        """Why the point has no time, in a few words (empty when it has one)."""
-        if math.isfinite(self.measured_s):
-            return ""
-        if not self.launches:
-            return "no launch ran"
-        late = self.late_launches
-        invalid = self.launches - self.valid_launches
-        parts = [f"{late} started late (a rank waited for a core)"] if late else []
-        if invalid > late:  # a launch both late and overrun counts as late
-            parts.append(f"{invalid - late} overran their window")
-        return f"{self.valid_launches} valid of {self.launches} launches; " + ", ".join(parts)
 
 
 @dataclass(frozen=True)
