@@ -33,9 +33,9 @@ def test_building_and_using_the_parser_imports_no_heavy_library():
 
 def test_predict_and_simulate_help_names_match_their_packages():
     from commscope import predict
-    from commscope.cli import predict_cmd, simulate_cmd
+    from commscope.cli import predict_cmd, simulate_options
     from commscope.simulate.params import SWEEPABLE
 
     assert predict_cmd.OPERATIONS == tuple(predict.ALGORITHMS)
     assert predict_cmd.ORDERS == predict.placement.ORDERS
-    assert simulate_cmd.SWEEPABLE_NAMES == tuple(SWEEPABLE)
+    assert simulate_options.SWEEPABLE_NAMES == tuple(SWEEPABLE)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
-from typing import Any
 
 from commscope import safe_write
 from commscope.cli import (
@@ -15,6 +13,7 @@ from commscope.cli import (
     run_kinds,
     run_matrix,
     run_node,
+    run_outcome,
     run_tcp,
     run_where,
 )
@@ -26,7 +25,7 @@ from commscope.cli.run_request import (
 )
 from commscope.data.request import RunRequest
 from commscope.errors import UsageError
-from commscope.measure import cvars, launch, runner
+from commscope.measure import cvars, launch
 from commscope.measure import mpi as mpi_mod
 
 HELP = "measure communication performance and store it (default: characterise this machine)"
@@ -57,112 +56,7 @@ DEFAULT_REPORT = "commscope-report.html"
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare `commscope run`: the options every kind shares, then one parser per kind."""
-    p.formatter_class = run_kinds.Formatter
-    p.usage = "%(prog)s [KIND] [options]"
-    add_shared(p)
-    run_kinds.add_kinds(p, add_shared)
-
-
-def add_shared(p: Any) -> None:
-    """Declare the options every kind takes: the MPI, where ranks run, the job, the output."""
-    mpi = p.add_argument_group("MPI")
-    common.option(
-        mpi,
-        "--mpi",
-        env="COMMSCOPE_MPI",
-        metavar="MPI",
-        help="openmpi, mpich or a prefix [default: PATH's]",
-    )
-    common.option(
-        mpi,
-        "--launcher",
-        default="auto",
-        choices=("auto", "mpirun", "mpiexec", "srun"),
-        metavar="NAME",
-        help="auto, mpirun, mpiexec or srun",
-    )
-    mpi.add_argument(
-        "--mca",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="Open MPI parameter (repeatable; stored)",
-    )
-    mpi.add_argument(
-        "--cvar",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="MPICH control variable (repeatable; stored)",
-    )
-    run_where.add_options(p)
-    job = p.add_argument_group("the run")
-    common.option(
-        job,
-        "--timeout",
-        type=common.seconds,
-        metavar="S",
-        help=f"seconds before the job is killed [default: by points, <= {DEFAULT_TIMEOUT_S:.0f}]",
-    )
-    job.add_argument(
-        "--oversubscribe",
-        action="store_true",
-        default=os.environ.get("COMMSCOPE_OVERSUBSCRIBE") == "1",
-        help="more ranks than cores (env COMMSCOPE_OVERSUBSCRIBE=1)",
-    )
-    common.option(job, "--label", type=common.label, metavar="TEXT", help="a name for this run")
-    common.option(
-        job,
-        "--resume",
-        metavar="RUN",
-        help="measure what an incomplete run misses",
-    )
-    common.option(
-        job, "--report", metavar="FILE", help="write an HTML report [all: commscope-report.html]"
-    )
-    job.add_argument("--json", action="store_true", help="print the outcome as JSON")
-    job.add_argument("--quiet", action="store_true", help="no progress bar")
-    job.add_argument(
-        "--full",
-        action="store_true",
-        help="every table, not only the summary",
-    )
-
-
-def measure(
-    store: Any, run_id: int, request: RunRequest, mpi: mpi_mod.MPIInstall, quiet: bool
-) -> runner.Outcome:
-    """Run the engine for a stored request, with a progress bar unless ``quiet``."""
-    simulation = None
-    if request.simulate:
-        from commscope.simulate.smpi import SimulatedLaunch
-
-        simulation = SimulatedLaunch(request.simulate)
-    if quiet:
-        return runner.run(store, run_id, request, mpi, simulation=simulation)
-    from rich.progress import (
-        BarColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    columns = (
-        TextColumn("measuring"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=common.console(stderr=True), transient=True) as bar:
-        task = bar.add_task("points", total=None)
-
-        def show(done: int, total: int | None) -> None:
-            bar.update(task, completed=done, total=total)
-
-        return runner.run(store, run_id, request, mpi, progress=show, simulation=simulation)
+    run_kinds.declare(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -220,11 +114,11 @@ def run(args: argparse.Namespace) -> int:
         run_id = store.create_run(
             request.benchmark, args.label, mpi.tag, mpi.launcher, request.np, request.to_json()
         )
-        outcome = measure(store, run_id, request, mpi, args.quiet or args.json)
+        outcome = run_outcome.measure(store, run_id, request, mpi, args.quiet or args.json)
         if request.benchmark == "matrix" and not args.no_confirm:
             run_matrix.confirm(store, run_id, request, mpi, args.quiet or args.json)
         report = args.report or (DEFAULT_REPORT if request.benchmark == "all" else None)
-        return show_outcome(args, store, run_id, request, outcome, report)
+        return run_outcome.show_outcome(args, store, run_id, request, outcome, report)
 
 
 def _check_cores(args: argparse.Namespace) -> None:
@@ -265,74 +159,6 @@ def _resume(args: argparse.Namespace) -> int:
         else:
             mpi = mpi_mod.resolve(request.mpi)
         with run_where.resumed(request) as live:
-            outcome = measure(store, run_id, live, mpi, args.quiet or args.json)
+            outcome = run_outcome.measure(store, run_id, live, mpi, args.quiet or args.json)
         report = args.report or (DEFAULT_REPORT if request.benchmark == "all" else None)
-        return show_outcome(args, store, run_id, request, outcome, report)
-
-
-def show_outcome(
-    args: argparse.Namespace,
-    store: Any,
-    run_id: int,
-    request: RunRequest,
-    outcome: runner.Outcome,
-    report: str | None,
-) -> int:
-    """Write the report when asked, then print the run's key figures (or JSON).
-
-    After a matrix run, the nodes it names are fenced (``--drain``) or the commands that
-    would fence them printed; with ``--drain`` the exit status is the fence's (0/1/2/3).
-    """
-    info = store.get_run(run_id)
-    written = write_report(store, run_id, report)
-    fenced = run_fence.after(args, store, run_id, request)
-    code = fenced.status if fenced is not None and fenced.drain else 0
-    if args.json:
-        result: dict[str, Any] = {
-            "run": run_id,
-            "status": info.status,
-            "new_points": outcome.new_points,
-            "points": outcome.total_points,
-            "store": os.path.abspath(args.store),
-            "report": os.fspath(written) if written else None,
-        }
-        if fenced is not None:
-            result["fence"] = fenced.to_json()
-        common.print_json(result)
-        return code
-    # numpy and SciPy: only when figures are printed
-    from commscope import kinds
-    from commscope.cli import render
-    from commscope.data.run_data import read_run
-
-    out = common.console()
-    full = bool(getattr(args, "full", False))
-    render.summary(out, read_run(store, run_id), kinds.View(), full)
-    more = "" if full else f"; every table: commscope show {run_id} --full"
-    out.print(f"stored in {args.store} as run {run_id}{more}")
-    if written:
-        out.print(f"report: {os.fspath(written)}")
-    if fenced is not None:
-        run_fence.print_fenced(fenced)
-    return code
-
-
-def write_report(store: Any, run_id: int, report: str | None) -> Path | None:
-    """Write the run's HTML report to ``report`` (if given); the path written.
-
-    Raises:
-        UsageError: the report cannot be written there; the message says the run is stored
-            and how to write its report elsewhere.
-    """
-    if not report:
-        return None
-    from commscope import kinds
-    from commscope.data.run_data import read_run
-
-    try:
-        return kinds.write_report([read_run(store, run_id)], report, "--report")
-    except UsageError as err:
-        raise UsageError(
-            f"{err.one_line()}; run {run_id} is stored, write its report with"
-            f" 'commscope report {run_id} -o FILE'"
-        ) from None
+        return run_outcome.show_outcome(args, store, run_id, request, outcome, report)

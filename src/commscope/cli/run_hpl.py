@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from commscope.cli import common
+from commscope.cli import common, program_runs
 from commscope.errors import CommscopeError, LaunchError, UsageError, interrupt_cause
 
 DEFAULT_N = 2000
@@ -35,7 +35,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     --label and --json.
     """
     g = p.add_argument_group("what to measure (HPC Challenge's HPL, built with the MPI's mpicc)")
-    add_matrix_order(g, DEFAULT_N)
+    program_runs.add_matrix_order(g, DEFAULT_N)
     common.option(
         g, "--nb", type=common.whole(1, 4096), default=DEFAULT_NB, help="block size (HPL's NB)"
     )
@@ -55,19 +55,6 @@ def add_options(p: argparse.ArgumentParser) -> None:
         env="COMMSCOPE_HPL_SOURCE",
         metavar="PATH",
         help="HPC Challenge 1.5.0 source, tarball or tree (apt-get source hpcc)",
-    )
-
-
-def add_matrix_order(group: Any, default: int) -> None:
-    """Declare --matrix-order (HPL's N), as `run hpl` and `simulate hpl` take it."""
-    common.option(
-        group,
-        "--matrix-order",
-        dest="n",
-        metavar="N",
-        type=common.whole(1, 1_000_000),
-        default=default,
-        help="matrix order (HPL's N)",
     )
 
 
@@ -170,9 +157,7 @@ def run(args: argparse.Namespace) -> int:
         except (KeyboardInterrupt, CommscopeError) as err:
             _say_what_was_lost(err, rows, grids, args.repeat)
             raise
-    from commscope.cli import simulate_app
-
-    simulate_app.show_runs(args, rows, ("gflops", "passed", "hpl_time_s", "wall_s"), "measured")
+    program_runs.show_runs(args, rows, ("gflops", "passed", "hpl_time_s", "wall_s"), "measured")
     return 0 if all(r["passed"] for r in rows) else 1
 
 

@@ -8,11 +8,28 @@ kind, without listing them again: its --help shows what that kind measures and h
 from __future__ import annotations
 
 import argparse
+import os
 import textwrap
 from typing import Any
 
-from commscope.cli import common, run_fence, run_hpl, run_matrix, run_node, run_options, run_tcp
-from commscope.cli.run_request import COLL_OPS, COLL_SIZES, CONTENTION_SIZES, P2P_OPS, RMA_OPS
+from commscope.cli import (
+    common,
+    run_fence,
+    run_hpl,
+    run_matrix,
+    run_node,
+    run_options,
+    run_tcp,
+    run_where,
+)
+from commscope.cli.run_request import (
+    COLL_OPS,
+    COLL_SIZES,
+    CONTENTION_SIZES,
+    DEFAULT_TIMEOUT_S,
+    P2P_OPS,
+    RMA_OPS,
+)
 
 # name: (one line for `run --help`, description, examples)
 KINDS: dict[str, tuple[str, str, str]] = {
@@ -242,11 +259,22 @@ def _kind_options(kind: str, p: argparse.ArgumentParser) -> None:
         run_hpl.add_options(p)
 
 
-def add_kinds(p: argparse.ArgumentParser, add_shared: Any) -> None:
+def declare(p: argparse.ArgumentParser) -> None:
+    """Declare `commscope run` on ``p``: the options every kind shares, then one parser per kind.
+
+    `simulate run` parses its benchmark options after '--' with the same declaration.
+    """
+    p.formatter_class = Formatter
+    p.usage = "%(prog)s [KIND] [options]"
+    add_shared(p)
+    _add_kinds(p)
+
+
+def _add_kinds(p: argparse.ArgumentParser) -> None:
     """Declare one sub-parser per kind on `commscope run`'s parser ``p``.
 
-    ``add_shared(parser)`` declares the options every kind shares; each kind's parser takes
-    them unlisted. Every option of every kind gets a default on ``p`` too, so `commscope run`
+    Each kind's parser takes the options every kind shares (``add_shared``), unlisted.
+    Every option of every kind gets a default on ``p`` too, so `commscope run`
     without a kind (``all``) reads the same names.
     """
     kinds = p.add_subparsers(
@@ -272,3 +300,69 @@ def add_kinds(p: argparse.ArgumentParser, add_shared: Any) -> None:
         own = {a.dest for a in p._actions}
         p.set_defaults(**{d: v for d, v in defaults.items() if d not in set(p._defaults) | own})
     p.set_defaults(benchmark="all")
+
+
+def add_shared(p: Any) -> None:
+    """Declare the options every kind takes: the MPI, where ranks run, the job, the output."""
+    mpi = p.add_argument_group("MPI")
+    common.option(
+        mpi,
+        "--mpi",
+        env="COMMSCOPE_MPI",
+        metavar="MPI",
+        help="openmpi, mpich or a prefix [default: PATH's]",
+    )
+    common.option(
+        mpi,
+        "--launcher",
+        default="auto",
+        choices=("auto", "mpirun", "mpiexec", "srun"),
+        metavar="NAME",
+        help="auto, mpirun, mpiexec or srun",
+    )
+    mpi.add_argument(
+        "--mca",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="Open MPI parameter (repeatable; stored)",
+    )
+    mpi.add_argument(
+        "--cvar",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="MPICH control variable (repeatable; stored)",
+    )
+    run_where.add_options(p)
+    job = p.add_argument_group("the run")
+    common.option(
+        job,
+        "--timeout",
+        type=common.seconds,
+        metavar="S",
+        help=f"seconds before the job is killed [default: by points, <= {DEFAULT_TIMEOUT_S:.0f}]",
+    )
+    job.add_argument(
+        "--oversubscribe",
+        action="store_true",
+        default=os.environ.get("COMMSCOPE_OVERSUBSCRIBE") == "1",
+        help="more ranks than cores (env COMMSCOPE_OVERSUBSCRIBE=1)",
+    )
+    common.option(job, "--label", type=common.label, metavar="TEXT", help="a name for this run")
+    common.option(
+        job,
+        "--resume",
+        metavar="RUN",
+        help="measure what an incomplete run misses",
+    )
+    common.option(
+        job, "--report", metavar="FILE", help="write an HTML report [all: commscope-report.html]"
+    )
+    job.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    job.add_argument("--quiet", action="store_true", help="no progress bar")
+    job.add_argument(
+        "--full",
+        action="store_true",
+        help="every table, not only the summary",
+    )

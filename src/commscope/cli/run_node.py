@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from commscope import limits, strict
-from commscope.cli import common
+from commscope.cli import common, run_outcome
 from commscope.errors import UsageError
 from commscope.measure.compute import cpu, hpcc, node, pinning, sizes
 
@@ -168,9 +168,7 @@ def run(args: argparse.Namespace) -> int:
         outcome = measure(store, run_id, request, progress=None if quiet else err.print)
         info = store.get_run(run_id)
         points = store.linpacks(run_id)
-        from commscope.cli import run_cmd  # it imports this module
-
-        written = run_cmd.write_report(store, run_id, args.report)
+        written = run_outcome.write_report(store, run_id, args.report)
     summary = node_analysis.summarize(request, points)
     report = os.fspath(written) if written else None
     if args.json:

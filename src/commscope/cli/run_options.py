@@ -4,7 +4,7 @@ A row of ``engine/options.json`` with ``"run": true`` becomes an option of each 
 KIND` whose benchmarks it serves: its flag (the row's ``cli``, else the engine's), default,
 bounds (as the argparse type) and help come from the row, so the CLI, the engine and the stored
 request cannot disagree. Options whose CLI meaning differs from the engine's (--ops, --sizes,
---levels, where defaults depend on the benchmark) are declared by run_cmd itself.
+--levels, where defaults depend on the benchmark) are declared by run_kinds.
 """
 
 from __future__ import annotations

@@ -12,8 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from commscope.cli import common
-from commscope.cli import run_hpl as run_hpl_cmd
+from commscope.cli import common, program_runs, simulate_options
 from commscope.errors import UsageError
 
 if TYPE_CHECKING:
@@ -24,15 +23,14 @@ DEFAULT_TIMEOUT_S = 3600.0
 
 
 def _common_options(p: argparse.ArgumentParser) -> None:
-    from commscope.cli import simulate_cmd
-
-    simulate_cmd._model_options(p)
+    simulate_options.add_model_option(p)
     p.add_argument(
         "--sweep",
         action="append",
         default=[],
         metavar="NAME=V1,V2,...",
-        help=f"one run per value of a model parameter ({', '.join(simulate_cmd.sweep_names())})",
+        help="one run per value of a model parameter"
+        f" ({', '.join(simulate_options.sweep_names())})",
     )
     p.add_argument(
         "--netload", action="store_true", help="trace the run and keep the load on the links"
@@ -124,7 +122,7 @@ def add_parsers(actions: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common_options(hpl)
-    run_hpl_cmd.add_matrix_order(hpl, 4000)
+    program_runs.add_matrix_order(hpl, 4000)
     common.option(
         hpl, "--nb", type=common.whole(1, 4096), default=128, help="block size (HPL's NB)"
     )
@@ -152,9 +150,7 @@ def _load(args: argparse.Namespace) -> tuple[ClusterModel, SimParams]:
 
 
 def _sweeps(args: argparse.Namespace, params: SimParams) -> list[Any]:
-    from commscope.cli import simulate_run
-
-    return simulate_run.expand_sweeps(args.sweep, params)
+    return simulate_options.expand_sweeps(args.sweep, params)
 
 
 def _simulate(
@@ -246,7 +242,7 @@ def run_app(args: argparse.Namespace) -> int:
             what = {"kind": "app", "source": str(source), "args": program_args, "label": label}
             rid, data = _simulate(args, store, what, sim, [str(binary), *program_args])
             rows.append({"run": rid, "sweep": tag, **data})
-    show_runs(args, rows, ("simulated_s", "wall_s"))
+    program_runs.show_runs(args, rows, ("simulated_s", "wall_s"))
     return 0
 
 
@@ -281,47 +277,5 @@ def run_hpl(args: argparse.Namespace) -> int:
                         f"run {rid}: HPL's residual check FAILED on {p}x{q}"
                     )
                 rows.append({"run": rid, "sweep": tag, **data})
-    show_runs(args, rows, ("gflops", "passed", "simulated_s", "wall_s"))
+    program_runs.show_runs(args, rows, ("gflops", "passed", "simulated_s", "wall_s"))
     return 0 if all(r["passed"] for r in rows) else 1
-
-
-def show_runs(
-    args: argparse.Namespace,
-    rows: list[dict[str, Any]],
-    columns: tuple[str, ...],
-    how: str = "simulated",
-) -> None:
-    """The runs as a table (``how``: simulated or measured), or as JSON with --json."""
-    if args.json:
-        common.print_json({"runs": [{k: v for k, v in r.items() if k != "output"} for r in rows]})
-        return
-    from rich.table import Table
-
-    table = Table(title=f"{how} runs")
-    traced = any("netload" in r for r in rows)
-    names = ["run", "label", *columns]
-    if traced:
-        names += ["switch MB", "mean message (B)", "switch Mbit/s"]
-    for name in names:
-        table.add_column(name, justify="right")
-    for r in rows:
-        cells = [str(r["run"]), r.get("label") or "", *(_cell(r[c]) for c in columns)]
-        if traced:
-            sw = r.get("netload", {}).get("switch", {})
-            cells += [
-                _cell(sw.get("bytes", 0) / 1e6),
-                _cell(sw.get("mean_message_bytes")),
-                _cell(sw.get("mbit_per_s")),
-            ]
-        table.add_row(*cells)
-    common.console().print(table)
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "PASSED" if value else "FAILED"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from commscope import limits
-from commscope.cli import common
+from commscope.cli import common, simulate_options
 
 HELP = "simulate clusters with SimGrid/SMPI: run, calibrate, validate, sweep"
 EXAMPLES = """examples:
@@ -25,9 +25,6 @@ EXAMPLES = """examples:
       --source hpcc_1.5.0.orig.tar.gz --sweep switch-latency=80us,400us
 """
 NAME = "simulate"
-# The parameters --help names, written out: commscope.simulate.params imports the cluster model
-# (numpy, PyYAML), which would slow every command's start. tests/unit/test_cli_startup.py checks
-# them against SWEEPABLE.
 RUN_EXAMPLES = """examples:
   commscope simulate run --cluster c.yaml --nodes 2 -- p2p --max-size 4MiB
   commscope simulate run --cluster c.yaml --nodes 16 --ranks-per-node 12 -- coll
@@ -44,28 +41,6 @@ VALIDATE_EXAMPLES = """examples:
   commscope simulate validate 14 --cluster vcluster.yaml
   commscope simulate validate 14 --cluster vcluster.yaml --min-size 1KiB --max-size 1MiB
 """
-SWEEPABLE_NAMES = (
-    "nic_latency",
-    "nic_bandwidth",
-    "memory_latency",
-    "memory_bandwidth",
-    "switch_latency",
-)
-
-
-def _model_options(p: argparse.ArgumentParser) -> None:
-    common.option(
-        p,
-        "--cluster",
-        env="COMMSCOPE_CLUSTER",
-        metavar="FILE",
-        help="cluster model YAML file (its 'simulation' section holds calibrations)",
-    )
-
-
-def sweep_names() -> list[str]:
-    """The sweepable parameters as --sweep spells them (with '-')."""
-    return [name.replace("_", "-") for name in SWEEPABLE_NAMES]
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +54,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         epilog=RUN_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _model_options(run)
+    simulate_options.add_model_option(run)
     common.option(
         run,
         "--nodes",
@@ -101,7 +76,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=V1,V2,...",
-        help=f"one run per value of a parameter ({', '.join(sweep_names())});"
+        help=f"one run per value of a parameter ({', '.join(simulate_options.sweep_names())});"
         " repeat for several parameters, each swept from the model's values",
     )
     run.add_argument(
@@ -156,7 +131,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         help="stored p2p runs, one with inter-node ping-pong; each level may come from its"
         " own run (e.g. a node's pair measured alone)",
     )
-    _model_options(cal)
+    simulate_options.add_model_option(cal)
     cal.add_argument(
         "-o",
         "--output",
@@ -181,7 +156,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     val.add_argument("run", metavar="RUN", help="a stored measured run")
-    _model_options(val)
+    simulate_options.add_model_option(val)
     common.option(val, "--min-size", default="0", help="smallest size compared")
     common.option(val, "--max-size", help="largest size compared")
     val.add_argument(

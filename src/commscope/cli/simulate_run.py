@@ -6,13 +6,12 @@ import argparse
 import math
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from commscope.cli import common, run_cmd, run_request
+from commscope.cli import common, run_kinds, run_outcome, run_request, simulate_options
 from commscope.data.request import RunRequest
 from commscope.errors import UsageError
 
 if TYPE_CHECKING:
     from commscope.simulate import agreement
-    from commscope.simulate.params import SimParams
 
 
 class _BenchParser(argparse.ArgumentParser):
@@ -28,38 +27,8 @@ class _BenchParser(argparse.ArgumentParser):
 def _bench_args(words: list[str]) -> argparse.Namespace:
     words = words[1:] if words and words[0] == "--" else words
     parser = _BenchParser(prog="commscope simulate run ... --", add_help=False)
-    run_cmd.setup_parser(parser)
+    run_kinds.declare(parser)
     return parser.parse_args(words)
-
-
-def expand_sweeps(
-    specs: list[str], params: SimParams
-) -> list[tuple[str, SimParams, dict[str, Any] | None]]:
-    """(label, parameters, sweep record) of every run: one per value of each swept parameter.
-
-    The sweep record (parameter, value as given, value in seconds or bytes/s) goes into the
-    run's request, so a report can line the runs of one sweep up.
-    """
-    from commscope.simulate.params import SWEEPABLE
-
-    if not specs:
-        return [("", params, None)]
-    out: list[tuple[str, SimParams, dict[str, Any] | None]] = []
-    for spec in specs:
-        name, _, values = spec.partition("=")
-        if not values:
-            raise UsageError(f"--sweep {spec}: give NAME=V1,V2,... (e.g. nic-latency=80us,400us)")
-        # Spelled with '-' on the command line, '_' in the model's names (and the labels).
-        name = name.replace("-", "_")
-        for value in values.split(","):
-            swept = params.with_value(name, value)
-            record = {
-                "parameter": name,
-                "value": value,
-                "si_value": getattr(swept, SWEEPABLE[name][0]),
-            }
-            out.append((f"{name}={value}", swept, record))
-    return out
 
 
 def simulate_into(
@@ -72,7 +41,7 @@ def simulate_into(
     run_id: int = store.create_run(
         request.benchmark, label, mpi.tag, mpi.launcher, request.np, request.to_json()
     )
-    run_cmd.measure(store, run_id, request, mpi, quiet)
+    run_outcome.measure(store, run_id, request, mpi, quiet)
     return run_id
 
 
@@ -105,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     base = base.replace(engine=engine)
     runs = []
     with common.open_store(args) as store:
-        sweeps = expand_sweeps(args.sweep, params)
+        sweeps = simulate_options.expand_sweeps(args.sweep, params)
         for tag, p, sweep in sweeps:
             request = setup.simulated_request(
                 base, model, p, placement, args.smpi_cfg, args.neutral, args.netload
@@ -130,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             if args.json and load is not None:
                 common.print_json({"run": rid, "netload": load})
                 return 0
-            status = run_cmd.show_outcome(args, store, rid, request, outcome, None)
+            status = run_outcome.show_outcome(args, store, rid, request, outcome, None)
             if load is not None:
                 _netload_table(load)
             if not args.json:
