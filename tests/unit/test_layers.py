@@ -1,11 +1,22 @@
 """The package's layers: what each part may import, as README's architecture section draws it.
 
 Data flows one way: measure -> data (the store) -> analysis / predict -> report; the CLI and the
-validation runs sit on top. Imports inside functions count as much as top-level ones.
+validation runs sit on top. Imports inside functions count as much as top-level ones, and so do
+imports under ``if TYPE_CHECKING:``: a module that needs another's names even only for its
+types cannot be read without it, so two such modules are one circle to break all the same.
+
+No two modules import each other, directly or through others: the import graph of the package
+has no circle (a strongly connected component of more than one module). In ``cli/``, a command
+(``<name>_cmd.py``, loaded by name from ``cli/__init__``) imports no command: what several
+commands share lives in a helper module of ``cli/`` that imports no command either.
 """
 
 import ast
 from pathlib import Path
+
+import numpy as np
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import connected_components
 
 import commscope
 
@@ -84,3 +95,98 @@ def test_the_layer_table_catches_a_wrong_import(tmp_path):
         "def f():\n    from commscope.measure import runner\nfrom commscope import cli, units\n"
     )
     assert imported_parts(leak) == {"measure", "cli", "units"}
+
+
+def module_name(path: Path, root: Path = PACKAGE.parent) -> str:
+    """``commscope.cli.run_cmd`` for ``cli/run_cmd.py``; a package's ``__init__`` is the package."""
+    rel = path.relative_to(root).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def imported_modules(path: Path, known: set[str], root: Path = PACKAGE.parent) -> set[str]:
+    """The modules of ``known`` that ``path`` imports anywhere in it, relative imports resolved.
+
+    ``from a import b`` names the module ``a.b`` when there is one, else ``a``. Python runs the
+    package ``a`` first in either case; that edge is left out, as import checkers leave it:
+    a package that loads its modules by name (``cli/__init__``) would otherwise close a circle
+    with every module that imports a sibling.
+    """
+    here = module_name(path, root)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")  # level 1: this package, 2: its parent, ...
+                up = parts[: len(parts) - node.level + 1]
+                base = ".".join([*up, *([node.module] if node.module else [])])
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
+    return (found & known) - {here}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every module of the package -> the package's modules it imports."""
+    paths = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    return {name: imported_modules(path, set(paths)) for name, path in paths.items()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The graph's circles: each strongly connected component of two or more modules, sorted."""
+    names = sorted(graph)
+    index = {name: i for i, name in enumerate(names)}
+    edges = np.array([(index[a], index[b]) for a in names for b in graph[a]], dtype=np.int64)
+    edges = edges.reshape(-1, 2)  # (importer, imported) rows, also when there are none
+    matrix = csr_array(
+        (np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(len(names), len(names))
+    )
+    _, label = connected_components(matrix, directed=True, connection="strong")
+    groups: dict[int, list[str]] = {}
+    for name, component in zip(names, label, strict=True):
+        groups.setdefault(int(component), []).append(name)
+    return sorted(g for g in groups.values() if len(g) > 1)
+
+
+def test_no_module_imports_itself_through_others():
+    found = circles(import_graph())
+    assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_no_cli_module_imports_a_command():
+    graph = import_graph()
+    commands = {
+        name for name in graph if name.startswith("commscope.cli.") and name.endswith("_cmd")
+    }
+    wrong = [
+        f"{name} imports {command}"
+        for name in sorted(graph)
+        if name.startswith("commscope.cli")
+        for command in sorted(graph[name] & commands)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_import_graph_reads_every_kind_of_import_and_finds_a_circle(tmp_path):
+    pkg = tmp_path / "commscope" / "toy"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    from . import b\n")
+    (pkg / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import x\n"
+    )
+    (pkg / "c.py").write_text("import commscope.toy.a\nfrom commscope.toy import d\n")
+    (pkg / "d.py").write_text("from commscope import toy\n")
+    paths = {module_name(p, tmp_path): p for p in pkg.glob("*.py")}
+    graph = {name: imported_modules(p, set(paths), tmp_path) for name, p in paths.items()}
+    assert graph == {
+        "commscope.toy": set(),
+        "commscope.toy.a": {"commscope.toy.b"},
+        "commscope.toy.b": {"commscope.toy.c"},
+        "commscope.toy.c": {"commscope.toy.a", "commscope.toy.d"},  # not the package toy
+        "commscope.toy.d": {"commscope.toy"},
+    }
+    assert circles(graph) == [["commscope.toy.a", "commscope.toy.b", "commscope.toy.c"]]
