@@ -111,7 +111,7 @@ def job(
         from commscope.measure import runner
 
         rpn = where.vcluster_ranks_per_node
-        args, env = runner._vcluster_launch(mpi, rpn, where.nodes_for(nranks), {})
+        args, env = runner.vcluster_launch(mpi, rpn, where.nodes_for(nranks), {})
         return launch.build_job(mpi, nranks, program, extra_args=args, extra_env=env)
     if where.slurm is not None:
         steps = where.slurm

@@ -93,7 +93,7 @@ def job_mca(argv: list[str]) -> dict[str, str]:
     return {argv[i + 1]: argv[i + 2] for i in range(len(argv) - 2) if argv[i] == "--mca"}
 
 
-def _vcluster_launch(
+def vcluster_launch(
     mpi: MPIInstall, ranks_per_node: int, nodes: int | None, mca: dict[str, str]
 ) -> tuple[list[str], dict[str, str]]:
     """Launcher options that spread the ranks over the virtual cluster's first nodes."""
@@ -156,9 +156,7 @@ def run(
         launch.check_mca(mpi, mca)
         if request.vcluster:
             vc = request.vcluster
-            extra_args, extra_env = _vcluster_launch(
-                mpi, vc["ranks_per_node"], vc.get("nodes"), mca
-            )
+            extra_args, extra_env = vcluster_launch(mpi, vc["ranks_per_node"], vc.get("nodes"), mca)
             mca = {}  # merged into the vcluster's own parameters
         argv = engine_argv(str(info.path), request.engine, skip)
         placement = launch.Placement.from_json(request.placement) if request.placement else None
