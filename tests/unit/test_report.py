@@ -140,12 +140,17 @@ def test_a_disturbed_run_carries_its_load_warning_in_the_report(tmp_path):
         )
         store.set_run_status(run_id, "complete")
         page = kinds.write_report([read_run(store, run_id)], tmp_path / "r.html").read_text()
-    [row] = re.findall(r'<tr class="load-warning">.*?</tr>', page)
+    # The warnings are on the summary card, each once; the run's table links there.
+    card = page.split('<section class="summary-card" id="summary">')[1].split("</section>")[0]
+    warnings = re.findall(r"<li>(.*?)</li>", card, re.S)
+    assert len(warnings) == len(set(warnings))
+    [row] = [w for w in warnings if "waiting for a core" in w]
     names = "n0, &lt;script&gt;alert(1)&lt;/script&gt;"
     assert f"other processes took 30% of the 2 CPUs of {names} during the run" in row
     assert f"a rank on {names} waited for a CPU 40% of the run" in row
     assert f"4 ranks shared 2 CPUs on {names} (oversubscribed)" in row
-    [lost] = re.findall(r'<tr class="tcp-loss-warning">.*?</tr>', page)
+    [lost] = [w for w in warnings if "waiting for lost segments" in w]
+    assert f'<a href="#summary-run-{run_id}">{len(warnings)} in the summary</a>' in page
     assert "TCP on &lt;script&gt;alert(1)&lt;/script&gt; sent 5000 segments and resent 80" in lost
     assert "timed out 2 time(s)" in lost
     [cc] = re.findall(r'<tr class="tcp-congestion">.*?</tr>', page)

@@ -156,7 +156,9 @@ def test_every_warning_template_reads_sub_microsecond_durations(seconds):
 def test_the_report_keeps_interrupted_samples_collapsed_after_the_figures(busy_run):
     with Store.open(busy_run, write=False) as store:
         html = kinds.render_report([read_run(store, 1)])
-    collapsed = html.index('<details class="interrupted">')
-    assert html.index('<figure class="plot">') < collapsed  # figures first
-    assert html.count("lose its core") == html[collapsed:].count("lose its core")
+    card, rest = html.split("</section>", 1)  # the summary card is the first section
+    assert card.count("lose its core") == 1  # one line on the card
+    collapsed = rest.index('<details class="interrupted">')
+    assert rest.index('<figure class="plot">') < collapsed  # figures first
+    assert rest.count("lose its core") == rest[collapsed:].count("lose its core")
     assert "(2 sizes)" in html

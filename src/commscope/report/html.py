@@ -1,9 +1,11 @@
 """The HTML report: one file, autoescaped Jinja2, figures inline, written atomically.
 
-Per run: what ran where (machine, MPI, options, or the imported file), the key figures per
-pair and operation, the Hockney fit of each protocol regime, plain-language findings, the
-figures, and the per-size tables folded away. Nothing is fetched: styles are inline, figures
-are SVG, and the page's Content-Security-Policy forbids scripts.
+First a summary card (per run, the figures an admin quotes and each warning once) and a
+table of contents. Per run: what ran where (machine, MPI, options, or the imported file),
+the figures, the key figures per pair and operation, the Hockney fit of each protocol
+regime, plain-language findings, and tables of more than ``FOLD_ROWS`` rows folded away.
+Nothing is fetched: styles are inline, figures are SVG, and the page's
+Content-Security-Policy forbids scripts.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ from commscope.report import (
     figures,
     node_section,
     simulation_section,
+    summary_card,
     tcp_section,
 )
 from commscope.units import size_text, time_text
 
 _SCALAR_OPTIONS = 12  # header options shown in the machine table; the rest stay in the store
+FOLD_ROWS = 15  # a table or list longer than this is folded into <details>
 
 
 def _num(value: float | None, scale: float, digits: int) -> str:
@@ -55,6 +59,7 @@ def environment() -> Environment:
     env.filters["duration"] = lambda s: "" if s is None else time_text(s)
     env.filters["date"] = lambda t: time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t))
     env.filters["coll_warning"] = coll_analysis.warning_text
+    env.globals["FOLD_ROWS"] = FOLD_ROWS
     return env
 
 
@@ -134,6 +139,7 @@ def run_context(run: RunData) -> dict[str, Any]:
     header = info.header or {}
     contrasts = rbuf.contrasts(points)
     rows = p2p.size_rows(points)
+    key = p2p.key_figures(points)  # what `show` prints first, for the summary card
     interrupted = (p2p.interrupted_summary(points), p2p.merged(p2p.interrupted(points)))
     points = rbuf.drawn_points(points, contrasts)
     figs = p2p.pair_figures(points)
@@ -156,7 +162,10 @@ def run_context(run: RunData) -> dict[str, Any]:
         "socket_queue": tcp_loss.socket_queue_text(run.ends),
         "idle_restart": tcp_loss.idle_restart_text(run.ends),
         "idle_restart_nodes": tcp_loss.idle_restart_nodes(run.ends),
+        "key_figures": key,
         "figures": figs,
+        "key_rows": sum(len(f.curves) for f in figs),
+        "regime_rows": sum(len(c.regimes) for f in figs for c in f.curves),
         "findings": findings.findings(
             figs, mpi_config.naming_limits(info.kind, run.protocol_limits)
         ),
@@ -182,7 +191,7 @@ def render(runs: Sequence[dict[str, Any]], trend: dict[str, Any] | None = None) 
 
     ``runs`` are run contexts: ``run_context`` plus each kind's entry and its template
     (``commscope.kinds.report_contexts`` builds them). ``trend``: a baseline's figures over
-    the runs (``commscope.report.trend_section.build``), drawn first.
+    the runs (``commscope.report.trend_section.build``), drawn after the summary card.
     """
     node_section.add_balance_lines(runs)
     return (
@@ -190,6 +199,7 @@ def render(runs: Sequence[dict[str, Any]], trend: dict[str, Any] | None = None) 
         .get_template("report.html.j2")
         .render(
             runs=runs,
+            cards=[summary_card.card(run) for run in runs],
             version=__version__,
             generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             tcp=tcp_section.build(runs),
