@@ -28,7 +28,8 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def dump_dom(html: Path, profile: Path) -> str:
+def dump_dom(html: Path, profile: Path, size: tuple[int, int] | None = None) -> str:
+    """The DOM after load; ``size``: the window (width, height) in CSS pixels."""
     argv = [
         chromium(),
         "--headless",
@@ -40,6 +41,7 @@ def dump_dom(html: Path, profile: Path) -> str:
         "--disable-component-update",
         "--disable-sync",
         f"--user-data-dir={profile}",
+        *([f"--window-size={size[0]},{size[1]}"] if size else []),
         "--virtual-time-budget=2000",
         "--dump-dom",
         html.as_uri(),
@@ -87,7 +89,7 @@ ALERT = "<script>alert(1)</script>"
 SCREEN = (1280, 8000)
 
 
-def screenshot(html: Path, profile: Path, png: Path) -> None:
+def screenshot(html: Path, profile: Path, png: Path, size: tuple[int, int] = SCREEN) -> None:
     argv = [
         chromium(),
         "--headless",
@@ -100,7 +102,7 @@ def screenshot(html: Path, profile: Path, png: Path) -> None:
         "--disable-sync",
         f"--user-data-dir={profile}",
         "--hide-scrollbars",
-        f"--window-size={SCREEN[0]},{SCREEN[1]}",
+        f"--window-size={size[0]},{size[1]}",
         f"--screenshot={png}",
         html.as_uri(),
     ]
