@@ -16,10 +16,9 @@ import pytest
 
 from commscope.data.store import Store
 from tests.conftest import CLI
-from tests.simgrid.conftest import GIGE, model
+from tests.simgrid.conftest import GIGE, ROUTE_S, model
 
 pytestmark = pytest.mark.simgrid
-ROUTE_S = 80e-6  # two NIC links of 40 us
 
 
 @pytest.mark.parametrize("nodes", [4, 16])

@@ -15,10 +15,9 @@ from commscope.predict.model_yaml import load_model
 from commscope.simulate.params import params_for
 from commscope.simulate.platform import platform_xml
 from tests.conftest import CLI
-from tests.simgrid.conftest import GIGE, model
+from tests.simgrid.conftest import GIGE, LINK_S, model
 
 pytestmark = pytest.mark.simgrid
-LINK_S = 40e-6
 NIC = f"channels: {{nic: {{bandwidth: 125MB/s, latency: {LINK_S * 1e6:g}us}}}}\n"
 TOPOLOGIES = {
     "fat_tree": "{kind: fat_tree, down: [2, 4, 2], up: [1, 2, 2], links: [1, 2, 1]}",
