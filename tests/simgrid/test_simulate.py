@@ -153,7 +153,8 @@ def test_bad_inputs_fail_with_one_line(cli: CLI, tmp_path: Path) -> None:
     out = cli("simulate", "run", "--cluster", str(good), "--sweep", "colour=red", "--", "p2p")
     assert out.returncode != 0 and "--sweep colour" in out.stderr
     out = cli("simulate", "run", "--cluster", str(good), "--", "tcp")
-    assert out.returncode != 0 and "only MPI benchmarks" in out.stderr
+    assert out.returncode != 0 and "simulate an MPI kind: all, p2p" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
     assert not cli.store.exists() or json.loads(cli("runs", "--json").stdout) == []
 
 

@@ -97,7 +97,9 @@ def simulated_request(
     """
     if base.benchmark in ("tcp", "node"):
         raise SimulateError(
-            f"{base.benchmark}: only MPI benchmarks (all, p2p, coll, contention) run under SMPI"
+            f"{base.benchmark} measures what SMPI does not model (TCP sockets, one node's"
+            " cores); simulate an MPI kind: all, p2p, coll, contention, matrix, bisection, mbw,"
+            " rma or loggp"
         )
     if netload:
         platform.check_netload(model)
