@@ -98,7 +98,7 @@ def test_bisection(cli: CLI, tmp_path: Path, nodes: int) -> None:
     # link carries two flows; a pair's window of w messages of m bytes on its own route:
     # ROUTE_S + w m / B.
     path = flat_model(tmp_path, nodes)
-    run = simulate(cli, path, nodes, 1, "bisection", "--np", str(nodes), "--sizes", "64KiB",
+    run = simulate(cli, path, nodes, 1, "bisection", "--sizes", "64KiB",
                    "--samples", "2", "--repeats", "2")  # fmt: skip
     with Store.open(cli.store) as store:
         points = [p for p in store.points(run) if p.op == "bisection_bw"]
@@ -115,7 +115,7 @@ def test_mbw(cli: CLI, tmp_path: Path, ranks: int) -> None:
     # ROUTE_S + k w m / B, then each receiver's one-byte ack: ACK_S.
     per_node = ranks // 2
     path = flat_model(tmp_path, 2, cores=per_node)
-    run = simulate(cli, path, 2, per_node, "mbw", "--np", str(ranks), "--sizes", "64KiB",
+    run = simulate(cli, path, 2, per_node, "mbw", "--sizes", "64KiB",
                    "--window", "16", "--pairs-per-step", f"1,{per_node}", "--warmup", "1",
                    "--min-samples", "2", "--max-samples", "2")  # fmt: skip
     with Store.open(cli.store) as store:

@@ -29,7 +29,7 @@ def test_a_homogeneous_model_gives_every_link_the_same_figure(cli: CLI, tmp_path
         "channels: {nic: {bandwidth: 125MB/s, latency: 40us}}\n",
     )
     out = cli("simulate", "run", "--cluster", str(path), "--nodes", str(nodes), "--neutral",
-              "--json", "--", "matrix", "--np", str(nodes), "--sizes", "128KiB",
+              "--json", "--", "matrix", "--sizes", "128KiB",
               "--samples", "2", check=True, timeout=900)  # fmt: skip
     run = json.loads(out.stdout)["run"]
     with Store.open(cli.store) as store:

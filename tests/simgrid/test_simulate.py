@@ -152,6 +152,8 @@ def test_bad_inputs_fail_with_one_line(cli: CLI, tmp_path: Path) -> None:
     good = model(tmp_path, "nodes: 2\nsockets: 1\ncores: 1\n")
     out = cli("simulate", "run", "--cluster", str(good), "--sweep", "colour=red", "--", "p2p")
     assert out.returncode != 0 and "--sweep colour" in out.stderr
+    out = cli("simulate", "run", "--cluster", str(good), "--nodes", "2", "--", "p2p", "--np", "3")
+    assert out.returncode == 2 and "--np 3 after --: the placement has 2 ranks" in out.stderr
     out = cli("simulate", "run", "--cluster", str(good), "--", "tcp")
     assert out.returncode != 0 and "simulate an MPI kind: all, p2p" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1

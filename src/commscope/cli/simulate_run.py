@@ -63,6 +63,14 @@ def run(args: argparse.Namespace) -> int:
     nodes = args.nodes or min(2, model.nodes)
     common.require(nodes <= model.nodes, f"--nodes {nodes}: {args.cluster} has {model.nodes}")
     placement = regular(model, nodes, args.ranks_per_node, args.order)
+    # The placement sets the ranks; the benchmark's own options (bisection's pairs, mbw's
+    # steps) are checked against that count, not against one rank.
+    common.require(
+        bench.np in (None, placement.p),
+        f"--np {bench.np} after --: the placement has {placement.p} ranks (--nodes x"
+        " --ranks-per-node); leave --np out",
+    )
+    bench.np = placement.p
     base = run_request.build_request(bench)
     engine = base.engine
     if args.samples and engine.coll_sizes is not None:
