@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from commscope import safe_write
+from commscope import kinds, safe_write
 from commscope.cli import (
     common,
     run_fence,
@@ -19,7 +19,6 @@ from commscope.cli import (
 )
 from commscope.cli.run_request import (
     DEFAULT_TIMEOUT_S,
-    PAIRED,
     build_request,
     paired_ranks_per_node,
 )
@@ -36,20 +35,6 @@ EXAMPLES = """examples:
   commscope run matrix --slurm --nodes 16 --drain   in a new allocation; drain slow nodes
   commscope run --resume latest        measure only what a failed run is missing
 """
-BENCHMARKS = (
-    "all",
-    "p2p",
-    "coll",
-    "contention",
-    "loggp",
-    "tcp",
-    "node",
-    "matrix",
-    "bisection",
-    "rma",
-    "mbw",
-    "hpl",
-)
 
 DEFAULT_REPORT = "commscope-report.html"
 
@@ -96,11 +81,15 @@ def run(args: argparse.Namespace) -> int:
         return run_node.run(args)
     if args.resume:
         return _resume(args)
-    if args.benchmark in PAIRED and args.ranks_per_node is None and (args.hostfile or args.hosts):
+    if (
+        kinds.benchmark(args.benchmark).paired
+        and args.ranks_per_node is None
+        and (args.hostfile or args.hosts)
+    ):
         args.ranks_per_node = paired_ranks_per_node(args)
     request = build_request(args)  # bad input fails before the store
     _check_cores(args)
-    if request.benchmark == "all" and not args.report:
+    if request.benchmark == kinds.DEFAULT_RUN and not args.report:
         safe_write.check_target(DEFAULT_REPORT, "--report")
     run_where.check(args)
     run_fence.check(args)  # Slurm answers and lets this user drain, before the measurement
@@ -115,9 +104,9 @@ def run(args: argparse.Namespace) -> int:
             request.benchmark, args.label, mpi.tag, mpi.launcher, request.np, request.to_json()
         )
         outcome = run_outcome.measure(store, run_id, request, mpi, args.quiet or args.json)
-        if request.benchmark == "matrix" and not args.no_confirm:
+        if kinds.benchmark(request.benchmark).drains and not args.no_confirm:
             run_matrix.confirm(store, run_id, request, mpi, args.quiet or args.json)
-        report = args.report or (DEFAULT_REPORT if request.benchmark == "all" else None)
+        report = args.report or (DEFAULT_REPORT if request.benchmark == kinds.DEFAULT_RUN else None)
         return run_outcome.show_outcome(args, store, run_id, request, outcome, report)
 
 
@@ -146,7 +135,7 @@ def _resume(args: argparse.Namespace) -> int:
         run_id, stored = common.resumable_request(store, args.resume)
         request = RunRequest.from_json(stored)
         if args.drain:
-            if request.benchmark != "matrix":
+            if not kinds.benchmark(request.benchmark).drains:
                 raise UsageError(
                     f"--drain with --resume {args.resume}: run {run_id} is a"
                     f" {request.benchmark} run; only the all-pairs matrix names nodes to drain"
@@ -160,5 +149,5 @@ def _resume(args: argparse.Namespace) -> int:
             mpi = mpi_mod.resolve(request.mpi)
         with run_where.resumed(request) as live:
             outcome = run_outcome.measure(store, run_id, live, mpi, args.quiet or args.json)
-        report = args.report or (DEFAULT_REPORT if request.benchmark == "all" else None)
+        report = args.report or (DEFAULT_REPORT if request.benchmark == kinds.DEFAULT_RUN else None)
         return run_outcome.show_outcome(args, store, run_id, request, outcome, report)

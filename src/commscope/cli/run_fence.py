@@ -22,6 +22,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from commscope import kinds
 from commscope.cli import common
 from commscope.errors import CommscopeError, UsageError
 
@@ -92,7 +93,7 @@ def check(args: argparse.Namespace) -> None:
     """
     if not getattr(args, "drain", False):
         return
-    if not args.resume and args.benchmark != "matrix":
+    if not args.resume and not kinds.benchmark(args.benchmark).drains:
         raise UsageError(
             f"--drain with {args.benchmark}: only the all-pairs matrix names nodes to drain;"
             " run 'commscope run matrix --drain'"
@@ -129,7 +130,7 @@ def after(args: argparse.Namespace, store: Any, run_id: int, request: Any) -> Fe
     None when the run is not a matrix run on real nodes (a simulated one names none) or
     holds no bandwidth matrix.
     """
-    if request.benchmark != "matrix" or request.simulate:
+    if not kinds.benchmark(request.benchmark).drains or request.simulate:
         return None
     from commscope.analysis import confirm
     from commscope.analysis import fence as fence_analysis

@@ -6,13 +6,13 @@ import argparse
 import os
 from typing import Any
 
+from commscope import kinds
 from commscope.cli import common, run_matrix, run_mbw, run_options
 from commscope.data.request import EngineOptions, RunRequest
 from commscope.errors import UsageError
 from commscope.measure import cvars, engine_options, launch, runner
 from commscope.units import netpipe_schedule, parse_size, parse_size_list
 
-PAIRED = ("matrix", "bisection")  # every rank paired with others, one rank per node
 P2P_OPS = "pingpong,bw,bibw"
 COLL_OPS = "barrier,bcast,reduce,allreduce,gather,scatter,allgather,alltoall,ibcast,iallreduce"
 COLL_SIZES = "8,64,512,4K,32K,256K,1MiB"
@@ -25,21 +25,26 @@ POINT_S = 20.0  # a point, at most (a busy machine's 4 MiB bibw takes a few seco
 REDUCTIONS = ("reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan")
 
 
+def _alone(args: argparse.Namespace, name: str) -> bool:
+    """Whether the run measures benchmark ``name`` alone: --ops and --sizes are then its own."""
+    return bool(args.benchmark == name)
+
+
 def _p2p_sizes(args: argparse.Namespace) -> list[int]:
-    if args.sizes is not None and args.benchmark == "p2p":
+    if args.sizes is not None and _alone(args, "p2p"):
         return parse_size_list(args.sizes, "--sizes")
     return netpipe_schedule(parse_size(args.max_size, "--max-size"), args.perturbation)
 
 
 def _loggp_sizes(args: argparse.Namespace) -> list[int]:
     """LogGP sizes: --sizes for 'run loggp', else the NetPIPE bases without perturbation."""
-    if args.sizes is not None and args.benchmark == "loggp":
+    if args.sizes is not None and _alone(args, "loggp"):
         return parse_size_list(args.sizes, "--sizes")
     return netpipe_schedule(parse_size(args.max_size, "--max-size"), 0)
 
 
 def _coll_sizes(args: argparse.Namespace, ops: list[str]) -> list[int]:
-    given = args.sizes is not None and args.benchmark == "coll"
+    given = args.sizes is not None and _alone(args, "coll")
     sizes = parse_size_list(args.sizes if given else COLL_SIZES, "--sizes")
     odd = [s for s in sizes if s % 8]
     if odd and any(op.removeprefix("i").removesuffix("_init") in REDUCTIONS for op in ops):
@@ -98,38 +103,38 @@ def build_request(args: argparse.Namespace) -> RunRequest:
         parse_size_list(args.sizes, "--sizes")
     engine: dict[str, Any] = {}
     ops: list[str] = []
-    if args.benchmark in ("all", "p2p"):
-        ops += (args.ops if args.benchmark == "p2p" and args.ops else P2P_OPS).split(",")
+    if kinds.measures(args.benchmark, "p2p"):
+        ops += (args.ops if _alone(args, "p2p") and args.ops else P2P_OPS).split(",")
         engine["sizes"] = tuple(_p2p_sizes(args))
         engine.update(run_options.values(args, "p2p"))
-    if args.benchmark in ("all", "loggp"):
+    if kinds.measures(args.benchmark, "loggp"):
         # Netgauge's PRTT(n, d, s) and overheads; a few seconds, so part of 'all'.
         ops.append("loggp")
         engine["loggp_sizes"] = tuple(_loggp_sizes(args))
         engine.update(run_options.values(args, "loggp"))
-    if args.benchmark in ("all", "coll"):
-        coll_ops = (args.ops if args.benchmark == "coll" and args.ops else COLL_OPS).split(",")
+    if kinds.measures(args.benchmark, "coll"):
+        coll_ops = (args.ops if _alone(args, "coll") and args.ops else COLL_OPS).split(",")
         ops += coll_ops
         engine["coll_sizes"] = tuple(_coll_sizes(args, coll_ops))
         engine.setdefault("sizes", engine["coll_sizes"])
         engine.update(run_options.values(args, "coll"))
-    if args.benchmark == "rma":
+    if kinds.measures(args.benchmark, "rma"):
         ops.append("rma")
         engine.update(_rma_options(args))
-    if args.benchmark == "contention":
+    if kinds.measures(args.benchmark, "contention"):
         ops.append("contention")
         sizes = parse_size_list(CONTENTION_SIZES if args.sizes is None else args.sizes, "--sizes")
         engine.update(sizes=tuple(sizes), coll_sizes=tuple(sizes), levels=_levels(args), pin=1)
         engine.update(run_options.values(args, "contention"))
-    if args.benchmark in PAIRED:
+    if kinds.benchmark(args.benchmark).paired:
         ops.append(args.benchmark)
         if args.sizes is not None:
             engine["matrix_sizes"] = tuple(parse_size_list(args.sizes, "--sizes"))
         engine.update(run_options.values(args, args.benchmark))
-        plan = run_matrix.engine_plan(args) if args.benchmark == "matrix" else None
+        plan = run_matrix.engine_plan(args) if kinds.measures(args.benchmark, "matrix") else None
         if plan:
             engine["matrix_plan"] = plan
-    if args.benchmark == "mbw":
+    if kinds.measures(args.benchmark, "mbw"):
         ops.append("mbw")
         engine.update(run_mbw.engine_part(args))
     engine["ops"] = ",".join(ops) or None  # none for tcp and node: simulate refuses them next
@@ -137,7 +142,11 @@ def build_request(args: argparse.Namespace) -> RunRequest:
         benchmark=args.benchmark,
         mpi=args.mpi,
         np=args.np
-        or (paired_ranks_per_node(args) if args.benchmark in PAIRED else runner.default_ranks()),
+        or (
+            paired_ranks_per_node(args)
+            if kinds.benchmark(args.benchmark).paired
+            else runner.default_ranks()
+        ),
         launcher=args.launcher,
         timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
         confidence=args.confidence,
@@ -153,8 +162,8 @@ def build_request(args: argparse.Namespace) -> RunRequest:
                 "--vcluster: no virtual cluster is up; run 'commscope vcluster up "
                 "--nodes 2' as root first"
             )
-        paired = args.benchmark in PAIRED
-        ranks_per_node = args.ranks_per_node or (paired_ranks_per_node(args) if paired else 2)
+        one_per_node = kinds.benchmark(args.benchmark).paired
+        ranks_per_node = args.ranks_per_node or (paired_ranks_per_node(args) if one_per_node else 2)
         nranks = len(state.nodes) * ranks_per_node
         if args.np is not None and args.np != nranks:
             # A run takes every node: a different --np would be dropped without a word.
@@ -181,12 +190,12 @@ def build_request(args: argparse.Namespace) -> RunRequest:
                 **shape,
             },
         )
-    if args.benchmark in PAIRED and request.np < 2:
+    if kinds.benchmark(args.benchmark).paired and request.np < 2:
         raise UsageError(
             f"--np {request.np}: {args.benchmark} pairs ranks, so it needs at least 2; "
             "give --np 2 or more, or run on 2 or more nodes"
         )
-    if args.benchmark == "mbw":
+    if kinds.measures(args.benchmark, "mbw"):
         run_mbw.pair_steps(engine.get("mbw_pairs", "auto"), request.np)
     options = EngineOptions(**engine)
     engine_options.check(options)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from commscope import limits
+from commscope import kinds, limits
 from commscope.cli import common
 from commscope.data.request import RunRequest
 from commscope.errors import UsageError
@@ -214,7 +214,7 @@ def one_sided_component(request: RunRequest, mpi: MPIInstall) -> RunRequest:
     """
     mca = request.mca or {}
     if (
-        request.benchmark != "rma"
+        not kinds.benchmark(request.benchmark).one_sided
         or mpi.family != "openmpi"
         or "osc" in mca
         or host_count(request) < 2

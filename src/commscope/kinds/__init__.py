@@ -14,6 +14,7 @@ from typing import Any
 from commscope.data.run_data import RunData
 from commscope.kinds import coll, contention, loggp, matrix, mbw, node, p2p, program, rma, tcp
 from commscope.kinds.base import Kind, View
+from commscope.kinds.benchmarks import DEFAULT_RUN, Benchmark
 from commscope.kinds.figures import Figure, FigureSpec
 
 KINDS: tuple[Kind[Any], ...] = (
@@ -30,10 +31,14 @@ KINDS: tuple[Kind[Any], ...] = (
 )
 
 __all__ = [
+    "DEFAULT_RUN",
     "KINDS",
+    "Benchmark",
     "Kind",
+    "benchmark",
     "View",
     "figure_specs",
+    "measures",
     "run_figures",
     "render_report",
     "report_contexts",
@@ -42,6 +47,17 @@ __all__ = [
     "to_json",
     "write_report",
 ]
+
+
+def benchmark(name: str) -> Benchmark:
+    """The engine benchmark ``commscope run NAME`` measures (all flags off for other names)."""
+    found = [b for kind in KINDS for b in kind.benchmarks if b.name == name]
+    return found[0] if found else Benchmark(name)
+
+
+def measures(run_name: str, name: str) -> bool:
+    """Whether ``commscope run RUN_NAME`` measures benchmark ``name`` (``all`` runs several)."""
+    return run_name == name or (run_name == DEFAULT_RUN and benchmark(name).in_default_run)
 
 
 def summaries(run: RunData, view: View) -> list[tuple[Kind[Any], Any]]:

@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from commscope.analysis.coll import DEFAULT_TRIM
 from commscope.data.run_data import RunData
+from commscope.kinds.benchmarks import Benchmark
 from commscope.kinds.figures import Figure, FigureSpec
 
 S = TypeVar("S")
@@ -43,6 +44,7 @@ class Kind(Generic[S]):
         template: the Jinja2 template drawing the report entry (``report/templates/``).
         figure_specs: the figures a check can judge (:mod:`commscope.kinds.figures`).
         figures: a run's figures with their raw samples ([] when it has none of them).
+        benchmarks: what ``commscope run NAME`` measures for it through the engine.
     """
 
     name: str
@@ -55,3 +57,4 @@ class Kind(Generic[S]):
     figure_specs: tuple[FigureSpec, ...] = ()
     figures: Callable[[RunData], list[Figure]] = lambda run: []
     brief: Callable[[S], list[Any]] | None = None
+    benchmarks: tuple[Benchmark, ...] = ()

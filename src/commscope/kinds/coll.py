@@ -17,6 +17,7 @@ from commscope.analysis import coll_scaling
 from commscope.data.records import Coll
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.benchmarks import Benchmark
 from commscope.kinds.figures import LOWER, Figure, FigureSpec, figure
 from commscope.kinds.p2p import us
 from commscope.units import size_text
@@ -212,6 +213,7 @@ def figures(run: RunData) -> list[Figure]:
 
 KIND = Kind(
     name="coll",
+    benchmarks=(Benchmark("coll", in_default_run=True),),
     records=(Coll,),
     summarize=summarize,
     to_json=to_json,

@@ -20,6 +20,7 @@ from commscope.analysis import queue as queue_analysis
 from commscope.data.records import Contention, Queue
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.benchmarks import Benchmark
 from commscope.kinds.figures import LOWER, Figure, FigureSpec, figure
 from commscope.kinds.p2p import us
 
@@ -158,6 +159,7 @@ def figures(run: RunData) -> list[Figure]:
 
 KIND = Kind(
     name="contention",
+    benchmarks=(Benchmark("contention"),),
     records=(Contention, Queue),
     summarize=summarize,
     to_json=lambda run: {

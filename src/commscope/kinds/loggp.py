@@ -10,6 +10,7 @@ from commscope.analysis import loggp as loggp_analysis
 from commscope.data.records import LogGP
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.benchmarks import Benchmark
 from commscope.kinds.figures import LOWER, Figure, FigureSpec, figure
 from commscope.kinds.p2p import mbs
 
@@ -83,6 +84,7 @@ def figures(run: RunData) -> list[Figure]:
 
 KIND = Kind(
     name="loggp",
+    benchmarks=(Benchmark("loggp", in_default_run=True),),
     records=(LogGP,),
     summarize=summarize,
     to_json=lambda fitted: {"loggp": [f.to_json() for f in fitted] if fitted else []},

@@ -17,6 +17,7 @@ from commscope.analysis import confirm
 from commscope.analysis import matrix as matrix_analysis
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.benchmarks import Benchmark
 from commscope.kinds.figures import (
     HIGHER,
     LOWER,
@@ -220,6 +221,7 @@ def figures(run: RunData) -> list[Figure]:
 
 KIND = Kind(
     name="matrix",
+    benchmarks=(Benchmark("matrix", paired=True, drains=True), Benchmark("bisection", paired=True)),
     records=(),
     summarize=summarize,
     to_json=to_json,

@@ -15,6 +15,7 @@ from commscope.data.point_ops import mbw_pairs
 from commscope.data.records import Point
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.benchmarks import Benchmark
 from commscope.kinds.figures import HIGHER, Figure, FigureSpec, figure, point_rate_samples
 from commscope.kinds.p2p import mbs
 
@@ -104,6 +105,7 @@ def figures(run: RunData) -> list[Figure]:
 
 KIND = Kind(
     name="mbw",
+    benchmarks=(Benchmark("mbw"),),
     records=(Point,),
     summarize=summarize,
     to_json=to_json,

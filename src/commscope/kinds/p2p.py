@@ -19,6 +19,7 @@ from commscope.data.mpi_config import ProtocolLimits
 from commscope.data.records import Point
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.benchmarks import Benchmark
 from commscope.kinds.figures import (
     HIGHER,
     LOWER,
@@ -241,6 +242,7 @@ def figures(run: RunData) -> list[Figure]:
 
 KIND = Kind(
     name="p2p",
+    benchmarks=(Benchmark("p2p", in_default_run=True),),
     records=(Point,),
     summarize=summarize,
     to_json=to_json,

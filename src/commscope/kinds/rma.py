@@ -15,6 +15,7 @@ from commscope.analysis import rma as rma_analysis
 from commscope.data.records import Point
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.kinds.benchmarks import Benchmark
 from commscope.kinds.figures import (
     HIGHER,
     LOWER,
@@ -135,6 +136,7 @@ def figures(run: RunData) -> list[Figure]:
 
 KIND = Kind(
     name="rma",
+    benchmarks=(Benchmark("rma", one_sided=True),),
     records=(Point,),
     summarize=summarize,
     to_json=to_json,
