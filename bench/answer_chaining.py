@@ -56,9 +56,9 @@ from numpy.typing import NDArray
 
 from commscope import predict
 from commscope.analysis import contention
-from commscope.cli import predict_costs
 from commscope.data.store import Store
 from commscope.predict import answers as am
+from commscope.predict import cost_tables
 from commscope.predict.answers import AnswerWaits, Draws, step_spans
 from commscope.units import parse_size
 from commscope.validate.forcing import forced
@@ -230,11 +230,11 @@ def main() -> None:
     ap.add_argument("--captured", type=Path, help="answers captured (exchange_capture.py)")
     args = ap.parse_args()
     with Store.open(args.store, write=False) as store:
-        run_id, cells = predict_costs.table_cells(store, args.tables, "measure tables first")
-        eager, waits = predict_costs.rendezvous_of(store, run_id)
+        run_id, cells = cost_tables.table_cells(store, args.tables, "measure tables first")
+        eager, waits = cost_tables.rendezvous_of(store, run_id)
     if args.queue_run is not None:
         with Store.open(args.queue_store or args.store, write=False) as store:
-            waits = tuple(predict_costs.queue_waits(store, args.queue_run))
+            waits = tuple(cost_tables.queue_waits(store, args.queue_run))
     model = predict.model_from_vcluster([f"csnode{i + 1}" for i in range(args.nodes)], args.rate)
     cost = predict.TableCost.from_tables(contention.tables(cells), f"run {run_id}", model)
     answers = AnswerWaits.of(eager, waits)

@@ -229,7 +229,7 @@ def _write(path: str | None, text: str, flag: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Rank placements, print them, and hand off the best or chosen one."""
     from commscope import predict, safe_write
-    from commscope.predict import handoff
+    from commscope.predict import cost_tables, handoff
 
     for flag, path in (
         ("--write-rankfile", args.write_rankfile),
@@ -253,8 +253,8 @@ def run(args: argparse.Namespace) -> int:
     block = args.block or args.procs  # 0: every rank at once, as `run coll --block 0`
     pattern = predict.build(args.op, args.procs, size, args.algorithm, block, args.root)
     ranked = predict.rank_placements(model, pattern, cost, placements, costs.answers)
-    fastest = predict_costs.fastest_shares(model, pattern, costs, ranked)
-    rendezvous = predict_costs.above_eager(pattern, costs.eager, costs.queue)
+    fastest = cost_tables.fastest_shares(model, pattern, costs, ranked)
+    rendezvous = cost_tables.above_eager(pattern, costs.eager, costs.queue)
     chosen = _chosen(args, ranked)
     slurm = handoff.slurm_args(model, chosen.placement)
     _write(args.write_rankfile, handoff.rankfile(model, chosen.placement), "--write-rankfile")

@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     """Predict and measure every placement of --procs ranks; print the verdict per size."""
     from commscope import predict
     from commscope.analysis import contention
-    from commscope.predict import resolution
+    from commscope.predict import cost_tables, resolution
     from commscope.predict.answers import AnswerWaits
     from commscope.units import parse_size_list
     from commscope.validate import forcing
@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     forced = forcing.forced(args.op, algorithm, mpi.family, args.procs)
     model, site = _site(args, mpi)
     with common.open_store(args) as store:
-        run_id, found = predict_costs.table_cells(
+        run_id, found = cost_tables.table_cells(
             store, args.tables, "run 'commscope run contention' on these nodes first"
         )
         cost = predict.TableCost.from_tables(contention.tables(found), f"run {run_id}", model)
@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
             found, lambda t: predict.TableCost.from_tables(t, f"run {run_id}", model)
         )
         # Rendezvous answers are priced with the tables run's limit: the runs take its settings.
-        eager, waits = predict_costs.rendezvous_of(store, run_id)
+        eager, waits = cost_tables.rendezvous_of(store, run_id)
         checks, verdicts = check(
             store,
             mpi,
@@ -274,13 +274,14 @@ def _above_eager(
     With the tables run's answer waits (contention level queue) where it measured them.
     """
     from commscope.data.mpi_config import RUN_DATA_KIND, ProtocolLimits
+    from commscope.predict import cost_tables
     from commscope.validate.predict import pattern_of
 
     if not checks or not sizes:
         return None
     limits = ProtocolLimits.from_json(store.run_data(checks[0].run_id, RUN_DATA_KIND))
     pattern = pattern_of(forced, procs, max(sizes), block or 0)
-    return predict_costs.above_eager(pattern, limits.inter_node() if limits else None, waits)
+    return cost_tables.above_eager(pattern, limits.inter_node() if limits else None, waits)
 
 
 def _print(
