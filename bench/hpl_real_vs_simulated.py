@@ -33,9 +33,9 @@ import yaml
 from bench_lock import locked
 from simulate_calibration import cli  # this folder's: commscope ARGS --json, or exit
 
+from commscope.measure import hpl, vcluster
 from commscope.measure import mpi as mpi_mod
-from commscope.measure import vcluster
-from commscope.simulate import app, hpl, hpl_agreement
+from commscope.simulate import app, hpl_agreement
 
 
 def measure(args: argparse.Namespace, store: Path, model: Path) -> dict[str, list[dict]]:
@@ -127,7 +127,7 @@ def main() -> None:
         # Both builds (cached by digest) before the lock: compiling is no measurement.
         mpi = mpi_mod.resolve(args.mpi)
         hpl.build(Path(args.source), mpi.mpicc, mpi.tag)
-        hpl.build(Path(args.source))
+        app.build_hpl(Path(args.source))
         start = time.monotonic()
         with locked(args.lock):
             solves = measure(args, store, calibrated)

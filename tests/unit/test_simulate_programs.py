@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from commscope.errors import InputError
+from commscope.measure import hpl
 from commscope.predict.model_yaml import model_from_dict
-from commscope.simulate import hpl, platform
+from commscope.simulate import platform
 from commscope.simulate.params import params_for, parse_speed
 
 MODEL = {"nodes": 2, "sockets": 1, "cores": 2}

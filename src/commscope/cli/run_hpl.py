@@ -1,7 +1,7 @@
 """``commscope run hpl``: HPL measured on real hosts, the same HPL `simulate hpl` runs on a model.
 
 HPC Challenge's HPL is built with the chosen MPI's mpicc (the recipe, sources, flags and
-reference BLAS of ``simulate.hpl``; cached by digest and MPI), then solves one system per
+reference BLAS of ``measure.hpl``; cached by digest and MPI), then solves one system per
 process grid (and repeat) on this machine, on named hosts or across the virtual cluster.
 Each solve is stored as a run of kind ``hpl`` like a simulated one, marked ``measured``,
 with its hosts and MPI, so `show` and the report read both the same way.
@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import socket
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +23,6 @@ from commscope.errors import CommscopeError, LaunchError, UsageError, interrupt_
 DEFAULT_N = 2000
 DEFAULT_NB = 128
 DEFAULT_GRID = "1x2"
-OUTPUT_LIMIT = 64 * 1024  # as for simulated programs: the tail of what rank 0 wrote
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -130,9 +127,8 @@ def _slurm_steps(args: argparse.Namespace, mpi: Any, most_ranks: int) -> Iterato
 def run(args: argparse.Namespace) -> int:
     """Build HPL with the MPI's mpicc, solve once per grid and repeat, store each as a run."""
     from commscope.cli import run_where
+    from commscope.measure import hpl, program
     from commscope.measure import mpi as mpi_mod
-    from commscope.measure import program
-    from commscope.simulate import hpl
 
     _refuse_others(args)
     run_where.check(args)
@@ -165,6 +161,8 @@ def _stored_solve(
     args: argparse.Namespace, store: Any, mpi: Any, job: Any, where: Any, p: int, q: int, solve: int
 ) -> dict[str, Any]:
     """Solve once on the ``p`` x ``q`` grid and store it as a complete run; its row."""
+    from commscope.measure import hpl
+
     hosts, vc = _hosts(where, p * q)
     label = " ".join(x for x in (args.label, f"{p}x{q}") if x)
     what = {"kind": "hpl", "label": label, "grid": f"{p}x{q}", "measured": True}
@@ -176,7 +174,7 @@ def _stored_solve(
         "solve": solve + 1,
         **where.to_json(p * q),
     }
-    data = _solve(args, mpi, job, p, q)
+    data = hpl.solve(job, args.n, args.nb, p, q, args.timeout, mpi.tag)
     rid = store.create_run(
         "hpl",
         label,
@@ -208,36 +206,3 @@ def _say_what_was_lost(
         err.args = (f"{interrupt_cause(err)}; {losses}",)
     elif isinstance(err, CommscopeError):
         err.args = (f"{' '.join(str(err).split())}; {losses}",)
-
-
-def _solve(args: argparse.Namespace, mpi: Any, job: Any, p: int, q: int) -> dict[str, Any]:
-    """One solve in a fresh directory beside the build cache (hosts must see it too)."""
-    from commscope import safe_write
-    from commscope.measure import program
-    from commscope.simulate import app, hpl
-
-    app.apps_dir().mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="hpl-run-", dir=app.apps_dir()) as tmp:
-        workdir = Path(tmp)
-        (workdir / hpl.INPUT_FILE).write_text(hpl.input_file(args.n, args.nb, p, q), "utf-8")
-        done = program.run(job, workdir, args.timeout, hpl.DONE_LINE)
-        out = workdir / hpl.OUTPUT_FILE
-        text = out.read_text("utf-8", "replace") if out.exists() else ""
-    parsed = hpl.parse_output(text)
-    if done.returncode != 0 or done.timed_out or parsed is None:
-        log = app.apps_dir() / f"run-hpl-{mpi.tag}-{os.getpid()}.log"
-        safe_write.write_text(log, f"{job.argv}\n{done.stdout}\n{done.stderr}\n{text}")
-        why = (
-            f"ran past --timeout {args.timeout:g} s"
-            if done.timed_out
-            else f"exited with status {done.returncode}"
-            if done.returncode
-            else "printed no result"
-        )
-        raise LaunchError(f"HPL on {p}x{q} {why}; its output is in {log}")
-    return {
-        **parsed.to_json(),
-        "wall_s": done.wall_s,
-        "killed_after_output": done.killed_after_output,
-        "output": text[-OUTPUT_LIMIT:],
-    }

@@ -162,7 +162,8 @@ def _simulate(
     setup_dir: Any = None,
 ) -> tuple[int, dict[str, Any]]:
     """Run ``program`` on ``sim`` in a fresh directory; store the run; its id and data."""
-    from commscope.simulate import app, hpl
+    from commscope.measure import hpl
+    from commscope.simulate import app
 
     with tempfile.TemporaryDirectory(prefix="commscope-app-") as tmp:
         workdir = Path(tmp)
@@ -248,7 +249,8 @@ def run_app(args: argparse.Namespace) -> int:
 
 def run_hpl(args: argparse.Namespace) -> int:
     """`simulate hpl`: one HPL solve per grid (and swept value), each stored as a run."""
-    from commscope.simulate import app, hpl
+    from commscope.measure import hpl
+    from commscope.simulate import app
 
     model, params = _load(args)
     grids = hpl.parse_grids(args.grid, args.np)
@@ -256,7 +258,7 @@ def run_hpl(args: argparse.Namespace) -> int:
         app.rank_nodes(model, p * q, f"--grid {p}x{q}")
     common.require(bool(args.source), f"--source: missing; {hpl.SOURCE_HINT}")
     sweeps = _sweeps(args, params)
-    binary = hpl.build(Path(args.source))
+    binary = app.build_hpl(Path(args.source))
     host = app.host_flops()
     rows = []
     with common.open_store(args) as store:

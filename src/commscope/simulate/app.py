@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import hashlib
 import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +23,7 @@ from typing import Any
 
 from commscope import safe_write
 from commscope.errors import InputError, SimulateError
-from commscope.measure import engine
+from commscope.measure import builds, hpl
 from commscope.predict.model import ClusterModel
 from commscope.simulate import platform, smpi
 from commscope.simulate.params import SimParams
@@ -59,11 +57,6 @@ class AppResult:
             "host_flops": self.host_flops,
             "core_flops": self.core_flops,
         }
-
-
-def apps_dir() -> Path:
-    """Where programs built with smpicc are cached, and their build logs."""
-    return engine.cache_dir().parent / "apps"
 
 
 def host_flops(n: int = 192, rounds: int = 3) -> float:
@@ -108,71 +101,6 @@ def host_flops(n: int = 192, rounds: int = 3) -> float:
     return 2.0 * n**3 / best
 
 
-def digest(source: Path, salt: str = "", toolchain: str | None = None) -> str:
-    """Short hash of a source file or a directory's files (names and contents).
-
-    ``toolchain`` names the compiler the program is built with (default: SimGrid's version,
-    for smpicc): a program built by another compiler is another program.
-    """
-    h = hashlib.sha256(f"{toolchain or smpi.version()}:{salt}".encode())
-    files = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file())
-    for path in files:
-        h.update(str(path.relative_to(source.parent if source.is_file() else source)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:12]
-
-
-def build_failed(
-    what: str,
-    log: str,
-    tag: str,
-    error: type[Exception] = InputError,
-    compiler: str = "smpicc",
-) -> Exception:
-    """The one-line error of a failed build; the log is kept in a file the message names."""
-    path = apps_dir() / f"build-{tag}.log"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(log, "utf-8")
-    return error(
-        f"{what}: the build with {compiler} failed ({_last_line(log)}); full log in {path}"
-    )
-
-
-def _last_line(text: str) -> str:
-    lines = [x for x in text.splitlines() if x.strip()]
-    return lines[-1].strip()[:160] if lines else "no output"
-
-
-def compile_and_cache(what: str, tag: str, steps: Any, compiler: str = "smpicc") -> Path:
-    """The cached program ``tag``, else build it with ``steps(build_dir) -> (binary, log)``.
-
-    A build runs in a fresh directory and its program is moved into the cache only when whole.
-    """
-    dest = apps_dir() / tag / "program"
-    if dest.is_file():
-        return dest
-    with tempfile.TemporaryDirectory(prefix="commscope-build-") as tmp:
-        binary, log = steps(Path(tmp))
-        if binary is None:
-            raise build_failed(what, log, tag, compiler=compiler)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        part = dest.with_suffix(".part")
-        shutil.copy2(binary, part)
-        os.replace(part, dest)
-    return dest
-
-
-def run_build(argv: list[str], cwd: Path) -> tuple[int, str]:
-    """Run one build command in ``cwd``: its exit status and its output (the log)."""
-    try:
-        out = subprocess.run(
-            argv, cwd=cwd, capture_output=True, text=True, errors="replace", timeout=3600
-        )
-    except (OSError, subprocess.SubprocessError) as err:
-        return 1, f"{argv[0]}: {err}"
-    return out.returncode, out.stdout + out.stderr
-
-
 def build(source: Path) -> Path:
     """The program built with smpicc from one C file, or a directory with a Makefile.
 
@@ -186,10 +114,10 @@ def build(source: Path) -> Path:
 
         def one_file(tmp: Path) -> tuple[Path | None, str]:
             argv = [cc, "-O2", "-o", str(tmp / "program"), str(source.resolve()), "-lm"]
-            code, log = run_build(argv, tmp)
+            code, log = builds.run_build(argv, tmp)
             return (tmp / "program" if code == 0 else None), log
 
-        return compile_and_cache(str(source), digest(source), one_file)
+        return builds.compile_and_cache(str(source), _digest(source, ""), one_file)
     if source.is_dir():
         if not any((source / m).is_file() for m in ("Makefile", "makefile", "GNUmakefile")):
             raise InputError(f"{source}: no Makefile there; give a C file or a directory with one")
@@ -198,15 +126,29 @@ def build(source: Path) -> Path:
             tree = tmp / "src"
             shutil.copytree(source, tree, symlinks=True)
             before = set(_executables(tree))
-            code, log = run_build(["make", f"CC={cc}", f"MPICC={cc}"], tree)
+            code, log = builds.run_build(["make", f"CC={cc}", f"MPICC={cc}"], tree)
             made = sorted(set(_executables(tree)) - before)
             if code == 0 and len(made) != 1:
                 log += f"\nmake built {len(made)} programs; one is needed: {made}\n"
                 return None, log
             return (made[0] if code == 0 else None), log
 
-        return compile_and_cache(str(source), digest(source, "make"), with_make)
+        return builds.compile_and_cache(str(source), _digest(source, "make"), with_make)
     raise InputError(f"{source}: no such file or directory; give a C file or a directory")
+
+
+def _digest(source: Path, salt: str) -> str:
+    return builds.digest(source, salt, smpi.version())
+
+
+def build_hpl(source: Path) -> Path:
+    """HPL (``measure.hpl``) built with smpicc from the HPC Challenge source, cached by digest.
+
+    Raises:
+        InputError: the source is missing, not HPC Challenge's, or does not build.
+    """
+    hpl.check_source(source)
+    return hpl.build(source, smpi.tools()[0], smpi.version(), real_mpi=False)
 
 
 def _executables(tree: Path) -> list[Path]:
@@ -295,9 +237,9 @@ def run(
 
 def failed(what: str, code: int, text: str, tag: str) -> SimulateError:
     """The one-line error of a program that exited non-zero; its output kept in a file."""
-    path = apps_dir() / f"run-{tag}.log"
+    path = builds.apps_dir() / f"run-{tag}.log"
     path.parent.mkdir(parents=True, exist_ok=True)
     safe_write.write_text(path, text)
     return SimulateError(
-        f"{what}: exited with status {code} ({_last_line(text)}); its output is in {path}"
+        f"{what}: exited with status {code} ({builds.last_line(text)}); its output is in {path}"
     )

@@ -1,7 +1,8 @@
-"""HPL built from the HPC Challenge suite, with smpicc or with an MPI's own mpicc.
+"""HPL built from the HPC Challenge suite, with an MPI's own mpicc or with smpicc.
 
-With smpicc it runs on a cluster model; with an MPI's mpicc on real hosts (`commscope run
-hpl`), from the same sources and flags.
+With an MPI's mpicc it runs on real hosts (`commscope run hpl`); with smpicc on a cluster
+model (``simulate.app.build_hpl``), from the same sources and flags. Both write its input file
+and read its output the same way.
 
 Rechistov et al. 2012 ("Simulation of a cluster: the Simics-based approach") validated
 their cluster model with HPL in the same way.
@@ -15,14 +16,16 @@ libblas-dev, the reference BLAS) does the arithmetic.
 
 from __future__ import annotations
 
+import os
 import re
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from commscope.errors import InputError, UsageError
-from commscope.simulate import app, smpi
+from commscope.errors import InputError, LaunchError, UsageError
+from commscope.measure import builds, launch
 
 INPUT_FILE = "hpccinf.txt"
 OUTPUT_FILE = "hpccoutf.txt"
@@ -51,6 +54,7 @@ CFLAGS = ("-O2", "-w", "-DAdd_", "-DF77_INTEGER=int", "-DStringSunStyle")
 # Rank 0 prints it once HPL has returned: a launcher whose MPI_Finalize hangs (MPICH's UCX
 # over TCP sometimes does) can then be ended without losing the solve.
 DONE_LINE = "commscope: HPL returned"
+OUTPUT_LIMIT = 64 * 1024  # as for simulated programs: the tail of what rank 0 wrote
 # HPL packs panels with MPI_Address and MPI_Type_struct, removed in MPI-3; Open MPI 4 still
 # exports them but hides their declarations unless asked (MPICH and SMPI declare them).
 REAL_MPI_CFLAGS = ("-DOMPI_OMIT_MPI1_COMPAT_DECLS=0",)
@@ -183,22 +187,31 @@ def _hpl_dir(tree: Path) -> Path | None:
     return None
 
 
-def build(source: Path, compiler: str | None = None, toolchain: str | None = None) -> Path:
-    """The HPL program built from the HPC Challenge source (cached by its digest).
-
-    ``compiler`` is smpicc when None (for SimGrid), else an MPI's compiler wrapper whose
-    MPI ``toolchain`` names (e.g. ``openmpi-4.1.4``): each gets its own cached build.
+def check_source(source: Path) -> None:
+    """Refuse a --source that is neither a directory nor a tarball.
 
     Raises:
-        InputError: the source is missing, not HPC Challenge's, or does not build.
+        InputError: the source is missing or not a tarball or a directory.
     """
     if not source.exists():
         raise InputError(f"--source {source}: no such file or directory; {SOURCE_HINT}")
     if source.is_file() and not tarfile.is_tarfile(source):
         raise InputError(f"--source {source}: not a tarball or a directory; {SOURCE_HINT}")
-    cc = compiler or smpi.tools()[0]
-    flags = (*CFLAGS, *REAL_MPI_CFLAGS) if compiler else CFLAGS
-    salt = f"hpl:{DRIVER}:{' '.join(CFLAGS)}" + (f":{cc}:{' '.join(flags)}" if compiler else "")
+
+
+def build(source: Path, cc: str, toolchain: str, real_mpi: bool = True) -> Path:
+    """The HPL program built from the HPC Challenge source (cached by its digest).
+
+    ``cc`` is an MPI's compiler wrapper whose MPI ``toolchain`` names (e.g.
+    ``openmpi-4.1.4``), or, with ``real_mpi`` False, smpicc and SimGrid's version: each gets
+    its own cached build.
+
+    Raises:
+        InputError: the source is missing, not HPC Challenge's, or does not build.
+    """
+    check_source(source)
+    flags = (*CFLAGS, *REAL_MPI_CFLAGS) if real_mpi else CFLAGS
+    salt = f"hpl:{DRIVER}:{' '.join(CFLAGS)}" + (f":{cc}:{' '.join(flags)}" if real_mpi else "")
 
     def steps(tmp: Path) -> tuple[Path | None, str]:
         tree = source
@@ -213,12 +226,53 @@ def build(source: Path, compiler: str | None = None, toolchain: str | None = Non
         files = [str(p) for d in SOURCE_DIRS for p in sorted((root / d).glob("*.c"))]
         includes = [f"-I{root / 'include'}", f"-I{root.parent / 'include'}"]
         argv = [cc, *flags, *includes, "-o", str(tmp / "xhpl"), str(tmp / "driver.c")]
-        code, log = app.run_build([*argv, *files, "-lblas", "-lm"], tmp)
+        code, log = builds.run_build([*argv, *files, "-lblas", "-lm"], tmp)
         if code != 0 and "-lblas" in log:
             # The last line is what the one-line error shows: make it the fix.
             log += "\nno BLAS to link HPL with; install one (Debian: apt-get install libblas-dev)\n"
         return (tmp / "xhpl" if code == 0 else None), log
 
     name = Path(cc).name
-    tag = app.digest(source, salt, toolchain)
-    return app.compile_and_cache(f"--source {source}", tag, steps, compiler=name)
+    tag = builds.digest(source, salt, toolchain)
+    return builds.compile_and_cache(f"--source {source}", tag, steps, compiler=name)
+
+
+def solve(
+    job: launch.Job, n: int, nb: int, p: int, q: int, timeout_s: float, tag: str
+) -> dict[str, Any]:
+    """One solve of ``job`` (HPL on ``p`` x ``q`` ranks) in a fresh directory: its run data.
+
+    The directory lies beside the build cache (the hosts must see it too). ``tag`` names the
+    MPI in the log kept of a failed solve.
+
+    Raises:
+        LaunchError: HPL exited with an error, ran past ``timeout_s`` or printed no result.
+    """
+    from commscope import safe_write
+    from commscope.measure import program
+
+    builds.apps_dir().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="hpl-run-", dir=builds.apps_dir()) as tmp:
+        workdir = Path(tmp)
+        (workdir / INPUT_FILE).write_text(input_file(n, nb, p, q), "utf-8")
+        done = program.run(job, workdir, timeout_s, DONE_LINE)
+        out = workdir / OUTPUT_FILE
+        text = out.read_text("utf-8", "replace") if out.exists() else ""
+    parsed = parse_output(text)
+    if done.returncode != 0 or done.timed_out or parsed is None:
+        log = builds.apps_dir() / f"run-hpl-{tag}-{os.getpid()}.log"
+        safe_write.write_text(log, f"{job.argv}\n{done.stdout}\n{done.stderr}\n{text}")
+        why = (
+            f"ran past --timeout {timeout_s:g} s"
+            if done.timed_out
+            else f"exited with status {done.returncode}"
+            if done.returncode
+            else "printed no result"
+        )
+        raise LaunchError(f"HPL on {p}x{q} {why}; its output is in {log}")
+    return {
+        **parsed.to_json(),
+        "wall_s": done.wall_s,
+        "killed_after_output": done.killed_after_output,
+        "output": text[-OUTPUT_LIMIT:],
+    }
