@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-from argparse import Namespace
 from pathlib import Path
 
 import pytest
 
 from commscope.analysis import node as node_analysis
-from commscope.cli import run_node
 from commscope.data import peak
 from commscope.errors import EngineError
-from commscope.measure.compute import busyclock, cpu, node, pinning
+from commscope.measure.compute import busyclock, cpu, hpcc, node, pinning
 from tests.unit.test_cpu_peak import ZEN_FLAGS, cpuinfo, sysfs
 from tests.unit.test_node_analysis import linpack
 
@@ -170,15 +168,6 @@ def test_hpl_requests_measure_the_cores_their_ranks_use(monkeypatch):
         return busy(2.9, tuple(cpus))
 
     monkeypatch.setattr(busyclock, "measure", meter)
-    args = Namespace(
-        time_budget=0.0,
-        hpl_grid="1x1",
-        sizes="100",
-        hpl_nb=64,
-        timeout=60,
-        peak_flops_per_cycle=None,
-        peak_ghz=None,
-    )
-    request = run_node._request(args)
+    request = hpcc.build_request("1x1", [100], 64, 60.0)
     assert seen == [list(pinning.choose_cpus(1, pinning.allowed_cpus()))]
     assert "busy clock 2.900 GHz" in request["peak_derivation"]["1"]

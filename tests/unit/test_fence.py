@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -252,7 +253,7 @@ def test_an_unreachable_slurmctld_is_named(slurm):
 def test_who_may_change_node_states(slurm, monkeypatch, extra, allowed):
     slurm(**extra)
     monkeypatch.setattr(os, "geteuid", lambda: 4242)
-    monkeypatch.setattr(fence, "_user", lambda: "tester")
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: SimpleNamespace(pw_name="tester"))
     assert fence.may_change_nodes() is allowed
     if not allowed:
         with pytest.raises(LaunchError, match="may not change node states") as err:

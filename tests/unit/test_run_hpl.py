@@ -80,18 +80,18 @@ def test_under_slurm_each_grid_is_an_srun_step_on_the_allocations_first_nodes() 
 
 
 def test_a_stopped_run_says_which_solves_are_stored_and_which_grids_to_run_again() -> None:
-    from commscope.cli import run_hpl
     from commscope.errors import Interrupted, LaunchError
+    from commscope.measure import hpl
 
     rows = [{"run": 4, "grid": "1x2"}, {"run": 5, "grid": "1x2"}, {"run": 6, "grid": "2x1"}]
     err = Interrupted(15)
-    run_hpl._say_what_was_lost(err, rows, [(1, 2), (2, 1), (4, 1)], 2)
+    hpl.add_what_was_lost(err, rows, [(1, 2), (2, 1), (4, 1)], 2)
     assert str(err) == (
         "interrupted by SIGTERM; 3 solves stored (runs 4, 5, 6); not measured: 2x1, 4x1"
         " (run again with --grid 2x1,4x1)"
     )
     failed = LaunchError("HPL on 1x2 exited with status 1; its output is in /x.log")
-    run_hpl._say_what_was_lost(failed, [], [(1, 2)], 1)
+    hpl.add_what_was_lost(failed, [], [(1, 2)], 1)
     assert failed.one_line() == (
         "HPL on 1x2 exited with status 1; its output is in /x.log; no solve stored;"
         " not measured: 1x2 (run again with --grid 1x2)"

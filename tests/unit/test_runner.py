@@ -9,7 +9,7 @@ from pathlib import Path
 from commscope.data.record_parse import parse_record
 from commscope.data.request import EngineOptions
 from commscope.measure.exit_watch import ExitWatch
-from commscope.measure.runner import _lost_rank, engine_argv
+from commscope.measure.runner import engine_argv, lost_rank
 
 HEADER = parse_record(
     '{"type":"header","schema_version":1,"engine_version":"0.1.0","mpi":{"library_version":"x",'
@@ -38,7 +38,7 @@ def test_engine_argv_is_a_list_with_sizes_joined_and_skips_sorted():
 
 def test_open_mpi_report_names_rank_pid_node_and_signal():
     text = "mpirun noticed that process rank 1 with PID 200 on node n1 exited on signal 9 (Killed)."
-    assert _lost_rank(text, HEADER) == "rank 1 (pid 200 on n1) was lost (signal 9)"
+    assert lost_rank(text, HEADER) == "rank 1 (pid 200 on n1) was lost (signal 9)"
 
 
 def test_hydra_report_is_mapped_from_pid_to_rank_with_the_header():
@@ -47,7 +47,7 @@ def test_hydra_report_is_mapped_from_pid_to_rank_with_the_header():
         "=   PID 200 RUNNING AT n1\n=   EXIT CODE: 9\n"
         "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)"
     )
-    assert _lost_rank(text, HEADER) == "rank 1 (pid 200 on n1) was lost (signal 9)"
+    assert lost_rank(text, HEADER) == "rank 1 (pid 200 on n1) was lost (signal 9)"
 
 
 def test_the_rank_seen_to_end_first_wins_over_the_launchers_report():
@@ -56,12 +56,12 @@ def test_the_rank_seen_to_end_first_wins_over_the_launchers_report():
         "=   PID 100 RUNNING AT n0\n=   EXIT CODE: 9\n"
         "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)"
     )
-    assert _lost_rank(text, HEADER, (1,)) == "rank 1 (pid 200 on n1) was lost (signal 9)"
+    assert lost_rank(text, HEADER, (1,)) == "rank 1 (pid 200 on n1) was lost (signal 9)"
     # two found ended at once: the first is unknown, the launcher's report stands
-    assert _lost_rank(text, HEADER, (0, 1)) == "rank 0 (pid 100 on n0) was lost (signal 9)"
+    assert lost_rank(text, HEADER, (0, 1)) == "rank 0 (pid 100 on n0) was lost (signal 9)"
     # a rank that stopped with the engine's own message ended first, for a reason it gave
     said = "commscope-engine: rank 0: contention level nic cannot be measured\n"
-    assert _lost_rank(said, HEADER, (0,)) == "rank 0: contention level nic cannot be measured"
+    assert lost_rank(said, HEADER, (0,)) == "rank 0: contention level nic cannot be measured"
 
 
 def test_exit_watch_sees_which_process_ended_first():
@@ -97,8 +97,8 @@ def test_exit_watch_sees_which_process_ended_first():
 
 def test_engine_message_is_passed_through_and_unknown_failures_keep_the_last_line():
     assert (
-        _lost_rank("commscope-engine: rank 0: no inter-node pair in this allocation\n", HEADER)
+        lost_rank("commscope-engine: rank 0: no inter-node pair in this allocation\n", HEADER)
         == "rank 0: no inter-node pair in this allocation"
     )
-    assert _lost_rank("=====\nsomething odd happened\n=====\n", None) == "something odd happened"
-    assert _lost_rank("", None) == "the job ended without its end record"
+    assert lost_rank("=====\nsomething odd happened\n=====\n", None) == "something odd happened"
+    assert lost_rank("", None) == "the job ended without its end record"

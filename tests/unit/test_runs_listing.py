@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from rich.console import Console
 from rich.table import Table
 
 from commscope.cli import common, runs_cmd
@@ -16,11 +17,10 @@ ROWS = [
 TITLE = "runs in store [b].sqlite"
 
 
-def console(width: int) -> tuple[io.StringIO, object]:
+def console(width: int) -> tuple[io.StringIO, Console]:
     """A console as ``common.console()`` makes one for piped output, of ``width`` columns."""
     out = io.StringIO()
-    cls = common._console_class()
-    return out, cls(file=out, highlight=False, markup=False, emoji=False, width=width)
+    return out, common.console(file=out, width=width)
 
 
 def by_rich(width: int, title: str, rows: list[tuple[str, ...]]) -> str:
@@ -30,14 +30,14 @@ def by_rich(width: int, title: str, rows: list[tuple[str, ...]]) -> str:
         table.add_column(column)
     for row in rows:
         table.add_row(*row)
-    con.print(table)  # type: ignore[attr-defined]
+    con.print(table)
     return out.getvalue()
 
 
 @pytest.mark.parametrize("rows", [ROWS, []], ids=["runs", "no runs"])
 def test_a_table_that_fits_is_drawn_as_rich_draws_it(rows: list[tuple[str, ...]]) -> None:
     out, con = console(140)
-    assert runs_cmd._drawn(con, TITLE, rows)  # type: ignore[arg-type]
+    assert runs_cmd.draw_fitting(con, TITLE, rows)
     text = out.getvalue()
     assert text == by_rich(140, TITLE, rows)
     assert "\x1b" not in text
@@ -49,5 +49,5 @@ def test_a_table_that_fits_is_drawn_as_rich_draws_it(rows: list[tuple[str, ...]]
 )
 def test_a_table_or_title_too_wide_is_left_to_rich(width: int, title: str) -> None:
     out, con = console(width)
-    assert not runs_cmd._drawn(con, title, ROWS)  # type: ignore[arg-type]
+    assert not runs_cmd.draw_fitting(con, title, ROWS)
     assert out.getvalue() == ""

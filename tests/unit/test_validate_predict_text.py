@@ -18,7 +18,7 @@ def printed(capsys, checks: list[PlacementCheck]) -> list[str]:
     forced = forcing.forced("allreduce", "recursive-doubling", "openmpi", 4)
     args = argparse.Namespace(procs=4, max_launches=10)
     verdicts = [SizeVerdict(1 << 20, 1.0, 0.03)]
-    validate_predict._print(args, 3, forced, {}, {}, checks, verdicts)
+    validate_predict.print_checks(args, 3, forced, {}, {}, checks, verdicts)
     return capsys.readouterr().out.splitlines()
 
 
@@ -53,7 +53,7 @@ def test_a_placement_without_a_valid_launch_says_how_its_launches_failed(capsys)
         unmeasured("2x2", 16, 0, 16),  # every launch late: ranks waited for a core
     ]
     verdicts = [SizeVerdict(1 << 20, float("nan"), 0.03, ("2x2",))]
-    validate_predict._print(args, 3, forced, {}, {}, checks, verdicts)
+    validate_predict.print_checks(args, 3, forced, {}, {}, checks, verdicts)
     text = " ".join(line.strip() for line in capsys.readouterr().out.splitlines())
     assert (
         "1048576 B: 2x2 (0 valid of 16 launches; 16 started late (a rank waited for a core)):"
@@ -84,7 +84,7 @@ def test_each_pair_is_printed_under_its_size_with_its_verdict(capsys):
         SizeVerdict(1 << 20, 1.0, 0.03, (), (tie,)),
         SizeVerdict(1 << 22, -1.0, 0.1, (), (order,)),
     ]
-    validate_predict._print(args, 3, forced, {}, {}, checks, verdicts)
+    validate_predict.print_checks(args, 3, forced, {}, {}, checks, verdicts)
     text = " ".join(line.strip() for line in capsys.readouterr().out.splitlines())
     assert (
         "1048576 B: Kendall tau 1.00, median |error| 3% 2x2 and 4x1 within the tables' noise:"

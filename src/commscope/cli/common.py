@@ -8,7 +8,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from commscope import limits, strict
 from commscope.cli import json_text
@@ -112,20 +112,22 @@ def _console_class() -> type[Console]:
     return LiteralConsole
 
 
-def console(stderr: bool = False) -> Console:
+def console(stderr: bool = False, file: IO[str] | None = None, width: int | None = None) -> Console:
     """Console for human-readable output (no colour codes when piped).
 
     Strings are printed literally (see :func:`terminal_text`); style with ``rich.text.Text``.
+    ``file`` replaces stdout (or stderr) and ``width`` the width the console finds.
     """
     cls = _console_class()  # rich is imported on first output, not at start
-    probe = cls(stderr=stderr)
+    probe = cls(stderr=stderr, file=file)
     # Piped output gets a width that keeps tables readable instead of rich's 80 columns.
     return cls(
         highlight=False,
         markup=False,
         emoji=False,
         stderr=stderr,
-        width=None if probe.is_terminal else 140,
+        file=file,
+        width=width or (None if probe.is_terminal else 140),
     )
 
 

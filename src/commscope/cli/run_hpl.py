@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from commscope.cli import common, program_runs
-from commscope.errors import CommscopeError, LaunchError, UsageError, interrupt_cause
+from commscope.errors import CommscopeError, LaunchError, UsageError
 
 DEFAULT_N = 2000
 DEFAULT_NB = 128
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
                 for solve in range(args.repeat):
                     rows.append(_stored_solve(args, store, mpi, jobs[(p, q)], where, p, q, solve))
         except (KeyboardInterrupt, CommscopeError) as err:
-            _say_what_was_lost(err, rows, grids, args.repeat)
+            hpl.add_what_was_lost(err, rows, grids, args.repeat)
             raise
     program_runs.show_runs(args, rows, ("gflops", "passed", "hpl_time_s", "wall_s"), "measured")
     return 0 if all(r["passed"] for r in rows) else 1
@@ -189,20 +189,3 @@ def _stored_solve(
     if not data["passed"]:
         common.console(stderr=True).print(f"run {rid}: HPL's residual check FAILED on {p}x{q}")
     return {"run": rid, "sweep": "", **data}
-
-
-def _say_what_was_lost(
-    err: BaseException, rows: list[dict[str, Any]], grids: list[tuple[int, int]], repeat: int
-) -> None:
-    """Add to ``err``'s one line the solves already stored and the grids still to run.
-
-    A solve is stored only once it ended, so the one under way is the only work lost.
-    """
-    runs = [str(r["run"]) for r in rows]
-    left = [f"{p}x{q}" for p, q in grids if sum(r["grid"] == f"{p}x{q}" for r in rows) < repeat]
-    kept = f"{len(runs)} solves stored (runs {', '.join(runs)})" if runs else "no solve stored"
-    losses = f"{kept}; not measured: {', '.join(left)} (run again with --grid {','.join(left)})"
-    if isinstance(err, KeyboardInterrupt):
-        err.args = (f"{interrupt_cause(err)}; {losses}",)
-    elif isinstance(err, CommscopeError):
-        err.args = (f"{' '.join(str(err).split())}; {losses}",)

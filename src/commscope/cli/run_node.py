@@ -17,7 +17,7 @@ from typing import Any
 from commscope import limits, strict
 from commscope.cli import common, run_outcome
 from commscope.errors import UsageError
-from commscope.measure.compute import cpu, hpcc, node, pinning, sizes
+from commscope.measure.compute import hpcc, node, sizes
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -121,19 +121,13 @@ def _sizes(text: str | None) -> list[int] | None:
 def _request(args: argparse.Namespace) -> dict[str, Any]:
     common.require(args.time_budget >= 0, f"--time-budget {args.time_budget}: must be >= 0")
     if args.hpl_grid:
-        p, q = hpcc.parse_grid(args.hpl_grid)
-        allowed = pinning.allowed_cpus()
-        peak = cpu.peak_model(allowed, args.peak_flops_per_cycle, args.peak_ghz)
-        if args.peak_ghz is None:  # the clock of the cores HPL's ranks keep busy
-            used = min(p * q, cpu.physical_cores(allowed))
-            peak = peak.with_busy(*node.busy_clocks({p * q: pinning.choose_cpus(used, allowed)}))
         return hpcc.build_request(
             args.hpl_grid,
             _sizes(args.sizes),
             args.hpl_nb,
-            peak.to_json(),
-            peak.derivation(p * q),
             args.timeout,
+            args.peak_flops_per_cycle,
+            args.peak_ghz,
         )
     return node.build_request(
         cores=args.cores,

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         for r in runs
     ]
     out = common.console()
-    if not _drawn(out, title, rows):
+    if not draw_fitting(out, title, rows):
         from rich.table import Table
 
         table = Table(title=title)
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _drawn(out: Console, title: str, rows: Sequence[Sequence[str]]) -> bool:
+def draw_fitting(out: Console, title: str, rows: Sequence[Sequence[str]]) -> bool:
     """Print the listing as rich draws a table that fits; False when it does not fit.
 
     Rich measures and renders every cell, about a millisecond a row: a second for a store of

@@ -235,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    _print(args, run_id, forced, mca, cvar, checks, verdicts)
+    print_checks(args, run_id, forced, mca, cvar, checks, verdicts)
     predict_costs.print_above_eager(rendezvous, "the measured runs")
     if tcp_differs:
         from rich.text import Text
@@ -284,7 +284,7 @@ def _above_eager(
     return cost_tables.above_eager(pattern, limits.inter_node() if limits else None, waits)
 
 
-def _print(
+def print_checks(
     args: argparse.Namespace,
     run_id: int,
     forced: Any,
@@ -293,6 +293,7 @@ def _print(
     checks: list[Any],
     verdicts: list[Any],
 ) -> None:
+    """Predicted against measured per placement, the settings forced, and the verdict per size."""
     from rich.table import Table
     from rich.text import Text
 

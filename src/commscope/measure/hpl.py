@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from commscope.errors import InputError, LaunchError, UsageError
+from commscope.errors import CommscopeError, InputError, LaunchError, UsageError, interrupt_cause
 from commscope.measure import builds, launch
 
 INPUT_FILE = "hpccinf.txt"
@@ -276,3 +276,20 @@ def solve(
         "killed_after_output": done.killed_after_output,
         "output": text[-OUTPUT_LIMIT:],
     }
+
+
+def add_what_was_lost(
+    err: BaseException, rows: list[dict[str, Any]], grids: list[tuple[int, int]], repeat: int
+) -> None:
+    """Add to ``err``'s one line the solves already stored and the grids still to run.
+
+    A solve is stored only once it ended, so the one under way is the only work lost.
+    """
+    runs = [str(r["run"]) for r in rows]
+    left = [f"{p}x{q}" for p, q in grids if sum(r["grid"] == f"{p}x{q}" for r in rows) < repeat]
+    kept = f"{len(runs)} solves stored (runs {', '.join(runs)})" if runs else "no solve stored"
+    losses = f"{kept}; not measured: {', '.join(left)} (run again with --grid {','.join(left)})"
+    if isinstance(err, KeyboardInterrupt):
+        err.args = (f"{interrupt_cause(err)}; {losses}",)
+    elif isinstance(err, CommscopeError):
+        err.args = (f"{' '.join(str(err).split())}; {losses}",)

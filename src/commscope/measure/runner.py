@@ -62,7 +62,7 @@ def engine_argv(path: str, options: EngineOptions, skip: set[tuple[str, str, int
     return [path, *engine_options.argv(options, skip)]
 
 
-def _lost_rank(stderr: str, header: Header | None, first: tuple[int, ...] = ()) -> str:
+def lost_rank(stderr: str, header: Header | None, first: tuple[int, ...] = ()) -> str:
     """Name the cause: the engine's own message, the rank seen to end first, the launcher's.
 
     ``first`` holds the ranks found ended when this host saw the first rank end.
@@ -243,7 +243,7 @@ def run(
         else:
             # hydra reports a lost process on stdout, Open MPI on stderr: read both.
             stray = "\n".join(state["stray"]) + "\n" + result.stderr
-            cause = _lost_rank(stray, state["header"], first)
+            cause = lost_rank(stray, state["header"], first)
         raise LaunchError(session.stop(cause))
 
 

@@ -28,7 +28,8 @@ from commscope.errors import ComputeError, LaunchError, UsageError
 from commscope.limits import MAX_RANKS
 from commscope.measure import launch
 from commscope.measure import mpi as mpi_mod
-from commscope.measure.compute.node import NodeOutcome, Progress
+from commscope.measure.compute import cpu, pinning
+from commscope.measure.compute.node import ClockMeter, NodeOutcome, Progress, busy_clocks
 
 PROGRAM = "hpcc"
 DEFAULT_SIZES = (1000, 2000, 4000)
@@ -154,16 +155,28 @@ def build_request(
     grid: str,
     sizes: list[int] | None,
     nb: int,
-    peak: dict[str, Any],
-    derivation: str,
     timeout_s: float,
+    peak_flops_per_cycle: float | None = None,
+    peak_ghz: float | None = None,
+    clock_meter: ClockMeter | None = None,
 ) -> dict[str, Any]:
-    """A node run request for hpcc: the grid, the sizes and the P_peak facts of P x Q cores."""
+    """A node run request for hpcc: the grid, the sizes and the P_peak facts of P x Q cores.
+
+    Unless ``peak_ghz`` is given, the busy clock of the cores HPL's ranks keep busy is
+    measured here (``clock_meter``, default ``busyclock.measure``), as for the Linpack sweep.
+    """
     from commscope.measure.compute import linpack
 
+    p, q = parse_grid(grid)
+    allowed = pinning.allowed_cpus()
+    model = cpu.peak_model(allowed, peak_flops_per_cycle, peak_ghz)
+    if peak_ghz is None:  # the clock of the cores HPL's ranks keep busy
+        used = min(p * q, cpu.physical_cores(allowed))
+        model = model.with_busy(
+            *busy_clocks({p * q: pinning.choose_cpus(used, allowed)}, clock_meter)
+        )
     if shutil.which(PROGRAM) is None:
         raise UsageError("--grid: hpcc is not installed (Debian: apt-get install hpcc)")
-    p, q = parse_grid(grid)
     return {
         "benchmark": "node",
         "hpl": {"grid": [p, q], "nb": nb, "program": PROGRAM, "mpi": "openmpi"},
@@ -172,8 +185,8 @@ def build_request(
         "threshold": linpack.THRESHOLD,
         "flops": "2/3 N^3 + 2 N^2",
         "timeout_s": timeout_s,
-        "cpu": peak,
-        "peak_derivation": {str(p * q): derivation},
+        "cpu": model.to_json(),
+        "peak_derivation": {str(p * q): model.derivation(p * q)},
     }
 
 
