@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from commscope.cli import render
     from commscope.data.run_data import read_run
     from commscope.data.store import Store
+    from commscope.kinds import show_json
     from commscope.simulate import netload
 
     if not 0 <= args.trim < 0.5:
@@ -64,35 +65,32 @@ def run(args: argparse.Namespace) -> int:
     info = run.info
     view = kinds.View(args.confidence, args.trim)
     if args.json:
-        found = kinds.summaries(run, view)
-        common.print_json(
-            {
-                "run": info.id,
-                "status": info.status,
-                "kind": info.kind,
-                "label": info.label,
-                "mpi": info.mpi,
-                "nranks": info.nranks,
-                "message": info.message,
-                "load": [asdict(h) for end in run.ends for h in load_analysis.hosts(end)],
-                "load_warnings": load_analysis.warnings(run.ends),
-                "tcp_loss": [asdict(ns) for end in run.ends for ns in tcp_loss.namespaces(end)],
-                "tcp_loss_warnings": tcp_loss.warnings(run.ends),
-                "tcp_congestion_control": tcp_loss.congestion_controls(run.ends),
-                "tcp_limit_output": [
-                    {"bytes": b, "nodes": list(nodes)}
-                    for b, nodes in tcp_loss.socket_queue_limits(run.ends).items()
-                ],
-                "tcp_slow_start_after_idle": [
-                    {"value": v, "nodes": list(nodes)}
-                    for v, nodes in tcp_loss.idle_restarts(run.ends).items()
-                ],
-                "tcp_idle_restart_nodes": list(tcp_loss.idle_restart_nodes(run.ends)),
-                "protocol_limits": run.protocol_limits.to_json() if run.protocol_limits else None,
-                "netload": netload.stored_view(run.netload) if run.netload else None,
-                **kinds.to_json(found),
-            }
-        )
+        header = {
+            "run": info.id,
+            "status": info.status,
+            "kind": info.kind,
+            "label": info.label,
+            "mpi": info.mpi,
+            "nranks": info.nranks,
+            "message": info.message,
+            "load": [asdict(h) for end in run.ends for h in load_analysis.hosts(end)],
+            "load_warnings": load_analysis.warnings(run.ends),
+            "tcp_loss": [asdict(ns) for end in run.ends for ns in tcp_loss.namespaces(end)],
+            "tcp_loss_warnings": tcp_loss.warnings(run.ends),
+            "tcp_congestion_control": tcp_loss.congestion_controls(run.ends),
+            "tcp_limit_output": [
+                {"bytes": b, "nodes": list(nodes)}
+                for b, nodes in tcp_loss.socket_queue_limits(run.ends).items()
+            ],
+            "tcp_slow_start_after_idle": [
+                {"value": v, "nodes": list(nodes)}
+                for v, nodes in tcp_loss.idle_restarts(run.ends).items()
+            ],
+            "tcp_idle_restart_nodes": list(tcp_loss.idle_restart_nodes(run.ends)),
+            "protocol_limits": run.protocol_limits.to_json() if run.protocol_limits else None,
+            "netload": netload.stored_view(run.netload) if run.netload else None,
+        }
+        common.print_json(show_json.document(header, kinds.summaries(run, view)))
         return 0
     render.summary(common.console(), run, view, args.full)
     return 0
