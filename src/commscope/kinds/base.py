@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from commscope.analysis.coll import DEFAULT_TRIM
 from commscope.data.run_data import RunData
 from commscope.kinds.benchmarks import Benchmark
 from commscope.kinds.figures import Figure, FigureSpec
+
+if TYPE_CHECKING:
+    from jinja2 import Template
 
 S = TypeVar("S")
 
@@ -41,7 +44,9 @@ class Kind(Generic[S]):
         brief: the short form ``show`` and ``run`` print by default (key figures, verdicts,
             each warning once); None: the kind's ``terminal`` is short already.
         report: the run's report entry for a summary, or None when the kind has no section.
-        template: the Jinja2 template drawing the report entry (``report/templates/``).
+        template: the Jinja2 template drawing the report entry: its name in
+            ``report/templates/``, or a template compiled from ``report.html.environment()``
+            (a kind kept outside the package).
         figure_specs: the figures a check can judge (:mod:`commscope.kinds.figures`).
         figures: a run's figures with their raw samples ([] when it has none of them).
         benchmarks: what ``commscope run NAME`` measures for it through the engine.
@@ -53,7 +58,7 @@ class Kind(Generic[S]):
     to_json: Callable[[S | None], dict[str, Any]]
     terminal: Callable[[S], list[Any]]
     report: Callable[[S], Any] | None = None
-    template: str | None = None
+    template: str | Template | None = None
     figure_specs: tuple[FigureSpec, ...] = ()
     figures: Callable[[RunData], list[Figure]] = lambda run: []
     brief: Callable[[S], list[Any]] | None = None
