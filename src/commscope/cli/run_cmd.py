@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from commscope import kinds, safe_write
+from commscope import safe_write
 from commscope.cli import (
     common,
     run_fence,
@@ -46,6 +46,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark(s), print the key figures, write the report when asked."""
+    from commscope import kinds  # every kind's module, with numpy and rich: not at start
+
     if run_hpl.wanted(args):  # a whole program, not the engine: its own options and runs
         return run_hpl.run(args)
     for flag, given, what in (
@@ -131,6 +133,8 @@ def _check_cores(args: argparse.Namespace) -> None:
 
 def _resume(args: argparse.Namespace) -> int:
     """Measure what a stored incomplete run is missing, where it ran before."""
+    from commscope import kinds  # every kind's module, with numpy and rich: not at start
+
     with common.open_store(args) as store:
         run_id, stored = common.resumable_request(store, args.resume)
         request = RunRequest.from_json(stored)

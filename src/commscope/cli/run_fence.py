@@ -22,7 +22,6 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from commscope import kinds
 from commscope.cli import common
 from commscope.errors import CommscopeError, UsageError
 
@@ -91,6 +90,8 @@ def check(args: argparse.Namespace) -> None:
         UsageError: --drain with another benchmark than matrix, or on one machine.
         LaunchError: (exit 3) outside Slurm, slurmctld unreachable, or no right to drain.
     """
+    from commscope import kinds  # every kind's module, with numpy and rich: not at start
+
     if not getattr(args, "drain", False):
         return
     if not args.resume and not kinds.benchmark(args.benchmark).drains:
@@ -130,6 +131,8 @@ def after(args: argparse.Namespace, store: Any, run_id: int, request: Any) -> Fe
     None when the run is not a matrix run on real nodes (a simulated one names none) or
     holds no bandwidth matrix.
     """
+    from commscope import kinds  # every kind's module, with numpy and rich: not at start
+
     if not kinds.benchmark(request.benchmark).drains or request.simulate:
         return None
     from commscope.analysis import confirm

@@ -6,7 +6,6 @@ import argparse
 import os
 from typing import Any
 
-from commscope import kinds
 from commscope.cli import common, run_matrix, run_mbw, run_options
 from commscope.data.request import EngineOptions, RunRequest
 from commscope.errors import UsageError
@@ -98,6 +97,8 @@ def paired_ranks_per_node(args: argparse.Namespace) -> int:
 
 def build_request(args: argparse.Namespace) -> RunRequest:
     """The stored request of an MPI run from its options; bad input fails here."""
+    from commscope import kinds  # every kind's module, with numpy and rich: not at start
+
     run_options.check_given(args)
     if args.sizes is not None:  # checked even where the benchmark does not use them
         parse_size_list(args.sizes, "--sizes")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from commscope import kinds, limits
+from commscope import limits
 from commscope.cli import common
 from commscope.data.request import RunRequest
 from commscope.errors import UsageError
@@ -212,6 +212,8 @@ def one_sided_component(request: RunRequest, mpi: MPIInstall) -> RunRequest:
     osc/pt2pt is gone): MPI_Win_allocate fails across nodes without UCX. The choice is
     recorded with the run's other MCA parameters.
     """
+    from commscope import kinds  # every kind's module, with numpy and rich: not at start
+
     mca = request.mca or {}
     if (
         not kinds.benchmark(request.benchmark).one_sided
