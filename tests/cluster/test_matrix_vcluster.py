@@ -23,7 +23,10 @@ SLOW = "csnode3"
 
 
 @pytest.mark.parametrize("cluster", [(4, "200mbit")], indirect=True)
-@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+# One MPI here (MPICH took 113 s on this machine); the naming of slow nodes and links under
+# noise is the bench's: `flock /tmp/commscope-bench.lock .venv/bin/python
+# bench/matrix_confirm.py --runs 20`.
+@pytest.mark.parametrize("family", ["openmpi"])
 def test_the_bandwidth_matrix_names_the_slow_node_and_no_other(cli, cluster, family, tmp_path):
     need(have_mpi(family), f"{family} is not installed")
     vcluster.set_rate(SLOW, "50mbit")

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from commscope.data.records import MIN_KEPT_SHARE
 from commscope.data.store import Store
 from tests.conftest import have_mpi, need
 
@@ -290,7 +291,11 @@ def test_samples_where_a_rank_lost_its_core_are_listed_and_left_out(cli):
         }
     big = points[4 << 20]
     assert big.interrupted, "no sample of 4 MiB saw rank 1 switched out"
-    assert len(big.kept_samples_s) == big.n_samples - len(big.interrupted) >= 2
+    left = big.n_samples - len(big.interrupted)
+    if left >= max(2, MIN_KEPT_SHARE * big.n_samples):
+        assert len(big.kept_samples_s) == left
+    else:  # a machine busy besides the loop held up nearly every sample: all are kept
+        assert len(big.kept_samples_s) == big.n_samples
     shown = json.loads(cli("show", str(run_id), "--json", check=True).stdout)
     assert shown["interrupted_samples"] == sum(len(p.interrupted) for p in points.values())
     assert "had a rank lose its core" in cli("show", str(run_id), check=True).stdout

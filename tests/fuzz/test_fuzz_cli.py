@@ -163,7 +163,7 @@ def _run_until_launch(store: Path, name: str, argv: list[str]) -> harness.Outcom
             return None
 
 
-@harness.fuzz_settings(1000)
+@harness.fuzz_settings(300)
 @given(
     benchmark=st.sampled_from(["p2p", "coll", "contention", "loggp", "all"]),
     options=_options(RUN_OPTIONS),
@@ -177,7 +177,7 @@ def test_run_options_are_refused_in_one_line_or_launch_bounded(workdir, benchmar
         assert harness.run_ids(workdir / "store.sqlite") == []
 
 
-@harness.fuzz_settings(400)
+@harness.fuzz_settings(150)
 @given(
     op=st.sampled_from(["alltoall", "bcast", "allreduce", "gather"]),
     options=_options(PREDICT_OPTIONS),
@@ -204,7 +204,7 @@ def _strict_json(text: str) -> object:
     return json.loads(text, parse_constant=refuse)
 
 
-@harness.fuzz_settings(300)
+@harness.fuzz_settings(120)
 @given(
     command=st.sampled_from(["show", "export", "compare", "runs"]),
     ref=st.one_of(number_text(), st.sampled_from(["latest", "1", "2", " 1", "01"])),
@@ -229,7 +229,7 @@ def test_run_ids_are_refused_in_one_line_or_shown(workdir, command, ref):
         harness.assert_one_line_refusal(outcome, codes=(1, 2))
 
 
-@harness.fuzz_settings(250)
+@harness.fuzz_settings(100)
 @given(
     label=st.one_of(
         st.text(max_size=30),
@@ -288,7 +288,7 @@ def _hostfile_line() -> st.SearchStrategy[str]:
     return st.one_of(hostile, valid, valid)
 
 
-@harness.fuzz_settings(350)
+@harness.fuzz_settings(120)
 @given(
     lines=st.lists(_hostfile_line(), min_size=0, max_size=5),
     use=st.sampled_from(["run", "predict --hostfile", "predict --rankfile"]),

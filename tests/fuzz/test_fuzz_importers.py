@@ -25,7 +25,7 @@ SOURCES = {
     "imb": ["imb_mpi1.txt", "imb_rma.txt"],
     "netpipe": ["netpipe.out"],
 }
-EXAMPLES = {"osu": 2200, "imb": 1600, "netpipe": 1100}
+EXAMPLES = {"osu": 450, "imb": 350, "netpipe": 250}
 
 
 def _lines(name: str) -> list[str]:

@@ -17,8 +17,8 @@ from commscope.predict.model import host_name_problem
 from tests.fuzz import harness
 from tests.fuzz.strategies import DEEP_MODEL, HOSTILE_NODE_NAMES, RAW_MODELS, model_document
 
-PREDICT_EXAMPLES = 600
-SIMULATE_EXAMPLES = 400
+PREDICT_EXAMPLES = 250
+SIMULATE_EXAMPLES = 150
 _NUMBER_ATTR = re.compile(r'(bandwidth|latency)="([^"]*?)(Bps|s)"')
 
 

@@ -190,7 +190,7 @@ def _file_damage() -> st.SearchStrategy[tuple[str, Callable[[Path], None]]]:
     return st.one_of(flips, flips, flips, parts)
 
 
-@harness.fuzz_settings(2300)
+@harness.fuzz_settings(600)
 @given(damage=_file_damage(), argv=_commands)
 def test_a_damaged_file_is_read_right_or_refused_in_one_line(workdir, damage, argv):
     name, apply = damage
@@ -199,7 +199,7 @@ def test_a_damaged_file_is_read_right_or_refused_in_one_line(workdir, damage, ar
     _run(name, store, argv)
 
 
-@harness.fuzz_settings(700)
+@harness.fuzz_settings(200)
 @given(
     cell=st.sampled_from(JSON_COLUMNS),
     text=st.one_of(st.text(max_size=40), st.sampled_from(["[]", "{}", "null", "1", '"x"'])),
