@@ -95,5 +95,8 @@ def test_the_node_whose_segments_were_dropped_is_named(cli, cluster, tmp_path):
 
     report = tmp_path / "loss.html"
     cli("report", str(run_id), "-o", str(report), check=True)
-    [row] = re.findall(r'<tr class="tcp-loss-warning">.*?</tr>', report.read_text())
-    assert f"TCP on {sender.name} sent" in row
+    # The summary card, first on the page, names the sender's losses once, and only them.
+    lost = re.findall(
+        r"<li>(TCP on [^<]*): timings include waiting for lost segments</li>", report.read_text()
+    )
+    assert len(lost) == 1 and lost[0].startswith(f"TCP on {sender.name} sent"), lost
