@@ -5,8 +5,9 @@ negotiated down to Fast Ethernet): `check` measures the baseline's request again
 names the inter-node bandwidth of that node's link. Three runs on two shared cores spread
 their 1 MiB bandwidth by 9-20 % (bench/results/check.md and a failed CI run), so a
 three-run baseline's band for it is 50-80 % (`commscope baseline show`): a link at half its
-rate can stay inside it, one at a tenth leaves it. The rate restored: nothing is called a regression. A busy loop on a core
-during a check: the verdict names the load and calls nothing a regression.
+rate can stay inside it, one at a tenth leaves it. The rate restored: nothing is called a
+regression. A busy loop on a core during a check: the verdict names the load and calls
+nothing a regression.
 
 Latency between namespaces on two shared cores moves by more than 10 % from run to run (the
 bench `bench/check_alarms.py` counts false alarms at the default tolerance), so the checks
