@@ -258,3 +258,37 @@ def test_latency_sweep_lands_in_the_report(cli: CLI, tmp_path: Path) -> None:
     assert float(small.split()[0]) > 200 and float(large.split()[0]) < 20, rows
     assert "Sensitivity to nic_latency" in html
     assert "nic_latency from 80us to 400us moves alltoall 8 B" in html
+
+
+def test_taper_and_switch_latency_in_one_sweep_say_what_matters(cli: CLI, tmp_path: Path) -> None:
+    # The what-if question at the size of a purchase, in small: a fat tree of 4 leaves of 4
+    # nodes, its leaves' uplinks cut from 4 links (1:1) to 1 (4:1), and the switch latency
+    # from 0.1 to 1 us, in one command. A 1 MiB all-to-all sends 12 of its 15 steps across
+    # leaves: at 4:1 four flows share a leaf's one uplink, so it takes (3 + 12 x 4) / 15 = 3.4
+    # times as long; a microsecond more per hop is lost in 1 ms per step.
+    path = model(
+        tmp_path,
+        "sockets: 1\ncores: 1\nchannels: {nic: {bandwidth: 1GB/s, latency: 1us}}\n"
+        "topology: {kind: fat_tree, down: [4, 4], up: [1, 4]}\n",
+    )
+    out = cli(
+        "simulate", "run", "--cluster", str(path), "--nodes", "16", "--neutral", "--json",
+        "--sweep", "taper=1,2,4", "--sweep", "switch-latency=100ns,1us",
+        "--", "coll", "--ops", "alltoall", "--sizes", "1MiB",
+        timeout=600, check=True,
+    )  # fmt: skip
+    result = json.loads(out.stdout)
+    assert result["labels"] == [
+        "taper=1", "taper=2", "taper=4", "switch_latency=100ns", "switch_latency=1us"
+    ]  # fmt: skip
+    (point,) = result["points"]
+    full, half, quarter, fast, slow = point["times_s"]
+    assert half / full > 1.5 and quarter / full == pytest.approx(3.4, rel=0.15)
+    assert slow / fast == pytest.approx(1.0, abs=0.05)
+    report = tmp_path / "what-if.html"
+    cli("report", *map(str, result["runs"]), "-o", str(report), check=True)
+    html = report.read_text()
+    assert "Sweep of taper" in html and "Sweep of switch_latency" in html
+    matters = html[html.index("What matters") :]
+    matters = matters[: matters.index("</ul>")]
+    assert "taper 1 to 4 moves alltoall 1 MiB" in matters and "taper matters most" in matters

@@ -114,14 +114,17 @@ def test_runs_without_these_measurements_have_no_such_sections(tmp_path):
     assert "<h3>LogGP parameters" not in page and "Contention heat map:" not in page
 
 
-def _sweep(changes: dict[int, float]) -> simulation_section.Sweep:
-    values = ["80us", "240us", "400us"]
+def _sweep(
+    changes: dict[int, float],
+    parameter: str = "nic_latency",
+    values: tuple[str, ...] = ("80us", "240us", "400us"),
+) -> simulation_section.Sweep:
     rows = [
         (("coll", "alltoall", "8 ranks", size), [1e-3, 1e-3 * (1 + c / 2), 1e-3 * (1 + c)], c)
         for size, c in changes.items()
     ]
     return simulation_section.Sweep(
-        "nic_latency", "coll on 8 ranks of rack", [1, 2, 3], values, [80e-6, 240e-6, 400e-6], rows
+        parameter, "coll on 8 ranks of rack", [1, 2, 3], list(values), [1.0, 2.0, 3.0], rows
     )
 
 
@@ -138,3 +141,19 @@ def test_sweep_findings_name_the_most_sensitive_point_or_say_insensitive():
     ]
     svg = simulation_section.sweep_plot(_sweep({8: 3.2, 1 << 20: 0.01}))
     assert svg.startswith("<svg") and "alltoall 8 B (8 ranks)" in svg
+
+
+def test_what_matters_ranks_the_swept_parameters_of_one_benchmark_by_their_largest_effect():
+    latency = _sweep({8: 0.02, 1 << 20: 0.01}, "switch_latency", ("100ns", "1us", "10us"))
+    taper = _sweep({8: 0.0, 1 << 20: 2.9}, "taper", ("1", "2", "4"))
+    assert simulation_section.what_matters([latency, taper]) == [
+        "coll on 8 ranks of rack: taper 1 to 4 moves alltoall 1 MiB (8 ranks) by +290.0%;"
+        " switch_latency 100ns to 10us moves alltoall 8 B (8 ranks) by +2.0%: taper matters"
+        " most."
+    ]
+    calm = _sweep({8: 0.01}, "taper", ("1", "2", "4"))
+    assert simulation_section.what_matters([latency, calm])[0].endswith(
+        "none of them moves a point 5 % or more."
+    )
+    # One parameter alone is the sweep's own finding, not a ranking.
+    assert simulation_section.what_matters([latency]) == []

@@ -191,3 +191,33 @@ def test_simulate_refuses_a_bad_topology_in_one_line_and_stores_nothing(tmp_path
     assert_one_line_refusal(outcome)
     assert "topology.links: 1 values for 2 level(s)" in outcome.err
     assert not store.exists()
+
+
+def test_a_taper_sweep_cuts_the_leaves_uplinks_and_refuses_what_does_not_divide() -> None:
+    from commscope.cli.simulate_options import expand_sweeps
+    from commscope.errors import UsageError
+
+    full = model({"kind": "fat_tree", "down": [8, 4], "up": [1, 8], "links": [1, 1]})
+    params = params_for(full)
+    runs = expand_sweeps(["taper=1,2,4:1", "switch-latency=1us"], full, params)
+    assert [r.label for r in runs] == ["taper=1", "taper=2", "taper=4:1", "switch_latency=1us"]
+    tapers = [r.model.topology.taper() for r in runs[:3]]
+    assert tapers == [[1.0], [2.0], [4.0]]
+    # A leaf keeps its 8 nodes; its uplink is 8, 4 and 2 NIC links; the spine shrinks with it.
+    assert [r.model.switches[0].uplink.bandwidth_Bps for r in runs[:3]] == [8e9, 4e9, 2e9]
+    assert [r.model.topology.switches(2) for r in runs[:3]] == [8, 4, 2]
+    assert [r.record["si_value"] for r in runs] == [1.0, 2.0, 4.0, 1e-6]
+    assert runs[3].model is full and runs[3].params.switch_lat_s == 1e-6
+    assert 'topo_parameters="2;8,4;1,2;1,1"' in platform_xml(runs[2].model, params)
+    for bad, says in (
+        ("taper=3", "whole number of uplinks"),
+        ("taper=16", "whole number of uplinks"),
+        ("taper=0", "positive ratio"),
+        ("taper=two", "not a taper"),
+    ):
+        with pytest.raises(UsageError) as err:
+            expand_sweeps([bad], full, params)
+        assert says in str(err.value) and f"--sweep {bad}" in str(err.value)
+    torus = model({"kind": "torus", "dims": [4, 4]})
+    with pytest.raises(UsageError, match="fat_tree"):
+        expand_sweeps(["taper=2"], torus, params_for(torus))

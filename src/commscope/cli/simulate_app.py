@@ -149,8 +149,8 @@ def _load(args: argparse.Namespace) -> tuple[ClusterModel, SimParams]:
     return setup.load(args.cluster)
 
 
-def _sweeps(args: argparse.Namespace, params: SimParams) -> list[Any]:
-    return simulate_options.expand_sweeps(args.sweep, params)
+def _sweeps(args: argparse.Namespace, model: ClusterModel, params: SimParams) -> list[Any]:
+    return simulate_options.expand_sweeps(args.sweep, model, params)
 
 
 def _simulate(
@@ -229,14 +229,14 @@ def run_app(args: argparse.Namespace) -> int:
     source = Path(args.source)
     np = args.np or model.nodes * model.cores_per_node
     app.rank_nodes(model, np)  # refuse too many ranks before building
-    sweeps = _sweeps(args, params)
+    sweeps = _sweeps(args, model, params)
     binary = app.build(source)
     host = app.host_flops()
     rows = []
     with common.open_store(args) as store:
-        for tag, p, sweep in sweeps:
+        for tag, swept_model, p, sweep in sweeps:
             sim = {
-                **app.simulation(model, p, np, args.netload, host, args.smpi_cfg),
+                **app.simulation(swept_model, p, np, args.netload, host, args.smpi_cfg),
                 "sweep": sweep,
             }
             label = " ".join(x for x in (args.label, tag) if x) or None
@@ -257,14 +257,14 @@ def run_hpl(args: argparse.Namespace) -> int:
     for p, q in grids:
         app.rank_nodes(model, p * q, f"--grid {p}x{q}")
     common.require(bool(args.source), f"--source: missing; {hpl.SOURCE_HINT}")
-    sweeps = _sweeps(args, params)
+    sweeps = _sweeps(args, model, params)
     binary = app.build_hpl(Path(args.source))
     host = app.host_flops()
     rows = []
     with common.open_store(args) as store:
         for p, q in grids:
-            for tag, sp, sweep in sweeps:
-                sim = app.simulation(model, sp, p * q, args.netload, host, args.smpi_cfg)
+            for tag, swept_model, sp, sweep in sweeps:
+                sim = app.simulation(swept_model, sp, p * q, args.netload, host, args.smpi_cfg)
                 sim["sweep"] = sweep
                 text = hpl.input_file(args.n, args.nb, p, q)
                 label = " ".join(x for x in (args.label, f"{p}x{q}", tag) if x)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from commscope.cli import common
 from commscope.errors import UsageError
 
 if TYPE_CHECKING:
+    from commscope.predict.model import ClusterModel
     from commscope.simulate.params import SimParams
 
 # The parameters --help names, written out: commscope.simulate.params imports the cluster model
@@ -21,6 +22,8 @@ SWEEPABLE_NAMES = (
     "memory_bandwidth",
     "switch_latency",
 )
+# Swept in the model itself rather than in the simulation parameters.
+MODEL_SWEEPS = ("taper",)
 
 
 def add_model_option(p: argparse.ArgumentParser) -> None:
@@ -36,22 +39,30 @@ def add_model_option(p: argparse.ArgumentParser) -> None:
 
 def sweep_names() -> list[str]:
     """The sweepable parameters as --sweep spells them (with '-')."""
-    return [name.replace("_", "-") for name in SWEEPABLE_NAMES]
+    return [name.replace("_", "-") for name in SWEEPABLE_NAMES + MODEL_SWEEPS]
 
 
-def expand_sweeps(
-    specs: list[str], params: SimParams
-) -> list[tuple[str, SimParams, dict[str, Any] | None]]:
-    """(label, parameters, sweep record) of every run: one per value of each swept parameter.
+class Swept(NamedTuple):
+    """One run of a sweep: its label, the model and parameters it runs on, its record.
 
-    The sweep record (parameter, value as given, value in seconds or bytes/s) goes into the
-    run's request, so a report can line the runs of one sweep up.
+    The record (parameter, value as given, value in seconds, bytes/s or the taper's ratio)
+    goes into the run's request, so a report can line the runs of one sweep up.
     """
+
+    label: str
+    model: ClusterModel
+    params: SimParams
+    record: dict[str, Any] | None
+
+
+def expand_sweeps(specs: list[str], model: ClusterModel, params: SimParams) -> list[Swept]:
+    """Every run: one per value of each swept parameter, the others at the model's values."""
     from commscope.simulate.params import SWEEPABLE
+    from commscope.simulate.setup import with_taper
 
     if not specs:
-        return [("", params, None)]
-    out: list[tuple[str, SimParams, dict[str, Any] | None]] = []
+        return [Swept("", model, params, None)]
+    out: list[Swept] = []
     for spec in specs:
         name, _, values = spec.partition("=")
         if not values:
@@ -59,11 +70,32 @@ def expand_sweeps(
         # Spelled with '-' on the command line, '_' in the model's names (and the labels).
         name = name.replace("-", "_")
         for value in values.split(","):
+            label = f"{name}={value}"
+            if name == "taper":
+                taper = _ratio(value, f"--sweep {label}")
+                tapered = with_taper(model, params, taper, f"--sweep {label}")
+                record = {"parameter": name, "value": value, "si_value": taper}
+                out.append(Swept(label, tapered, params, record))
+                continue
             swept = params.with_value(name, value)
             record = {
                 "parameter": name,
                 "value": value,
                 "si_value": getattr(swept, SWEEPABLE[name][0]),
             }
-            out.append((f"{name}={value}", swept, record))
+            out.append(Swept(label, model, swept, record))
     return out
+
+
+def _ratio(text: str, flag: str) -> float:
+    """A taper as given: ``2`` or ``2:1``."""
+    head, _, tail = text.partition(":")
+    try:
+        value = float(head)
+        if tail and float(tail) != 1.0:
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"{flag}: not a taper; give down over up links, e.g. 2 or 2:1") from None
+    if not 0 < value < 1e6:
+        raise UsageError(f"{flag}: a taper is a positive ratio, e.g. 1 (full bisection) or 2")
+    return value

@@ -82,17 +82,17 @@ def run(args: argparse.Namespace) -> int:
     base = base.replace(engine=engine)
     runs = []
     with common.open_store(args) as store:
-        sweeps = simulate_options.expand_sweeps(args.sweep, params)
-        for tag, p, sweep in sweeps:
+        sweeps = simulate_options.expand_sweeps(args.sweep, model, params)
+        for tag, swept_model, p, sweep in sweeps:
             request = setup.simulated_request(
-                base, model, p, placement, args.smpi_cfg, args.neutral, args.netload
+                base, swept_model, p, placement, args.smpi_cfg, args.neutral, args.netload
             )
             sim = {**(request.simulate or {}), "sweep": sweep}
             request = request.replace(simulate=sim)
             label = " ".join(x for x in (args.label, tag) if x) or None
             if not (args.json or args.quiet):
                 common.console(stderr=True).print(
-                    f"simulating {placement.label} of {model.describe()}"
+                    f"simulating {placement.label} of {swept_model.describe()}"
                     f"{' with ' + tag if tag else ''}; {sim['factors']}"
                 )
             runs.append(simulate_into(args, store, request, label, args.quiet or args.json))
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             agreement.point_times(store.points(r), store.colls(r), store.contentions(r))
             for r in runs
         ]
-    labels = [tag for tag, _, _ in sweeps]
+    labels = [swept.label for swept in sweeps]
     rows = agreement.sensitivity(times)
     if args.json:
         common.print_json(

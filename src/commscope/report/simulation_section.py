@@ -46,7 +46,14 @@ class Sweep:
         """Axis label and scale for the swept values."""
         if "latency" in self.parameter:
             return "us", 1e6
+        if self.parameter == "taper":
+            return "leaf down links : up links", 1.0
         return "Gbit/s", 8e-9
+
+    def largest(self) -> tuple[agreement.Key, float] | None:
+        """The point the sweep moves most, and its change first -> last value."""
+        changes = [(key, c) for key, _v, c in self.rows if not math.isnan(c)]
+        return max(changes, key=lambda kc: abs(kc[1])) if changes else None
 
 
 def point_text(key: agreement.Key) -> str:
@@ -156,7 +163,7 @@ def sweep_findings(sweep: Sweep) -> list[str]:
         return []
     span = f"{sweep.parameter} from {sweep.values[0]} to {sweep.values[-1]}"
     calm = [k for k, c in changes if abs(c) < INSENSITIVE]
-    key, worst = max(changes, key=lambda kc: abs(kc[1]))
+    key, worst = sweep.largest() or changes[0]
     if len(calm) == len(changes):
         return [
             f"{sweep.title}: insensitive to {span}; no point moves {percent_text(INSENSITIVE)}"
@@ -167,6 +174,36 @@ def sweep_findings(sweep: Sweep) -> list[str]:
         f" {len(calm)} of {len(changes)} points move less than"
         f" {percent_text(INSENSITIVE)}."
     ]
+
+
+def what_matters(found: Sequence[Sweep]) -> list[str]:
+    """Per benchmark and model swept in two parameters or more: the parameters by effect.
+
+    The one-at-a-time answer to the question of Rechistov et al. 2012: which of the
+    network's parameters, each over its swept range, moves the run's times most.
+    """
+    by_title: dict[str, list[tuple[Sweep, agreement.Key, float]]] = {}
+    for sweep in found:
+        top = sweep.largest()
+        if top is not None:
+            by_title.setdefault(sweep.title, []).append((sweep, *top))
+    out = []
+    for title, effects in by_title.items():
+        if len({s.parameter for s, _k, _c in effects}) < 2:
+            continue
+        effects.sort(key=lambda e: -abs(e[2]))
+        parts = [
+            f"{s.parameter} {s.values[0]} to {s.values[-1]} moves {point_text(key)} by {c:+.1%}"
+            for s, key, c in effects
+        ]
+        first, change = effects[0][0].parameter, effects[0][2]
+        verdict = (
+            f"{first} matters most"
+            if abs(change) >= INSENSITIVE
+            else f"none of them moves a point {percent_text(INSENSITIVE)} or more"
+        )
+        out.append(f"{title}: {'; '.join(parts)}: {verdict}.")
+    return out
 
 
 def build(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
@@ -187,5 +224,6 @@ def build(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
             }
             for s in found
         ],
+        "what_matters": what_matters(found),
         "validations": validations(simulated),
     }

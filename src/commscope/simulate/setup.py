@@ -10,10 +10,11 @@ import yaml
 from commscope import safe_write
 from commscope.data.request import RunRequest
 from commscope.data.store import RunInfo
-from commscope.errors import SimulateError
+from commscope.errors import PredictError, SimulateError, UsageError
 from commscope.predict.model import ClusterModel, Link
 from commscope.predict.model_yaml import load_document, model_from_dict
 from commscope.predict.placement import Placement, regular
+from commscope.predict.topologies import FatTree
 from commscope.simulate import platform, smpi
 from commscope.simulate.params import SimParams
 from commscope.simulate.params import params_for as params_for  # for the CLI, beside load()
@@ -140,6 +141,34 @@ def simulated_request(
         vcluster=None,
         simulate=simulate,
     )
+
+
+def with_taper(model: ClusterModel, params: SimParams, taper: float, flag: str) -> ClusterModel:
+    """The model with its fat tree's leaf switches at ``taper``:1 (down links over up links).
+
+    A leaf keeps its nodes and its links per uplink; it links up to fewer (or more) switches
+    of the level above, so a level-2 switch count follows. The tree is checked as a model
+    file is (ports, whole counts); ``flag`` names the sweep value in errors.
+    """
+    topology = model.topology
+    if not isinstance(topology, FatTree) or topology.levels < 2:
+        raise UsageError(
+            f"{flag}: taper is a fat tree's; give a model with a topology of kind fat_tree"
+            " and two levels or more"
+        )
+    down_links = topology.down[0] * topology.links[0]
+    up = down_links / (taper * topology.links[1])
+    if not taper > 0 or up < 1 or abs(up - round(up)) > 1e-9:
+        raise UsageError(
+            f"{flag}: a leaf has {down_links} down link(s) and {topology.links[1]} link(s) per"
+            " uplink; give a taper that leaves a whole number of uplinks, e.g. 1, 2 or 4"
+        )
+    doc = model_document(model, params)
+    doc["topology"]["up"][1] = round(up)
+    try:
+        return model_from_dict(doc, f"{model.source or model.name} at taper {taper:g}:1")
+    except PredictError as err:
+        raise UsageError(f"{flag}: {err}") from err
 
 
 def model_document(model: ClusterModel, params: SimParams) -> dict[str, Any]:
