@@ -31,22 +31,55 @@ def again(pairs, rate, prefix=confirm.PREFIX) -> list:
     return out
 
 
-def planned(plan: str) -> list[tuple[int, int]]:
+def groups(plan: str) -> list[list[tuple[int, int]]]:
+    """The plan's groups of pairs measured together."""
     assert plan.startswith("pairs:")
-    return [tuple(map(int, x.split(">"))) for r in plan[6:].split(";") for x in r.split(",")]
+    return [[tuple(map(int, x.split(">"))) for x in r.split(",")] for r in plan[6:].split(";")]
+
+
+def planned(plan: str) -> list[tuple[int, int]]:
+    return [pair for group in groups(plan) for pair in group]
 
 
 def test_a_node_slow_with_its_healthy_partners_is_bad():
     found = first_pass(slow_node=2)
     nodes, links = confirm.suspects(found)
     assert nodes == ["n2"] and links == []
-    pairs = planned(confirm.plan(NAMES, nodes, links))
-    assert sorted(pairs) == sorted([(2, 3), (3, 2), (2, 4), (4, 2), (2, 5), (5, 2)])
-    (verdict,) = confirm.judge(found, again(pairs, lambda a, b: 5e6), NAMES)
+    plan = confirm.plan(NAMES, nodes, links)
+    pairs = planned(plan)
+    suspect = [p for p in pairs if 2 in p]
+    assert sorted(suspect) == sorted([(2, 3), (3, 2), (2, 4), (4, 2), (2, 5), (5, 2)])
+    # Beside the suspect's pairs, each group measures one pair of nodes that are not suspect.
+    for group in groups(plan):
+        (reference,) = [p for p in group if 2 not in p]
+        assert len({a for a, _ in group}) == len({b for _, b in group}) == len(group)
+
+    def slow_node(a: int, b: int) -> float:
+        return 5e6 if 2 in (a, b) else 22e6
+
+    (verdict,) = confirm.judge(found, again(pairs, slow_node), NAMES)
     assert (verdict.where, verdict.name, verdict.verdict) == ("node", "n2", "bad")
     assert verdict.partners == ("n3", "n4", "n5") and verdict.slow_pairs == verdict.pairs == 6
-    assert verdict.agreeing == 1.0
+    assert verdict.agreeing == 1.0 and verdict.references == 3
+    assert verdict.typical == pytest.approx(22e6, rel=0.01)
     assert "node n2: BAD" in verdict.text() and "n3, n4, n5" in verdict.text()
+    assert "3 reference pairs beside it give" in verdict.text()
+
+
+def test_a_suspect_as_slow_as_the_reference_beside_it_is_transient():
+    # Latency, two shared cores: with fewer pairs at once a round trip takes twice the first
+    # pass's typical, the suspect's and the healthy reference's alike. Against the first
+    # pass's typical every suspect would be slow again; against its reference it is not.
+    found = first_pass(slow_link=(1, 4))
+    pairs = planned(confirm.plan(NAMES, *confirm.suspects(found)))
+    (verdict,) = confirm.judge(found, again(pairs, lambda a, b: 11e6), NAMES)
+    assert (verdict.name, verdict.verdict) == ("n1->n4", "transient")
+    assert verdict.references >= 1 and verdict.typical == pytest.approx(11e6)
+    # Without a reference in the round, the first pass's typical is the measure again.
+    bare = [p for p in again(pairs, lambda a, b: 11e6) if p.ranks in ((1, 4),)]
+    (alone,) = confirm.judge(found, bare, NAMES)
+    assert alone.verdict == "bad" and alone.references == 0
+    assert "a typical link of the first pass gives" in alone.text()
 
 
 def test_a_slowdown_gone_in_the_confirmation_is_transient():

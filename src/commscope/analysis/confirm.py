@@ -4,9 +4,14 @@ NVIDIA's ClusterKit re-tests the nodes and links a first pass found slow before 
 bad; so does commscope. After the all-pairs matrix (``analysis/matrix``) names suspects,
 a confirmation round measures each suspect node with ``PARTNERS`` partners the first pass
 found healthy, both directions, and each suspect link again, in two rounds (two launches,
-their pairs labelled ``c1/src->dst`` and ``c2/src->dst``). Judged against the first pass's
-typical link (the polished level, with the same thresholds: worse by more than ``FLOOR``
-of it and by ``K_MADS`` of its spread):
+their pairs labelled ``c1/src->dst`` and ``c2/src->dst``). Each group of pairs measured
+together also measures a reference pair of two nodes that are not suspect, so a suspect is
+judged against what a healthy pair gave beside it, under the same concurrency and load (on
+two shared cores an 8-byte round trip with fewer pairs at once took twice the first pass's
+typical, and every latency suspect looked slow again). The typical value is the median of
+the round's reference pairs, or the first pass's typical link (the polished level) when the
+round has none; the thresholds are the first pass's: worse by more than ``FLOOR`` of the
+typical and by ``K_MADS`` of its spread, scaled to the typical:
 
 * a node is **bad** when most of its pairs with healthy partners are slow again;
 * a link is **bad** when it is slow again while its two nodes' pairs with healthy partners
@@ -20,7 +25,7 @@ the share of the confirmation's samples that agree (worse than the threshold).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,6 +35,7 @@ from commscope.analysis.matrix import FLOOR, K_MADS, Matrix
 from commscope.data.records import Point
 from commscope.units import rate_text, time_text
 
+Pair = tuple[int, int]
 PARTNERS = 3  # healthy partners each suspect node is measured with, both directions
 # Label prefixes of the confirmation rounds' pairs, one launch each: a suspect is bad only
 # when every round finds it slow, so a moment of load on a busy node (a scheduling delay
@@ -52,7 +58,7 @@ class Confirmation:
     verdict: str  # "bad" or "transient"
     op: str
     bytes: int
-    typical: float  # the first pass's typical link, in the matrix's unit
+    typical: float  # the round's reference pairs' median (or the first pass's typical link)
     first: float  # the suspect's first-pass value (median of its links for a node)
     again: float  # the same in the confirmation
     partners: tuple[str, ...]
@@ -60,6 +66,7 @@ class Confirmation:
     slow_pairs: int  # confirmation pairs slow again
     pairs: int  # confirmation pairs measured
     agreeing: float  # share of the confirmation's samples worse than the threshold
+    references: int = 0  # reference pairs measured beside the suspect; 0: the first pass's
 
     def text(self) -> str:
         """One line: what, the verdict and its evidence."""
@@ -67,11 +74,18 @@ class Confirmation:
         what = "bandwidth" if self.op == "matrix_bw" else "latency"
         return (
             f"{self.where} {self.name}: {self.verdict.upper()}: {what} at {self.bytes} B"
-            f" {shown(self.again)} again ({shown(self.first)} first) where a typical link"
-            f" gives {shown(self.typical)}; {self.slow_pairs} of {self.pairs} pairs slow"
+            f" {shown(self.again)} again ({shown(self.first)} first) where {self._typical()}"
+            f" {shown(self.typical)}; {self.slow_pairs} of {self.pairs} pairs slow"
             f" with {', '.join(self.partners) or 'the link alone'},"
             f" {self.rounds} round{'s' if self.rounds != 1 else ''},"
             f" {self.agreeing:.0%} of samples agree"
+        )
+
+    def _typical(self) -> str:
+        if not self.references:
+            return "a typical link of the first pass gives"
+        return (
+            f"{self.references} reference pair{'s' if self.references != 1 else ''} beside it give"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -90,6 +104,7 @@ class Confirmation:
             "slow_pairs": self.slow_pairs,
             "pairs": self.pairs,
             "agreeing": self.agreeing,
+            "references": self.references,
         }
 
 
@@ -131,6 +146,50 @@ def rounds_of(pairs: Sequence[tuple[int, int]]) -> list[list[tuple[int, int]]]:
     return [members for members, _, _ in out]
 
 
+def is_reference(
+    a: str, b: str, nodes: Collection[str], links: Collection[tuple[str, str]]
+) -> bool:
+    """Whether the pair a -> b is a healthy reference: no suspect node, not a suspect link."""
+    return a not in nodes and b not in nodes and (a, b) not in links and (b, a) not in links
+
+
+def with_references(
+    groups: list[list[Pair]], names: Sequence[str], nodes: Sequence[str],
+    links: Sequence[tuple[str, str]],
+) -> list[list[Pair]]:  # fmt: skip
+    """Each group of pairs with one reference pair beside it, where a free one exists.
+
+    The reference's sender sends nothing else in the group and its receiver receives nothing
+    else; it prefers nodes that are no suspect link's ends, and a pair no other group uses.
+    """
+    suspect_nodes, suspect_links = set(nodes), set(links)
+    ends = {x for link in links for x in link}
+    clean = sorted(
+        (i for i, n in enumerate(names) if n not in suspect_nodes),
+        key=lambda i: (names[i] in ends, i),
+    )
+    out = []
+    used: set[Pair] = set()
+    for group in groups:
+        senders, receivers = {a for a, _ in group}, {b for _, b in group}
+
+        def free(senders: set[int] = senders, receivers: set[int] = receivers) -> Iterator[Pair]:
+            return (
+                (a, b)
+                for a in clean
+                for b in clean
+                if a != b and a not in senders and b not in receivers
+                and is_reference(names[a], names[b], suspect_nodes, suspect_links)
+            )  # fmt: skip
+
+        # A pair not yet used elsewhere, so the rounds' references cover more healthy links.
+        reference = next((p for p in free() if p not in used), None) or next(free(), None)
+        if reference:
+            used.add(reference)
+        out.append(group + [reference] if reference else group)
+    return out
+
+
 def plan(names: Sequence[str], nodes: Sequence[str], links: Sequence[tuple[str, str]]) -> str:
     """The engine's --matrix-plan of the confirmation round (empty when nothing is suspect)."""
     index = {n: i for i, n in enumerate(names)}
@@ -147,13 +206,18 @@ def plan(names: Sequence[str], nodes: Sequence[str], links: Sequence[tuple[str, 
     pairs = list(dict.fromkeys(pairs))
     if not pairs:
         return ""
-    return "pairs:" + ";".join(",".join(f"{a}>{b}" for a, b in r) for r in rounds_of(pairs))
+    groups = with_references(rounds_of(pairs), names, nodes, links)
+    return "pairs:" + ";".join(",".join(f"{a}>{b}" for a, b in r) for r in groups)
 
 
-def _threshold(m: Matrix) -> tuple[float, float]:
-    """(limit, sign): a value v is slow when sign * (v - limit) > 0."""
-    margin = max(FLOOR * m.median, K_MADS * m.mad)
-    return (m.median + margin, 1.0) if m.op == "matrix_lat" else (m.median - margin, -1.0)
+def _threshold(m: Matrix, typical: float) -> tuple[float, float]:
+    """(limit, sign): a value v is slow when sign * (v - limit) > 0.
+
+    The first pass's margin, scaled to ``typical`` (its spread is relative to its level).
+    """
+    spread = m.mad * typical / m.median if m.median > 0 else m.mad
+    margin = max(FLOOR * typical, K_MADS * spread)
+    return (typical + margin, 1.0) if m.op == "matrix_lat" else (typical - margin, -1.0)
 
 
 def _value(p: Point) -> float:
@@ -196,6 +260,8 @@ def _merged(verdicts: Sequence[Confirmation], rounds: int) -> Confirmation:
         first,
         verdict="bad" if bad else "transient",
         again=float(np.median([v.again for v in verdicts])),
+        typical=float(np.median([v.typical for v in verdicts])),
+        references=sum(v.references for v in verdicts),
         rounds=len(verdicts),
         slow_pairs=sum(v.slow_pairs for v in verdicts),
         pairs=pairs,
@@ -218,7 +284,12 @@ def _judge_round(
         }
         if not again:
             continue
-        limit, sign = _threshold(m)
+        reference = [
+            _value(p) for (a, b), p in again.items() if is_reference(a, b, set(nodes), set(links))
+        ]
+        typical = float(np.median(reference)) if reference else m.median
+        limit, sign = _threshold(m, typical)
+        ref = (typical, len(reference))
 
         def slow(p: Point, limit: float = limit, sign: float = sign) -> bool:
             return bool(sign * (_value(p) - limit) > 0)
@@ -236,19 +307,19 @@ def _judge_round(
             partners = partners_of(names, node, bad, PARTNERS)
             mine = [again[k] for h in partners for k in ((node, h), (h, node)) if k in again]
             before = [v for (a, b), v in first.items() if node in (a, b)]
-            out.append(_verdict(m, "node", node, mine, before, partners, slow, sign, limit))
+            out.append(_verdict(m, "node", node, mine, before, partners, slow, sign, limit, ref))
         for a, b in links:
             if f"{a}->{b}" not in named or (a, b) not in again:
                 continue
             link = again[(a, b)]
             verdict = _verdict(m, "link", f"{a}->{b}", [link], [first.get((a, b), np.nan)],
-                               (), slow, sign, limit)  # fmt: skip
+                               (), slow, sign, limit, ref)  # fmt: skip
             ends = []  # an end slow with healthy partners too explains the link: that node is bad
             for end in (a, b):
                 partners = partners_of(names, end, bad, 1)
                 mine = [again[k] for h in partners for k in ((end, h), (h, end)) if k in again]
                 judged = _verdict(m, "node", end, mine, [first.get((a, b), np.nan)], partners,
-                                  slow, sign, limit)  # fmt: skip
+                                  slow, sign, limit, ref)  # fmt: skip
                 if judged.verdict == "bad":
                     ends.append(judged)
             out += ends if verdict.verdict == "bad" and ends else [verdict]
@@ -265,6 +336,7 @@ def _verdict(
     slow: Any,
     sign: float,
     limit: float,
+    typical: tuple[float, int],
 ) -> Confirmation:
     n_slow = sum(1 for p in pairs if slow(p))
     samples = np.concatenate([_sample_values(p) for p in pairs]) if pairs else np.empty(0)
@@ -275,7 +347,7 @@ def _verdict(
         verdict="bad" if pairs and n_slow * 2 > len(pairs) else "transient",
         op=m.op,
         bytes=m.bytes,
-        typical=m.median,
+        typical=typical[0],
         first=float(np.nanmedian(before)) if len(before) else float("nan"),
         again=float(np.median([_value(p) for p in pairs])) if pairs else float("nan"),
         partners=tuple(partners),
@@ -283,4 +355,5 @@ def _verdict(
         slow_pairs=n_slow,
         pairs=len(pairs),
         agreeing=agreeing,
+        references=typical[1],
     )
