@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from commscope.cli import common, simulate_run
+from commscope.cli import common, simulate_options, simulate_run
 from commscope.data.request import RunRequest
 from commscope.data.store import Store
 from commscope.units import parse_size
@@ -139,6 +139,7 @@ def validate(args: argparse.Namespace) -> int:
             params = setup.params_for(model)
         placement = setup.placement_of_run(model, info)
         measured_request = RunRequest.from_json(info.request)
+        simulate_options.require_simulable(measured_request.benchmark)
         request = setup.simulated_request(measured_request, model, params, placement, args.smpi_cfg)
         measured = agreement.point_times(
             store.points(run_id), store.colls(run_id), store.contentions(run_id)

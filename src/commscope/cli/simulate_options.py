@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from commscope.cli import common
-from commscope.errors import UsageError
+from commscope.errors import SimulateError, UsageError
 
 if TYPE_CHECKING:
     from commscope.predict.model import ClusterModel
@@ -35,6 +35,21 @@ def add_model_option(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="cluster model YAML file (its 'simulation' section holds calibrations)",
     )
+
+
+def require_simulable(benchmark: str | None) -> None:
+    """Refuse, in one line, a kind the engine does not measure over MPI: SMPI runs MPI.
+
+    None is the default run (every kind of ``commscope run``), which the engine measures.
+    """
+    from commscope import kinds
+
+    names = kinds.engine_benchmarks()
+    if benchmark is not None and benchmark not in names:
+        raise SimulateError(
+            f"{benchmark} measures what SMPI does not model (it does not run the MPI engine);"
+            f" simulate an MPI kind: {', '.join(names)}"
+        )
 
 
 def sweep_names() -> list[str]:

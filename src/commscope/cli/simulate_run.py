@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         " --ranks-per-node); leave --np out",
     )
     bench.np = placement.p
+    simulate_options.require_simulable(bench.benchmark)
     base = run_request.build_request(bench)
     engine = base.engine
     if args.samples and engine.coll_sizes is not None:

@@ -36,6 +36,7 @@ __all__ = [
     "Benchmark",
     "Kind",
     "benchmark",
+    "engine_benchmarks",
     "View",
     "figure_specs",
     "measures",
@@ -53,6 +54,11 @@ def benchmark(name: str) -> Benchmark:
     """The engine benchmark ``commscope run NAME`` measures (all flags off for other names)."""
     found = [b for kind in KINDS for b in kind.benchmarks if b.name == name]
     return found[0] if found else Benchmark(name)
+
+
+def engine_benchmarks() -> list[str]:
+    """Every ``commscope run NAME`` the engine measures over MPI, ``all`` first."""
+    return [DEFAULT_RUN] + [b.name for kind in KINDS for b in kind.benchmarks]
 
 
 def measures(run_name: str, name: str) -> bool:

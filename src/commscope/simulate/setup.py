@@ -95,13 +95,8 @@ def simulated_request(
 
     Clocks and pinning mean nothing in a simulation: the timer is MPI_Wtime (SMPI's
     simulated clock), ranks are not pinned, and result checks are refused (buffers shared).
+    The caller has checked that the engine measures ``base``'s benchmark over MPI.
     """
-    if base.benchmark in ("tcp", "node"):
-        raise SimulateError(
-            f"{base.benchmark} measures what SMPI does not model (TCP sockets, one node's"
-            " cores); simulate an MPI kind: all, p2p, coll, contention, matrix, bisection, mbw,"
-            " rma or loggp"
-        )
     if netload:
         platform.check_netload(model)
     engine = base.engine
