@@ -79,10 +79,10 @@ def test_a_limit_names_steps_only_on_its_own_path():
     assert "a step at" in unplaced, unplaced
 
 
-def test_tcp_runs_never_name_a_protocol():
+def test_runs_without_mpi_never_name_a_protocol():
     recorded = ProtocolLimits("Open MPI", (vader(4096),))
-    assert naming_limits("tcp", recorded) is None
-    assert naming_limits("p2p", recorded) is recorded
+    assert naming_limits(None, recorded) is None  # a TCP run: sockets, no MPI
+    assert naming_limits("openmpi", recorded) is recorded
 
 
 def test_limits_round_trip_through_the_store_and_report_and_terminal_agree(tmp_path):
@@ -97,8 +97,8 @@ def test_limits_round_trip_through_the_store_and_report_and_terminal_agree(tmp_p
     shown = p2p_kind.thresholds(summary)
     assert shown and set(shown) <= set(report)
     assert any("the Open MPI vader eager limit (4096 B)" in s for s in shown), shown
-    # The same run stored as a TCP run: the same step, no protocol named anywhere.
-    tcp = dataclasses.replace(run, info=dataclasses.replace(run.info, kind="tcp"))
+    # The same run stored as a TCP run (no MPI): the same step, no protocol named anywhere.
+    tcp = dataclasses.replace(run, info=dataclasses.replace(run.info, kind="tcp", mpi=None))
     assert not any("eager" in s for s in html.run_context(tcp)["findings"])
     (tcp_summary,) = [s for kind, s in kinds.summaries(tcp, kinds.View()) if kind is p2p_kind.KIND]
     assert not any("eager" in s for s in p2p_kind.thresholds(tcp_summary))

@@ -118,6 +118,6 @@ def settings_text(request: Mapping[str, Any]) -> str:
     )
 
 
-def naming_limits(kind: str, limits: ProtocolLimits | None) -> ProtocolLimits | None:
-    """The limits a run's steps may be named by: none for TCP runs, which have no MPI."""
-    return None if kind == "tcp" else limits
+def naming_limits(mpi: str | None, limits: ProtocolLimits | None) -> ProtocolLimits | None:
+    """The limits a run's steps may be named by: none for a run without MPI (TCP sockets)."""
+    return limits if mpi else None

@@ -70,5 +70,8 @@ def read_run(store: Store, run_id: int) -> RunData:
 
 
 def _program(store: Store, info: RunInfo) -> Any:
-    """The data `simulate app`, `simulate hpl` and `run hpl` keep with a run (under its kind)."""
-    return store.run_data(info.id, info.kind) if info.kind in ("app", "hpl") else None
+    """The data a run keeps under its own kind's name (None for most kinds).
+
+    `simulate app`, `simulate hpl` and `run hpl` keep the program's outcome there.
+    """
+    return store.run_data(info.id, info.kind)

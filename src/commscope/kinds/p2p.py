@@ -54,7 +54,7 @@ def mbs(bps: float | None) -> str:
 
 def summarize(run: RunData, view: View) -> P2PRun:
     """Every run has this part: the receive-buffer policy comes from the header alone."""
-    limits = mpi_config.naming_limits(run.info.kind, run.protocol_limits)
+    limits = mpi_config.naming_limits(run.info.mpi, run.protocol_limits)
     return P2PRun(run.info.header, run.points, limits)
 
 

@@ -167,7 +167,7 @@ def run_context(run: RunData) -> dict[str, Any]:
         "key_rows": sum(len(f.curves) for f in figs),
         "regime_rows": sum(len(c.regimes) for f in figs for c in f.curves),
         "findings": findings.findings(
-            figs, mpi_config.naming_limits(info.kind, run.protocol_limits)
+            figs, mpi_config.naming_limits(info.mpi, run.protocol_limits)
         ),
         "mpi_settings": mpi_config.settings_text(info.request or {}),
         "protocol_limits": run.protocol_limits.text() if run.protocol_limits else None,
