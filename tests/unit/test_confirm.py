@@ -170,3 +170,31 @@ def test_run_matrix_refuses_bad_pairs_before_measuring(cli, tmp_path):
         assert out.returncode == 2, out.stderr
         assert len(out.stderr.strip().splitlines()) == 1 and words in out.stderr
     assert not cli.store.exists() or "matrix" not in cli("runs").stdout
+
+
+def test_a_link_stays_a_suspect_when_another_figure_names_its_node():
+    # Bandwidth names the link n1 -> n4; the 8-byte latency names n1's row (a moment of load
+    # on a busy host). Each is judged on its own figure: the node transient, the link bad.
+    def lat(a: int, b: int) -> float:
+        return 300e-6 if a == 1 else 30e-6
+
+    def bw(a: int, b: int) -> float:
+        return 5e6 if (a, b) == (1, 4) else 22e6
+
+    first = bw_matrix(6, bw, noise=0.02) + [
+        point("matrix_lat", a, b, lat(a, b)) for a in range(6) for b in range(6) if a != b
+    ]
+    found = mx.matrices(first, NAMES)
+    nodes, links = confirm.suspects(found)
+    assert nodes == ["n1"] and links == [("n1", "n4")]
+    pairs = planned(confirm.plan(NAMES, nodes, links))
+    assert (1, 4) in pairs
+    measured = [
+        *[point("matrix_bw", a, b, bw(a, b), prefix=confirm.PREFIX) for a, b in pairs],
+        *[point("matrix_lat", a, b, 30e-6, prefix=confirm.PREFIX) for a, b in pairs],
+    ]
+    verdicts = {(v.where, v.name, v.op): v.verdict for v in confirm.judge(found, measured, NAMES)}
+    assert verdicts == {
+        ("node", "n1", "matrix_lat"): "transient",
+        ("link", "n1->n4", "matrix_bw"): "bad",
+    }

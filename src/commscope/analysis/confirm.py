@@ -109,7 +109,13 @@ class Confirmation:
 
 
 def suspects(matrices: Sequence[Matrix]) -> tuple[list[str], list[tuple[str, str]]]:
-    """The nodes and the links (a, b) the first pass named, in matrix order."""
+    """The nodes and the links (a, b) the first pass named, in matrix order.
+
+    A link stays a suspect when another matrix (another figure) names one of its nodes: a
+    matrix never names a link whose row or column it names itself, so the node's figure and
+    the link's are different ones, and each is judged on its own (on two shared cores an
+    8-byte latency row was named beside the bandwidth link a slowed htb class made).
+    """
     nodes: list[str] = []
     links: list[tuple[str, str]] = []
     for m in matrices:
@@ -120,7 +126,6 @@ def suspects(matrices: Sequence[Matrix]) -> tuple[list[str], list[tuple[str, str
                     links.append((a, b))
             elif o.name not in nodes:
                 nodes.append(o.name)
-    links = [(a, b) for a, b in links if a not in nodes and b not in nodes]
     return nodes, links
 
 
