@@ -198,3 +198,17 @@ def test_a_link_stays_a_suspect_when_another_figure_names_its_node():
         ("node", "n1", "matrix_lat"): "transient",
         ("link", "n1->n4", "matrix_bw"): "bad",
     }
+
+
+def test_a_pair_held_up_but_with_fast_samples_is_not_slow_again():
+    # Its median is slow, but its fastest sample keeps up with the references: its ranks
+    # waited for a core, the link did not slow them (as in the first pass).
+    found = first_pass(slow_link=(1, 4))
+    pairs = planned(confirm.plan(NAMES, *confirm.suspects(found)))
+    measured = [
+        point("matrix_bw", a, b, 5e6 if (a, b) == (1, 4) else 22e6, prefix=confirm.PREFIX,
+              fastest=0.99 if (a, b) != (1, 4) else 0.2)
+        for a, b in pairs
+    ]  # fmt: skip
+    (verdict,) = confirm.judge(found, measured, NAMES)
+    assert (verdict.name, verdict.verdict) == ("n1->n4", "transient")

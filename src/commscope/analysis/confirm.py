@@ -19,6 +19,11 @@ typical and by ``K_MADS`` of its spread, scaled to the typical:
 * a suspect slow in the first pass and not in every round of the confirmation is
   **transient**.
 
+A pair is slow when its median and its least disturbed sample are both past the threshold,
+as in the first pass: a pair held up while its ranks waited for a core still has fast
+samples (two healthy 4-node runs of 20 named an 8-byte link whose median was 5-20 times its
+references' while a fifth of its samples kept up with them).
+
 The evidence of each verdict: the figure, the typical value, the partners, the rounds and
 the share of the confirmation's samples that agree (worse than the threshold).
 """
@@ -31,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from commscope.analysis.matrix import FLOOR, K_MADS, Matrix
+from commscope.analysis.matrix import FLOOR, K_MADS, Matrix, best_value
 from commscope.data.records import Point
 from commscope.units import rate_text, time_text
 
@@ -297,7 +302,9 @@ def _judge_round(
         ref = (typical, len(reference))
 
         def slow(p: Point, limit: float = limit, sign: float = sign) -> bool:
-            return bool(sign * (_value(p) - limit) > 0)
+            # As in the first pass: the median and the least disturbed sample alike (a pair
+            # held up while its ranks waited for a core has fast samples too).
+            return bool(sign * (_value(p) - limit) > 0 and sign * (best_value(p) - limit) > 0)
 
         first = {
             (m.names[i], m.names[j]): v

@@ -146,7 +146,7 @@ def _value(p: Point) -> float:
     return p.latency_s if p.op == "matrix_lat" else p.bandwidth_Bps
 
 
-def _best(p: Point) -> float:
+def best_value(p: Point) -> float:
     """The least disturbed sample: waiting for a core or a busy link only adds time."""
     fastest = min(p.samples_s)
     return fastest if p.op == "matrix_lat" else p.bytes_per_sample / fastest
@@ -277,7 +277,7 @@ def matrices(points: Sequence[Point], names: Sequence[str], k: float = K_MADS) -
             for p in points:
                 if p.op == op and p.bytes == nbytes:
                     values[p.ranks[0], p.ranks[1]] = _value(p)
-                    best[p.ranks[0], p.ranks[1]] = _best(p)
+                    best[p.ranks[0], p.ranks[1]] = best_value(p)
             out.append(build(op, nbytes, values, names, k, best))
     return out
 
