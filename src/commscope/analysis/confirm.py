@@ -286,6 +286,7 @@ def _judge_round(
     out = []
     nodes, links = suspects(matrices)
     bad = set(nodes) | {x for link in links for x in link}
+    suspect_nodes, suspect_links = set(nodes), set(links)
     for m in matrices:
         again = {
             (names[p.ranks[0]], names[p.ranks[1]]): p
@@ -295,7 +296,9 @@ def _judge_round(
         if not again:
             continue
         reference = [
-            _value(p) for (a, b), p in again.items() if is_reference(a, b, set(nodes), set(links))
+            _value(p)
+            for (a, b), p in again.items()
+            if is_reference(a, b, suspect_nodes, suspect_links)
         ]
         typical = float(np.median(reference)) if reference else m.median
         limit, sign = _threshold(m, typical)

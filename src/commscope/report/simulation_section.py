@@ -163,7 +163,7 @@ def sweep_findings(sweep: Sweep) -> list[str]:
         return []
     span = f"{sweep.parameter} from {sweep.values[0]} to {sweep.values[-1]}"
     calm = [k for k, c in changes if abs(c) < INSENSITIVE]
-    key, worst = sweep.largest() or changes[0]
+    key, worst = max(changes, key=lambda kc: abs(kc[1]))
     if len(calm) == len(changes):
         return [
             f"{sweep.title}: insensitive to {span}; no point moves {percent_text(INSENSITIVE)}"
