@@ -44,6 +44,10 @@ is run K times in turn and judged on the mean, its error the spread between the 
 one run's launches do not show (recursive doubling's 4x1 and 2x2 at 4 MiB, priced 0.3 %
 apart, measured from 0.2 % one way to 0.7 % the other in eight runs on the same tables).
 
+Where the prices hold answers' waits (contention level queue in the tables), the same runs
+are judged again on the prices without them, cell by cell and in a closing count per round:
+what the answer-wait pricing adds, with the measurement held fixed.
+
 Each pair of placements is judged as `validate predict` judges it: where the tables' own
 noise settles which is faster (resampled tables, commscope.predict.resolution), the measured
 order must be the same or within the measurement's own noise of the predicted gap; where it
@@ -55,10 +59,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -108,8 +115,9 @@ def table_sizes(args: argparse.Namespace) -> str:
 
 def validate(
     store: Path, args: argparse.Namespace, tables: str, op: str, p: str
-) -> dict[int, bool] | None:
-    """One operation at one p: print its rows and verdicts; per size, whether both goals are met.
+) -> dict[int, tuple[bool, bool, float, float]] | None:
+    """One operation at one p: print its rows and verdicts; per size, whether both goals are met
+    and the median |error|, with the answers' waits priced and taken out of the same prices.
 
     None: the MPI cannot run the algorithm as modelled (refused), which misses no prediction.
     """
@@ -192,6 +200,7 @@ def validate(
     for placement, warnings in lossy.items():
         for text in warnings:
             print(f"  ! {placement}: {text}")
+    unpriced = unpriced_verdicts(store, args, tables, op, int(p), out) if any_priced(out) else {}
     met = {}
     for v in out["sizes"]:
         tau = v["kendall_tau"] if v["kendall_tau"] is not None else float("nan")
@@ -200,7 +209,6 @@ def validate(
         # Tau's goal, pair by pair: an order where the tables settle one (or a measured gap
         # within both noises of it), else agreeing gaps.
         ok = bool(v["pairs_hit"]) and not v["unmeasured"] and med <= GOAL_MEDIAN_ERROR
-        met[int(v["bytes"])] = ok
         print(
             f"  {v['bytes']:>8} B: Kendall tau {tau:.2f} (goal 1), median |error| {med:.1%}"
             f" (goal <= 15 %){'' if ok else '  MISSED'}"
@@ -209,7 +217,75 @@ def validate(
         )
         for pair in v["pairs"]:
             print(f"    {pair['text']}")
+        if int(v["bytes"]) in unpriced:
+            ok_without, med_without = unpriced[int(v["bytes"])]
+            print(
+                f"    without the answers' waits: median |error| {med_without:.1%}"
+                f"{'' if ok_without else '  MISSED'}"
+            )
+            met[int(v["bytes"])] = (ok, ok_without, med, med_without)
+        else:  # nothing priced: the same verdict either way
+            met[int(v["bytes"])] = (ok, ok, med, med)
     return met
+
+
+def any_priced(out: dict) -> bool:
+    """Whether any placement's price holds answers' waits."""
+    return any(c["answer_wait_s"] > 0 for c in out["placements"])
+
+
+def unpriced_verdicts(
+    store: Path, args: argparse.Namespace, tables: str, op: str, p: int, out: dict
+) -> dict[int, tuple[bool, float]]:
+    """Per size, both goals met and the median |error| with the answers' waits taken out.
+
+    Judges the placements `validate predict` measured as it judges them (resampled tables,
+    ``validate.pairs``), on prices without the waits.
+    """
+    from commscope.data.store import Store
+    from commscope.measure import mpi as mpi_mod
+    from commscope.predict import cost_tables, resolution
+    from commscope.validate import forcing
+    from commscope.validate.pairs import judge_pairs
+    from commscope.validate.placement_check import PlacementCheck
+    from commscope.validate.predict import checked_placements, pattern_of
+
+    name, algorithm = op.split(":")
+    family = mpi_mod.resolve(args.mpi).family
+    forced = forcing.forced(name, forcing.algorithm_of(name, algorithm, family), family, p)
+    state = vcluster.status()
+    assert state is not None
+    model = predict.model_from_vcluster([n.name for n in state.nodes], state.rate)
+    with Store.open(store, write=False) as db:
+        run_id, found = cost_tables.table_cells(db, tables, "no tables")
+    resampled = resolution.resampled_costs(
+        found, lambda t: predict.TableCost.from_tables(t, f"run {run_id}", model)
+    )
+    by_label = {pl.label: pl for pl in checked_placements(model, p)}
+    verdicts = {}
+    for size in {int(c["bytes"]) for c in out["placements"]}:
+        mine = []
+        for c in out["placements"]:
+            if int(c["bytes"]) != size or c["measured_s"] is None:
+                continue
+            fields = {**c, "tcp_loss_warnings": (), "bbr_nodes": (), "run_times_s": ()}
+            check = PlacementCheck(**fields)
+            price = check.predicted_s - check.answer_wait_s
+            mine.append(
+                replace(
+                    check,
+                    predicted_s=price,
+                    answer_wait_s=0.0,
+                    relative_error=(price - check.measured_s) / check.measured_s,
+                )
+            )
+        pattern = pattern_of(forced, p, size, 0)
+        pairs = judge_pairs(model, [by_label[c.placement] for c in mine], mine, pattern, resampled)
+        med = statistics.median(abs(c.relative_error) for c in mine) if mine else float("nan")
+        hit = bool(pairs) and all(pair.hit for pair in pairs)
+        unmeasured = len(mine) < len({c["placement"] for c in out["placements"]})
+        verdicts[size] = (hit and not unmeasured and med <= GOAL_MEDIAN_ERROR, med)
+    return verdicts
 
 
 def check(store: Path, args: argparse.Namespace, tables: str) -> int:
@@ -220,13 +296,20 @@ def check(store: Path, args: argparse.Namespace, tables: str) -> int:
     meets them in some rounds and not others, where a model error misses in every one.
     """
     met: dict[tuple[str, str, int], list[bool]] = {}
+    # The same runs judged on prices without the answers' waits: what the pricing adds alone.
+    met_unpriced: dict[tuple[str, str, int], list[bool]] = {}
+    errors: list[list[tuple[float, float]]] = []  # per round, each cell's median |error|
     for r in range(args.rounds):
         if args.rounds > 1:
             print(f"round {r + 1} of {args.rounds}")
+        errors.append([])
         for op in args.ops.split(","):
             for p in args.procs.split(","):
-                for size, ok in (validate(store, args, tables, op, p) or {}).items():
+                found = validate(store, args, tables, op, p) or {}
+                for size, (ok, ok_without, med, med_without) in found.items():
                     met.setdefault((op, p, size), []).append(ok)
+                    met_unpriced.setdefault((op, p, size), []).append(ok_without)
+                    errors[-1].append((med, med_without))
     every = all(all(oks) for oks in met.values())
     if args.rounds > 1:
         print("rounds that met both goals, per operation, p and size:")
@@ -234,6 +317,20 @@ def check(store: Path, args: argparse.Namespace, tables: str) -> int:
             print(f"  {op:<30} p = {p:<3} {size:>8} B: {sum(oks)} of {len(oks)}")
         always = sum(all(oks) for oks in met.values())
         print(f"{always} of {len(met)} cells met both goals in every round")
+    print(
+        "answers' waits priced / left out of the same prices: cells that met both goals;"
+        " median and largest of the cells' median |error|"
+    )
+    for r in range(args.rounds):
+        with_waits = sum(oks[r] for oks in met.values() if len(oks) > r)
+        without = sum(oks[r] for oks in met_unpriced.values() if len(oks) > r)
+        priced_errors = [e for e, _ in errors[r] if math.isfinite(e)]
+        unpriced_errors = [e for _, e in errors[r] if math.isfinite(e)]
+        print(
+            f"  round {r + 1}: {with_waits} / {without} of {len(met)};"
+            f" {statistics.median(priced_errors):.1%} / {statistics.median(unpriced_errors):.1%};"
+            f" {max(priced_errors):.1%} / {max(unpriced_errors):.1%}"
+        )
     print("goals met" if every else "goals missed")
     return 0
 
