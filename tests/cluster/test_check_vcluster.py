@@ -9,6 +9,12 @@ rate can stay inside it, one at a tenth leaves it. The rate restored: nothing is
 regression. A busy loop on a core during a check: the verdict names the load and calls
 nothing a regression.
 
+The baseline holds the inter-node pair alone, the one the slowed link carries. Its
+intra-node pairs, two ranks beside two more on two shared cores, shift from run to run by
+more than three runs show: a CI run saw a 64 KiB intra-socket latency 73 % over a baseline
+whose band was narrower, with the link untouched (`bench/check_alarms.py` counts such false
+alarms over many checks).
+
 Latency between namespaces on two shared cores moves by more than 10 % from run to run (the
 bench `bench/check_alarms.py` counts false alarms at the default tolerance), so the checks
 here give latency a wider tolerance; bandwidth, which tbf shapes, keeps the default 10 %.
@@ -29,7 +35,7 @@ SIZES = "8,64KiB,1MiB"
 # Windows of 8 messages and 2 warm-up rounds: the check measures the baseline's request again
 # over a 100 mbit link, where the default 64-message windows of 1 MiB and 10 warm-up rounds
 # take about a minute per operation.
-HOW = ("--window", "8", "--warmup", "2")
+HOW = ("--window", "8", "--warmup", "2", "--pairs", "inter-node")
 TOLERANCE = "latency=50%"
 
 
@@ -57,8 +63,7 @@ def test_check_catches_a_slowed_link_and_calls_load_no_regression(cli, cluster):
         for f in critical(verdict)
         if f["name"] == "p2p_bandwidth_bytes_per_second" and f["labels"]["bytes"] == "1048576"
     ]
-    assert named and all(f["labels"]["pair"] == "inter-node" for f in named)
-    assert all("csnode2" in f["labels"]["link"] for f in named)
+    assert all(f["labels"]["link"] == "csnode1->csnode2" for f in named)
     one_way = [f for f in named if f["labels"]["op"] == "bw"]
     assert one_way and all(f["worse_by"] > 0.7 for f in one_way)  # a tenth the rate: ~90 % worse
 
