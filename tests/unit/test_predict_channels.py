@@ -88,3 +88,37 @@ def test_symmetric_path_equals_full_count(op: str, algo: str, kw: dict[str, int]
             assert pl.symmetric
             np.testing.assert_allclose(fast.step_s, full.step_s, rtol=1e-12)
             assert fast.transfers == full.transfers and fast.max_cf == full.max_cf
+
+
+@pytest.mark.parametrize(
+    ("op", "algo", "kw"),
+    [
+        ("alltoall", "block", {"block": 1}),
+        ("alltoall", "block", {"block": 7}),
+        ("alltoall", "block", {"block": 1000}),
+        ("alltoall", "pairwise", {}),
+        ("allgather", "ring", {}),
+    ],
+)
+@pytest.mark.parametrize("uplink", [1e9, 4e9, 5e8])
+def test_placements_filling_switches_alike_are_counted_from_the_first_switch(
+    op: str, algo: str, kw: dict[str, int], uplink: float
+) -> None:
+    # Three switches of four nodes: a placement on 4, 8 or 12 nodes uses each switch alike,
+    # so the first switch's ranks stand for all; on 6 it does not (rank by rank).
+    switches = tuple(
+        Switch(name, tuple(range(4 * i, 4 * i + 4)), Link(uplink)) for i, name in enumerate("abc")
+    )
+    m = model(nodes=12, sockets=2, cores=2, nic=Link(1e9, 1e-6), switches=switches)
+    m = dataclasses.replace(m, memory=Link(1e10, 1e-7), socket_link=Link(5e9, 2e-7))
+    cost = HockneyCost.from_model(m)
+    for nodes, per_node in ((4, 3), (8, 2), (8, 3), (12, 1), (12, 4), (6, 2)):
+        pattern = build(op, nodes * per_node, 1000, algo, **kw)
+        for order in ("block", "cyclic"):
+            pl = regular(m, nodes, per_node, order)
+            assert pl.symmetric == (nodes != 6)
+            assert pl.period == (4 if nodes in (8, 12) else 1)
+            fast = predict(m, pl, pattern, cost)
+            full = predict(m, dataclasses.replace(pl, symmetric=False), pattern, cost)
+            np.testing.assert_allclose(fast.step_s, full.step_s, rtol=1e-12)
+            assert fast.transfers == full.transfers and fast.max_cf == full.max_cf

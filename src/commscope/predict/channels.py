@@ -17,8 +17,9 @@ of its most shared channel. Counts are of transfers; cost models map them to the
 :func:`slots` names the channel sides of each transfer, once; :func:`count` counts any
 step transfer by transfer from them, and the timeline recounts the sides of the transfers in
 flight at each event. :func:`count_classes` serves symmetric
-placements and rotation-invariant steps: it counts only the first node's transfers, by step,
-level and socket pair, which fixes every transfer's cf (every node carries the same).
+placements and rotation-invariant steps: it counts only the first node's transfers (behind
+several switches, the first switch's), by step, level and socket pair, which fixes every
+transfer's cf (every node carries the same, and every switch).
 """
 
 from __future__ import annotations
@@ -130,20 +131,30 @@ def count(
     return Usage(used.level, cf, fabric)
 
 
+FAR = 3  # a class of its own: inter-node transfers that leave their switch (NIC and uplinks)
+
+
 @dataclass(frozen=True)
 class ClassCounts:
-    """Transfers of a symmetric placement's first node, per step, by level and socket pair.
+    """Transfers of a symmetric placement's representatives, per step, by class and socket pair.
 
-    ``n[k, level, s, t]`` counts the transfers of step k at ``level`` from socket s (of the
-    first node) to socket t (of the destination's node). Every node carries the same, so the
-    cf of every transfer follows from this table (see :meth:`cf`).
+    ``n[k, c, s, t]`` counts the transfers of step k in class c (MEMORY, SOCKET, NIC, or FAR:
+    between nodes behind different switches) from socket s to socket t, over the ranks of the
+    placement's first ``period`` nodes. Every node carries the same memory, socket and NIC
+    load, and every switch the same uplink load, so the cf of every transfer follows from this
+    table (see :meth:`cf`). ``ratio``: NIC rate / uplink rate of the switches (0: none).
     """
 
     n: NDArray[np.int64]
+    period: int = 1
+    ratio: float = 0.0
 
     def cf(self) -> NDArray[np.float64]:
-        """The cf of each class, shaped like ``n``: memory per socket, link sides, NIC sides."""
-        n = self.n.astype(np.float64)
+        """The cf of each class, shaped like ``n``.
+
+        Memory per socket, link sides, NIC sides, and for FAR the busier of NIC and uplink.
+        """
+        n = self.n.astype(np.float64) / self.period  # one node's share
         cf = np.zeros_like(n)
         sockets = n.shape[-1]
         diag = np.arange(sockets)
@@ -151,13 +162,18 @@ class ClassCounts:
         out_side = n[:, SOCKET].sum(axis=2)  # per (step, source socket)
         in_side = n[:, SOCKET].sum(axis=1)  # per (step, destination socket)
         cf[:, SOCKET] = np.maximum(out_side[:, :, None], in_side[:, None, :])
-        # The first node's NIC sends all its inter-node transfers; every NIC receives as much.
-        cf[:, NIC] = n[:, NIC].sum(axis=(1, 2))[:, None, None]
+        # Each node's NIC sends all its inter-node transfers; every NIC receives as much.
+        nic = n[:, NIC].sum(axis=(1, 2)) + n[:, FAR].sum(axis=(1, 2))
+        cf[:, NIC] = nic[:, None, None]
+        # Each switch's uplink carries its nodes' far transfers up, and as many come down.
+        uplink = self.n[:, FAR].sum(axis=(1, 2)) * self.ratio
+        cf[:, FAR] = np.maximum(nic, uplink)[:, None, None]
         return cf
 
     def fabric(self, nodes: int) -> NDArray[np.float64]:
         """Per step, the inter-node transfers of all ``nodes`` nodes (each sends as many)."""
-        return np.asarray(self.n[:, NIC].sum(axis=(1, 2)) * nodes, dtype=np.float64)
+        inter = self.n[:, NIC].sum(axis=(1, 2)) + self.n[:, FAR].sum(axis=(1, 2))
+        return np.asarray(inter * nodes / self.period, dtype=np.float64)
 
 
 def count_classes(
@@ -172,24 +188,28 @@ def count_classes(
 
     Args:
         model: the cluster.
-        placement: a symmetric placement (every node used looks alike).
+        placement: a symmetric placement (every node used looks alike, and every switch).
         offsets: the offsets of every step, concatenated (rank r sends to r - d).
         step_of: per offset, the index of its step.
         steps: number of steps.
         chunk: transfers handled at once (bounds memory; counts are summed over chunks).
     """
     p, sockets = placement.p, model.sockets
-    src = placement.first_node_ranks()
-    node0 = placement.node[src[0]]
-    classes = 3 * sockets * sockets
+    src = placement.representatives()
+    switch = model.switch_of
+    home = switch[placement.node[src[0]]]
+    classes = 4 * sockets * sockets
     total = np.zeros(steps * classes, dtype=np.int64)
     per = max(1, chunk // src.size)
     for a in range(0, offsets.size, per):
         d = offsets[a : a + per]
         s = np.repeat(src, d.size)
         t = (s - np.tile(d, src.size)) % p
-        ss, sd, nd = placement.socket[s], placement.socket[t], placement.node[t]
-        level = np.where(nd != node0, NIC, np.where(ss != sd, SOCKET, MEMORY))
-        key = (np.tile(step_of[a : a + per], src.size) * 3 + level) * sockets
+        ss, sd = placement.socket[s], placement.socket[t]
+        ns, nd = placement.node[s], placement.node[t]
+        level = np.where(ns != nd, NIC, np.where(ss != sd, SOCKET, MEMORY))
+        level = np.where(switch[nd] != home, FAR, level)
+        key = (np.tile(step_of[a : a + per], src.size) * 4 + level) * sockets
         total += np.bincount((key + ss) * sockets + sd, minlength=steps * classes)
-    return ClassCounts(total.reshape(steps, 3, sockets, sockets))
+    ratio = float(model.uplink_ratios()[home]) if home >= 0 else 0.0
+    return ClassCounts(total.reshape(steps, 4, sockets, sockets), placement.period, ratio)

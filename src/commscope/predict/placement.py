@@ -8,7 +8,9 @@ that fits under one switch gets one.
 
 Such a placement looks the same from every node it uses: rotating ranks moves node 0's ranks
 onto any other node's, sockets kept. Steps that are themselves rotation-invariant (every rank
-sends to rank - d) can then be priced from node 0's transfers alone (``symmetric``).
+sends to rank - d) can then be priced from node 0's transfers alone (``symmetric``). Behind
+several switches a placement that uses as many nodes of each switch looks the same from every
+switch: its first switch's ranks stand for all (``period``: nodes per switch).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class Placement:
         socket: per rank, the socket within its node.
         core: per rank, the core within its socket.
         symmetric: every node used looks alike (see the module docstring).
+        period: nodes whose ranks stand for all in a symmetric placement: 1, or behind
+            several switches the nodes of each switch used.
     """
 
     label: str
@@ -51,6 +55,7 @@ class Placement:
     socket: NDArray[np.int64] = field(repr=False, compare=False)
     core: NDArray[np.int64] = field(repr=False, compare=False)
     symmetric: bool = False
+    period: int = 1
 
     @property
     def p(self) -> int:
@@ -61,9 +66,10 @@ class Placement:
         """Model node indices used, in order of their first rank."""
         return [int(n) for n in dict.fromkeys(self.node.tolist())]
 
-    def first_node_ranks(self) -> NDArray[np.int64]:
-        """Ranks on the node of rank 0 (the representatives of a symmetric placement)."""
-        return np.flatnonzero(self.node == self.node[0]).astype(np.int64)
+    def representatives(self) -> NDArray[np.int64]:
+        """Ranks on the first ``period`` nodes: they stand for all in a symmetric placement."""
+        first = self.node_ids()[: self.period]
+        return np.flatnonzero(np.isin(self.node, first)).astype(np.int64)
 
     def to_json(self, model: ClusterModel | None = None) -> dict[str, Any]:
         """Plain dict; with ``model``, rank locations as host names too."""
@@ -97,6 +103,22 @@ def socket_layout(
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     core = np.arange(per_node, dtype=np.int64) - starts[socket]
     return socket, core
+
+
+def _period(model: ClusterModel, used: NDArray[np.int64]) -> int:
+    """Nodes per switch when ``used`` (taken switch by switch) looks alike from every switch.
+
+    1: one switch (or none). 0: not symmetric: the switches hold unequal shares of the nodes,
+    or their uplinks differ.
+    """
+    switch = model.switch_of[used]
+    if (switch == switch[0]).all():
+        return 1
+    _, counts = np.unique(switch, return_counts=True)
+    ratios = model.uplink_ratios()[switch]
+    if (counts != counts[0]).any() or (ratios != ratios[0]).any():
+        return 0
+    return int(counts[0])
 
 
 def regular(
@@ -133,7 +155,7 @@ def regular(
     else:
         slot, local = ranks % nodes, ranks // nodes
     used = np.array(model.node_order()[:nodes], dtype=np.int64)
-    switches = {int(model.switch_of[n]) for n in used}
+    period = _period(model, used)
     label = f"{nodes}x{per_node}"
     if -(-per_node // model.cores) < min(model.sockets, per_node):  # other spreads fit too
         label += f"/{k}s"
@@ -148,7 +170,8 @@ def regular(
         node=used[slot],
         socket=local_socket[local],
         core=local_core[local],
-        symmetric=len(switches) == 1,
+        symmetric=period > 0,
+        period=max(period, 1),
     )
 
 

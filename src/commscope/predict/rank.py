@@ -83,7 +83,7 @@ def _missing(cost: CostModel, used: NDArray[np.int64]) -> tuple[str, ...]:
 def _symmetric(
     model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostModel
 ) -> Prediction:
-    """Price rotation-invariant steps from the first node's transfers, by class."""
+    """Price rotation-invariant steps from the representatives' transfers, by class."""
     steps = [s for s in pattern.steps if isinstance(s, ShiftStep)]
     sizes = np.array([s.offsets.size for s in steps], dtype=np.int64)
     offsets = np.concatenate([s.offsets for s in steps]) if steps else np.zeros(0, np.int64)
@@ -93,18 +93,21 @@ def _symmetric(
     load = classes.fabric(placement.nodes)
     nbytes = np.array([s.nbytes for s in steps], dtype=np.int64)
     step_s = np.zeros(len(steps))
-    used = classes.n.sum(axis=(0, 2, 3)) * placement.nodes
+    per_class = classes.n.sum(axis=(0, 2, 3)) * placement.nodes // placement.period
+    used = per_class[: len(LEVELS)].copy()
+    used[NIC] += per_class[channels.FAR]  # a far transfer is a NIC transfer, uplinks beside
     max_cf = np.zeros(len(LEVELS))
     known = set(cost.sources())
-    for code, level in enumerate(LEVELS):
+    for code in range(classes.n.shape[1]):
         k, s, t = np.nonzero(classes.n[:, code])
         if k.size == 0:
             continue
+        level = min(code, NIC)
         here = cf[k, code, s, t]
-        max_cf[code] = float(here.max())
-        if level in known:
-            took = cost.time_s(level, nbytes[k], here)
-            if code == NIC:
+        max_cf[level] = max(max_cf[level], float(here.max()))
+        if LEVELS[level] in known:
+            took = cost.time_s(LEVELS[level], nbytes[k], here)
+            if level == NIC:
                 took = with_fabric(cost, known, took, nbytes[k], load[k])
             np.maximum.at(step_s, k, took)
     return _result(placement, step_s, used, max_cf, _missing(cost, used))
