@@ -1,8 +1,16 @@
-"""The placement predictor beside SimGrid SMPI at 64 and 192 ranks on a two-level network.
+"""The placement predictor beside SimGrid SMPI, 64 to 4,096 ranks, on a two-level network, a fat
+tree or a dragonfly.
 
-The cluster: 64 nodes of 12 cores (one socket) under 4 leaf switches of 16 nodes, whose
-uplinks to the spine carry 4 NICs' rate (4:1 oversubscribed). NIC links 10 Gbit/s and 1.5 us
-each way, a node's memory link 10 GB/s and 0.2 us, and SimGrid's own SMPI factors (the
+--cluster two-level (64 and 192 ranks): 64 nodes of 12 cores (one socket) under 4 leaf
+switches of 16 nodes, whose uplinks to the spine carry 4 NICs' rate (4:1 oversubscribed).
+--cluster fat-tree (1,024 and 4,096 ranks): 1,024 nodes of 8 cores in a two-level fat tree,
+32 nodes under each of 32 leaves, each leaf with 16 links up (2:1 tapered), written as
+SimGrid's FAT_TREE zone. --cluster dragonfly (the same ranks): 1,024 nodes of 8 cores in 8
+groups of 4 chassis of 8 routers of 4 nodes, SimGrid's DRAGONFLY zone. The predictor sees a
+topology's leaves (the fat tree's leaf switches, the dragonfly's groups) and their uplinks'
+total rate; SMPI routes each message over the topology's own links. Every model: NIC links
+10 Gbit/s and 1.5 us each way, a node's memory link 10 GB/s and 0.2 us, and SimGrid's own
+SMPI factors (the
 calibration on TACC's Stampede that SMPI uses by default), written out explicitly. SMPI runs
 ``simulate.probe`` (one collective after a barrier, the slowest rank's time) on the platform
 commscope writes from that model (``simulate.platform``) with the options ``simulate run``
@@ -12,7 +20,9 @@ figures (``simulate.predict_cost``):
 - alltoall: the block algorithm with block = p (one batch of Isend/Irecv), SMPI's
   ``smpi/alltoall:basic_linear``;
 - bcast: the binomial tree sending farthest first, ``smpi/bcast:binomial_tree``;
-- allreduce: recursive doubling with MPICH's fold, ``smpi/allreduce:rdb``.
+- allreduce: recursive doubling with MPICH's fold, ``smpi/allreduce:rdb``;
+- alltoall-pairwise: the pairwise All-to-all (step k: rank r sends to r + k), SMPI's
+  ``smpi/alltoall:ring``, which at thousands of ranks SMPI runs far faster than one batch.
 
 Per op and size it prints each placement's predicted and simulated time and their ratio,
 Kendall's tau between the two orders, and the predictor's wall time per ranking beside SMPI's
@@ -24,7 +34,8 @@ noise, but the predictor ties placements SMPI tells apart by 0.04 %). The smpiru
 times so a re-run simulates only what is new. Not a test: it prints figures.
 
     .venv/bin/python bench/predict_vs_smpi.py --lock /tmp/commscope-bench.lock \\
-        [--procs 64,192] [--sizes 65536,1048576] [--ops alltoall,bcast,allreduce]
+        [--cluster two-level|fat-tree|dragonfly] [--procs 64,192] [--sizes 65536,1048576]
+        [--ops alltoall,bcast,allreduce,alltoall-pairwise]
 """
 
 from __future__ import annotations
@@ -46,6 +57,7 @@ from scipy.stats import kendalltau
 
 from commscope.predict import Placement, build, rank_placements, regular
 from commscope.predict.model import ClusterModel, Link, Switch
+from commscope.predict.model_yaml import model_from_dict
 from commscope.simulate import platform, probe, smpi
 from commscope.simulate.params import SimParams
 from commscope.simulate.predict_cost import STAMPEDE_BW_FACTOR, STAMPEDE_LAT_FACTOR, smpi_cost
@@ -61,14 +73,23 @@ PARAMS = SimParams(
     bw_factor=STAMPEDE_BW_FACTOR,
     calibrated_from="SimGrid's SMPI defaults (TACC Stampede)",
 )
-# op -> (predictor algorithm, SimGrid algorithm)
+# op -> (predictor operation and algorithm, SimGrid algorithm)
 ALGOS = {
-    "alltoall": ("block", "basic_linear"),
-    "bcast": ("binomial-halving", "binomial_tree"),
-    "allreduce": ("recursive-doubling", "rdb"),
+    "alltoall": ("alltoall", "block", "basic_linear"),
+    "bcast": ("bcast", "binomial-halving", "binomial_tree"),
+    "allreduce": ("allreduce", "recursive-doubling", "rdb"),
+    "alltoall-pairwise": ("alltoall", "pairwise", "ring"),
 }
 # p -> placements (nodes, ranks per node, order)
 PLACEMENTS = {
+    1024: [
+        (1024, 1, "block"),
+        (512, 2, "block"),
+        (256, 4, "block"),
+        (128, 8, "block"),
+        (128, 8, "cyclic"),
+    ],
+    4096: [(1024, 4, "block"), (512, 8, "block"), (1024, 4, "cyclic"), (512, 8, "cyclic")],
     64: [(64, 1, "block"), (32, 2, "block"), (16, 4, "block"), (8, 8, "block"), (16, 4, "cyclic")],
     192: [
         (16, 12, "block"),
@@ -82,7 +103,26 @@ GOAL_ERROR, GOAL_SPEEDUP = 0.10, 100.0
 TIE = 0.01
 
 
-def cluster() -> ClusterModel:
+TOPOLOGIES = {
+    "fat-tree": {"kind": "fat_tree", "down": [32, 32], "up": [1, 16]},
+    "dragonfly": {"kind": "dragonfly", "groups": 8, "chassis": 4, "routers": 8,
+                  "nodes_per_router": 4},
+}  # fmt: skip
+TOPOLOGY_CORES = 8
+
+
+def cluster(name: str) -> ClusterModel:
+    """The model named by --cluster (see the module docstring)."""
+    if name in TOPOLOGIES:
+        channels = {
+            "nic": {"bandwidth": f"{NIC_BPS:.0f} B/s", "latency": f"{2 * PARAMS.nic_lat_s} s"},
+            "memory": {
+                "bandwidth": f"{PARAMS.memory_bw_Bps:.0f} B/s",
+                "latency": f"{PARAMS.memory_lat_s} s",
+            },
+        }
+        data = {"name": name, "sockets": 1, "cores": TOPOLOGY_CORES, "channels": channels}
+        return model_from_dict({**data, "topology": TOPOLOGIES[name]}, f"--cluster {name}")
     per_leaf = NODES // LEAVES
     leaves = tuple(
         Switch(f"leaf{k}", tuple(range(k * per_leaf, (k + 1) * per_leaf)), Link(4 * NIC_BPS))
@@ -127,8 +167,9 @@ def simulate(
     """SMPI's simulated time of one launch and the wall time of its smpirun; None past limit."""
     with tempfile.TemporaryDirectory(prefix="smpi-") as tmp:
         workdir = Path(tmp)
+        name, _, algorithm = ALGOS[op]
         job = probe.model_job(
-            program, model, PARAMS, pl, op, size, workdir, [f"smpi/{op}:{ALGOS[op][1]}"]
+            program, model, PARAMS, pl, name, size, workdir, [f"smpi/{name}:{algorithm}"]
         )
         lock.take()
         t0 = time.perf_counter()
@@ -159,7 +200,8 @@ def simulate(
 def key(model: ClusterModel, pl: Placement, op: str, size: int) -> str:
     # The platform and options fix the simulation; hash them so a changed writer re-runs.
     text = platform.platform_xml(model, PARAMS) + platform.hostfile(model, pl)
-    text += " ".join(smpi.config(PARAMS, [f"smpi/{op}:{ALGOS[op][1]}"]))
+    name, _, algorithm = ALGOS[op]
+    text += " ".join(smpi.config(PARAMS, [f"smpi/{name}:{algorithm}"]))
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     return f"{op} {size} {pl.label} {digest}"
 
@@ -185,6 +227,7 @@ def verdict(ok: bool) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cluster", choices=("two-level", *TOPOLOGIES), default="two-level")
     parser.add_argument("--procs", default="64,192")
     parser.add_argument("--sizes", default="65536,1048576", help="bytes, comma-separated")
     parser.add_argument("--ops", default="alltoall,bcast,allreduce")
@@ -201,7 +244,7 @@ def main() -> int:
         "--cached", action="store_true", help="only SMPI times kept in --results; run none"
     )
     args = parser.parse_args()
-    model, cost = cluster(), smpi_cost(PARAMS)
+    model, cost = cluster(args.cluster), smpi_cost(PARAMS)
     lock = Lock(args.lock, args.hold)
     kept = json.loads(args.results.read_text()) if args.results and args.results.exists() else {}
     summary = []
@@ -214,11 +257,12 @@ def main() -> int:
                     pred_wall = float("inf")
                     for _ in range(args.repeat):
                         t0 = time.perf_counter()
-                        pattern = build(op, p, size, ALGOS[op][0], block=p)
+                        name, algorithm, _ = ALGOS[op]
+                        pattern = build(name, p, size, algorithm, block=p)
                         ranked = rank_placements(model, pattern, cost, placements)
                         pred_wall = min(pred_wall, time.perf_counter() - t0)
                     predicted = {pr.placement.label: pr.time_s for pr in ranked}
-                    print(f"\n{pattern.describe()}; SMPI smpi/{op}:{ALGOS[op][1]}")
+                    print(f"\n{pattern.describe()}; SMPI smpi/{name}:{ALGOS[op][2]}")
                     print(f"{'placement':<16} {'predicted s':>12} {'SMPI s':>12} {'ratio':>7}")
                     smpi_s, walls, pred = [], [], []
                     for pl in placements:
