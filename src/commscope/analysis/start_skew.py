@@ -4,13 +4,10 @@ The MPIPerf window scheduler (Kurnosov 2012, MPIPerf) starts every rank of a lau
 global time. Ranks that share cores always begin a little late, so a launch passes when its
 latest rank began less than a timer tolerance plus 2 % of the launch's time late: a rank that
 begins d late can end the launch at most d later. An operation that amplifies a delay breaks
-that bound. Above the eager limit who arrives first decides which answers queue behind a
-stream (a pair exchange's first rank streams before it answers the other:
-bench/results/predict-vcluster.md), so a delay of a millisecond can cost tens: on the 4-node virtual
-cluster the pairwise All-to-all's 4x1 at 256 KiB ran about 137 ms in launches whose ranks began
-within 0.4 ms of their start and 194-212 ms in every launch begun 1.1 ms late or more (two
-runs). Its time then says as much about how well the ranks started together as about the
-operation.
+that bound. Above the eager limit who arrives first decides which rendezvous answers queue
+behind a stream (a pair exchange's first rank streams before it answers the other), so a
+delay of a millisecond can cost tens. Such an operation's time then says as much about how
+well the ranks started together as about the operation.
 
 The check sorts the valid launches by start delay and, for the latest-starting fifth, two,
 three and four fifths, takes the median time of that group less the median of the rest. The

@@ -16,8 +16,8 @@ from typing import Any
 RUN_DATA_KIND = "protocol_limits"
 SCOPES = ("intra-node", "inter-node")
 HEADERS_BYTES = 128  # bound on the headers an MPI counts into its limit (tens of bytes)
-# Settings raised alike with an eager limit when messages were sent at once by raising it:
-# Open MPI's TCP transport was measured so (bench/results/predict-vcluster.md, every message eager).
+# Settings raised alike with an eager limit when messages are to go at once: Open MPI's TCP
+# transport also cuts a message into pieces of btl_tcp_max_send_size.
 RAISED_WITH = {"btl_tcp_eager_limit": ("btl_tcp_max_send_size",)}
 
 

@@ -74,10 +74,9 @@ def over_runs(times_s: Sequence[float], ses_s: Sequence[float]) -> tuple[float, 
 
     The time is the mean of the runs' times (each its MPIPerf time); a run without a valid
     launch (NaN) is left out. The error is the larger of the spread between the runs (what
-    moves from one run to the next beyond a run's own launches: recursive doubling's 4x1 came
-    out from 0.2 % behind 2x2 to 0.7 % ahead in eight runs on the same tables on the virtual
-    cluster, bench/results/predict-vcluster.md) and the runs' own SEs, each over the square root
-    of the runs: with two or three runs the spread alone can read near 0 by chance.
+    moves from one run to the next beyond a run's own launches) and the runs' own SEs, each
+    over the square root of the runs: with two or three runs the spread alone can read near 0
+    by chance.
     """
     pairs = [(t, e) for t, e in zip(times_s, ses_s, strict=True) if math.isfinite(t)]
     if not pairs:
@@ -176,9 +175,8 @@ def measure(
         max_launches=max_launches,
         coll_budget_s=budget_s,
         # Virtual nodes share this machine's cores. Pinned by global rank, the same ranks share
-        # a core on every placement; the node rotation of the tables' runs (pin 1) put both
-        # ends of 2x2's inter-node ring hops on one core and slowed 2x2 against 4x1 in every
-        # run (bench/results/predict-vcluster.md).
+        # a core on every placement; the node rotation of the tables' runs (pin 1) would put
+        # both ends of 2x2's inter-node ring hops on one core and slow 2x2 against 4x1.
         pin=2 if "vcluster" in site else 0,
     )
     request = RunRequest(
