@@ -1,7 +1,8 @@
 """Rendezvous answers that wait behind a busy node's queue: their expected cost, chained.
 
 Above its eager limit an MPI sends a message between nodes only after the receiver answers
-(Open MPI's TCP transport sends the first 64 KiB, then the rest once answered). The answer
+(Open MPI's TCP transport sends a first fragment up to the limit recorded with the tables,
+then the rest once answered). The answer
 leaves the receiver's node through the queue that holds whatever that node sends meanwhile,
 and contention level "queue" measures how long it waits there behind a stream of m-byte
 messages (``analysis.queue``). Whether such a stream is under way when a request comes is a
@@ -10,15 +11,12 @@ race, decided step by step:
 - The answer to s -> d waits when d's node streams, in the same step, to a third rank: d (or
   a rank beside it) posted its own send and had it answered before s's request came. Ranks
   that play the same part post first equally often, so half such answers wait
-  (``RACE_SHARE``; a packet capture of the ring Allreduce on the virtual cluster found half,
-  on 2x2 and 4x1 alike, bench/results/predict-vcluster.md).
+  (``RACE_SHARE``: by symmetry, not an MPI's figure).
 - A stream from d back to s itself does not count as a third: it waits for s's own answer.
 - When d itself streams to the third (a ring with one rank per node), its answer comes from
   the streaming rank, after it posted its next message: the level measures that kind too
-  ("streamer") and its waits price such answers where measured. On the 4-node virtual
-  cluster it waited no longer than the node's queue, as a third rank's answer does, but met
-  it fuller (behind 256 KiB messages 21.4 ms at the median against 12.8,
-  docs/validation/contention.md).
+  ("streamer") and its waits price such answers where measured: it answers only between its
+  own sends, so it meets the node's queue fuller than a third rank does.
 - A pair exchange (s -> d and d -> s in one step) whose ranks arrive apart holds a wait of its
   own. When d arrives more than its first fragment's time before s, d's request is in when s
   comes: s answers it at once, before its own request, and d starts its stream to s. s's
@@ -27,19 +25,14 @@ race, decided step by step:
   queue alone. Contention level "queue" measures that depth too (the stream's sender answering
   its receiver, ``QueueWait.back``). Ranks that arrive together answer each other before
   either streams, so the t(m, cf) tables' exchanges, timed in lockstep, hold none of it; in the
-  count below ranks arrive apart through the waits drawn or their transfers' own times. A
-  packet capture of the pairwise All-to-all on the 4-node virtual cluster found such a wait
-  in 38-48 % of its exchanges, 76-132 ms behind 1 MiB messages
-  (bench/results/predict-vcluster.md).
+  count below ranks arrive apart through the waits drawn or their transfers' own times.
 - A wait costs time only when it idles the sender's link: s's node sends nothing else
   between nodes in that step. Otherwise the link carries the other data meanwhile.
 - No wait outlasts what the racing transfer sends once answered (``AnswerWaits.waits_s``),
   and an answer comes at no particular moment of that transfer's answered part: it meets what
   is left of it, a uniform share, and never more than the steady stream's measured queue. A
   steady stream keeps its queue full; a racing transfer's part drains once, so an answer that
-  comes late in it meets little (on the virtual cluster the ring Allreduce's 128 KiB
-  messages, whose answered part is one 64 KiB fragment, spent under half the waits
-  priced without this, docs/predict.md).
+  comes late in it meets little.
 
 A wait delays the sender's and the receiver's next steps, so waits chain from step to step
 (a ring pays more on p x 1, where every hop crosses a link, than on p/2 x 2). The cost is the
@@ -65,8 +58,7 @@ from commscope.predict.placement import Placement
 from commscope.predict.pricing import transfer_times
 
 RACE_SHARE = 0.5  # answers that find their node streaming: either rank of a race posts first
-# Draws of the race: over 20 seeds the ring Allreduce's price on the 4-node vcluster's tables
-# moved by 0.1-0.5 % (standard deviation) at 1 and 4 MiB.
+# Draws of the race: enough that another seed moves a price by well under a per cent.
 DRAWS = 256
 SEED = 2012  # fixed: a placement's price does not change from one call to the next
 NEAR_LOG2 = 1.0  # a stream of messages down to half the size lends its waits
@@ -110,15 +102,13 @@ class AnswerWaits:
         ``nbytes``, else a third rank's.
 
         Those of the largest stream size measured up to ``nbytes``, if it lies within a factor
-        of two; None otherwise. A stream of larger messages keeps its node's queue fuller (on
-        the virtual cluster 68 KiB ahead of the median answer behind 256 KiB messages, 139
-        KiB behind 1 MiB), so its waits would overstate a smaller message's.
+        of two; None otherwise. A stream of larger messages keeps its node's queue fuller, so
+        its waits would overstate a smaller message's.
 
         No wait outlasts what the racing transfer (of the same step, so of the same size) sends
         once answered, at the stream's rate: its first fragment, up to the eager limit, left
         with the request, as the one being answered did. A message just above the limit races
-        nothing (on the 4-node virtual cluster, 64 KiB messages priced 39 ms of waits on 4x1
-        where 3 ms were measured: bench/results/predict-vcluster.md, "Answers capped").
+        nothing.
         """
         near = self._near(nbytes, streaming)
         return None if near is None else self._capped(near, nbytes)
@@ -168,10 +158,8 @@ class AnswerWaits:
         """The waits of an answer behind its sender's fresh stream of ``nbytes`` messages.
 
         A message's answered part is handed to the connection at once, so the answer meets
-        the connection as deep as it gets: the waits of the largest stream measured (whose
-        answers mostly met it full: 768 KiB at the median behind 4 MiB messages on the
-        virtual cluster, 256 KiB behind 1 MiB ones, whose answers mostly came mid-message),
-        none longer than that part takes at the stream's rate. None when not measured.
+        the connection as deep as it gets: the waits of the largest stream measured, none
+        longer than that part takes at the stream's rate. None when not measured.
         """
         if not self.back:
             return None
