@@ -11,20 +11,17 @@ cost less (fast retransmit recovers within a round trip), so they earn one only 
 of a few segments.
 
 Each namespace also names its TCP congestion control. Under BBR a connection that idled while
-its rank exchanged with other peers restarts well below the link rate (recursive doubling on
-four 50 mbit nodes took 1.2-1.7x its CUBIC time at 1-4 MiB; bench/results/predict-vcluster.md),
-which pair measurements never see: :func:`bbr_nodes` finds the namespaces that ran it. And each
+its rank exchanged with other peers restarts well below the link rate, which pair
+measurements never see: :func:`bbr_nodes` finds the namespaces that ran it. And each
 names how much one socket may queue below TCP (net.ipv4.tcp_limit_output_bytes): where that is
-more than a node's shaped queue holds, a fan-out's sockets overflow it into drops and timeouts
-(docs/reference/vcluster.md), so runs under different limits are not alike. And each names
+more than a node's shaped queue holds, a fan-out's sockets overflow it into drops and timeouts,
+so runs under different limits are not alike. And each names
 whether TCP restarts a connection after idle (net.ipv4.tcp_slow_start_after_idle, 1 by default):
 a connection that sent nothing for longer than its RTO (200 ms at least) starts again from the
 initial window of 10 segments, and one that used less than its window for that long has the
 window cut (RFC 2861), unless its congestion control sets the rate itself, as BBR does (the
 kernel skips both then). Growing the window back costs a few round trips where a link's
-bandwidth-delay product exceeds those 10 segments; on the virtual cluster a pair's first
-exchange after idle paid nothing for it, while recursive doubling's 4x1 ran 4 ms a launch slower
-at 4 MiB with the setting on (docs/validation/contention.md, bench/results/predict-vcluster.md).
+bandwidth-delay product exceeds those 10 segments.
 :func:`idle_restart_nodes` finds the namespaces where it applies.
 """
 

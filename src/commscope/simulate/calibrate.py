@@ -48,7 +48,7 @@ from commscope.simulate.params import SimParams
 
 # The virtual cluster's veths carry TCP at this rate when tbf does not hold them back
 # (measured: 4.6 GB/s one-way for 768 KiB, inside the 1.6 MB burst of a 2-node vcluster at
-# 100gbit, Open MPI ping-pong; docs/simulate.md).
+# 100gbit, Open MPI ping-pong).
 # Within a tbf burst a message can go that fast, so it bounds bw_factor there.
 VETH_LINE_Bps = 4.5e9
 _ROUNDS_OF_ALTERNATION = 30

@@ -50,8 +50,7 @@ MIN_QUEUE_BYTES = 256 << 10
 # fan-out's sockets overflow the 256 KiB queue and time out where a real node would have
 # waited. 32 KiB, an eighth of the smallest queue, halved the drops and timeouts of a fan-out
 # Bcast on 4 nodes; on kernel 6.18 a socket can still queue its whole window past the limit,
-# so it spreads a socket's bursts rather than bounding its share
-# (bench/results/predict-vcluster.md).
+# so it spreads a socket's bursts rather than bounding its share.
 DEFAULT_TCP_LIMIT_OUTPUT = MIN_QUEUE_BYTES // 8
 MIN_TCP_LIMIT_OUTPUT = 4096
 MAX_TCP_LIMIT_OUTPUT = 64 << 20
