@@ -15,9 +15,12 @@ more than three runs show: a CI run saw a 64 KiB intra-socket latency 73 % over 
 whose band was narrower, with the link untouched (`bench/check_alarms.py` counts such false
 alarms over many checks).
 
-Latency between namespaces on two shared cores moves by more than 10 % from run to run (the
-bench `bench/check_alarms.py` counts false alarms at the default tolerance), so the checks
-here give latency a wider tolerance; bandwidth, which tbf shapes, keeps the default 10 %.
+Every figure of the link moves by more than the default 10 % from run to run on two shared
+cores: a CI run saw the restored link's figures all 15-19 % worse than three runs minutes
+before (8-byte bibw 17.7 %, 1 MiB bandwidth 18.5 % against a band of 17.6 %). So the checks
+here give latency and bandwidth a tolerance of 50 %, which a tenth of the rate (90 % worse)
+still passes far beyond; `bench/check_alarms.py` counts false alarms and catches at the
+default tolerance.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ SIZES = "8,64KiB,1MiB"
 # over a 100 mbit link, where the default 64-message windows of 1 MiB and 10 warm-up rounds
 # take about a minute per operation.
 HOW = ("--window", "8", "--warmup", "2", "--pairs", "inter-node")
-TOLERANCE = "latency=50%"
+TOLERANCE = "latency=50%,bw=50%"
 
 
 def critical(verdict: dict) -> list[dict]:
