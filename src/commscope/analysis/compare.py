@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from commscope.analysis.curve import message_samples
 from commscope.analysis.p2p import OP_ORDER, PAIR_ORDER
-from commscope.data.point_ops import mbw_pairs
+from commscope.data.point_ops import P2P, mbw_pairs
 from commscope.data.records import Coll, Point
 
 ALPHA = 0.01
@@ -124,7 +124,7 @@ def _order(key: tuple[str, str, str, int]) -> tuple[int, int, str, int, str, int
     op_rank = OP_ORDER.index(op) if op in OP_ORDER else len(OP_ORDER)
     pair_rank = PAIR_ORDER.index(pair) if pair in PAIR_ORDER else len(PAIR_ORDER)
     # Pairs of no fixed rank (a matrix's "0->1") by name, so each pair's sizes stay together.
-    return (0 if kind == "p2p" else 1, op_rank, op, pair_rank, pair, size)
+    return (0 if kind == P2P else 1, op_rank, op, pair_rank, pair, size)
 
 
 def compare_runs(
@@ -144,7 +144,7 @@ def compare_runs(
         table: dict[tuple[str, str, str, int], Point | Coll] = {}
         for r in records:
             op, pair, size = r.key
-            table[("p2p" if isinstance(r, Point) else "coll", op, pair, size)] = r
+            table[(P2P if isinstance(r, Point) else "coll", op, pair, size)] = r
         tables.append(table)
     keys = sorted({k for t in tables for k in t}, key=_order)
     rows = []
@@ -169,7 +169,7 @@ def compare_runs(
 def shows_rate(kind: str, op: str) -> bool:
     """Whether a (kind, op) group reads best as bandwidth (bw, bibw) rather than time."""
     multi_pair = mbw_pairs(op) is not None  # aggregate bandwidth of k pairs
-    return kind == "p2p" and (op in ("bw", "bibw", "bw_each", "bibw_each") or multi_pair)
+    return kind == P2P and (op in ("bw", "bibw", "bw_each", "bibw_each") or multi_pair)
 
 
 def grouped(rows: Sequence[CompareRow]) -> list[tuple[tuple[str, str, str], list[CompareRow]]]:

@@ -27,9 +27,12 @@ def run_title(run: RunInfo) -> str:
     Plain text: the label is the user's, so print it with ``common.console()``, which prints
     strings literally and neutralises control characters.
     """
+    from commscope import kinds  # numpy and SciPy: not for building the parser
+
     label = f" '{run.label}'" if run.label else ""
-    if run.kind == "node":  # one process, no MPI
-        return f"run {run.id}{label}: node compute, {run.status}"
+    alone = kinds.one_process(run.kind)
+    if alone is not None:  # one process, no MPI
+        return f"run {run.id}{label}: {alone}, {run.status}"
     mpi = f"{run.mpi}, " if run.mpi else ""  # TCP and imported runs have no MPI
     settings = mpi_config.settings_text(run.request)
     title = f"run {run.id}{label}: {run.kind}, {run.status}, {mpi}{run.nranks} ranks"

@@ -57,7 +57,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 def wanted(args: argparse.Namespace) -> bool:
     """Whether `commscope run` should hand this invocation to HPL."""
-    return getattr(args, "benchmark", None) == "hpl"
+    return getattr(args, "benchmark", None) == program_runs.HPL
 
 
 def _refuse_others(args: argparse.Namespace) -> None:
@@ -165,7 +165,7 @@ def _stored_solve(
 
     hosts, vc = _hosts(where, p * q)
     label = " ".join(x for x in (args.label, f"{p}x{q}") if x)
-    what = {"kind": "hpl", "label": label, "grid": f"{p}x{q}", "measured": True}
+    what = {"kind": program_runs.HPL, "label": label, "grid": f"{p}x{q}", "measured": True}
     measured = {
         "n": args.n,
         "nb": args.nb,
@@ -176,15 +176,15 @@ def _stored_solve(
     }
     data = hpl.solve(job, args.n, args.nb, p, q, args.timeout, mpi.tag)
     rid = store.create_run(
-        "hpl",
+        program_runs.HPL,
         label,
         mpi.tag,
         "srun" if where.slurm else mpi.launcher,
         p * q,
-        {"benchmark": "hpl", "np": p * q, "what": what, "measured": measured},
+        {"benchmark": program_runs.HPL, "np": p * q, "what": what, "measured": measured},
     )
     data = {**what, **measured, "mpi": mpi.tag, **data}
-    store.set_run_data(rid, "hpl", data)
+    store.set_run_data(rid, program_runs.HPL, data)
     store.set_run_status(rid, "complete")
     if not data["passed"]:
         common.console(stderr=True).print(f"run {rid}: HPL's residual check FAILED on {p}x{q}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 from commscope.cli import (
@@ -150,7 +151,13 @@ SIZES_HELP = {
     "mbw": "message sizes [default: powers of two to --max-size]",
     "tcp": "message sizes [default: the NetPIPE schedule to --max-size]",
 }
-SCHEDULE = ("all", "p2p", "loggp", "tcp", "mbw")  # kinds that take --max-size
+# Kinds that take --max-size, and its help.
+_SCHEDULE_HELP = "largest size of the NetPIPE schedule (regular steps, +-perturbation)"
+SCHEDULE = {
+    **{name: _SCHEDULE_HELP for name in ("all", "p2p", "loggp", "tcp")},
+    "mbw": "largest size",
+}
+PERTURBED = ("all", "p2p", "tcp")  # kinds whose schedule takes --perturbation
 
 
 def _fill(text: str) -> str:
@@ -191,15 +198,8 @@ def _measure(kind: str, group: Any) -> None:
     if kind in SIZES_HELP:
         common.option(group, "--sizes", help=SIZES_HELP[kind])
     if kind in SCHEDULE:
-        common.option(
-            group,
-            "--max-size",
-            default="4MiB",
-            help="largest size of the NetPIPE schedule (regular steps, +-perturbation)"
-            if kind != "mbw"
-            else "largest size",
-        )
-    if kind in ("all", "p2p", "tcp"):
+        common.option(group, "--max-size", default="4MiB", help=SCHEDULE[kind])
+    if kind in PERTURBED:
         common.option(
             group,
             "--perturbation",
@@ -220,43 +220,69 @@ def _confidence(group: Any) -> None:
     )
 
 
+# Each kind's own options beyond --ops, --sizes and the schedule: fn(kind, what, how, parser),
+# where ``what`` and ``how`` are its "what to measure" and "how it is measured" groups.
+def _engine(kind: str, what: Any, how: Any, p: argparse.ArgumentParser) -> None:
+    """The option table's rows the kind's engine benchmarks read (run_options)."""
+    run_options.add_options({"*": how}, kind)
+
+
+def _all(kind: str, what: Any, how: Any, p: argparse.ArgumentParser) -> None:
+    # run coll's options are taken, and listed by `run coll --help`
+    run_options.add_options({"p2p": how, "*": None, "hidden": p}, kind)
+    _confidence(how)
+
+
+def _coll(kind: str, what: Any, how: Any, p: argparse.ArgumentParser) -> None:
+    _engine(kind, what, how, p)
+    _confidence(how)
+
+
+def _contention(kind: str, what: Any, how: Any, p: argparse.ArgumentParser) -> None:
+    common.option(
+        what,
+        "--levels",
+        default="auto",
+        help="auto (memory, and nic across nodes) or a list of"
+        " memory,socket,nic,fabric,queue (docs/reference/contention.md)",
+    )
+    _engine(kind, what, how, p)
+
+
+def _matrix(kind: str, what: Any, how: Any, p: argparse.ArgumentParser) -> None:
+    common.option(
+        what,
+        "--pairs",
+        default="auto",
+        help="all (auto), quick (a few rounds) or a file of 'sender receiver' lines",
+    )
+    _engine(kind, what, how, p)
+    run_matrix.add_options(what)
+    run_fence.add_options(p.add_argument_group("bad nodes"))
+
+
+def _tcp(kind: str, what: Any, how: Any, p: argparse.ArgumentParser) -> None:
+    run_tcp.add_options(p)
+    _engine(kind, what, how, p)
+
+
+OWN_OPTIONS: dict[str, Callable[[str, Any, Any, argparse.ArgumentParser], None]] = {
+    "all": _all,  # commscope run with no kind
+    "coll": _coll,
+    "contention": _contention,
+    "matrix": _matrix,
+    run_tcp.KIND: _tcp,
+    run_node.KIND: lambda kind, what, how, p: run_node.add_options(p),
+    "hpl": lambda kind, what, how, p: run_hpl.add_options(p),
+}
+
+
 def _kind_options(kind: str, p: argparse.ArgumentParser) -> None:
     """Declare ``commscope run KIND``'s own options, grouped."""
     what = p.add_argument_group("what to measure")
     how = p.add_argument_group("how it is measured")
     _measure(kind, what)
-    if kind == "all":  # run coll's options are taken, and listed by `run coll --help`
-        run_options.add_options({"p2p": how, "*": None, "hidden": p}, kind)
-        _confidence(how)
-    elif kind in run_options.KIND_ROWS:
-        if kind == "contention":
-            common.option(
-                what,
-                "--levels",
-                default="auto",
-                help="auto (memory, and nic across nodes) or a list of"
-                " memory,socket,nic,fabric,queue (docs/reference/contention.md)",
-            )
-        if kind == "matrix":
-            common.option(
-                what,
-                "--pairs",
-                default="auto",
-                help="all (auto), quick (a few rounds) or a file of 'sender receiver' lines",
-            )
-        run_options.add_options({"*": how}, kind)
-        if kind == "coll":
-            _confidence(how)
-        if kind == "matrix":
-            run_matrix.add_options(what)
-            run_fence.add_options(p.add_argument_group("bad nodes"))
-    elif kind == "tcp":
-        run_tcp.add_options(p)
-        run_options.add_options({"*": how}, kind)
-    elif kind == "node":
-        run_node.add_options(p)
-    elif kind == "hpl":
-        run_hpl.add_options(p)
+    OWN_OPTIONS.get(kind, _engine)(kind, what, how, p)
 
 
 def declare(p: argparse.ArgumentParser) -> None:

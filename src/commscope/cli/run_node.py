@@ -19,6 +19,8 @@ from commscope.cli import common, run_outcome
 from commscope.errors import UsageError
 from commscope.measure.compute import hpcc, node, sizes
 
+KIND = "node"  # the kind these runs are stored as (kinds/node.py shows them)
+
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """Declare the options only `commscope run node` uses.
@@ -96,12 +98,12 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 def wanted(args: argparse.Namespace) -> bool:
     """Whether `commscope run` should hand this invocation to the node benchmark."""
-    if getattr(args, "benchmark", None) == "node":
+    if getattr(args, "benchmark", None) == KIND:
         return True
     if not getattr(args, "resume", None):
         return False
     with common.open_store(args) as store:
-        return store.get_run(store.resolve_run(args.resume)).kind == "node"
+        return store.get_run(store.resolve_run(args.resume)).kind == KIND
 
 
 MAX_ORDER = 1 << 20  # a matrix order N: 8 TiB for one N x N matrix of doubles
@@ -154,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         if request is None:
             run_id, request = common.resumable_request(store, args.resume)
         else:
-            run_id = store.create_run("node", args.label, None, None, None, request)
+            run_id = store.create_run(KIND, args.label, None, None, None, request)
         if not quiet:
             for cores in request["cores"]:
                 err.print(request["peak_derivation"][str(cores)])

@@ -44,13 +44,18 @@ KIND_DROP = {"rma": ("recv_buffers",)}
 _PREFIX = re.compile(r"^(p2p|rma|mbw|matrix|bisection|matrix and bisection): ")
 
 
+# `run all --help`'s groups, first match: the group, and the benchmarks whose rows it lists.
+GROUPS = (
+    ("p2p", {"p2p", "loggp", "rma", "mbw"}),
+    ("matrix", {"matrix", "bisection"}),
+    ("coll", {"coll"}),
+)
+
+
 def group_of(spec: OptionSpec) -> str:
     """Where `run all --help` lists an option: p2p (with loggp's), coll, or another kind's."""
-    if {"p2p", "loggp", "rma", "mbw"} & set(spec.benchmarks):
-        return "p2p"
-    if {"matrix", "bisection"} & set(spec.benchmarks):
-        return "matrix"
-    return "coll" if "coll" in spec.benchmarks else "contention"
+    serves = set(spec.benchmarks)
+    return next((group for group, names in GROUPS if names & serves), "contention")
 
 
 def rows_of(kind: str) -> list[OptionSpec]:

@@ -23,6 +23,8 @@ from commscope.measure.tcp import program as prog
 from commscope.measure.tcp import session
 from commscope.units import netpipe_schedule, parse_size, parse_size_list, sockbuf_text
 
+KIND = "tcp"  # the kind these runs are stored as (kinds/tcp.py shows them)
+
 if TYPE_CHECKING:
     from commscope.kinds import tcp as tcp_render
 
@@ -88,12 +90,12 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 def wanted(args: argparse.Namespace) -> bool:
     """Whether `commscope run` should hand this invocation to the TCP benchmarks."""
-    if getattr(args, "benchmark", None) == "tcp":
+    if getattr(args, "benchmark", None) == KIND:
         return True
     if not getattr(args, "resume", None):
         return False
     with common.open_store(args) as store:
-        return store.get_run(store.resolve_run(args.resume)).kind == "tcp"
+        return store.get_run(store.resolve_run(args.resume)).kind == KIND
 
 
 def _sizes(args: argparse.Namespace) -> list[int]:
@@ -172,7 +174,7 @@ def requests(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     for sockbuf in prog.parse_sockbufs(args.sockbuf):
         label = f"{args.label or 'tcp'} sockbuf={sockbuf_text(sockbuf)}"
         request = {
-            "benchmark": "tcp",
+            "benchmark": KIND,
             "timeout_s": args.timeout,
             "where": where,
             "tcp": dict(options, sockbuf=sockbuf),
@@ -223,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
             done.append(_load(store, run_id))
         for label, request in planned:
             where = request["where"]["kind"]
-            run_id = store.create_run("tcp", label, None, where, 2, request)
+            run_id = store.create_run(KIND, label, None, where, 2, request)
             _measure(store, run_id, request, quiet)
             done.append(_load(store, run_id))
     if args.json:

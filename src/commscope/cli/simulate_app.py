@@ -176,7 +176,7 @@ def _simulate(
         if result.simulated_s != result.simulated_s:  # NaN: SimGrid printed no time
             raise app.failed(program[0], code, text + "\n(no simulated time printed)\n", tag)
         data: dict[str, Any] = {**what, **result.to_json()}
-        if what["kind"] == "hpl":
+        if what["kind"] == program_runs.HPL:
             out = workdir / hpl.OUTPUT_FILE
             parsed = hpl.parse_output(out.read_text("utf-8", "replace") if out.exists() else "")
             if parsed is None:
@@ -240,7 +240,12 @@ def run_app(args: argparse.Namespace) -> int:
                 "sweep": sweep,
             }
             label = " ".join(x for x in (args.label, tag) if x) or None
-            what = {"kind": "app", "source": str(source), "args": program_args, "label": label}
+            what = {
+                "kind": program_runs.APP,
+                "source": str(source),
+                "args": program_args,
+                "label": label,
+            }
             rid, data = _simulate(args, store, what, sim, [str(binary), *program_args])
             rows.append({"run": rid, "sweep": tag, **data})
     program_runs.show_runs(args, rows, ("simulated_s", "wall_s"))
@@ -268,7 +273,7 @@ def run_hpl(args: argparse.Namespace) -> int:
                 sim["sweep"] = sweep
                 text = hpl.input_file(args.n, args.nb, p, q)
                 label = " ".join(x for x in (args.label, f"{p}x{q}", tag) if x)
-                what = {"kind": "hpl", "label": label, "grid": f"{p}x{q}"}
+                what = {"kind": program_runs.HPL, "label": label, "grid": f"{p}x{q}"}
 
                 def write_input(workdir: Path, text: str = text) -> None:
                     (workdir / hpl.INPUT_FILE).write_text(text, "utf-8")

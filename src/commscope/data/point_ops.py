@@ -7,6 +7,8 @@ and bisection, the one-sided (RMA) series and the multi-pair bandwidth (mbw).
 
 from __future__ import annotations
 
+P2P = "p2p"  # the family of the pair-by-pair series, and of every Point kept by kind p2p
+
 # Points of every rank paired with others (kinds/matrix.py), not of the p2p series.
 PAIRED_OPS = ("matrix_lat", "matrix_bw", "bisection_bw")
 
@@ -41,4 +43,4 @@ def family(op: str) -> str:
         return "paired"
     if is_rma(op):
         return "rma"
-    return "mbw" if mbw_pairs(op) is not None else "p2p"
+    return "mbw" if mbw_pairs(op) is not None else P2P

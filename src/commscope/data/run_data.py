@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commscope.data.mpi_config import RUN_DATA_KIND, ProtocolLimits
-from commscope.data.point_ops import family
+from commscope.data.point_ops import P2P, family
 from commscope.data.records import Coll, Contention, Linpack, LogGP, Point, Queue, Stream
 from commscope.data.store import RunInfo, SegmentInfo, Store, of_class
 
@@ -36,7 +36,7 @@ class RunData:
 
     def family(self, name: str) -> list[Point]:
         """The run's Points of family ``name`` (``points`` holds the p2p family)."""
-        return self.points if name == "p2p" else self.families.get(name, [])
+        return self.points if name == P2P else self.families.get(name, [])
 
     @property
     def ends(self) -> list[dict[str, Any] | None]:
@@ -54,7 +54,7 @@ def read_run(store: Store, run_id: int) -> RunData:
 
     return RunData(
         info=info,
-        points=families.pop("p2p", []),
+        points=families.pop(P2P, []),
         colls=of_class(records, Coll),
         contentions=of_class(records, Contention),
         queues=of_class(records, Queue),

@@ -40,6 +40,7 @@ __all__ = [
     "View",
     "figure_specs",
     "measures",
+    "one_process",
     "run_figures",
     "render_report",
     "report_contexts",
@@ -59,6 +60,11 @@ def benchmark(name: str) -> Benchmark:
 def engine_benchmarks() -> list[str]:
     """Every ``commscope run NAME`` the engine measures over MPI, ``all`` first."""
     return [DEFAULT_RUN] + [b.name for kind in KINDS for b in kind.benchmarks]
+
+
+def one_process(kind_name: str) -> str | None:
+    """What a run's title calls kind ``kind_name`` when one process measures it (None: ranks)."""
+    return next((k.one_process for k in KINDS if k.name == kind_name), None)
 
 
 def measures(run_name: str, name: str) -> bool:

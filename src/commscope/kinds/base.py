@@ -50,6 +50,8 @@ class Kind(Generic[S]):
         figure_specs: the figures a check can judge (:mod:`commscope.kinds.figures`).
         figures: a run's figures with their raw samples ([] when it has none of them).
         benchmarks: what ``commscope run NAME`` measures for it through the engine.
+        one_process: what a run's title calls the kind when one process measures it, with no
+            MPI and no ranks (node compute); None for runs of ranks.
     """
 
     name: str
@@ -63,3 +65,4 @@ class Kind(Generic[S]):
     figures: Callable[[RunData], list[Figure]] = lambda run: []
     brief: Callable[[S], list[Any]] | None = None
     benchmarks: tuple[Benchmark, ...] = ()
+    one_process: str | None = None

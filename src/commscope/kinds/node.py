@@ -160,6 +160,7 @@ def check_figures(run: RunData) -> list[Figure]:
 
 KIND = Kind(
     name="node",
+    one_process="node compute",
     records=(Linpack,),
     summarize=summarize,
     to_json=lambda run: {"node": run.summary.to_json() if run else None},

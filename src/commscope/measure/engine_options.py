@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -248,36 +248,48 @@ def procs(text: str | None, nranks: int) -> tuple[int, ...]:
 def expected_points(options: EngineOptions, npairs: int, nranks: int = 2) -> int | None:
     """How many points the engine will write for these options (None: not known ahead)."""
     options = as_recorded(options)
-    ops = [op for op in (options.ops or "").split(",") if op]
-    if "contention" in ops:
-        return None  # the pairs per level depend on where the ranks landed
-    sizes = options.sizes or ()
-    coll_sizes = options.coll_sizes or sizes
-    policies = len((options.recv_buffers or spec("recv_buffers").default).split(","))
     total = 0
-    for op in ops:
-        if op in P2P_OPS:
-            total += npairs * len(sizes) * (policies if op in WINDOWED_OPS else 1)
-        elif op == "loggp":
-            total += npairs * len(options.loggp_sizes or sizes)
-        elif op in ("matrix", "bisection"):
-            total += paired_points(options, op, nranks)
-        elif op == "rma":  # latency and bandwidth per operation and synchronisation
-            rma_ops = (options.rma_ops or spec("rma_ops").default).split(",")
-            syncs = (options.rma_sync or spec("rma_sync").default).split(",")
-            total += npairs * len(sizes) * len(rma_ops) * len(syncs) * 2
-        elif op == "mbw":  # one point per size and pair count; "auto" counts come from the nodes
-            steps = options.mbw_pairs or spec("mbw_pairs").default
-            if steps == "auto":
-                return None
-            total += len(steps.split(",")) * len(sizes)
-        else:
-            groups = len(options.procs.split(",")) if options.procs else 1
-            total += groups * (1 if op in SIZELESS_OPS else len(coll_sizes))
+    for op in [op for op in (options.ops or "").split(",") if op]:
+        count = OP_POINTS.get(op, _coll_points)(options, op, npairs, nranks)
+        if count is None:
+            return None
+        total += count
     return total
 
 
-def paired_points(options: EngineOptions, op: str, nranks: int) -> int:
+def _p2p_points(options: EngineOptions, op: str, npairs: int, nranks: int) -> int:
+    policies = len((options.recv_buffers or spec("recv_buffers").default).split(","))
+    return npairs * len(options.sizes or ()) * (policies if op in WINDOWED_OPS else 1)
+
+
+def _loggp_points(options: EngineOptions, op: str, npairs: int, nranks: int) -> int:
+    return npairs * len(options.loggp_sizes or options.sizes or ())
+
+
+def _rma_points(options: EngineOptions, op: str, npairs: int, nranks: int) -> int:
+    """Latency and bandwidth per operation and synchronisation."""
+    rma_ops = (options.rma_ops or spec("rma_ops").default).split(",")
+    syncs = (options.rma_sync or spec("rma_sync").default).split(",")
+    return npairs * len(options.sizes or ()) * len(rma_ops) * len(syncs) * 2
+
+
+def _mbw_points(options: EngineOptions, op: str, npairs: int, nranks: int) -> int | None:
+    """One point per size and pair count; "auto" counts come from the nodes."""
+    steps = options.mbw_pairs or spec("mbw_pairs").default
+    return None if steps == "auto" else len(steps.split(",")) * len(options.sizes or ())
+
+
+def _coll_points(options: EngineOptions, op: str, npairs: int, nranks: int) -> int:
+    groups = len(options.procs.split(",")) if options.procs else 1
+    sizes = options.coll_sizes or options.sizes or ()
+    return groups * (1 if op in SIZELESS_OPS else len(sizes))
+
+
+def _unknown(options: EngineOptions, op: str, npairs: int, nranks: int) -> None:
+    return None  # contention: the pairs per level depend on where the ranks landed
+
+
+def paired_points(options: EngineOptions, op: str, npairs: int, nranks: int) -> int:
     """Points of matrix (latency and bandwidth per ordered pair and size) or bisection."""
     sizes = len(options.matrix_sizes or spec("matrix_sizes").default)
     if op == "matrix":
@@ -305,3 +317,15 @@ def recorded(options: EngineOptions) -> dict[str, Any]:
             continue
         out[s.record] = list(value) if isinstance(value, (tuple, list)) else value
     return out
+
+
+# Points per engine op, fn(options, op, p2p pairs, ranks); collectives are every other op.
+OP_POINTS: dict[str, Callable[[EngineOptions, str, int, int], int | None]] = {
+    **{op: _p2p_points for op in P2P_OPS},
+    "loggp": _loggp_points,
+    "matrix": paired_points,
+    "bisection": paired_points,
+    "rma": _rma_points,
+    "mbw": _mbw_points,
+    "contention": _unknown,
+}

@@ -13,6 +13,7 @@ from markupsafe import Markup
 
 from commscope import __version__
 from commscope.analysis.compare import ALPHA, CompareRow, compare_runs, grouped, shows_rate
+from commscope.data.point_ops import P2P
 from commscope.data.records import Coll, Point
 from commscope.data.store import Store
 from commscope.report.compare_figures import Line, overlay_plot
@@ -54,7 +55,7 @@ def render_compare(store: Store, run_ids: Sequence[int], labels: Sequence[str]) 
     sections: list[dict[str, Any]] = []
     for (kind, op, pair), members in grouped(rows):
         rate = shows_rate(kind, op)
-        what = OP_TITLES.get(op, op) if kind == "p2p" else f"{op} (collective)"
+        what = OP_TITLES.get(op, op) if kind == P2P else f"{op} (collective)"
         ylabel = "bandwidth (MB/s)" if rate else "median time (us, log)"
         svg = overlay_plot(_lines(members, labels, rate), ylabel, log_y=not rate)
         sections.append(

@@ -13,6 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from commscope.data.point_ops import P2P
 from commscope.report.plotting import figure, finish, to_svg
 from commscope.simulate import agreement
 
@@ -24,7 +25,7 @@ def _plot(rows: list[agreement.Row], groups: list[agreement.Group]) -> str:
     with figure((7.0, 3.4)) as (fig, (ax,)):
         for i, g in enumerate(groups):
             colour = _LEVEL_COLOURS.get(g.level, f"C{(i + 2) % 10}")
-            mine = [r for r in rows if r.key[0] == "p2p" and r.key[2] == g.level]
+            mine = [r for r in rows if r.key[0] == P2P and r.key[2] == g.level]
             ax.plot(
                 [max(r.key[3], 1) for r in mine],  # 0 B drawn at 1 B on the log axis
                 [100 * abs(r.error) for r in mine],

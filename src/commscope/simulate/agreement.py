@@ -13,6 +13,7 @@ import numpy as np
 
 from commscope.analysis.coll import summarize
 from commscope.analysis.curve import message_time
+from commscope.data.point_ops import P2P
 from commscope.data.records import Coll, Contention, Point
 
 Key = tuple[str, str, str, int]  # (kind, op, where, bytes)
@@ -36,7 +37,7 @@ def point_times(
     """
     out: dict[Key, float] = {}
     for p in points:
-        key = ("p2p", p.op, level_of(p.pair), p.bytes)
+        key = (P2P, p.op, level_of(p.pair), p.bytes)
         out.setdefault(key, message_time(p))  # the first pair of a level stands for it
     for c in colls:
         out[("coll", c.op, f"{c.nranks} ranks", c.bytes)] = summarize(c).time_s
@@ -161,9 +162,9 @@ def _group(level: str, start: int | None, end: int | None, rows: list[Row]) -> G
 
 def by_level(rows: list[Row]) -> list[Group]:
     """One group per level (inter-node, intra-node, ...) of the ping-pong points."""
-    levels = sorted({r.key[2] for r in rows if r.key[0] == "p2p"})
+    levels = sorted({r.key[2] for r in rows if r.key[0] == P2P})
     return [
-        _group(lv, None, None, [r for r in rows if r.key[0] == "p2p" and r.key[2] == lv])
+        _group(lv, None, None, [r for r in rows if r.key[0] == P2P and r.key[2] == lv])
         for lv in levels
     ]
 
@@ -177,7 +178,7 @@ def by_segment(rows: list[Row], starts: list[int]) -> list[Group]:
             inside = [
                 r
                 for r in rows
-                if r.key[0] == "p2p"
+                if r.key[0] == P2P
                 and r.key[2] == group.level
                 and r.key[3] >= lo
                 and (hi is None or r.key[3] < hi)
