@@ -114,8 +114,8 @@ TOPOLOGY_CORES = 8
 def cluster(name: str) -> ClusterModel:
     """The model named by --cluster (see the module docstring)."""
     if name in TOPOLOGIES:
-        channels = {
-            "nic": {"bandwidth": f"{NIC_BPS:.0f} B/s", "latency": f"{2 * PARAMS.nic_lat_s} s"},
+        channels = {  # every link of a topology has the NIC's latency
+            "nic": {"bandwidth": f"{NIC_BPS:.0f} B/s", "latency": f"{PARAMS.nic_lat_s} s"},
             "memory": {
                 "bandwidth": f"{PARAMS.memory_bw_Bps:.0f} B/s",
                 "latency": f"{PARAMS.memory_lat_s} s",

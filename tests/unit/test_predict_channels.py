@@ -11,7 +11,9 @@ from commscope.predict import build, enumerate_placements, predict
 from commscope.predict.channels import count
 from commscope.predict.cost import HockneyCost
 from commscope.predict.model import MEMORY, NIC, SOCKET, ClusterModel, Link, Switch
+from commscope.predict.model_yaml import model_from_dict
 from commscope.predict.placement import regular
+from commscope.predict.pricing import transfer_times
 
 
 def model(nodes: int = 2, sockets: int = 2, cores: int = 2, **kw: object) -> ClusterModel:
@@ -122,3 +124,86 @@ def test_placements_filling_switches_alike_are_counted_from_the_first_switch(
             full = predict(m, dataclasses.replace(pl, symmetric=False), pattern, cost)
             np.testing.assert_allclose(fast.step_s, full.step_s, rtol=1e-12)
             assert fast.transfers == full.transfers and fast.max_cf == full.max_cf
+
+
+def topology_model(topology: dict[str, object], latency: str = "1us") -> ClusterModel:
+    nic = {"bandwidth": "1GB/s", "latency": latency}
+    channels = {"nic": nic, "memory": {"bandwidth": "10GB/s"}}
+    doc = {"sockets": 1, "cores": 2, "channels": channels, "topology": topology}
+    return model_from_dict(doc, "m.yaml")
+
+
+DRAGONFLY = {"kind": "dragonfly", "groups": 3, "chassis": 1, "routers": 4, "nodes_per_router": 1}
+
+
+def test_a_dragonfly_transfer_takes_the_links_to_its_target_group_alone() -> None:
+    m = topology_model(DRAGONFLY)  # groups of 4 nodes: 0-3, 4-7, 8-11; one link per pair
+    pl = regular(m, 12, 1)
+    assert m.pair_link_ratio() == pytest.approx(1.0)
+    # Two transfers from group 0 to group 1 share its one link; to groups 1 and 2 they do not,
+    # though group 0's two links together would carry both at once.
+    assert usage(m, pl, [(0, 4), (1, 5)])[1] == [2, 2]
+    assert usage(m, pl, [(0, 4), (1, 8)])[1] == [1, 1]
+    tree = topology_model({"kind": "fat_tree", "down": [4, 3], "up": [1, 2]})
+    assert tree.pair_link_ratio() is None  # any up port serves any far transfer
+    assert usage(tree, regular(tree, 12, 1), [(0, 4), (1, 8)])[1] == [1, 1]
+
+
+@pytest.mark.parametrize(
+    ("topology", "latency"),
+    [({"kind": "fat_tree", "down": [4, 3], "up": [1, 2]}, "1us"), (DRAGONFLY, "0s")],
+    ids=["fat-tree", "dragonfly"],
+)
+@pytest.mark.parametrize(
+    ("op", "algo", "kw"),
+    [
+        ("alltoall", "block", {"block": 1}),
+        ("alltoall", "block", {"block": 1000}),
+        ("alltoall", "pairwise", {}),
+        ("allgather", "ring", {}),
+    ],
+)
+def test_symmetric_path_equals_full_count_on_topologies(
+    topology: dict[str, object], latency: str, op: str, algo: str, kw: dict[str, int]
+) -> None:
+    # A fat tree's routes of two lengths, a dragonfly's links to each target group: the
+    # first switch's transfers still price every step as the rank-by-rank count does.
+    m = topology_model(topology, latency)
+    assert m.routes_repeat()  # the first switch's routes stand for all: the fast path runs
+    cost = dataclasses.replace(HockneyCost.from_model(m), latency_factors=((0, 2.0), (500, 3.0)))
+    for nodes, per_node in ((8, 1), (12, 1), (12, 2), (8, 2)):
+        pattern = build(op, nodes * per_node, 1000, algo, **kw)
+        for order in ("block", "cyclic"):
+            pl = regular(m, nodes, per_node, order)
+            assert pl.symmetric
+            fast = predict(m, pl, pattern, cost)
+            full = predict(m, dataclasses.replace(pl, symmetric=False), pattern, cost)
+            np.testing.assert_allclose(fast.step_s, full.step_s, rtol=1e-12)
+            assert fast.transfers == full.transfers and fast.max_cf == full.max_cf
+
+
+def test_a_longer_route_adds_its_latency_scaled_as_the_cost_scales_it() -> None:
+    tree = topology_model({"kind": "fat_tree", "down": [4, 3], "up": [1, 2]})
+    assert list(tree.extra_latency_s([0, 0, 0], [0, 1, 4])) == pytest.approx([0, 0, 2e-6])
+    pl = regular(tree, 12, 1)
+    plain = HockneyCost.from_model(tree)
+    scaled = dataclasses.replace(plain, latency_factors=((0, 2.0), (500, 3.0)))
+    src, dst = np.array([0, 1]), np.array([1, 4])  # one leaf; two leaves: 2 links more
+    for nbytes, factor in ((100, 2.0), (1000, 3.0)):
+        m = np.full(2, nbytes)
+        base, _ = transfer_times(tree, pl, src, dst, m, np.array([0, 1]), 2, plain)
+        assert base[1] - base[0] == pytest.approx(2e-6)
+        more, _ = transfer_times(tree, pl, src, dst, m, np.array([0, 1]), 2, scaled)
+        assert more[1] - more[0] == pytest.approx(factor * 2e-6)
+
+
+def test_routes_whose_length_depends_on_where_they_start_are_counted_rank_by_rank() -> None:
+    # A dragonfly's minimal routes and a torus' rings are longer from some nodes than from
+    # others, and so is a deep fat tree's between its subtrees: with a latency, the first
+    # switch's routes do not stand for all, and predict counts every transfer.
+    assert not topology_model(DRAGONFLY).routes_repeat()
+    assert not topology_model({"kind": "torus", "dims": [3, 2]}).routes_repeat()
+    assert not topology_model(
+        {"kind": "fat_tree", "down": [2, 2, 3], "up": [1, 2, 2]}
+    ).routes_repeat()
+    assert topology_model(DRAGONFLY, "0s").routes_repeat()  # no route adds any latency

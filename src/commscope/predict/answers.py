@@ -173,20 +173,23 @@ class AnswerWaits:
 
 
 @dataclass(frozen=True)
-class _Transfers:
+class FlatTransfers:
+    """A pattern's transfers, every step's in order: per transfer its ranks, size and step."""
+
     src: NDArray[np.int64]
     dst: NDArray[np.int64]
     nbytes: NDArray[np.int64]
     step: NDArray[np.int64]
 
 
-def _transfers(pattern: Pattern) -> _Transfers:
+def flat_transfers(pattern: Pattern) -> FlatTransfers:
+    """Every transfer of ``pattern``, step by step."""
     (src, dst, nbytes), step = pattern.flat()
-    return _Transfers(src, dst, nbytes, step)
+    return FlatTransfers(src, dst, nbytes, step)
 
 
 def _between_nodes(
-    node: NDArray[np.int64], t: _Transfers, rendezvous: NDArray[np.bool_]
+    node: NDArray[np.int64], t: FlatTransfers, rendezvous: NDArray[np.bool_]
 ) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64], NDArray[np.int64]]:
     """Per transfer, how it crosses between nodes.
 
@@ -207,7 +210,7 @@ def _between_nodes(
 
 
 def racing(
-    node: NDArray[np.int64], t: _Transfers, rendezvous: NDArray[np.bool_]
+    node: NDArray[np.int64], t: FlatTransfers, rendezvous: NDArray[np.bool_]
 ) -> NDArray[np.bool_]:
     """Per transfer: its answer may wait behind a third-party stream, idling its sender's link.
 
@@ -220,7 +223,7 @@ def racing(
 
 
 def streaming_receiver(
-    node: NDArray[np.int64], t: _Transfers, rendezvous: NDArray[np.bool_]
+    node: NDArray[np.int64], t: FlatTransfers, rendezvous: NDArray[np.bool_]
 ) -> NDArray[np.bool_]:
     """Per transfer: its receiver itself streams to a third rank in the same step.
 
@@ -235,7 +238,7 @@ def streaming_receiver(
 
 
 def exchanging(
-    node: NDArray[np.int64], t: _Transfers, rendezvous: NDArray[np.bool_]
+    node: NDArray[np.int64], t: FlatTransfers, rendezvous: NDArray[np.bool_]
 ) -> NDArray[np.bool_]:
     """Per transfer: half of a pair exchange between nodes, alone on its sender's link.
 
@@ -251,8 +254,8 @@ def step_spans(step: NDArray[np.int64]) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
 
 
-def _chain(
-    t: _Transfers,
+def chain(
+    t: FlatTransfers,
     took: NDArray[np.float64],
     extra: NDArray[np.float64],
     p: int,
@@ -299,7 +302,7 @@ class Draws:
         first_s: how late the sender must come for ``behind`` to be paid.
     """
 
-    transfers: _Transfers
+    transfers: FlatTransfers
     took: NDArray[np.float64]
     race: NDArray[np.bool_]
     extra: NDArray[np.float64]
@@ -308,11 +311,11 @@ class Draws:
 
     def plain_s(self, p: int) -> float:
         """The rank-by-rank count of the ``p`` ranks without any wait: its makespan."""
-        return float(_chain(self.transfers, self.took, np.zeros((1, self.took.size)), p)[0])
+        return float(chain(self.transfers, self.took, np.zeros((1, self.took.size)), p)[0])
 
     def waited_s(self, p: int) -> NDArray[np.float64]:
         """Per draw, the rank-by-rank count with its waits."""
-        return _chain(self.transfers, self.took, self.extra, p, self.behind, self.first_s)
+        return chain(self.transfers, self.took, self.extra, p, self.behind, self.first_s)
 
 
 def draws(
@@ -323,7 +326,7 @@ def draws(
     answers: AnswerWaits,
 ) -> Draws | None:
     """The waits of ``pattern``'s answers on ``placement``, drawn; None when none race."""
-    t = _transfers(pattern)
+    t = flat_transfers(pattern)
     rendezvous = answers.rendezvous(t.nbytes)
     race = racing(placement.node, t, rendezvous)
     measured = [m for m in np.unique(t.nbytes[race]) if answers.waits_s(int(m)) is not None]

@@ -9,7 +9,9 @@ A transfer uses exactly one level's channels, chosen by where its ends run:
   side of the destination node's (as in a SimGrid SPLITDUPLEX link). Between nodes behind
   different switches it also uses the uplink of each switch, up at the source and down at
   the destination; k transfers on an uplink count as k * (NIC rate / uplink rate) NIC-sized
-  transfers, so the uplink binds when it is the narrower share.
+  transfers, so the uplink binds when it is the narrower share. Where switches are joined
+  pair by pair (a dragonfly's groups), a transfer uses the links from its switch to the
+  other one alone, counted the same way at their rate.
 
 A transfer's ``cf`` is the count on the busiest channel (side) it uses: it moves at the pace
 of its most shared channel. Counts are of transfers; cost models map them to their own units.
@@ -52,8 +54,9 @@ class Slots:
 
     ``key[i]`` names up to four channel sides (below ``sides``; the unused ones are ``sides``
     itself, weighted 0). A transfer counts 1 on a memory controller, a socket link side or a
-    NIC side, and NIC rate / uplink rate on an uplink side. Given how many transfers use each
-    side, a transfer's cf is the largest weighted count over its sides.
+    NIC side, and NIC rate / uplink rate on an uplink side (or on the links between a pair of
+    switches). Given how many transfers use each side, a transfer's cf is the largest
+    weighted count over its sides.
     """
 
     level: NDArray[np.int8]
@@ -73,12 +76,13 @@ def slots(
     level = np.where(inter, NIC, np.where(cross, SOCKET, MEMORY)).astype(np.int8)
     # Side numbering: memory controllers, socket link out and in sides (one per socket of
     # the cluster each), NIC send and receive sides (one per node each), uplink up and down
-    # sides (one per switch each), then the unused slot.
+    # sides (one per switch each; or one per ordered pair of switches), then the unused slot.
     sockets, n = model.nodes * model.sockets, model.nodes
     switches = len(model.switches)
+    pair = model.pair_link_ratio()
     nic0 = 3 * sockets
     up0 = nic0 + 2 * n
-    sides = up0 + 2 * switches
+    sides = up0 + (2 * switches if pair is None else switches * switches)
     key = np.full((src.size, 4), sides, dtype=np.int64)
     weight = np.zeros((src.size, 4))
     here = ns * model.sockets
@@ -89,11 +93,15 @@ def slots(
     if switches:
         sw = model.switch_of
         far = inter & (sw[ns] != sw[nd])
-        ratio = model.uplink_ratios()
-        key[far, 2] = up0 + sw[ns[far]]
-        key[far, 3] = up0 + switches + sw[nd[far]]
-        weight[far, 2] = ratio[sw[ns[far]]]
-        weight[far, 3] = ratio[sw[nd[far]]]
+        if pair is None:
+            ratio = model.uplink_ratios()
+            key[far, 2] = up0 + sw[ns[far]]
+            key[far, 3] = up0 + switches + sw[nd[far]]
+            weight[far, 2] = ratio[sw[ns[far]]]
+            weight[far, 3] = ratio[sw[nd[far]]]
+        else:  # the links from one switch to the other, one direction of each cable
+            key[far, 2] = up0 + sw[ns[far]] * switches + sw[nd[far]]
+            weight[far, 2] = pair
     return Slots(level, key, weight, sides)
 
 
@@ -140,19 +148,36 @@ class ClassCounts:
 
     ``n[k, c, s, t]`` counts the transfers of step k in class c (MEMORY, SOCKET, NIC, or FAR:
     between nodes behind different switches) from socket s to socket t, over the ranks of the
-    placement's first ``period`` nodes. Every node carries the same memory, socket and NIC
-    load, and every switch the same uplink load, so the cf of every transfer follows from this
-    table (see :meth:`cf`). ``ratio``: NIC rate / uplink rate of the switches (0: none).
+    placement's first ``period`` nodes (behind switches, all of the first switch's). Every
+    node carries the same memory, socket and NIC load, and every switch the same uplink load,
+    so the cf of every transfer follows from this table (see :meth:`cf`), and a far
+    transfer's from ``far`` (see :meth:`far_cf`).
+
+    ``far[k, g]``: the far transfers of step k to switch g. ``uplink_ratio``: NIC rate / the
+    first switch's uplink rate; ``pair_ratio``: NIC rate / the rate of the links between two
+    switches where switches are joined pair by pair (None: any uplink link serves any far
+    transfer). ``extra_s`` (like ``n``) and ``far_extra_s`` (like ``far``): the most route
+    latency beyond one switch's (``ClusterModel.extra_latency_s``) of any of those
+    transfers; None: no transfer has any.
     """
 
     n: NDArray[np.int64]
     period: int = 1
-    ratio: float = 0.0
+    far: NDArray[np.int64] | None = None
+    uplink_ratio: float = 0.0
+    pair_ratio: float | None = None
+    extra_s: NDArray[np.float64] | None = None
+    far_extra_s: NDArray[np.float64] | None = None
+
+    def _nic(self) -> NDArray[np.float64]:
+        """Per step, one NIC side's transfers (a node sends all its inter-node ones)."""
+        n = self.n.astype(np.float64) / self.period
+        return np.asarray(n[:, NIC].sum(axis=(1, 2)) + n[:, FAR].sum(axis=(1, 2)))
 
     def cf(self) -> NDArray[np.float64]:
-        """The cf of each class, shaped like ``n``.
+        """The cf of the MEMORY, SOCKET and NIC classes, shaped like ``n`` (FAR: 0).
 
-        Memory per socket, link sides, NIC sides, and for FAR the busier of NIC and uplink.
+        Memory per socket, socket link sides, NIC sides.
         """
         n = self.n.astype(np.float64) / self.period  # one node's share
         cf = np.zeros_like(n)
@@ -162,13 +187,24 @@ class ClassCounts:
         out_side = n[:, SOCKET].sum(axis=2)  # per (step, source socket)
         in_side = n[:, SOCKET].sum(axis=1)  # per (step, destination socket)
         cf[:, SOCKET] = np.maximum(out_side[:, :, None], in_side[:, None, :])
-        # Each node's NIC sends all its inter-node transfers; every NIC receives as much.
-        nic = n[:, NIC].sum(axis=(1, 2)) + n[:, FAR].sum(axis=(1, 2))
-        cf[:, NIC] = nic[:, None, None]
-        # Each switch's uplink carries its nodes' far transfers up, and as many come down.
-        uplink = self.n[:, FAR].sum(axis=(1, 2)) * self.ratio
-        cf[:, FAR] = np.maximum(nic, uplink)[:, None, None]
+        cf[:, NIC] = self._nic()[:, None, None]
         return cf
+
+    def far_cf(self) -> NDArray[np.float64]:
+        """Per step and target switch, a far transfer's cf.
+
+        The busier of its NIC sides and the uplink (or the links to its target switch) it
+        shares with the first switch's other far transfers.
+        """
+        if self.far is None:
+            return np.zeros((self.n.shape[0], 0))
+        if self.pair_ratio is not None:
+            links = self.far * self.pair_ratio
+        else:  # each uplink carries its switch's far transfers up, and as many come down
+            links = np.broadcast_to(
+                self.far.sum(axis=1, keepdims=True) * self.uplink_ratio, self.far.shape
+            )
+        return np.asarray(np.maximum(self._nic()[:, None], links), dtype=np.float64)
 
     def fabric(self, nodes: int) -> NDArray[np.float64]:
         """Per step, the inter-node transfers of all ``nodes`` nodes (each sends as many)."""
@@ -198,8 +234,12 @@ def count_classes(
     src = placement.representatives()
     switch = model.switch_of
     home = switch[placement.node[src[0]]]
+    switches = len(model.switches)
     classes = 4 * sockets * sockets
     total = np.zeros(steps * classes, dtype=np.int64)
+    extra = np.zeros(steps * classes)
+    far = np.zeros(steps * max(switches, 1), dtype=np.int64)
+    far_extra = np.zeros(far.size)
     per = max(1, chunk // src.size)
     for a in range(0, offsets.size, per):
         d = offsets[a : a + per]
@@ -209,7 +249,27 @@ def count_classes(
         ns, nd = placement.node[s], placement.node[t]
         level = np.where(ns != nd, NIC, np.where(ss != sd, SOCKET, MEMORY))
         level = np.where(switch[nd] != home, FAR, level)
-        key = (np.tile(step_of[a : a + per], src.size) * 4 + level) * sockets
-        total += np.bincount((key + ss) * sockets + sd, minlength=steps * classes)
-    ratio = float(model.uplink_ratios()[home]) if home >= 0 else 0.0
-    return ClassCounts(total.reshape(steps, 4, sockets, sockets), placement.period, ratio)
+        step = np.tile(step_of[a : a + per], src.size)
+        cell = ((step * 4 + level) * sockets + ss) * sockets + sd
+        total += np.bincount(cell, minlength=steps * classes)
+        route = model.extra_latency_s(ns, nd)
+        out = level == FAR
+        np.maximum.at(extra, cell[~out], route[~out])
+        if switches and out.any():
+            target = step[out] * switches + switch[nd[out]]
+            far += np.bincount(target, minlength=far.size)
+            np.maximum.at(far_extra, target, route[out])
+    n = total.reshape(steps, 4, sockets, sockets)
+    if home < 0:
+        return ClassCounts(
+            n, placement.period, extra_s=extra.reshape(n.shape) if extra.any() else None
+        )
+    return ClassCounts(
+        n,
+        placement.period,
+        far.reshape(steps, switches),
+        float(model.uplink_ratios()[home]),
+        model.pair_link_ratio(),
+        extra.reshape(n.shape) if extra.any() else None,
+        far_extra.reshape(steps, switches) if far_extra.any() else None,
+    )

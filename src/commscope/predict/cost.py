@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 from commscope.analysis import p2p
 from commscope.analysis.contention import LevelTable
 from commscope.data.records import Point
-from commscope.predict.model import LEVELS, ClusterModel, Link
+from commscope.predict.model import LEVELS, NIC, ClusterModel, Link
 from commscope.units import size_text
 
 # The fabric is no channel a transfer picks: it bounds every inter-node transfer by what the
@@ -62,6 +62,12 @@ class CostModel(Protocol):
         self, level: str, nbytes: NDArray[np.int64], cf: NDArray[np.float64]
     ) -> NDArray[np.float64]:
         """Time of each transfer: ``nbytes`` at ``level`` with ``cf`` transfers sharing."""
+        ...
+
+    def route_s(
+        self, nbytes: NDArray[np.int64], extra_s: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """What a route ``extra_s`` of nominal latency longer than the NIC level's adds."""
         ...
 
 
@@ -180,6 +186,12 @@ class TableCost:
             t = np.maximum(t, floor / self.floor_Bps[level])
         return t
 
+    def route_s(
+        self, nbytes: NDArray[np.int64], extra_s: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """The extra latency as it is: a measured table holds no factor to scale it by."""
+        return np.asarray(extra_s, dtype=np.float64)
+
 
 @dataclass(frozen=True)
 class Hockney:
@@ -201,9 +213,15 @@ class Hockney:
 
 @dataclass(frozen=True)
 class HockneyCost:
-    """Bandwidth/latency cost: cf transfers share a level's bandwidth."""
+    """Bandwidth/latency cost: cf transfers share a level's bandwidth.
+
+    ``latency_factors``: ((from size, factor), ...) scaling a longer route's extra latency
+    by message size, as SMPI scales every route's latency (its lat_factor; a segment applies
+    to sizes above its start); empty: the extra latency as it is.
+    """
 
     levels: Mapping[str, Hockney]
+    latency_factors: tuple[tuple[int, float], ...] = ()
 
     @classmethod
     def from_p2p(cls, points: list[Point], where: str = "") -> HockneyCost:
@@ -258,6 +276,19 @@ class HockneyCost:
         """Time alpha + cf * m / beta of the level."""
         return self.levels[level].time_s(nbytes, cf)
 
+    def route_s(
+        self, nbytes: NDArray[np.int64], extra_s: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """The extra latency, scaled by the factor of each message's size."""
+        extra = np.asarray(extra_s, dtype=np.float64)
+        if not self.latency_factors:
+            return extra
+        starts = np.array([s for s, _ in self.latency_factors], dtype=np.float64)
+        factors = np.array([1.0] + [f for _, f in self.latency_factors])
+        # Segments apply above their start: the count of starts below m picks the factor.
+        at = np.searchsorted(starts, np.asarray(nbytes, dtype=np.float64), side="left")
+        return extra * factors[at]
+
 
 @dataclass(frozen=True)
 class CombinedCost:
@@ -275,6 +306,15 @@ class CombinedCost:
     ) -> NDArray[np.float64]:
         """The owning model's time."""
         return self.owners[level].time_s(level, nbytes, cf)
+
+    def route_s(
+        self, nbytes: NDArray[np.int64], extra_s: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """As the model that costs the NIC level prices it (as it is without one)."""
+        owner = self.owners.get(LEVELS[NIC])
+        if owner is None:
+            return np.asarray(extra_s, dtype=np.float64)
+        return owner.route_s(nbytes, extra_s)
 
 
 def combine(*models: CostModel) -> CostModel:

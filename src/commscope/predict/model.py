@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from commscope import limits, strict
 from commscope.errors import PredictError
-from commscope.predict.topologies import Topology
+from commscope.predict.topologies import FatTree, Topology
 
 LEVELS = ("memory", "socket", "nic")
 MEMORY, SOCKET, NIC = 0, 1, 2
@@ -189,6 +189,41 @@ class ClusterModel:
         far = self._switch_of[a] != self._switch_of[b]
         extra = np.where(far, up[self._switch_of[a]] + up[self._switch_of[b]], 0.0)
         return np.asarray(np.minimum(hops, 2) * nic + extra, dtype=np.float64)
+
+    def extra_latency_s(self, a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
+        """Nominal latency from node ``a`` to node ``b`` beyond a route through one switch.
+
+        A route between two nodes of one switch crosses two NIC links, which is what the NIC
+        level's cost holds; a longer route (across uplinks, or more links of a topology) adds
+        the rest of its latency. 0 inside a node and without a NIC latency.
+        """
+        near = 2 * float(self.nic.latency_s or 0.0)
+        return np.asarray(np.maximum(self.latency_s(a, b) - near, 0.0), dtype=np.float64)
+
+    def routes_repeat(self) -> bool:
+        """Whether every switch's routes add the latencies the first switch's add.
+
+        Then the first switch's transfers stand for every switch's (``predict.rank``): a flat
+        network, listed switches of one uplink latency, a fat tree of two levels, or routes
+        that add no latency at all. Not a deeper fat tree, a dragonfly or a torus: how long a
+        route is there depends on where its ends sit, not only on how far apart they are.
+        """
+        if not self.nic.latency_s and not any(sw.uplink.latency_s for sw in self.switches):
+            return True
+        if self.topology is not None:
+            return isinstance(self.topology, FatTree) and self.topology.levels <= 2
+        return len({sw.uplink.latency_s or 0.0 for sw in self.switches}) <= 1
+
+    def pair_link_ratio(self) -> float | None:
+        """NIC rate / the rate of the links joining one pair of switches, or None.
+
+        Only where switches are joined pair by pair (a dragonfly's groups); None where any
+        link of an uplink serves any far transfer.
+        """
+        leaves = None if self.topology is None else self.topology.leaves()
+        if leaves is None or not leaves.pairwise or len(self.switches) < 2:
+            return None
+        return (len(self.switches) - 1) / leaves.uplink_links
 
     def uplink_ratios(self) -> NDArray[np.float64]:
         """Per switch: NIC bandwidth / uplink bandwidth (a transfer's share of the uplink)."""

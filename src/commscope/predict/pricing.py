@@ -1,5 +1,8 @@
 """Each transfer of a step priced: its channel's share counted, its time from the cost model.
 
+A transfer between nodes also pays the latency its route has beyond a route through one
+switch (``ClusterModel.extra_latency_s``), as the cost model scales it.
+
 ``rank`` sums these times into a pattern's predicted time; ``answers`` chains them with the
 waits of rendezvous answers.
 """
@@ -35,4 +38,18 @@ def transfer_times(
             took[sel] = cost.time_s(level, nbytes[sel], usage.cf[sel])
             if code == NIC:
                 took[sel] = with_fabric(cost, known, took[sel], nbytes[sel], usage.fabric[sel])
+                took[sel] += route_s(model, placement, src[sel], dst[sel], nbytes[sel], cost)
     return took, usage
+
+
+def route_s(
+    model: ClusterModel,
+    placement: Placement,
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    nbytes: NDArray[np.int64],
+    cost: CostModel,
+) -> NDArray[np.float64]:
+    """Per inter-node transfer, the time its route's latency beyond one switch's adds."""
+    extra = model.extra_latency_s(placement.node[src], placement.node[dst])
+    return cost.route_s(nbytes, extra)

@@ -2,8 +2,9 @@
 
 A step takes as long as its slowest transfer; the pattern takes the sum of its steps
 (module 2 of Peryshkova and Kurnosov 2018, contention-aware placement). When the placement is
-symmetric and every step rotation-invariant, only the transfers from the first node's ranks
-are counted: every other node's are their images. Their cf then depends only on the step, the
+symmetric, every step rotation-invariant and every switch's routes as long as the first's,
+only the transfers from the first node's ranks are counted: every other node's are their
+images. Their cf then depends only on the step, the
 level and the sockets at both ends, so transfers are counted by that class and each class is
 priced once.
 """
@@ -21,7 +22,7 @@ from commscope.errors import PredictError
 from commscope.predict import answers as answers_mod
 from commscope.predict import channels, timeline
 from commscope.predict.cost import CostModel, with_fabric
-from commscope.predict.model import LEVELS, NIC, ClusterModel
+from commscope.predict.model import LEVELS, MEMORY, NIC, SOCKET, ClusterModel
 from commscope.predict.patterns import Pattern, ShiftStep, Transfers
 from commscope.predict.placement import Placement, enumerate_placements
 from commscope.predict.pricing import transfer_times
@@ -98,18 +99,33 @@ def _symmetric(
     used[NIC] += per_class[channels.FAR]  # a far transfer is a NIC transfer, uplinks beside
     max_cf = np.zeros(len(LEVELS))
     known = set(cost.sources())
-    for code in range(classes.n.shape[1]):
-        k, s, t = np.nonzero(classes.n[:, code])
-        if k.size == 0:
-            continue
-        level = min(code, NIC)
-        here = cf[k, code, s, t]
+
+    def price(
+        level: int,
+        k: NDArray[np.int64],
+        here: NDArray[np.float64],
+        extra: NDArray[np.float64] | None,
+    ) -> None:
         max_cf[level] = max(max_cf[level], float(here.max()))
-        if LEVELS[level] in known:
-            took = cost.time_s(LEVELS[level], nbytes[k], here)
-            if level == NIC:
-                took = with_fabric(cost, known, took, nbytes[k], load[k])
-            np.maximum.at(step_s, k, took)
+        if LEVELS[level] not in known:
+            return
+        took = cost.time_s(LEVELS[level], nbytes[k], here)
+        if level == NIC:
+            took = with_fabric(cost, known, took, nbytes[k], load[k])
+            if extra is not None:  # the longest route of the class beyond one switch's
+                took = took + cost.route_s(nbytes[k], extra)
+        np.maximum.at(step_s, k, took)
+
+    for code in (MEMORY, SOCKET, NIC):
+        k, s, t = np.nonzero(classes.n[:, code])
+        if k.size:
+            extra = None if classes.extra_s is None else classes.extra_s[k, code, s, t]
+            price(code, k, cf[k, code, s, t], extra)
+    if classes.far is not None:  # far transfers, by step and target switch
+        k, g = np.nonzero(classes.far)
+        if k.size:
+            extra = None if classes.far_extra_s is None else classes.far_extra_s[k, g]
+            price(NIC, k, classes.far_cf()[k, g], extra)
     return _result(placement, step_s, used, max_cf, _missing(cost, used))
 
 
@@ -207,7 +223,7 @@ def predict(
         )
     if pattern.timeline:
         found = _timed(model, placement, pattern, cost)
-    elif placement.symmetric and pattern.shift_invariant:
+    elif placement.symmetric and pattern.shift_invariant and model.routes_repeat():
         found = _symmetric(model, placement, pattern, cost)
     else:
         found = _general(model, placement, pattern, cost)

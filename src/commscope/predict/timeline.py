@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from commscope.predict import channels
+from commscope.predict import channels, pricing
 from commscope.predict.cost import FABRIC, CombinedCost, CostModel, TableCost, with_fabric
 from commscope.predict.model import LEVELS, NIC, ClusterModel
 from commscope.predict.patterns import Pattern
@@ -157,6 +157,13 @@ def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostM
     fabric = FABRIC in known
     rate_nic = nominal_Bps(cost, LEVELS[NIC])
     node = placement.node
+    # What each inter-node transfer's route adds beyond one switch's: its own, whatever cf.
+    route = np.zeros(n)
+    between = level == NIC
+    if between.any() and LEVELS[NIC] in known:
+        route[between] = pricing.route_s(
+            model, placement, src[between], dst[between], nbytes[between], cost
+        )
     order = _Order(plan)
     start = np.full(n, np.nan)
     end = np.full(n, np.nan)
@@ -202,6 +209,7 @@ def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostM
                 k = np.count_nonzero(nic)
                 load = np.full(k, float(k))
                 took[nic] = with_fabric(cost, known, took[nic], nbytes[act[nic]], load)
+            took[nic] += route[act[nic]]
         # Unpriced (and empty) transfers finish at once; the rest advance at 1 / took.
         dt = float(((1.0 - done[act]) * took).min())
         with np.errstate(divide="ignore", invalid="ignore"):  # took 0: replaced by 1.0

@@ -18,7 +18,8 @@ order SimGrid routes (its own code, not a shortest path search), for arrays of n
 - dragonfly (Cray Cascade): group, chassis, router, node. A node link up and down, then
   minimal routing: inside a group a router link (same chassis) and a chassis link; between
   groups to the router that holds the group link, across it, then to the target router. Its
-  groups are the switches of the model; each group's uplink is its ``groups - 1`` group links.
+  groups are the switches of the model; each group's uplink is its ``groups - 1`` group links,
+  and a transfer to another group takes the links to that group alone.
 - torus: dimension-ordered routing, each dimension the short way round a ring: the hops are
   the sum of the ring distances. No switch: every node is a router.
 
@@ -64,11 +65,15 @@ class Leaves:
         name: name prefix of each switch (``leaf``, ``group``).
         size: nodes per switch.
         uplink_links: links of one switch's uplink (each at the NIC rate).
+        pairwise: the uplink's links are split evenly among the other switches, each pair of
+            switches joined by its own (a dragonfly's group links); False: any link of the
+            uplink carries any far transfer (a fat tree's up ports).
     """
 
     name: str
     size: int
     uplink_links: int
+    pairwise: bool = False
 
 
 @dataclass(frozen=True)
@@ -234,7 +239,7 @@ class Dragonfly:
         if self.groups < 2:
             return None
         size = self.chassis * self.routers * self.nodes_per_router
-        return Leaves("group", size, (self.groups - 1) * self.group_links)
+        return Leaves("group", size, (self.groups - 1) * self.group_links, pairwise=True)
 
     def describe(self) -> str:
         """One phrase: groups, chassis, routers, nodes per router."""

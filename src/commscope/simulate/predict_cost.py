@@ -8,10 +8,11 @@ so the predictor priced with it and SMPI differ only where their counting does (
 asynchrony between steps, max-min shares of unequal flows), not in their figures.
 
 The routes follow :mod:`commscope.simulate.platform`: between nodes two NIC links (up, down)
-and the switch latency, so L = 2 NIC latency + switch latency (routes across switches add
-uplink and fabric latencies this per-level cost cannot tell apart: it prices every inter-node
-transfer as one within a switch); inside a node the memory link, which also carries what
-crosses sockets.
+and the switch latency, so L = 2 NIC latency + switch latency; a longer route (across
+uplinks, or more links of a topology) adds its extra latency, scaled by lat_factor as SMPI
+scales the whole route's (``HockneyCost.latency_factors``, priced per transfer by
+``predict.pricing``); inside a node the memory link, which also carries what crosses
+sockets.
 """
 
 from __future__ import annotations
@@ -103,5 +104,6 @@ def smpi_cost(params: SimParams, neutral: bool = False) -> HockneyCost:
             "memory": memory,
             "socket": memory,
             "nic": _regimes(lat, bw, route_lat, params.nic_bw_Bps, f"SMPI NIC route, {said}"),
-        }
+        },
+        latency_factors=tuple(lat),
     )
