@@ -123,31 +123,37 @@ def _distorted_null(cli, sync: str) -> tuple[dict, dict, dict, list[dict]]:
     return summarize(coll).to_json(), coll.raw["clock_check"], header, end["clock_check"]
 
 
+def slope_bound(options: dict, error_s: float) -> float:
+    """The most a least-squares line's slope moves when each point moves by up to error_s.
+
+    The sync's rounds are spread evenly over its span: the slope is sum((t - mean) y) / sxx,
+    so moving every y by error_s with the sign of (t - mean) moves it by
+    error_s sum|t - mean| / sxx.
+    """
+    rounds, span = options["sync_rounds"], options["sync_span_s"]
+    t = [span * i / (rounds - 1) for i in range(rounds)]
+    mean = sum(t) / rounds
+    sxx = sum((x - mean) ** 2 for x in t)
+    return error_s * sum(abs(x - mean) for x in t) / sxx
+
+
 def test_drift_aware_sync_survives_a_distorted_clock_where_linear_does_not(cli):
     need(have_mpi("openmpi"), "openmpi is not installed")
-    # As above: on this shared VM one sync now and then lands off by half a slow round trip;
-    # the drift-aware sync must hold in one of three independent runs.
-    for _ in range(3):
-        drift, drift_check, header, _ = _distorted_null(cli, "drift")
-        assert header["options"]["test_distort"] == {"rank": 1, "offset_s": 1.0, "drift": 1e-4}
-        fitted = header["clock_sync"]["ranks"][1]
-        # As in the test above, an offset from an exchange of round trip rtt is off by up to
-        # rtt / 2 whatever the load: times may be off by that much more than the 1 us rule.
-        bound = 1e-6 + fitted["rtt_s"] / 2
-        # The offset is quoted at the fit's reference time, when the 100 ppm drift has added
-        # to the 1 s for as long as the timer has run (0.06 s seen in CI): within 0.2 s. A
-        # disturbed run (a sync round trip of tenths of a second on a busy host) is retried
-        # like a disturbed launch, whichever figure it spoilt.
-        held = (
-            fitted["offset_s"] == pytest.approx(-1.0, abs=0.2)
-            and fitted["drift"] == pytest.approx(-1e-4, rel=0.05)  # the rate was found
-            and abs(drift["time_s"]) <= bound
-            and drift_check["unexplained_s"] <= 1e-6
-        )
-        if held:
-            break
+    drift, drift_check, header, _ = _distorted_null(cli, "drift")
+    assert header["options"]["test_distort"] == {"rank": 1, "offset_s": 1.0, "drift": 1e-4}
+    fitted = header["clock_sync"]["ranks"][1]
+    # The rate was found, as closely as this run's own round trips allow: each offset the
+    # line is fitted to is off by at most half the round trip it came from (Cristian), and
+    # the sync keeps rounds within 1.5x the best one.
+    limit = slope_bound(header["options"], 1.5 * fitted["rtt_s"] / 2)
+    print(f"\nfitted drift {fitted['drift']:.4e}, bound {limit:.2e}")
+    assert fitted["drift"] == pytest.approx(-1e-4, abs=limit)
+    # The offset is quoted at the fit's reference time, when the 100 ppm drift has added to
+    # the 1 s for as long as the timer has run (0.06 s seen in CI): within 0.2 s.
     assert fitted["offset_s"] == pytest.approx(-1.0, abs=0.2)
-    assert fitted["drift"] == pytest.approx(-1e-4, rel=0.05)
+    # As in the test above, an offset from an exchange of round trip rtt is off by up to
+    # rtt / 2 whatever the load: times may be off by that much more than the 1 us rule.
+    bound = 1e-6 + fitted["rtt_s"] / 2
     assert abs(drift["time_s"]) <= bound, (drift["time_s"], bound)
     # Still synchronised after the launches: no disagreement the round trips cannot explain.
     assert drift_check["unexplained_s"] <= 1e-6, drift_check
