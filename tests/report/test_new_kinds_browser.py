@@ -23,7 +23,7 @@ def test_matrix_mbw_and_rma_sections_are_drawn_and_escaped(tmp_path):
     path = tmp_path / "s.sqlite"
     names = test_matrix.NODES[:4]
     slow = test_matrix.bw_matrix(4, lambda a, b: 5e6 if 2 in (a, b) else 22e6, noise=0.02)
-    matrix = test_matrix._store(path, slow, names)  # labelled with a script tag
+    matrix = test_matrix.store_run(path, slow, names)  # labelled with a script tag
     mbw = synthetic_mbw.store_run(path, synthetic_mbw.records(synthetic_mbw.Model()), ALERT)
     rma = test_rma.store_run(path, test_rma.records(), ALERT)
     with Store.open(path) as store:

@@ -68,7 +68,7 @@ def artifacts(tmp_path: Path) -> Path:
 def report_of_three_runs(tmp_path: Path) -> Path:
     """A busy run (warnings), a p2p run with collectives and a hostile label, a TCP run."""
     path = tmp_path / "s.sqlite"
-    records: list[Point | Coll] = [*busy._points(), *busy._colls()]
+    records: list[Point | Coll] = [*busy.sample_points(), *busy.sample_colls()]
     ids = [synthetic_runs.store_records(path, "all", records, "busy", 2)]
     ids.append(synthetic_runs.store_run(path, HOSTILE))
     ids.append(synthetic_tcp.store_tcp_run(path, "tcp", 65536, retrans=3))

@@ -233,7 +233,7 @@ def _header(n: int, names: tuple[str, ...]) -> Header:
     return rec
 
 
-def _store(path, points: list[Point], names: tuple[str, ...]) -> int:
+def store_run(path, points: list[Point], names: tuple[str, ...]) -> int:
     with Store.open(path) as store:
         run_id = store.create_run("matrix", HOSTILE, "synthetic", "none", len(names), {})
         seg = store.start_segment(run_id, ["synthetic"])
@@ -250,7 +250,7 @@ def test_kind_json_tables_and_report_name_the_slow_node(tmp_path):
     pts = bw_matrix(4, lambda a, b: 5e6 if 2 in (a, b) else 22e6, noise=0.02)
     pts += [point("matrix_lat", a, b, 60e-6) for a in range(4) for b in range(4) if a != b]
     pts += [point("bisection_bw", 0, 2, 5e6, "m0/"), point("bisection_bw", 1, 3, 22e6, "m0/")]
-    run_id = _store(tmp_path / "s.sqlite", pts, names)
+    run_id = store_run(tmp_path / "s.sqlite", pts, names)
     with Store.open(tmp_path / "s.sqlite") as store:
         run = read_run(store, run_id)
     # The p2p series never see these points.

@@ -45,7 +45,7 @@ def by_step(which, op: str, algorithm: str, nodes: int, per_node: int, size: int
     """Per step, the transfers ``which`` picks, as (src, dst) pairs."""
     pattern = predict.build(op, nodes * per_node, size, algorithm)
     placement = predict.regular(MODEL, nodes, per_node)
-    t = answers._transfers(pattern)
+    t = answers.flat_transfers(pattern)
     picked = which(placement.node, t, constant(0.01).rendezvous(t.nbytes))
     steps: dict[int, set[tuple[int, int]]] = {}
     for k, s, d in zip(t.step[picked], t.src[picked], t.dst[picked], strict=True):
@@ -294,16 +294,16 @@ def test_pair_exchanges_between_nodes_whose_links_carry_them_alone():
 def test_an_exchange_whose_sender_arrives_late_waits_behind_its_peers_stream():
     # Step 0: 0 -> 1 (50 ms) while rank 2 idles. Step 1: 0 and 2 exchange, 100 ms each way.
     # Rank 0 arrives 50 ms after rank 2: 0 -> 2 waits 30 ms behind 2's stream to 0.
-    t = answers._Transfers(
+    t = answers.FlatTransfers(
         np.array([0, 0, 2]), np.array([1, 2, 0]), np.full(3, 1 << 20), np.array([0, 1, 1])
     )
     took = np.array([0.05, 0.1, 0.1])
     behind = np.array([[0.0, 0.03, 0.03]])
     none = np.zeros((1, 3))
-    assert answers._chain(t, took, none, 3)[0] == pytest.approx(0.15)
-    assert answers._chain(t, took, none, 3, behind, 0.01)[0] == pytest.approx(0.18)
+    assert answers.chain(t, took, none, 3)[0] == pytest.approx(0.15)
+    assert answers.chain(t, took, none, 3, behind, 0.01)[0] == pytest.approx(0.18)
     # Within the first fragment's time both answer at once: no wait.
-    assert answers._chain(t, took, none, 3, behind, 0.06)[0] == pytest.approx(0.15)
+    assert answers.chain(t, took, none, 3, behind, 0.06)[0] == pytest.approx(0.15)
 
 
 def test_the_pairwise_all_to_all_pays_for_its_exchanges_only_where_ranks_arrive_apart():

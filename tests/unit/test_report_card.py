@@ -49,7 +49,7 @@ def test_the_card_quotes_the_inter_node_figures_first_and_escapes_labels(tmp_pat
 
 def test_each_warning_is_on_the_card_once(tmp_path):
     path = tmp_path / "s.sqlite"
-    records: list[Point | Coll] = [*busy._points(), *busy._colls()]
+    records: list[Point | Coll] = [*busy.sample_points(), *busy.sample_colls()]
     synthetic_runs.store_records(path, "all", records, "busy", 2)
     with Store.open(path) as store:
         page = kinds.render_report([read_run(store, 1)])

@@ -35,7 +35,7 @@ COLL_OPS += ("iallreduce", "ibcast")
 ZERO_LOOKING = re.compile(r"(?<![\d.])0(\.0+)? ?(ms|us|ns)\b")
 
 
-def _colls() -> list[Coll]:
+def sample_colls() -> list[Coll]:
     rng = np.random.default_rng(3)
     out = [_coll("barrier", 0, rng, late=False)]
     for i, op in enumerate(COLL_OPS):
@@ -68,7 +68,7 @@ def _coll(op: str, size: int, rng: np.random.Generator, late: bool) -> Coll:
     return rec
 
 
-def _points() -> list[Point]:
+def sample_points() -> list[Point]:
     """p2p on the NetPIPE schedule; the large windows at -3 B and +3 B mostly interrupted."""
     out = []
     for p in synthetic_runs.points("intra-socket", (0, 1)):
@@ -83,7 +83,7 @@ def _points() -> list[Point]:
 @pytest.fixture
 def busy_run(tmp_path: Path) -> Path:
     path = tmp_path / "store.sqlite"
-    records: list[Point | Coll] = [*_points(), *_colls()]
+    records: list[Point | Coll] = [*sample_points(), *sample_colls()]
     synthetic_runs.store_records(path, "all", records, "busy", 2)
     return path
 
@@ -124,7 +124,7 @@ def test_show_prints_one_screen_and_full_the_tables(cli, busy_run):
 @pytest.mark.parametrize("seconds", [4e-10, 1.5e-9, 3.7e-8, 2.5e-7, 9.9996e-7, 1.4e-6])
 def test_every_warning_template_reads_sub_microsecond_durations(seconds):
     skew = SkewEffect(240, 192, seconds, seconds * 3, seconds * 2, seconds, 0.001)
-    rows = coll_analysis.summaries(_colls()[:3], 0.95, 0.25, 10)
+    rows = coll_analysis.summaries(sample_colls()[:3], 0.95, 0.25, 10)
     flagged = dataclasses.replace(
         rows[1],
         warnings=("clock_drift", "start_skew"),
