@@ -287,7 +287,7 @@ class HockneyCost:
         factors = np.array([1.0] + [f for _, f in self.latency_factors])
         # Segments apply above their start: the count of starts below m picks the factor.
         at = np.searchsorted(starts, np.asarray(nbytes, dtype=np.float64), side="left")
-        return extra * factors[at]
+        return np.asarray(extra * factors[at], dtype=np.float64)
 
 
 @dataclass(frozen=True)
