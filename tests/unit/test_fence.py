@@ -26,7 +26,7 @@ from commscope.cli import run_fence
 from commscope.data.store import Store
 from commscope.errors import LaunchError
 from commscope.measure import fence
-from tests.unit.test_matrix import _store, point
+from tests.unit.test_matrix import point, store_run
 
 NODES = ("csnode1", "csnode2", "csnode3", "csnode4")
 
@@ -278,7 +278,7 @@ def _run(tmp_path, slow_nodes=(2,), slow_links=(), n=4):
     values = {(a, b): 5e6 for a in range(n) for b in range(n) if {a, b} & set(slow_nodes)}
     values.update({link: 4e6 for link in slow_links})
     path = tmp_path / "s.sqlite"
-    run_id = _store(path, bw(values, n), tuple(f"csnode{i}" for i in range(1, n + 1)))
+    run_id = store_run(path, bw(values, n), tuple(f"csnode{i}" for i in range(1, n + 1)))
     return path, run_id
 
 
@@ -324,7 +324,7 @@ def test_drain_drains_the_slow_node_and_leaves_an_admins_node_alone(slurm, tmp_p
 
 def test_drain_exit_codes_ok_warning_and_unknown(slurm, tmp_path, monkeypatch):
     fake = slurm()
-    healthy = _store(tmp_path / "h.sqlite", bw({}), NODES)
+    healthy = store_run(tmp_path / "h.sqlite", bw({}), NODES)
     assert _after(tmp_path / "h.sqlite", healthy, drain=True).status == run_fence.OK
     path, run_id = _run(tmp_path, slow_nodes=(), slow_links=[(0, 3)])
     link = _after(path, run_id, drain=True)

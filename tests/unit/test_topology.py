@@ -9,7 +9,7 @@ import pytest
 
 from commscope.analysis import topology
 from commscope.predict.model_yaml import load_model
-from tests.unit.test_matrix import _store, point
+from tests.unit.test_matrix import point, store_run
 
 NAMES = ("csnode1", "csnode2", "csnode3", "csnode4", "csnode5", "csnode6")
 
@@ -72,7 +72,7 @@ def test_the_cli_writes_slurms_file_and_a_model_predict_reads(cli, tmp_path):
     bw = rates(6, lambda i: i // 3, 100e6, lambda i, j: 25e6)
     points = [point("matrix_bw", a, b, bw[a, b]) for a in range(6) for b in range(6) if a != b]
     points += [point("matrix_lat", a, b, 20e-6) for a in range(6) for b in range(6) if a != b]
-    run = _store(cli.store, points, NAMES)
+    run = store_run(cli.store, points, NAMES)
     conf, model = tmp_path / "topology.conf", tmp_path / "cluster.yaml"
     out = cli("topology", str(run), "-o", str(conf), "--model", str(model))
     assert out.returncode == 0, out.stderr
@@ -96,7 +96,7 @@ def test_the_cli_refuses_runs_without_a_matrix_or_with_one_node(cli, tmp_path):
     out = cli("topology", str(p2p), "-o", str(tmp_path / "t.conf"))
     assert out.returncode == 2 and "no all-pairs matrix" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
-    one = _store(cli.store, [point("matrix_lat", 0, 1, 2e-5)], ("solo", "solo"))
+    one = store_run(cli.store, [point("matrix_lat", 0, 1, 2e-5)], ("solo", "solo"))
     out = cli("topology", str(one), "-o", str(tmp_path / "t.conf"))
     assert out.returncode == 2 and "needs 2 or more" in out.stderr
     assert not (tmp_path / "t.conf").exists()  # nothing half-written
