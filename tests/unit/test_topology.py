@@ -90,9 +90,9 @@ def test_the_cli_writes_slurms_file_and_a_model_predict_reads(cli, tmp_path):
 
 
 def test_the_cli_refuses_runs_without_a_matrix_or_with_one_node(cli, tmp_path):
-    from tests.synthetic_runs import store_run
+    from tests import synthetic_runs
 
-    p2p = store_run(cli.store, "p2p")
+    p2p = synthetic_runs.store_run(cli.store, "p2p")
     out = cli("topology", str(p2p), "-o", str(tmp_path / "t.conf"))
     assert out.returncode == 2 and "no all-pairs matrix" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
