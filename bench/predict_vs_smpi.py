@@ -7,8 +7,9 @@ switches of 16 nodes, whose uplinks to the spine carry 4 NICs' rate (4:1 oversub
 32 nodes under each of 32 leaves, each leaf with 16 links up (2:1 tapered), written as
 SimGrid's FAT_TREE zone. --cluster dragonfly (the same ranks): 1,024 nodes of 8 cores in 8
 groups of 4 chassis of 8 routers of 4 nodes, SimGrid's DRAGONFLY zone. The predictor sees a
-topology's leaves (the fat tree's leaf switches, the dragonfly's groups) and their uplinks'
-total rate; SMPI routes each message over the topology's own links. Every model: NIC links
+topology's leaves (the fat tree's leaf switches, the dragonfly's groups), their uplinks (the
+dragonfly's link to each other group apart) and each route's latency, not the links inside a
+leaf or group; SMPI routes each message over the topology's own links. Every model: NIC links
 10 Gbit/s and 1.5 us each way, a node's memory link 10 GB/s and 0.2 us, and SimGrid's own
 SMPI factors (the
 calibration on TACC's Stampede that SMPI uses by default), written out explicitly. SMPI runs
