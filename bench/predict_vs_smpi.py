@@ -6,13 +6,16 @@ switches of 16 nodes, whose uplinks to the spine carry 4 NICs' rate (4:1 oversub
 --cluster fat-tree (1,024 and 4,096 ranks): 1,024 nodes of 8 cores in a two-level fat tree,
 32 nodes under each of 32 leaves, each leaf with 16 links up (2:1 tapered), written as
 SimGrid's FAT_TREE zone. --cluster dragonfly (the same ranks): 1,024 nodes of 8 cores in 8
-groups of 4 chassis of 8 routers of 4 nodes, SimGrid's DRAGONFLY zone. The predictor sees a
-topology's leaves (the fat tree's leaf switches, the dragonfly's groups), their uplinks (the
-dragonfly's link to each other group apart) and each route's latency, not the links inside a
-leaf or group; SMPI routes each message over the topology's own links. Every model: NIC links
-10 Gbit/s and 1.5 us each way, a node's memory link 10 GB/s and 0.2 us, and SimGrid's own
-SMPI factors (the
-calibration on TACC's Stampede that SMPI uses by default), written out explicitly. SMPI runs
+groups of 4 chassis of 8 routers of 4 nodes, SimGrid's DRAGONFLY zone. The predictor sees the
+fat tree's leaf switches and their uplinks, the dragonfly's links one by one as SimGrid routes
+them, and each route's latency; SMPI routes each message over the topology's own links. Every
+model: NIC links 10 Gbit/s and 1.5 us each way (--link-latency), a node's memory link 10 GB/s
+and 0.2 us, and SimGrid's own SMPI factors (the calibration on TACC's Stampede that SMPI uses
+by default), written out explicitly. SimGrid gives a message a share of a link in inverse
+proportion to its route's penalty (its latency plus SMPI's weight-S over each link's rate,
+here in proportion to the links it crosses); links of no latency make every penalty equal,
+so --link-latency 0 sets the predictor, which shares links evenly, beside SMPI where only
+their counting differs. SMPI runs
 ``simulate.probe`` (one collective after a barrier, the slowest rank's time) on the platform
 commscope writes from that model (``simulate.platform``) with the options ``simulate run``
 uses (``simulate.smpi.config``); the predictor prices the same algorithm with the same
@@ -36,12 +39,13 @@ times so a re-run simulates only what is new. Not a test: it prints figures.
 
     .venv/bin/python bench/predict_vs_smpi.py --lock /tmp/commscope-bench.lock \\
         [--cluster two-level|fat-tree|dragonfly] [--procs 64,192] [--sizes 65536,1048576]
-        [--ops alltoall,bcast,allreduce,alltoall-pairwise]
+        [--ops alltoall,bcast,allreduce,alltoall-pairwise] [--link-latency 1.5e-6]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -112,11 +116,11 @@ TOPOLOGIES = {
 TOPOLOGY_CORES = 8
 
 
-def cluster(name: str) -> ClusterModel:
+def cluster(name: str, params: SimParams = PARAMS) -> ClusterModel:
     """The model named by --cluster (see the module docstring)."""
     if name in TOPOLOGIES:
         channels = {  # every link of a topology has the NIC's latency
-            "nic": {"bandwidth": f"{NIC_BPS:.0f} B/s", "latency": f"{PARAMS.nic_lat_s} s"},
+            "nic": {"bandwidth": f"{NIC_BPS:.0f} B/s", "latency": f"{params.nic_lat_s} s"},
             "memory": {
                 "bandwidth": f"{PARAMS.memory_bw_Bps:.0f} B/s",
                 "latency": f"{PARAMS.memory_lat_s} s",
@@ -135,7 +139,7 @@ def cluster(name: str) -> ClusterModel:
         1,
         CORES,
         memory=Link(PARAMS.memory_bw_Bps, PARAMS.memory_lat_s),
-        nic=Link(NIC_BPS, 2 * PARAMS.nic_lat_s),  # a transfer crosses two NIC links
+        nic=Link(NIC_BPS, 2 * params.nic_lat_s),  # a transfer crosses two NIC links
         switches=leaves,
     )
 
@@ -163,14 +167,21 @@ class Lock:
 
 
 def simulate(
-    program: Path, model: ClusterModel, pl: Placement, op: str, size: int, lock: Lock, limit: float
+    program: Path,
+    model: ClusterModel,
+    params: SimParams,
+    pl: Placement,
+    op: str,
+    size: int,
+    lock: Lock,
+    limit: float,
 ) -> tuple[float, float] | None:
     """SMPI's simulated time of one launch and the wall time of its smpirun; None past limit."""
     with tempfile.TemporaryDirectory(prefix="smpi-") as tmp:
         workdir = Path(tmp)
         name, _, algorithm = ALGOS[op]
         job = probe.model_job(
-            program, model, PARAMS, pl, name, size, workdir, [f"smpi/{name}:{algorithm}"]
+            program, model, params, pl, name, size, workdir, [f"smpi/{name}:{algorithm}"]
         )
         lock.take()
         t0 = time.perf_counter()
@@ -198,11 +209,11 @@ def simulate(
     return probe.simulated_s(stdout), wall
 
 
-def key(model: ClusterModel, pl: Placement, op: str, size: int) -> str:
+def key(model: ClusterModel, params: SimParams, pl: Placement, op: str, size: int) -> str:
     # The platform and options fix the simulation; hash them so a changed writer re-runs.
-    text = platform.platform_xml(model, PARAMS) + platform.hostfile(model, pl)
+    text = platform.platform_xml(model, params) + platform.hostfile(model, pl)
     name, _, algorithm = ALGOS[op]
-    text += " ".join(smpi.config(PARAMS, [f"smpi/{name}:{algorithm}"]))
+    text += " ".join(smpi.config(params, [f"smpi/{name}:{algorithm}"]))
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     return f"{op} {size} {pl.label} {digest}"
 
@@ -244,8 +255,15 @@ def main() -> int:
     parser.add_argument(
         "--cached", action="store_true", help="only SMPI times kept in --results; run none"
     )
+    parser.add_argument(
+        "--link-latency",
+        type=float,
+        default=PARAMS.nic_lat_s,
+        help="seconds, every NIC and topology link (0: SimGrid shares links evenly)",
+    )
     args = parser.parse_args()
-    model, cost = cluster(args.cluster), smpi_cost(PARAMS)
+    params = dataclasses.replace(PARAMS, nic_lat_s=args.link_latency)
+    model, cost = cluster(args.cluster, params), smpi_cost(params)
     lock = Lock(args.lock, args.hold)
     kept = json.loads(args.results.read_text()) if args.results and args.results.exists() else {}
     summary = []
@@ -267,11 +285,11 @@ def main() -> int:
                     print(f"{'placement':<16} {'predicted s':>12} {'SMPI s':>12} {'ratio':>7}")
                     smpi_s, walls, pred = [], [], []
                     for pl in placements:
-                        k = key(model, pl, op, size)
+                        k = key(model, params, pl, op, size)
                         if k not in kept and args.cached:
                             continue
                         if k not in kept:
-                            done = simulate(program, model, pl, op, size, lock, args.limit)
+                            done = simulate(program, model, params, pl, op, size, lock, args.limit)
                             if done is None:
                                 continue
                             kept[k] = done

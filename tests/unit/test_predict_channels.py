@@ -134,25 +134,44 @@ def topology_model(topology: dict[str, object], latency: str = "1us") -> Cluster
 
 
 DRAGONFLY = {"kind": "dragonfly", "groups": 3, "chassis": 1, "routers": 4, "nodes_per_router": 1}
+FLAT_TREE = {"kind": "fat_tree", "down": [4, 3], "up": [1, 1]}  # 4:1 tapered
 
 
-def test_a_dragonfly_transfer_takes_the_links_to_its_target_group_alone() -> None:
+def test_a_dragonfly_transfer_shares_each_link_of_its_route() -> None:
     m = topology_model(DRAGONFLY)  # groups of 4 nodes: 0-3, 4-7, 8-11; one link per pair
     pl = regular(m, 12, 1)
-    assert m.pair_link_ratio() == pytest.approx(1.0)
-    # Two transfers from group 0 to group 1 share its one link; to groups 1 and 2 they do not,
-    # though group 0's two links together would carry both at once.
+    # Two transfers from group 0 to group 1 share its one group link; to groups 1 and 2 they
+    # do not, though group 0's two links together would carry both at once.
     assert usage(m, pl, [(0, 4), (1, 5)])[1] == [2, 2]
     assert usage(m, pl, [(0, 4), (1, 8)])[1] == [1, 1]
-    tree = topology_model({"kind": "fat_tree", "down": [4, 3], "up": [1, 2]})
-    assert tree.pair_link_ratio() is None  # any up port serves any far transfer
-    assert usage(tree, regular(tree, 12, 1), [(0, 4), (1, 8)])[1] == [1, 1]
+    # Inside a group each pair of routers has its own link, one per direction.
+    assert usage(m, pl, [(0, 1), (2, 1)])[1] == [2, 2]  # the receiving NIC of node 1
+    assert usage(m, pl, [(0, 1), (1, 0), (2, 3)])[1] == [1, 1, 1]
+    # Node 4 (group 1, router 0) reaches group 2 from router 2, which holds that group link:
+    # it shares the link from router 0 to router 2 with node 4's own transfer to node 6.
+    assert usage(m, pl, [(4, 8), (5, 6), (7, 6)])[1] == [1, 2, 2]
+    # Two parallel router links make one link of twice the rate: it carries two transfers.
+    two = topology_model(
+        {**DRAGONFLY, "groups": 1, "nodes_per_router": 2, "links": {"routers": 2}}
+    )  # router 0: nodes 0, 1; router 1: nodes 2, 3
+    assert usage(two, regular(two, 8, 1), [(0, 2), (1, 3)])[1] == [1, 1]
+    one = topology_model({**DRAGONFLY, "groups": 1, "nodes_per_router": 2})
+    assert usage(one, regular(one, 8, 1), [(0, 2), (1, 3)])[1] == [2, 2]
+
+
+def test_a_dragonfly_group_filled_alone_shares_its_router_links() -> None:
+    # Recursive doubling's step 4 apart on 8 nodes of one group (routers of 4 nodes): every
+    # node of router 0 sends to router 1 over the one link between them.
+    m = topology_model({**DRAGONFLY, "groups": 1, "routers": 2, "nodes_per_router": 4})
+    src = np.arange(8)
+    _, cf = usage(m, regular(m, 8, 1), list(zip(src.tolist(), (src ^ 4).tolist(), strict=True)))
+    assert cf == [4.0] * 8
 
 
 @pytest.mark.parametrize(
     ("topology", "latency"),
-    [({"kind": "fat_tree", "down": [4, 3], "up": [1, 2]}, "1us"), (DRAGONFLY, "0s")],
-    ids=["fat-tree", "dragonfly"],
+    [({"kind": "fat_tree", "down": [4, 3], "up": [1, 2]}, "1us"), (FLAT_TREE, "0s")],
+    ids=["fat-tree", "fat-tree-no-latency"],
 )
 @pytest.mark.parametrize(
     ("op", "algo", "kw"),
@@ -166,8 +185,8 @@ def test_a_dragonfly_transfer_takes_the_links_to_its_target_group_alone() -> Non
 def test_symmetric_path_equals_full_count_on_topologies(
     topology: dict[str, object], latency: str, op: str, algo: str, kw: dict[str, int]
 ) -> None:
-    # A fat tree's routes of two lengths, a dragonfly's links to each target group: the
-    # first switch's transfers still price every step as the rank-by-rank count does.
+    # A fat tree's routes of two lengths, with and without latency: the first switch's
+    # transfers still price every step as the rank-by-rank count does.
     m = topology_model(topology, latency)
     assert m.routes_repeat()  # the first switch's routes stand for all: the fast path runs
     cost = dataclasses.replace(HockneyCost.from_model(m), latency_factors=((0, 2.0), (500, 3.0)))
@@ -200,10 +219,12 @@ def test_a_longer_route_adds_its_latency_scaled_as_the_cost_scales_it() -> None:
 def test_routes_whose_length_depends_on_where_they_start_are_counted_rank_by_rank() -> None:
     # A dragonfly's minimal routes and a torus' rings are longer from some nodes than from
     # others, and so is a deep fat tree's between its subtrees: with a latency, the first
-    # switch's routes do not stand for all, and predict counts every transfer.
+    # switch's routes do not stand for all, and predict counts every transfer. A dragonfly's
+    # links are counted one by one: its routes never repeat, latency or not.
     assert not topology_model(DRAGONFLY).routes_repeat()
+    assert not topology_model(DRAGONFLY, "0s").routes_repeat()
     assert not topology_model({"kind": "torus", "dims": [3, 2]}).routes_repeat()
     assert not topology_model(
         {"kind": "fat_tree", "down": [2, 2, 3], "up": [1, 2, 2]}
     ).routes_repeat()
-    assert topology_model(DRAGONFLY, "0s").routes_repeat()  # no route adds any latency
+    assert topology_model({"kind": "torus", "dims": [3, 2]}, "0s").routes_repeat()

@@ -9,9 +9,9 @@ A transfer uses exactly one level's channels, chosen by where its ends run:
   side of the destination node's (as in a SimGrid SPLITDUPLEX link). Between nodes behind
   different switches it also uses the uplink of each switch, up at the source and down at
   the destination; k transfers on an uplink count as k * (NIC rate / uplink rate) NIC-sized
-  transfers, so the uplink binds when it is the narrower share. Where switches are joined
-  pair by pair (a dragonfly's groups), a transfer uses the links from its switch to the
-  other one alone, counted the same way at their rate.
+  transfers, so the uplink binds when it is the narrower share. Where the topology counts
+  its links one by one (a dragonfly's router, chassis and group links), a transfer uses
+  every link of its route instead of uplinks, each counted the same way at its rate.
 
 A transfer's ``cf`` is the count on the busiest channel (side) it uses: it moves at the pace
 of its most shared channel. Counts are of transfers; cost models map them to their own units.
@@ -52,11 +52,12 @@ class Usage:
 class Slots:
     """Per transfer: its level and the channel sides it uses, with its count on each.
 
-    ``key[i]`` names up to four channel sides (below ``sides``; the unused ones are ``sides``
-    itself, weighted 0). A transfer counts 1 on a memory controller, a socket link side or a
-    NIC side, and NIC rate / uplink rate on an uplink side (or on the links between a pair of
-    switches). Given how many transfers use each side, a transfer's cf is the largest
-    weighted count over its sides.
+    ``key[i]`` names the channel sides it uses (below ``sides``; the unused ones are ``sides``
+    itself, weighted 0): four, or two and a route's links where the topology counts its
+    links one by one. A transfer counts 1 on a memory controller, a socket link side or a
+    NIC side, and NIC rate / uplink rate on an uplink side (or on a link of its route).
+    Given how many transfers use each side, a transfer's cf is the largest weighted count
+    over its sides.
     """
 
     level: NDArray[np.int8]
@@ -76,32 +77,36 @@ def slots(
     level = np.where(inter, NIC, np.where(cross, SOCKET, MEMORY)).astype(np.int8)
     # Side numbering: memory controllers, socket link out and in sides (one per socket of
     # the cluster each), NIC send and receive sides (one per node each), uplink up and down
-    # sides (one per switch each; or one per ordered pair of switches), then the unused slot.
+    # sides (one per switch each; or one per direction of each link a route may take), then
+    # the unused slot.
     sockets, n = model.nodes * model.sockets, model.nodes
     switches = len(model.switches)
-    pair = model.pair_link_ratio()
+    topo = model.topology
+    links = None if topo is None else topo.inner_links()
+    route = None if topo is None or links is None else topo.route(ns[inter], nd[inter])
     nic0 = 3 * sockets
     up0 = nic0 + 2 * n
-    sides = up0 + (2 * switches if pair is None else switches * switches)
-    key = np.full((src.size, 4), sides, dtype=np.int64)
-    weight = np.zeros((src.size, 4))
+    sides = up0 + (2 * switches if links is None else links.size)
+    width = 4 if route is None else 2 + route.shape[1]
+    key = np.full((src.size, width), sides, dtype=np.int64)
+    weight = np.zeros((src.size, width))
     here = ns * model.sockets
     key[:, 0] = np.where(inter, nic0 + ns, np.where(cross, sockets + here + ss, here + ss))
     key[:, 1] = np.where(inter, nic0 + n + nd, np.where(cross, 2 * sockets + here + sd, sides))
     weight[:, 0] = 1.0
     weight[:, 1] = np.where(inter | cross, 1.0, 0.0)
-    if switches:
+    if route is not None and links is not None:
+        taken = route >= 0
+        key[inter, 2:] = np.where(taken, up0 + route, sides)
+        weight[inter, 2:] = np.where(taken, links[np.maximum(route, 0)], 0.0)
+    elif switches:
         sw = model.switch_of
         far = inter & (sw[ns] != sw[nd])
-        if pair is None:
-            ratio = model.uplink_ratios()
-            key[far, 2] = up0 + sw[ns[far]]
-            key[far, 3] = up0 + switches + sw[nd[far]]
-            weight[far, 2] = ratio[sw[ns[far]]]
-            weight[far, 3] = ratio[sw[nd[far]]]
-        else:  # the links from one switch to the other, one direction of each cable
-            key[far, 2] = up0 + sw[ns[far]] * switches + sw[nd[far]]
-            weight[far, 2] = pair
+        ratio = model.uplink_ratios()
+        key[far, 2] = up0 + sw[ns[far]]
+        key[far, 3] = up0 + switches + sw[nd[far]]
+        weight[far, 2] = ratio[sw[ns[far]]]
+        weight[far, 3] = ratio[sw[nd[far]]]
     return Slots(level, key, weight, sides)
 
 
@@ -154,18 +159,15 @@ class ClassCounts:
     transfer's from ``far`` (see :meth:`far_cf`).
 
     ``far[k, g]``: the far transfers of step k to switch g. ``uplink_ratio``: NIC rate / the
-    first switch's uplink rate; ``pair_ratio``: NIC rate / the rate of the links between two
-    switches where switches are joined pair by pair (None: any uplink link serves any far
-    transfer). ``extra_s`` (like ``n``) and ``far_extra_s`` (like ``far``): the most route
-    latency beyond one switch's (``ClusterModel.extra_latency_s``) of any of those
-    transfers; None: no transfer has any.
+    first switch's uplink rate. ``extra_s`` (like ``n``) and ``far_extra_s`` (like ``far``):
+    the most route latency beyond one switch's (``ClusterModel.extra_latency_s``) of any of
+    those transfers; None: no transfer has any.
     """
 
     n: NDArray[np.int64]
     period: int = 1
     far: NDArray[np.int64] | None = None
     uplink_ratio: float = 0.0
-    pair_ratio: float | None = None
     extra_s: NDArray[np.float64] | None = None
     far_extra_s: NDArray[np.float64] | None = None
 
@@ -193,17 +195,15 @@ class ClassCounts:
     def far_cf(self) -> NDArray[np.float64]:
         """Per step and target switch, a far transfer's cf.
 
-        The busier of its NIC sides and the uplink (or the links to its target switch) it
-        shares with the first switch's other far transfers.
+        The busier of its NIC sides and the uplink it shares with the first switch's other
+        far transfers (each uplink carries its switch's far transfers up, and as many come
+        down).
         """
         if self.far is None:
             return np.zeros((self.n.shape[0], 0))
-        if self.pair_ratio is not None:
-            links = self.far * self.pair_ratio
-        else:  # each uplink carries its switch's far transfers up, and as many come down
-            links = np.broadcast_to(
-                self.far.sum(axis=1, keepdims=True) * self.uplink_ratio, self.far.shape
-            )
+        links = np.broadcast_to(
+            self.far.sum(axis=1, keepdims=True) * self.uplink_ratio, self.far.shape
+        )
         return np.asarray(np.maximum(self._nic()[:, None], links), dtype=np.float64)
 
     def fabric(self, nodes: int) -> NDArray[np.float64]:
@@ -241,6 +241,7 @@ def count_classes(
     far = np.zeros(steps * max(switches, 1), dtype=np.int64)
     far_extra = np.zeros(far.size)
     per = max(1, chunk // src.size)
+    timed = model.has_route_latency()
     for a in range(0, offsets.size, per):
         d = offsets[a : a + per]
         s = np.repeat(src, d.size)
@@ -252,13 +253,16 @@ def count_classes(
         step = np.tile(step_of[a : a + per], src.size)
         cell = ((step * 4 + level) * sockets + ss) * sockets + sd
         total += np.bincount(cell, minlength=steps * classes)
-        route = model.extra_latency_s(ns, nd)
         out = level == FAR
-        np.maximum.at(extra, cell[~out], route[~out])
+        # Without any latency every route's extra is 0: skip finding it.
+        route = model.extra_latency_s(ns, nd) if timed else None
+        if route is not None:
+            np.maximum.at(extra, cell[~out], route[~out])
         if switches and out.any():
             target = step[out] * switches + switch[nd[out]]
             far += np.bincount(target, minlength=far.size)
-            np.maximum.at(far_extra, target, route[out])
+            if route is not None:
+                np.maximum.at(far_extra, target, route[out])
     n = total.reshape(steps, 4, sockets, sockets)
     if home < 0:
         return ClassCounts(
@@ -269,7 +273,6 @@ def count_classes(
         placement.period,
         far.reshape(steps, switches),
         float(model.uplink_ratios()[home]),
-        model.pair_link_ratio(),
         extra.reshape(n.shape) if extra.any() else None,
         far_extra.reshape(steps, switches) if far_extra.any() else None,
     )

@@ -200,30 +200,27 @@ class ClusterModel:
         near = 2 * float(self.nic.latency_s or 0.0)
         return np.asarray(np.maximum(self.latency_s(a, b) - near, 0.0), dtype=np.float64)
 
+    def has_route_latency(self) -> bool:
+        """Whether any NIC or uplink has a latency (else every route's latency is 0)."""
+        return bool(self.nic.latency_s) or any(sw.uplink.latency_s for sw in self.switches)
+
     def routes_repeat(self) -> bool:
         """Whether every switch's routes add the latencies the first switch's add.
 
         Then the first switch's transfers stand for every switch's (``predict.rank``): a flat
         network, listed switches of one uplink latency, a fat tree of two levels, or routes
         that add no latency at all. Not a deeper fat tree, a dragonfly or a torus: how long a
-        route is there depends on where its ends sit, not only on how far apart they are.
+        route is there depends on where its ends sit, not only on how far apart they are. Not
+        a topology whose links are counted one by one (a dragonfly): which of them a route
+        shares depends on where its ends sit too.
         """
-        if not self.nic.latency_s and not any(sw.uplink.latency_s for sw in self.switches):
+        if self.topology is not None and self.topology.inner_links() is not None:
+            return False
+        if not self.has_route_latency():
             return True
         if self.topology is not None:
             return isinstance(self.topology, FatTree) and self.topology.levels <= 2
         return len({sw.uplink.latency_s or 0.0 for sw in self.switches}) <= 1
-
-    def pair_link_ratio(self) -> float | None:
-        """NIC rate / the rate of the links joining one pair of switches, or None.
-
-        Only where switches are joined pair by pair (a dragonfly's groups); None where any
-        link of an uplink serves any far transfer.
-        """
-        leaves = None if self.topology is None else self.topology.leaves()
-        if leaves is None or not leaves.pairwise or len(self.switches) < 2:
-            return None
-        return (len(self.switches) - 1) / leaves.uplink_links
 
     def uplink_ratios(self) -> NDArray[np.float64]:
         """Per switch: NIC bandwidth / uplink bandwidth (a transfer's share of the uplink)."""

@@ -18,8 +18,9 @@ order SimGrid routes (its own code, not a shortest path search), for arrays of n
 - dragonfly (Cray Cascade): group, chassis, router, node. A node link up and down, then
   minimal routing: inside a group a router link (same chassis) and a chassis link; between
   groups to the router that holds the group link, across it, then to the target router. Its
-  groups are the switches of the model; each group's uplink is its ``groups - 1`` group links,
-  and a transfer to another group takes the links to that group alone.
+  groups are the switches of the model. Its links are counted one by one
+  (:meth:`Dragonfly.route`): which router, chassis and group links a route takes depends on
+  where its ends sit, and the transfers that meet on one of them share it.
 - torus: dimension-ordered routing, each dimension the short way round a ring: the hops are
   the sum of the ring distances. No switch: every node is a router.
 
@@ -65,15 +66,11 @@ class Leaves:
         name: name prefix of each switch (``leaf``, ``group``).
         size: nodes per switch.
         uplink_links: links of one switch's uplink (each at the NIC rate).
-        pairwise: the uplink's links are split evenly among the other switches, each pair of
-            switches joined by its own (a dragonfly's group links); False: any link of the
-            uplink carries any far transfer (a fat tree's up ports).
     """
 
     name: str
     size: int
     uplink_links: int
-    pairwise: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,6 +146,15 @@ class FatTree:
             return None
         return Leaves("leaf", self.down[0], self.up[1] * self.links[1])
 
+    def inner_links(self) -> NDArray[np.float64] | None:
+        """None: a fat tree's links are counted by leaves and their uplinks."""
+        return None
+
+    def route(self, a: ArrayLike, b: ArrayLike) -> NDArray[np.int64]:
+        """No link is counted one by one (see :meth:`inner_links`): an empty route per pair."""
+        a, b = _pairs(a, b)
+        return np.full((np.broadcast(a, b).size, 0), -1, dtype=np.int64)
+
     def describe(self) -> str:
         """One phrase: levels, switches per level, taper."""
         per = ", ".join(str(self.switches(i)) for i in range(1, self.levels + 1))
@@ -219,27 +225,74 @@ class Dragonfly:
             (router % self.routers),
         )
 
-    def hops(self, a: ArrayLike, b: ArrayLike) -> NDArray[np.int64]:
-        """Links crossed from node ``a`` to node ``b`` (arrays), as SimGrid's minimal routing."""
-        a, b = _pairs(a, b)
+    def inner_links(self) -> NDArray[np.float64] | None:
+        """Per link inside the network, one direction of it: NIC rate / its rate.
+
+        Numbered router links first (per chassis, from router j to router k), then chassis
+        links (per group and router number, from chassis j to chassis k), then group links
+        (from group i to group j). SimGrid makes each connection one link at its parallel
+        links' total rate, and one link per direction.
+        """
+        g, c, r = self.groups, self.chassis, self.routers
+        return np.concatenate(
+            (
+                np.full(g * c * r * r, 1.0 / self.router_links),
+                np.full(g * r * c * c, 1.0 / self.chassis_links),
+                np.full(g * g, 1.0 / self.group_links),
+            )
+        )
+
+    def route(self, a: ArrayLike, b: ArrayLike) -> NDArray[np.int64]:
+        """Links inside the network from node ``a`` to node ``b`` (arrays); -1 for none.
+
+        Numbered as :meth:`inner_links`, in SimGrid 3.32's minimal routing order. Five
+        columns: to the router that holds the group link (in the source's chassis), to
+        chassis 0, across the group link, to the target's router number, to its chassis. Like
+        SimGrid, after a router link inside a group the route goes on from chassis 0.
+        """
+        a, b = (v.ravel() for v in np.broadcast_arrays(*_pairs(a, b)))
         ga, ca, ra = self.coords(a)
         gb, cb, rb = self.coords(b)
-        # Inside a group: a router link to the target's router number, which SimGrid then
-        # takes in chassis 0, so a chassis link follows unless the target is in chassis 0.
-        inside = np.where(rb != ra, 1 + (cb != 0), (cb != ca).astype(np.int64))
-        # Between groups: to router (own chassis, blade = target group), to chassis 0, the
-        # group link, to the target's router number in chassis 0, then to its chassis.
-        across = (ra != gb).astype(np.int64) + (ca != 0) + 1 + (rb != ga) + (cb != 0)
-        routed = 2 + np.where(ga == gb, inside, across)
-        same_router = (ga == gb) & (ca == cb) & (ra == rb)
-        return np.where(a == b, 0, np.where(same_router, 2, routed))
+        c, r = self.chassis, self.routers
+        black0 = self.groups * c * r * r
+        blue0 = black0 + self.groups * r * c * c
+
+        def router_link(chassis: Any, j: Any, k: Any) -> NDArray[np.int64]:
+            return np.asarray((chassis * r + j) * r + k, dtype=np.int64)
+
+        def chassis_link(group: Any, blade: Any, j: Any, k: Any) -> NDArray[np.int64]:
+            return np.asarray(black0 + ((group * r + blade) * c + j) * c + k, dtype=np.int64)
+
+        out = np.full((a.size, 5), -1, dtype=np.int64)
+        moves = (ga != gb) | (ca != cb) | (ra != rb)
+        across = ga != gb
+        hop = across & (ra != gb)  # to the router of the target group's number
+        out[hop, 0] = router_link(ga * c + ca, ra, gb)[hop]
+        hop = across & (ca != 0)  # to chassis 0, which holds the group links
+        out[hop, 1] = chassis_link(ga, gb, ca, 0)[hop]
+        out[across, 2] = (blue0 + ga * self.groups + gb)[across]
+        # Where the route stands now: across groups, router (gb, 0, ga); else the source's.
+        at_c, at_r = np.where(across, 0, ca), np.where(across, ga, ra)
+        hop = moves & (rb != at_r)
+        out[hop, 3] = router_link(gb * c + at_c, at_r, rb)[hop]
+        at_c, at_r = np.where(hop, 0, at_c), np.where(hop, rb, at_r)
+        hop = moves & (cb != at_c)
+        out[hop, 4] = chassis_link(gb, at_r, at_c, cb)[hop]
+        return out
+
+    def hops(self, a: ArrayLike, b: ArrayLike) -> NDArray[np.int64]:
+        """Links crossed from node ``a`` to node ``b`` (arrays): two node links and the route."""
+        a, b = _pairs(a, b)
+        shape = np.broadcast(a, b).shape
+        inner = (self.route(a, b) >= 0).sum(axis=1).reshape(shape)
+        return np.where(np.broadcast_to(a == b, shape), 0, 2 + inner)
 
     def leaves(self) -> Leaves | None:
         """Groups, each uplink its ``groups - 1`` group links; None for one group."""
         if self.groups < 2:
             return None
         size = self.chassis * self.routers * self.nodes_per_router
-        return Leaves("group", size, (self.groups - 1) * self.group_links, pairwise=True)
+        return Leaves("group", size, (self.groups - 1) * self.group_links)
 
     def describe(self) -> str:
         """One phrase: groups, chassis, routers, nodes per router."""
@@ -298,6 +351,15 @@ class Torus:
     def leaves(self) -> Leaves | None:
         """None: every node routes; there is no switch to share."""
         return None
+
+    def inner_links(self) -> NDArray[np.float64] | None:
+        """None: a torus's ring links are not counted (only the nodes' own)."""
+        return None
+
+    def route(self, a: ArrayLike, b: ArrayLike) -> NDArray[np.int64]:
+        """No link is counted one by one (see :meth:`inner_links`): an empty route per pair."""
+        a, b = _pairs(a, b)
+        return np.full((np.broadcast(a, b).size, 0), -1, dtype=np.int64)
 
     def describe(self) -> str:
         """One phrase: the dimensions."""
