@@ -1,25 +1,29 @@
 """The placement predictor beside SimGrid SMPI, 64 to 4,096 ranks, on a two-level network, a fat
-tree or a dragonfly.
+tree, a dragonfly or a torus.
 
 --cluster two-level (64 and 192 ranks): 64 nodes of 12 cores (one socket) under 4 leaf
 switches of 16 nodes, whose uplinks to the spine carry 4 NICs' rate (4:1 oversubscribed).
 --cluster fat-tree (1,024 and 4,096 ranks): 1,024 nodes of 8 cores in a two-level fat tree,
 32 nodes under each of 32 leaves, each leaf with 16 links up (2:1 tapered), written as
 SimGrid's FAT_TREE zone. --cluster dragonfly (the same ranks): 1,024 nodes of 8 cores in 8
-groups of 4 chassis of 8 routers of 4 nodes, SimGrid's DRAGONFLY zone. The predictor sees the
-fat tree's leaf switches and their uplinks, the dragonfly's links one by one as SimGrid routes
-them, and each route's latency; SMPI routes each message over the topology's own links. Every
-model: NIC links 10 Gbit/s and 1.5 us each way (--link-latency), a node's memory link 10 GB/s
-and 0.2 us, and SimGrid's own SMPI factors (the calibration on TACC's Stampede that SMPI uses
-by default), written out explicitly. SimGrid gives a message a share of a link in inverse
-proportion to its route's penalty (its latency plus SMPI's weight-S over each link's rate,
-here in proportion to the links it crosses); links of no latency make every penalty equal,
-so --link-latency 0 sets the predictor, which shares links evenly, beside SMPI where only
-their counting differs. SMPI runs
-``simulate.probe`` (one collective after a barrier, the slowest rank's time) on the platform
-commscope writes from that model (``simulate.platform``) with the options ``simulate run``
-uses (``simulate.smpi.config``); the predictor prices the same algorithm with the same
-figures (``simulate.predict_cost``):
+groups of 4 chassis of 8 routers of 4 nodes, SimGrid's DRAGONFLY zone. --cluster torus (the
+same ranks): 1,024 nodes of 8 cores on an 8 x 8 x 16 torus, SimGrid's TORUS zone.
+
+The predictor sees the fat tree's leaf switches and their uplinks, the dragonfly's and the
+torus' links one by one as SimGrid routes them, and each route's latency; SMPI routes each
+message over the topology's own links. Every model: NIC links 10 Gbit/s and 1.5 us each way
+(--link-latency), a node's memory link 10 GB/s and 0.2 us, and SimGrid's own SMPI factors
+(the calibration on TACC's Stampede that SMPI uses by default), written out explicitly.
+
+SimGrid gives a message a share of a link in inverse proportion to its route's penalty (its
+latency plus SMPI's weight-S over each link's rate, here in proportion to the links it
+crosses). Links of no latency make every penalty equal: --link-latency 0 sets the predictor,
+which shares a link evenly, beside SMPI where only their counting differs.
+
+SMPI runs ``simulate.probe`` (one collective after a barrier, the slowest rank's time) on the
+platform commscope writes from that model (``simulate.platform``) with the options
+``simulate run`` uses (``simulate.smpi.config``); the predictor prices the same algorithm
+with the same figures (``simulate.predict_cost``):
 
 - alltoall: the block algorithm with block = p (one batch of Isend/Irecv), SMPI's
   ``smpi/alltoall:basic_linear``;
@@ -38,7 +42,7 @@ noise, but the predictor ties placements SMPI tells apart by 0.04 %). The smpiru
 times so a re-run simulates only what is new. Not a test: it prints figures.
 
     .venv/bin/python bench/predict_vs_smpi.py --lock /tmp/commscope-bench.lock \\
-        [--cluster two-level|fat-tree|dragonfly] [--procs 64,192] [--sizes 65536,1048576]
+        [--cluster two-level|fat-tree|dragonfly|torus] [--procs 64,192] [--sizes 65536,1048576]
         [--ops alltoall,bcast,allreduce,alltoall-pairwise] [--link-latency 1.5e-6]
 """
 
@@ -112,6 +116,7 @@ TOPOLOGIES = {
     "fat-tree": {"kind": "fat_tree", "down": [32, 32], "up": [1, 16]},
     "dragonfly": {"kind": "dragonfly", "groups": 8, "chassis": 4, "routers": 8,
                   "nodes_per_router": 4},
+    "torus": {"kind": "torus", "dims": [8, 8, 16]},
 }  # fmt: skip
 TOPOLOGY_CORES = 8
 

@@ -168,6 +168,20 @@ def test_a_dragonfly_group_filled_alone_shares_its_router_links() -> None:
     assert cf == [4.0] * 8
 
 
+def test_a_torus_transfer_shares_each_ring_link_of_its_route_and_no_nic() -> None:
+    m = topology_model({"kind": "torus", "dims": [6]})  # a ring of 6 nodes
+    pl = regular(m, 6, 1)
+    # 0 -> 2 and 1 -> 3 both cross the link from 1 to 2; 2 -> 0 goes the other way round it.
+    assert usage(m, pl, [(0, 2), (1, 3), (2, 0)])[1] == [2, 2, 1]
+    # A node sends both ways round at once: it has no NIC of its own to share.
+    assert usage(m, pl, [(0, 1), (0, 5)])[1] == [1, 1]
+    # Dimension order: 0 -> 7 on 3 x 3 (x, y = 1, 2) goes along x first (0 -> 1), then down
+    # y round the wrap (1 -> 7), the link 1 -> 7 takes too; 4 -> 7 comes up y, apart.
+    grid = topology_model({"kind": "torus", "dims": [3, 3]})
+    assert usage(grid, regular(grid, 9, 1), [(0, 7), (1, 7), (4, 7)])[1] == [2, 2, 1]
+    assert list(grid.extra_latency_s([0, 0, 0], [1, 4, 0])) == pytest.approx([-1e-6, 0, 0])
+
+
 @pytest.mark.parametrize(
     ("topology", "latency"),
     [({"kind": "fat_tree", "down": [4, 3], "up": [1, 2]}, "1us"), (FLAT_TREE, "0s")],
@@ -220,11 +234,13 @@ def test_routes_whose_length_depends_on_where_they_start_are_counted_rank_by_ran
     # A dragonfly's minimal routes and a torus' rings are longer from some nodes than from
     # others, and so is a deep fat tree's between its subtrees: with a latency, the first
     # switch's routes do not stand for all, and predict counts every transfer. A dragonfly's
-    # links are counted one by one: its routes never repeat, latency or not.
+    # and a torus' links are counted one by one: their routes never repeat, latency or not.
     assert not topology_model(DRAGONFLY).routes_repeat()
     assert not topology_model(DRAGONFLY, "0s").routes_repeat()
+    assert not topology_model({"kind": "torus", "dims": [3, 2]}, "0s").routes_repeat()
     assert not topology_model({"kind": "torus", "dims": [3, 2]}).routes_repeat()
     assert not topology_model(
         {"kind": "fat_tree", "down": [2, 2, 3], "up": [1, 2, 2]}
     ).routes_repeat()
-    assert topology_model({"kind": "torus", "dims": [3, 2]}, "0s").routes_repeat()
+    deep = {"kind": "fat_tree", "down": [2, 2, 3], "up": [1, 2, 2]}
+    assert topology_model(deep, "0s").routes_repeat()  # no route adds any latency

@@ -10,8 +10,9 @@ A transfer uses exactly one level's channels, chosen by where its ends run:
   different switches it also uses the uplink of each switch, up at the source and down at
   the destination; k transfers on an uplink count as k * (NIC rate / uplink rate) NIC-sized
   transfers, so the uplink binds when it is the narrower share. Where the topology counts
-  its links one by one (a dragonfly's router, chassis and group links), a transfer uses
-  every link of its route instead of uplinks, each counted the same way at its rate.
+  its links one by one (a dragonfly's router, chassis and group links, a torus' ring
+  links), a transfer uses every link of its route instead of uplinks, each counted the same
+  way at its rate; a torus node has no link of its own, so there its NIC sides count 0.
 
 A transfer's ``cf`` is the count on the busiest channel (side) it uses: it moves at the pace
 of its most shared channel. Counts are of transfers; cost models map them to their own units.
@@ -95,10 +96,12 @@ def slots(
     key[:, 1] = np.where(inter, nic0 + n + nd, np.where(cross, 2 * sockets + here + sd, sides))
     weight[:, 0] = 1.0
     weight[:, 1] = np.where(inter | cross, 1.0, 0.0)
-    if route is not None and links is not None:
+    if topo is not None and route is not None and links is not None:
         taken = route >= 0
         key[inter, 2:] = np.where(taken, up0 + route, sides)
         weight[inter, 2:] = np.where(taken, links[np.maximum(route, 0)], 0.0)
+        if not topo.node_links:  # a torus node sends straight onto its ring links: no NIC
+            weight[inter, :2] = 0.0
     elif switches:
         sw = model.switch_of
         far = inter & (sw[ns] != sw[nd])

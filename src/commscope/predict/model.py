@@ -195,10 +195,16 @@ class ClusterModel:
 
         A route between two nodes of one switch crosses two NIC links, which is what the NIC
         level's cost holds; a longer route (across uplinks, or more links of a topology) adds
-        the rest of its latency. 0 inside a node and without a NIC latency.
+        the rest of its latency. 0 inside a node and without a NIC latency. On a torus, whose
+        nodes have no link of their own, a route of one ring link takes one link's latency
+        off.
         """
         near = 2 * float(self.nic.latency_s or 0.0)
-        return np.asarray(np.maximum(self.latency_s(a, b) - near, 0.0), dtype=np.float64)
+        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        extra = self.latency_s(a, b) - near
+        if self.topology is not None and not self.topology.node_links:
+            return np.asarray(np.where(a == b, 0.0, extra), dtype=np.float64)
+        return np.asarray(np.maximum(extra, 0.0), dtype=np.float64)
 
     def has_route_latency(self) -> bool:
         """Whether any NIC or uplink has a latency (else every route's latency is 0)."""

@@ -22,7 +22,9 @@ order SimGrid routes (its own code, not a shortest path search), for arrays of n
   (:meth:`Dragonfly.route`): which router, chassis and group links a route takes depends on
   where its ends sit, and the transfers that meet on one of them share it.
 - torus: dimension-ordered routing, each dimension the short way round a ring: the hops are
-  the sum of the ring distances. No switch: every node is a router.
+  the sum of the ring distances. No switch: every node is a router, with no link of its own
+  (a node sends straight onto its ring links). Its ring links are counted one by one
+  (:meth:`Torus.route`).
 
 Transfers inside a node take the zone's loopback, which SimGrid makes a FATPIPE: on these
 models the ranks of one node do not contend for its memory.
@@ -89,6 +91,7 @@ class FatTree:
     links: tuple[int, ...]
     ports: int | None = None
     kind: ClassVar[str] = "fat_tree"
+    node_links: ClassVar[bool] = True  # each node has its own link to a switch
 
     @property
     def levels(self) -> int:
@@ -197,6 +200,7 @@ class Dragonfly:
     chassis_links: int = 1
     router_links: int = 1
     kind: ClassVar[str] = "dragonfly"
+    node_links: ClassVar[bool] = True  # each node has its own link to its router
 
     @property
     def nodes(self) -> int:
@@ -323,6 +327,7 @@ class Torus:
 
     dims: tuple[int, ...]
     kind: ClassVar[str] = "torus"
+    node_links: ClassVar[bool] = False  # a node sends straight onto its ring links
 
     @property
     def nodes(self) -> int:
@@ -353,13 +358,40 @@ class Torus:
         return None
 
     def inner_links(self) -> NDArray[np.float64] | None:
-        """None: a torus's ring links are not counted (only the nodes' own)."""
-        return None
+        """Per ring link, one direction of it: NIC rate / its rate (1: every link alike).
+
+        Numbered per node and dimension (the link from that node to its next neighbour),
+        then direction: up (towards the next neighbour) and down.
+        """
+        return np.ones(self.nodes * len(self.dims) * 2)
 
     def route(self, a: ArrayLike, b: ArrayLike) -> NDArray[np.int64]:
-        """No link is counted one by one (see :meth:`inner_links`): an empty route per pair."""
-        a, b = _pairs(a, b)
-        return np.full((np.broadcast(a, b).size, 0), -1, dtype=np.int64)
+        """Ring links from node ``a`` to node ``b`` (arrays), numbered as :meth:`inner_links`.
+
+        SimGrid 3.32's dimension-ordered routing: dimension by dimension, up the ring where
+        the target is at most half a ring above (round the wrap too), else down. One column
+        per possible hop (half of each ring); -1 for none.
+        """
+        a, b = (v.ravel() for v in np.broadcast_arrays(*_pairs(a, b)))
+        dims = len(self.dims)
+        spans = [prod(self.dims[:j]) for j in range(dims)]
+        mine = [(a // span) % d for span, d in zip(spans, self.dims, strict=True)]
+        target = [(b // span) % d for span, d in zip(spans, self.dims, strict=True)]
+        cols = []
+        for j, d in enumerate(self.dims):
+            m, t, half = mine[j], target[j], d // 2
+            up = ((t > m) & (t <= m + half)) | ((m > half) & ((m + half) % d >= t))
+            steps = np.where(up, (t - m) % d, (m - t) % d)
+            # The node whose link to its next neighbour each hop crosses: the hop's start
+            # going up, its end going down. Dimensions before j are at the target already.
+            base = sum((target[i] if i < j else mine[i]) * spans[i] for i in range(dims) if i != j)
+            for k in range(half):
+                owner = np.where(up, (m + k) % d, (m - k - 1) % d)
+                link = ((base + owner * spans[j]) * dims + j) * 2 + np.where(up, 0, 1)
+                cols.append(np.where(k < steps, link, -1))
+        if not cols:
+            return np.full((a.size, 0), -1, dtype=np.int64)
+        return np.stack(cols, axis=1).astype(np.int64)
 
     def describe(self) -> str:
         """One phrase: the dimensions."""
