@@ -84,7 +84,7 @@ def test_routes_counted_link_by_link_take_the_links_simgrid_routes_them_over(
         a, b, _, _, *names = line.split()
         if a == b:
             continue
-        ours = [int(k) for k in m.topology.route(int(a), int(b))[0] if k >= 0]
+        ours = [int(k) for k in m.topology.route(int(a), int(b))[:, 0] if k >= 0]
         inner = names[1:-1] if m.topology.node_links else names
         assert len(inner) == len(ours), line
         for name, k in zip(inner, ours, strict=True):

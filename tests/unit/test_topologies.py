@@ -51,6 +51,26 @@ def test_dragonfly_hops_follow_simgrids_minimal_routes() -> None:
     assert fly.simgrid() == ("DRAGONFLY", "3,1;2,1;3,1;2")
 
 
+@pytest.mark.parametrize(
+    "topology",
+    [
+        Dragonfly(groups=3, chassis=2, routers=3, nodes_per_router=2),
+        Dragonfly(groups=4, chassis=3, routers=5, nodes_per_router=1, group_links=2),
+        Torus((4, 3)),
+        Torus((3, 4, 2)),
+        Torus((5,)),
+    ],
+    ids=repr,
+)
+def test_hops_count_the_links_of_each_route(topology: Dragonfly | Torus) -> None:
+    # The closed-form hops and the link-by-link route agree for every pair of nodes.
+    a, b = (v.ravel() for v in np.meshgrid(np.arange(topology.nodes), np.arange(topology.nodes)))
+    route = topology.route(a, b)
+    own = 2 if topology.node_links else 0
+    assert np.array_equal(topology.hops(a, b), np.where(a == b, 0, own + (route >= 0).sum(0)))
+    assert route.max() < topology.inner_links().size  # type: ignore[union-attr]
+
+
 def test_torus_hops_are_ring_distances() -> None:
     torus = Torus((4, 3))
     assert torus.hops(0, 3) == 1  # wraps round

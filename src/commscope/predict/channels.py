@@ -53,9 +53,9 @@ class Usage:
 class Slots:
     """Per transfer: its level and the channel sides it uses, with its count on each.
 
-    ``key[i]`` names the channel sides it uses (below ``sides``; the unused ones are ``sides``
-    itself, weighted 0): four, or two and a route's links where the topology counts its
-    links one by one. A transfer counts 1 on a memory controller, a socket link side or a
+    ``key[:, i]`` names the channel sides transfer i uses (below ``sides``; the unused ones
+    are ``sides`` itself, weighted 0): four, or two and a route's links where the topology
+    counts its links one by one. A transfer counts 1 on a memory controller, a socket link side or a
     NIC side, and NIC rate / uplink rate on an uplink side (or on a link of its route).
     Given how many transfers use each side, a transfer's cf is the largest weighted count
     over its sides.
@@ -88,28 +88,33 @@ def slots(
     nic0 = 3 * sockets
     up0 = nic0 + 2 * n
     sides = up0 + (2 * switches if links is None else links.size)
-    width = 4 if route is None else 2 + route.shape[1]
-    key = np.full((src.size, width), sides, dtype=np.int64)
-    weight = np.zeros((src.size, width))
+    # One row per side a transfer may use, one column per transfer.
+    width = 4 if route is None else 2 + route.shape[0]
+    key = np.full((width, src.size), sides, dtype=np.int64)
+    weight = np.zeros((width, src.size))
     here = ns * model.sockets
-    key[:, 0] = np.where(inter, nic0 + ns, np.where(cross, sockets + here + ss, here + ss))
-    key[:, 1] = np.where(inter, nic0 + n + nd, np.where(cross, 2 * sockets + here + sd, sides))
-    weight[:, 0] = 1.0
-    weight[:, 1] = np.where(inter | cross, 1.0, 0.0)
+    key[0] = np.where(inter, nic0 + ns, np.where(cross, sockets + here + ss, here + ss))
+    key[1] = np.where(inter, nic0 + n + nd, np.where(cross, 2 * sockets + here + sd, sides))
+    weight[0] = 1.0
+    weight[1] = np.where(inter | cross, 1.0, 0.0)
     if topo is not None and route is not None and links is not None:
         taken = route >= 0
-        key[inter, 2:] = np.where(taken, up0 + route, sides)
-        weight[inter, 2:] = np.where(taken, links[np.maximum(route, 0)], 0.0)
+        on_route = np.where(taken, up0 + route, sides)
+        share = np.where(taken, links[np.maximum(route, 0)], 0.0)
+        if inter.all():  # the usual case at scale: no mask to apply
+            key[2:], weight[2:] = on_route, share
+        else:
+            key[2:, inter], weight[2:, inter] = on_route, share
         if not topo.node_links:  # a torus node sends straight onto its ring links: no NIC
-            weight[inter, :2] = 0.0
+            weight[:2, inter] = 0.0
     elif switches:
         sw = model.switch_of
         far = inter & (sw[ns] != sw[nd])
         ratio = model.uplink_ratios()
-        key[far, 2] = up0 + sw[ns[far]]
-        key[far, 3] = up0 + switches + sw[nd[far]]
-        weight[far, 2] = ratio[sw[ns[far]]]
-        weight[far, 3] = ratio[sw[nd[far]]]
+        key[2, far] = up0 + sw[ns[far]]
+        key[3, far] = up0 + switches + sw[nd[far]]
+        weight[2, far] = ratio[sw[ns[far]]]
+        weight[3, far] = ratio[sw[nd[far]]]
     return Slots(level, key, weight, sides)
 
 
@@ -139,9 +144,9 @@ def count(
     step = np.zeros(src.size, dtype=np.int64) if step_of is None else step_of
     # Each step has its own copy of every side: keys are offset by step x sides.
     per = used.sides + 1
-    key = used.key + (step * per)[:, None]
+    key = used.key + step * per
     users = np.bincount(key.ravel(), minlength=steps * per)
-    cf = np.asarray((users[key] * used.weight).max(axis=1), dtype=np.float64)
+    cf = np.asarray((users[key] * used.weight).max(axis=0), dtype=np.float64)
     fabric = np.zeros(src.size)
     fabric[inter] = np.bincount(step[inter], minlength=steps)[step[inter]]
     return Usage(used.level, cf, fabric)

@@ -27,7 +27,7 @@ from commscope.predict.patterns import Pattern, ShiftStep, Transfers
 from commscope.predict.placement import Placement, enumerate_placements
 from commscope.predict.pricing import transfer_times
 
-BATCH = 1 << 20  # transfers counted at once by the rank-by-rank count (bounds its memory)
+BATCH = 1 << 16  # transfers counted at once by the rank-by-rank count (bounds its memory)
 
 
 @dataclass(frozen=True)

@@ -184,8 +184,8 @@ def run(model: ClusterModel, placement: Placement, pattern: Pattern, cost: CostM
         act = np.flatnonzero(in_flight)
         if not act.size:
             break
-        key = used.key[act]
-        cf = (np.bincount(key.ravel(), minlength=used.sides + 1)[key] * used.weight[act]).max(1)
+        key = used.key[:, act]
+        cf = (np.bincount(key.ravel(), minlength=used.sides + 1)[key] * used.weight[:, act]).max(0)
         changed = cf != priced_cf[act]
         if changed.any():
             again, new_cf = act[changed], cf[changed]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from math import prod
 from typing import Any, ClassVar
 
@@ -154,9 +155,9 @@ class FatTree:
         return None
 
     def route(self, a: ArrayLike, b: ArrayLike) -> NDArray[np.int64]:
-        """No link is counted one by one (see :meth:`inner_links`): an empty route per pair."""
+        """No link is counted one by one (see :meth:`inner_links`): no row."""
         a, b = _pairs(a, b)
-        return np.full((np.broadcast(a, b).size, 0), -1, dtype=np.int64)
+        return np.full((0, np.broadcast(a, b).size), -1, dtype=np.int64)
 
     def describe(self) -> str:
         """One phrase: levels, switches per level, taper."""
@@ -222,11 +223,19 @@ class Dragonfly:
 
     def coords(self, n: NDArray[np.int64]) -> tuple[NDArray[np.int64], ...]:
         """Group, chassis and router of each node."""
-        router = n // self.nodes_per_router
-        return (
-            router // (self.routers * self.chassis),
-            (router // self.routers) % self.chassis,
-            (router % self.routers),
+        table = self._coords
+        return table[0][n], table[1][n], table[2][n]
+
+    @cached_property
+    def _coords(self) -> NDArray[np.int64]:
+        # Looked up rather than divided: routes are asked for millions of transfers.
+        router = np.arange(self.nodes, dtype=np.int64) // self.nodes_per_router
+        return np.stack(
+            (
+                router // (self.routers * self.chassis),
+                (router // self.routers) % self.chassis,
+                router % self.routers,
+            )
         )
 
     def inner_links(self) -> NDArray[np.float64] | None:
@@ -249,10 +258,11 @@ class Dragonfly:
     def route(self, a: ArrayLike, b: ArrayLike) -> NDArray[np.int64]:
         """Links inside the network from node ``a`` to node ``b`` (arrays); -1 for none.
 
-        Numbered as :meth:`inner_links`, in SimGrid 3.32's minimal routing order. Five
-        columns: to the router that holds the group link (in the source's chassis), to
-        chassis 0, across the group link, to the target's router number, to its chassis. Like
-        SimGrid, after a router link inside a group the route goes on from chassis 0.
+        One row per hop, one column per pair; links numbered as :meth:`inner_links`, in
+        SimGrid 3.32's minimal routing order. Five hops: to the router that holds the group
+        link (in the source's chassis), to chassis 0, across the group link, to the target's
+        router number, to its chassis. Like SimGrid, after a router link inside a group the
+        route goes on from chassis 0.
         """
         a, b = (v.ravel() for v in np.broadcast_arrays(*_pairs(a, b)))
         ga, ca, ra = self.coords(a)
@@ -267,29 +277,40 @@ class Dragonfly:
         def chassis_link(group: Any, blade: Any, j: Any, k: Any) -> NDArray[np.int64]:
             return np.asarray(black0 + ((group * r + blade) * c + j) * c + k, dtype=np.int64)
 
-        out = np.full((a.size, 5), -1, dtype=np.int64)
+        none = np.int64(-1)
         moves = (ga != gb) | (ca != cb) | (ra != rb)
         across = ga != gb
-        hop = across & (ra != gb)  # to the router of the target group's number
-        out[hop, 0] = router_link(ga * c + ca, ra, gb)[hop]
-        hop = across & (ca != 0)  # to chassis 0, which holds the group links
-        out[hop, 1] = chassis_link(ga, gb, ca, 0)[hop]
-        out[across, 2] = (blue0 + ga * self.groups + gb)[across]
+        # To the router of the target group's number, then to chassis 0 (which holds the
+        # group links), then across.
+        to_router = np.where(across & (ra != gb), router_link(ga * c + ca, ra, gb), none)
+        to_chassis0 = np.where(across & (ca != 0), chassis_link(ga, gb, ca, 0), none)
+        to_group = np.where(across, blue0 + ga * self.groups + gb, none)
         # Where the route stands now: across groups, router (gb, 0, ga); else the source's.
         at_c, at_r = np.where(across, 0, ca), np.where(across, ga, ra)
         hop = moves & (rb != at_r)
-        out[hop, 3] = router_link(gb * c + at_c, at_r, rb)[hop]
+        to_target_router = np.where(hop, router_link(gb * c + at_c, at_r, rb), none)
         at_c, at_r = np.where(hop, 0, at_c), np.where(hop, rb, at_r)
         hop = moves & (cb != at_c)
-        out[hop, 4] = chassis_link(gb, at_r, at_c, cb)[hop]
-        return out
+        to_target_chassis = np.where(hop, chassis_link(gb, at_r, at_c, cb), none)
+        return np.stack((to_router, to_chassis0, to_group, to_target_router, to_target_chassis))
 
     def hops(self, a: ArrayLike, b: ArrayLike) -> NDArray[np.int64]:
-        """Links crossed from node ``a`` to node ``b`` (arrays): two node links and the route."""
+        """Links crossed from node ``a`` to node ``b`` (arrays): the route's and two node links.
+
+        In closed form, cheaper than :meth:`route` (a test checks they agree).
+        """
         a, b = _pairs(a, b)
-        shape = np.broadcast(a, b).shape
-        inner = (self.route(a, b) >= 0).sum(axis=1).reshape(shape)
-        return np.where(np.broadcast_to(a == b, shape), 0, 2 + inner)
+        ga, ca, ra = self.coords(a)
+        gb, cb, rb = self.coords(b)
+        # Inside a group: a router link to the target's router number, which SimGrid then
+        # takes in chassis 0, so a chassis link follows unless the target is in chassis 0.
+        inside = np.where(rb != ra, 1 + (cb != 0), (cb != ca).astype(np.int64))
+        # Between groups: to router (own chassis, blade = target group), to chassis 0, the
+        # group link, to the target's router number in chassis 0, then to its chassis.
+        across = (ra != gb).astype(np.int64) + (ca != 0) + 1 + (rb != ga) + (cb != 0)
+        routed = 2 + np.where(ga == gb, inside, across)
+        same_router = (ga == gb) & (ca == cb) & (ra == rb)
+        return np.where(a == b, 0, np.where(same_router, 2, routed))
 
     def leaves(self) -> Leaves | None:
         """Groups, each uplink its ``groups - 1`` group links; None for one group."""
@@ -369,8 +390,8 @@ class Torus:
         """Ring links from node ``a`` to node ``b`` (arrays), numbered as :meth:`inner_links`.
 
         SimGrid 3.32's dimension-ordered routing: dimension by dimension, up the ring where
-        the target is at most half a ring above (round the wrap too), else down. One column
-        per possible hop (half of each ring); -1 for none.
+        the target is at most half a ring above (round the wrap too), else down. One row per
+        possible hop (half of each ring), one column per pair; -1 for none.
         """
         a, b = (v.ravel() for v in np.broadcast_arrays(*_pairs(a, b)))
         dims = len(self.dims)
@@ -390,8 +411,8 @@ class Torus:
                 link = ((base + owner * spans[j]) * dims + j) * 2 + np.where(up, 0, 1)
                 cols.append(np.where(k < steps, link, -1))
         if not cols:
-            return np.full((a.size, 0), -1, dtype=np.int64)
-        return np.stack(cols, axis=1).astype(np.int64)
+            return np.full((0, a.size), -1, dtype=np.int64)
+        return np.stack(cols).astype(np.int64)
 
     def describe(self) -> str:
         """One phrase: the dimensions."""
