@@ -396,8 +396,7 @@ class Torus:
         a, b = (v.ravel() for v in np.broadcast_arrays(*_pairs(a, b)))
         dims = len(self.dims)
         spans = [prod(self.dims[:j]) for j in range(dims)]
-        mine = [(a // span) % d for span, d in zip(spans, self.dims, strict=True)]
-        target = [(b // span) % d for span, d in zip(spans, self.dims, strict=True)]
+        mine, target = list(self._coords[:, a]), list(self._coords[:, b])
         cols = []
         for j, d in enumerate(self.dims):
             m, t, half = mine[j], target[j], d // 2
@@ -413,6 +412,12 @@ class Torus:
         if not cols:
             return np.full((0, a.size), -1, dtype=np.int64)
         return np.stack(cols).astype(np.int64)
+
+    @cached_property
+    def _coords(self) -> NDArray[np.int64]:
+        # Per dimension, each node's place on its ring; looked up rather than divided.
+        n = np.arange(self.nodes, dtype=np.int64)
+        return np.stack([(n // prod(self.dims[:j])) % d for j, d in enumerate(self.dims)])
 
     def describe(self) -> str:
         """One phrase: the dimensions."""
