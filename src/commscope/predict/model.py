@@ -217,8 +217,8 @@ class ClusterModel:
         network, listed switches of one uplink latency, a fat tree of two levels, or routes
         that add no latency at all. Not a deeper fat tree, a dragonfly or a torus: how long a
         route is there depends on where its ends sit, not only on how far apart they are. Not
-        a topology whose links are counted one by one (a dragonfly): which of them a route
-        shares depends on where its ends sit too.
+        a topology whose links are counted one by one (a dragonfly, a torus), latency or
+        not: which of them a route shares depends on where its ends sit too.
         """
         if self.topology is not None and self.topology.inner_links() is not None:
             return False

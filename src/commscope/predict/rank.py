@@ -27,7 +27,10 @@ from commscope.predict.patterns import Pattern, ShiftStep, Transfers
 from commscope.predict.placement import Placement, enumerate_placements
 from commscope.predict.pricing import transfer_times
 
-BATCH = 1 << 16  # transfers counted at once by the rank-by-rank count (bounds its memory)
+# Transfers counted at once by the rank-by-rank count: bounds its memory, and keeps its
+# bins (steps x channel sides) in cache (2^16 ranked a 1,024-rank dragonfly all-to-all
+# about 2.7x faster than 2^20, same prices).
+BATCH = 1 << 16
 
 
 @dataclass(frozen=True)
