@@ -21,9 +21,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from scipy import stats
 
 from commscope.check.baseline import Baseline, figure_bases, spread_of
-from commscope.check.verdict import CRITICAL, OK, UNKNOWN, WARNING, judge
+from commscope.check.verdict import judge
 from commscope.data.store import Store
 from commscope.kinds.figures import FigureSpec, figure
+from commscope.status import CRITICAL, OK, UNKNOWN, WARNING
 from tests import synthetic_runs as syn
 from tests.synthetic_checks import LOAD_END, store_run
 

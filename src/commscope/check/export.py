@@ -17,8 +17,10 @@ import os
 from pathlib import Path
 
 from commscope import safe_write
-from commscope.check.verdict import CRITICAL, STATUS_NAMES, WARNING, Verdict
+from commscope.check.verdict import Verdict
 from commscope.errors import UsageError
+from commscope.status import CRITICAL, WARNING
+from commscope.status import name as status_name
 
 PREFIX = "commscope_"
 
@@ -92,7 +94,7 @@ def junit_text(verdict: Verdict) -> str:
         elif f.excused:
             case.result = [Skipped(line)]
         elif f.status == WARNING:
-            case.system_out = f"{STATUS_NAMES[f.status]}: {line}"
+            case.system_out = f"{status_name(f.status)}: {line}"
         suite.add_testcase(case)
     xml = JUnitXml()
     xml.add_testsuite(suite)

@@ -34,14 +34,14 @@ from scipy import stats
 
 from commscope.check.baseline import Baseline, FigureBase
 from commscope.kinds.figures import HIGHER, Figure
+from commscope.status import CRITICAL, OK, UNKNOWN, WARNING
+from commscope.status import name as status_name
 from commscope.units import rate_text, time_text
 
 CHECK_VERSION = 1
 RECORD_KIND = "check"  # the run data a verdict is kept under, by baseline name
 ALPHA = 0.01
 DEFAULT_TOLERANCE = 0.10
-OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
-STATUS_NAMES = {OK: "OK", WARNING: "WARNING", CRITICAL: "CRITICAL", UNKNOWN: "UNKNOWN"}
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class FigureVerdict:
 
     def text(self) -> str:
         """One line: status, key, values, change and why."""
-        head = f"{STATUS_NAMES[self.status]:8} {self.key}"
+        head = f"{status_name(self.status):8} {self.key}"
         if self.measured is None:
             return f"{head}: not measured (baseline {shown(self.baseline, self.unit)})"
         change = "" if self.worse_by is None else f" ({_change(self.worse_by)})"
@@ -89,7 +89,7 @@ class FigureVerdict:
             "labels": self.labels,
             "unit": self.unit,
             "better": self.better,
-            "status": STATUS_NAMES[self.status],
+            "status": status_name(self.status),
             "baseline": self.baseline,
             "measured": self.measured,
             "worse_by": self.worse_by,
@@ -124,14 +124,14 @@ class Verdict:
     def counts(self) -> dict[str, int]:
         """How many figures have each status."""
         return {
-            STATUS_NAMES[s]: sum(1 for f in self.figures if f.status == s)
+            status_name(s): sum(1 for f in self.figures if f.status == s)
             for s in (OK, WARNING, CRITICAL)
         }
 
     def summary(self) -> str:
         """The one line a monitoring system shows: status, baseline, run, worst figure."""
         counts = self.counts()
-        status = STATUS_NAMES[self.status]
+        status = status_name(self.status)
         head = f"commscope {status}: run {self.run_id} against baseline {self.baseline}"
         if self.status == UNKNOWN:
             why = self.load[0] if self.load else f"'commscope show {self.run_id}' says why"
@@ -145,7 +145,7 @@ class Verdict:
     def record(self) -> dict[str, Any]:
         """What is kept with the run: the status, when, and the figures not OK."""
         return {
-            "status": STATUS_NAMES[self.status],
+            "status": status_name(self.status),
             "checked_unix": self.checked_unix,
             "flagged": [f.key for f in self.figures if f.status != OK],
         }
@@ -154,7 +154,7 @@ class Verdict:
         """The versioned JSON of ``check --json``."""
         return {
             "check_version": CHECK_VERSION,
-            "status": STATUS_NAMES[self.status],
+            "status": status_name(self.status),
             "exit_code": self.status,
             "summary": self.summary(),
             "baseline": self.baseline,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from commscope import status
 from commscope.cli import common
 from commscope.errors import CommscopeError, UsageError
 
@@ -25,7 +26,6 @@ EXAMPLES = """examples:
   commscope check --baseline nightly --prometheus /var/lib/node_exporter/commscope.prom
   commscope check --baseline nightly --junit check.xml --json > check.json
 exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (as Nagios, Icinga and NHC read them)"""
-UNKNOWN = 3
 SHOWN = 15  # figures listed on the terminal, worst first; --json has them all
 DEFAULT_TIMEOUT_S = 900.0
 
@@ -33,7 +33,7 @@ DEFAULT_TIMEOUT_S = 900.0
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope check`."""
     # Bad usage is UNKNOWN (3) for a monitoring plugin, not argparse's 2.
-    setattr(p, "usage_exit", UNKNOWN)  # noqa: B010 - read by cli.OneLineParser.error
+    setattr(p, "usage_exit", status.UNKNOWN)  # noqa: B010 - read by cli.OneLineParser.error
     p.add_argument(
         "run",
         nargs="?",
@@ -75,11 +75,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Judge, print, export; every error is UNKNOWN (3)."""
-    try:
+    with status.unknown_on_error():
         return _check(args)
-    except CommscopeError as err:
-        err.exit_code = UNKNOWN  # the monitoring convention, whatever the part that failed
-        raise
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -186,8 +183,6 @@ def _record_if_writable(args: argparse.Namespace, verdict: Verdict) -> None:
 def _print(verdict: Verdict) -> None:
     from rich.table import Table
 
-    from commscope.check.verdict import OK, STATUS_NAMES
-
     out = common.console()
     # One unwrapped line first: what a monitoring system shows as the plugin's output.
     print(common.terminal_text(verdict.summary()), flush=True)
@@ -195,7 +190,7 @@ def _print(verdict: Verdict) -> None:
         out.print(common.terminal_text(f"  environment changed: {change}"), markup=False)
     for text in verdict.load:
         out.print(common.terminal_text(f"  load: {text}"), markup=False)
-    flagged = [f for f in verdict.figures if f.status != OK]
+    flagged = [f for f in verdict.figures if f.status != status.OK]
     shown = flagged[:SHOWN] if flagged else verdict.figures[:SHOWN]
     table = Table(title="figures, worst first" if flagged else "figures")
     for col in ("status", "figure", "change", "limit", "p", "why"):
@@ -205,7 +200,7 @@ def _print(verdict: Verdict) -> None:
         p = "" if f.p_value is None else f"{f.p_value:.2g}"
         why = f.cause or ("" if f.judged_by == "tolerance" else "judged by the run-to-run band")
         table.add_row(
-            STATUS_NAMES[f.status],
+            status.name(f.status),
             common.terminal_text(f.key),
             change,
             f"{f.limit:.0%}",

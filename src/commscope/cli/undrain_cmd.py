@@ -16,8 +16,8 @@ import argparse
 import shlex
 from typing import Any
 
+from commscope import status
 from commscope.cli import common
-from commscope.errors import CommscopeError
 
 NAME = "undrain"
 HELP = (
@@ -32,12 +32,11 @@ EXAMPLES = """examples:
 exit codes: 0 done or nothing to do, 1 a named node drained for another reason (left alone),
             3 unknown (outside Slurm, no right to run scontrol update, an unknown node,
             scontrol refused)"""
-OK, WARNING, UNKNOWN = 0, 1, 3
 
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope undrain`."""
-    setattr(p, "usage_exit", UNKNOWN)  # noqa: B010 - read by cli.OneLineParser.error
+    setattr(p, "usage_exit", status.UNKNOWN)  # noqa: B010 - read by cli.OneLineParser.error
     p.add_argument(
         "nodes",
         nargs="*",
@@ -54,11 +53,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Return commscope's drained nodes to service; every failure is UNKNOWN (3)."""
-    try:
+    with status.unknown_on_error():
         return _undrain(args)
-    except CommscopeError as err:
-        err.exit_code = UNKNOWN
-        raise
 
 
 def _undrain(args: argparse.Namespace) -> int:
@@ -87,7 +83,7 @@ def _undrain(args: argparse.Namespace) -> int:
     targets = [s for s in named if s is not None] if args.nodes else list(known.values())
     returned: list[dict[str, Any]] = []
     left: list[dict[str, Any]] = []
-    status = OK
+    outcome = status.OK
     for node in targets:
         if node.drained and fence_analysis.ours(node.reason):
             argv = fence.resume_argv(node.name)
@@ -102,14 +98,14 @@ def _undrain(args: argparse.Namespace) -> int:
             )
             left.append({"node": node.name, "state": node.state, "reason": node.reason, "why": why})
             if args.nodes and node.drained:
-                status = WARNING
+                outcome = status.WARNING
     if args.json:
         common.print_json(
-            {"dry_run": args.dry_run, "status": status, "returned": returned, "left": left}
+            {"dry_run": args.dry_run, "status": outcome, "returned": returned, "left": left}
         )
-        return status
+        return outcome
     _print(returned, left, args.dry_run)
-    return status
+    return outcome
 
 
 def _print(returned: list[dict[str, Any]], left: list[dict[str, Any]], dry_run: bool) -> None:
