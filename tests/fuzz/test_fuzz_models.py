@@ -83,7 +83,7 @@ class _Simulated(Exception):
         self.request = request
 
 
-def _stop_before_smpirun(args, store, request, label, quiet):
+def _stop_before_smpirun(store, request, label, quiet):
     raise _Simulated(request.to_json())
 
 

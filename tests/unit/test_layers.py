@@ -22,6 +22,8 @@ import commscope
 
 PACKAGE = Path(commscope.__file__).resolve().parent
 BASE = {"errors", "limits", "strict", "units", "safe_write", "status", "__version__"}
+EVERY_PART_BELOW = {"check", "data", "importers", "measure", "analysis", "predict", "simulate",
+                    "report", "kinds", "validate"}  # fmt: skip
 # part -> the parts it may import besides itself and BASE
 ALLOWED = {
     "data": set(),
@@ -34,19 +36,46 @@ ALLOWED = {
     "validate": {"data", "analysis", "predict", "measure"},
     "kinds": {"data", "analysis", "report"},
     "check": {"data", "analysis", "kinds"},
-    "cli": {
-        "check",
-        "data",
-        "importers",
-        "measure",
-        "analysis",
-        "predict",
-        "simulate",
-        "report",
-        "kinds",
-        "validate",
-    },
+    # jobs: every part below the command line; cli: jobs too (beyond measure, simulate and
+    # validate only what CLI_MAY_IMPORT lists)
+    "jobs": EVERY_PART_BELOW,
+    "cli": EVERY_PART_BELOW | {"jobs"},
 }
+# The command line turns argv into requests and renders outcomes; what runs a measurement,
+# places ranks or changes the cluster lives in jobs/. What cli still takes from the parts that
+# run things, module by module, is this list: a new entry is a move into jobs/ not made.
+CLI_BELOW = ("measure", "simulate", "validate")
+CLI_MAY_IMPORT = {
+    # the engine command builds and lists engines; vcluster's own command runs the cluster
+    "engine_cmd": {"measure.engine", "measure.mpi"},
+    "vcluster_cmd": {"measure.vcluster", "measure.vcluster.slurm"},
+    # argv -> request: option tables and the checks a request passes before it is stored
+    "run_options": {"measure.engine_options"},
+    "run_request": {"measure.cvars", "measure.engine_options", "measure.launch",
+                    "measure.runner", "measure.vcluster"},
+    "run_where": {"measure.hosts"},
+    "predict_cmd": {"measure.slurm", "measure.vcluster"},  # node names for a model
+    "show_cmd": {"simulate.netload"},
+    # the program kinds (node, TCP, HPL) and the simulator's and validation's own commands
+    "run_node": {"measure.compute.hpcc", "measure.compute.node", "measure.compute.sizes"},
+    "run_tcp": {"measure.runner", "measure.tcp.program", "measure.tcp.session",
+                "measure.vcluster"},
+    "tcp_cmd": {"measure.launch", "measure.tcp.program"},
+    "run_hpl": {"measure.hosts", "measure.hpl", "measure.mpi", "measure.program",
+                "measure.vcluster"},
+    "simulate_app": {"measure.hpl", "simulate.app", "simulate.netload", "simulate.params",
+                     "simulate.setup"},
+    "simulate_check": {"simulate.agreement", "simulate.calibrate", "simulate.setup"},
+    "simulate_options": {"simulate.params", "simulate.setup"},
+    "simulate_run": {"simulate.agreement", "simulate.netload", "simulate.setup"},
+    "validate_cmd": {"measure.hosts", "measure.mpi", "measure.runner", "measure.slurm",
+                     "validate.timers"},
+    "validate_predict": {"measure.cvars", "measure.hosts", "measure.launch", "measure.mpi",
+                         "measure.slurm", "measure.vcluster", "validate.forcing",
+                         "validate.predict"},
+}  # fmt: skip
+# Modules of cli that still store a run themselves (the program kinds).
+CLI_CREATES_RUNS = {"run_hpl", "run_node", "run_tcp", "simulate_app"}
 ROOT_MODULES = {"__init__", "__main__"} | BASE - {"__version__"}
 
 
@@ -190,3 +219,37 @@ def test_the_import_graph_reads_every_kind_of_import_and_finds_a_circle(tmp_path
         "commscope.toy.d": {"commscope.toy"},
     }
     assert circles(graph) == [["commscope.toy.a", "commscope.toy.b", "commscope.toy.c"]]
+
+
+def test_cli_takes_from_the_parts_that_run_things_only_what_its_list_allows():
+    graph = import_graph()
+    wrong = []
+    for name in sorted(graph):
+        if not name.startswith("commscope.cli."):
+            continue
+        short = name.removeprefix("commscope.cli.")
+        below = {
+            m.removeprefix("commscope.")
+            for m in graph[name]
+            if m.count(".") >= 2 and m.split(".")[1] in CLI_BELOW
+        }
+        extra = below - CLI_MAY_IMPORT.get(short, set())
+        wrong += [f"cli/{short} imports {m}: run it through jobs/" for m in sorted(extra)]
+    assert not wrong, "\n".join(wrong)
+    stale = [
+        f"cli/{short} no longer imports {m}: drop it from CLI_MAY_IMPORT"
+        for short, allowed in CLI_MAY_IMPORT.items()
+        for m in sorted(
+            allowed - {x.removeprefix("commscope.") for x in graph[f"commscope.cli.{short}"]}
+        )
+    ]
+    assert not stale, "\n".join(stale)
+
+
+def test_only_jobs_and_the_listed_program_commands_create_runs():
+    creators = {
+        path.stem
+        for path in (PACKAGE / "cli").glob("*.py")
+        if "create_run(" in path.read_text("utf-8")
+    }
+    assert creators == CLI_CREATES_RUNS

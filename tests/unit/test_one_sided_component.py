@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from commscope.cli.run_where import host_count, one_sided_component
+from commscope.jobs.where import host_count, one_sided_component
 from commscope.data.request import RunRequest
 from commscope.measure.mpi import MPIInstall
 

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from commscope import cli
-from commscope.cli import common, runs_cmd
+from commscope.cli import runs_cmd
 from commscope.data.request import RunRequest
 from commscope.data.store import Store
 from commscope.errors import Interrupted, interrupt_cause
+from commscope.jobs import runs
 from commscope.measure import launch, runner
 from commscope.measure.mpi import MPIInstall
 from tests import synthetic_runs
@@ -174,7 +175,7 @@ def test_resume_closes_a_segment_left_running(tmp_path):
         store.set_run_status(run_id, "incomplete", "interrupted")
         done = store.start_segment(run_id, ["mpirun"])
         store.finish_segment(done, "incomplete", "lost rank 1")
-        assert common.resumable_request(store, str(run_id))[0] == run_id
+        assert runs.resumable_request(store, str(run_id))[0] == run_id
         segments = {s.id: s for s in store.segments(run_id)}
     assert segments[killed].status == "incomplete" and segments[killed].ended_unix
     assert "closed when the run was resumed" in segments[killed].message

@@ -202,7 +202,7 @@ def _simulated(*runs: list[dict[str, Any]]):
     """Stand-in for the SMPI job: each call stores the next list of records as a run."""
     queue = list(runs)
 
-    def simulate(args, store, request, label, quiet):
+    def simulate(store, request, label, quiet):
         return _store_points(store, request, queue.pop(0))
 
     return simulate

@@ -142,6 +142,15 @@ def node_names(header: Mapping[str, Any] | None, nranks: int) -> tuple[str, ...]
     return tuple(f"{node}/r{i}" for i, node in enumerate(nodes))
 
 
+def rank_nodes(header: Mapping[str, Any] | None, points: Sequence[Point]) -> tuple[str, ...]:
+    """A name per rank of a run's matrix (:func:`node_names`), its rank count from the header.
+
+    A run without a header (an import) counts the ranks its points name.
+    """
+    nranks = int(header["nranks"]) if header else 1 + max(max(p.ranks) for p in points)
+    return node_names(header, nranks)
+
+
 def _value(p: Point) -> float:
     return p.latency_s if p.op == "matrix_lat" else p.bandwidth_Bps
 

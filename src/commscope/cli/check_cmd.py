@@ -7,14 +7,13 @@ Exit codes follow the monitoring-plugins convention (Nagios, Icinga, Node Health
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from commscope import status
 from commscope.cli import common
-from commscope.errors import CommscopeError, UsageError
+from commscope.jobs import check
 
 if TYPE_CHECKING:
-    from commscope.check.baseline import Baseline
     from commscope.check.verdict import Verdict
 
 NAME = "check"
@@ -27,7 +26,6 @@ EXAMPLES = """examples:
   commscope check --baseline nightly --junit check.xml --json > check.json
 exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (as Nagios, Icinga and NHC read them)"""
 SHOWN = 15  # figures listed on the terminal, worst first; --json has them all
-DEFAULT_TIMEOUT_S = 900.0
 
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
@@ -57,7 +55,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--timeout",
         type=common.number(1.0, 86400.0),
-        default=DEFAULT_TIMEOUT_S,
+        default=check.DEFAULT_TIMEOUT_S,
         metavar="S",
         help="most seconds a new measurement may take [default: %(default)s]",
     )
@@ -76,108 +74,38 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Judge, print, export; every error is UNKNOWN (3)."""
     with status.unknown_on_error():
-        return _check(args)
+        outcome = check.run_check(_job(args))
+    err = common.console(stderr=True)
+    for note in outcome.notes:
+        err.print(common.terminal_text(note), markup=False)
+    if args.json:
+        common.print_json(outcome.verdict.to_json())
+    else:
+        _print(outcome.verdict)
+    return outcome.verdict.status
 
 
-def _check(args: argparse.Namespace) -> int:
+def _job(args: argparse.Namespace) -> check.CheckJob:
+    """The check the options ask for; a bad tolerance or label fails here."""
     from commscope import kinds
-    from commscope.check import export, tolerance
-    from commscope.check.baseline import Baseline
-    from commscope.check.judging import check_run
-    from commscope.data.run_data import read_run
+    from commscope.check import tolerance
 
     specs = kinds.figure_specs()
     classes = {s.tolerance for s in specs.values()}
     tolerances = tolerance.parse(args.tolerance, [*classes, *specs]) if args.tolerance else {}
-    if args.prometheus:
-        export.check_prometheus_path(args.prometheus)
-    if args.junit:
-        from commscope import safe_write
-
-        safe_write.check_target(args.junit, "--junit")
-    with common.open_store(args, write=args.run is None) as store:
-        baseline = Baseline.from_json(store.baseline(args.baseline))
-        if args.run is None:
-            run_id = _measure(args, store, baseline)
-        else:
-            run_id = store.resolve_run(args.run)
-        verdict = check_run(baseline, read_run(store, run_id), tolerances, args.allow_other_hosts)
-        if args.run is None:
-            _record(store, verdict)
-    if args.run is not None:
-        _record_if_writable(args, verdict)
-    if args.prometheus:
-        export.write_prometheus(verdict, args.prometheus)
-    if args.junit:
-        export.write_junit(verdict, args.junit)
-    if args.json:
-        common.print_json(verdict.to_json())
-    else:
-        _print(verdict)
-    return verdict.status
-
-
-def _measure(args: argparse.Namespace, store: Any, baseline: Baseline) -> int:
-    """Measure the baseline's request again as a new run; its id."""
-    from commscope.cli import run_where
-    from commscope.data.request import RunRequest
-    from commscope.measure import mpi as mpi_mod
-    from commscope.measure import runner
-
-    if "engine" not in baseline.request:
-        raise UsageError(
-            f"baseline {baseline.name} holds {baseline.kind} runs, which check cannot measure"
-            f" again; measure one with 'commscope run {baseline.kind}' and check it:"
-            f" 'commscope check --baseline {baseline.name} latest'"
-        )
-    request = RunRequest.from_json(baseline.request)
-    request = request.replace(timeout_s=min(request.timeout_s, args.timeout))
-    simulation = None
-    if request.simulate:
-        from commscope.simulate import smpi
-
-        mpi = smpi.install()
-        simulation = smpi.SimulatedLaunch(request.simulate)
-    else:
-        mpi = mpi_mod.resolve(request.mpi)
-    label = args.label if args.label is not None else f"check {baseline.name}"
-    with run_where.resumed(request) as live:
-        run_id = store.create_run(
-            live.benchmark, common.check_label(label), mpi.tag, mpi.launcher, live.np,
-            live.to_json(),
-        )  # fmt: skip
-        try:
-            runner.run(store, run_id, live, mpi, simulation=simulation)
-        except CommscopeError as err:
-            if not store.get_run(run_id).n_points:
-                raise
-            # Judge what was measured: the missing figures are named as such.
-            common.console(stderr=True).print(
-                common.terminal_text(f"check: run {run_id} stopped early: {err.one_line()}"),
-                markup=False,
-            )
-    return int(run_id)
-
-
-def _record(store: Any, verdict: Verdict) -> None:
-    """Keep the verdict with the run, beside those of other baselines (the report's trend)."""
-    from commscope.check.verdict import RECORD_KIND
-
-    kept = store.run_data(verdict.run_id, RECORD_KIND) or {}
-    store.set_run_data(verdict.run_id, RECORD_KIND, {**kept, verdict.baseline: verdict.record()})
-
-
-def _record_if_writable(args: argparse.Namespace, verdict: Verdict) -> None:
-    """Keep the verdict with a stored run; a read-only store is judged, not changed."""
-    try:
-        with common.open_store(args) as store:
-            _record(store, verdict)
-    except CommscopeError as err:
-        common.console(stderr=True).print(
-            common.terminal_text(f"check: verdict not kept with run {verdict.run_id}:"
-                                 f" {err.one_line()}"),
-            markup=False,
-        )  # fmt: skip
+    if args.run is None and args.label is not None:
+        common.check_label(args.label)
+    return check.CheckJob(
+        store=args.store,
+        baseline=args.baseline,
+        run=args.run,
+        tolerances=tolerances,
+        allow_other_hosts=args.allow_other_hosts,
+        timeout_s=args.timeout,
+        label=args.label,
+        prometheus=args.prometheus,
+        junit=args.junit,
+    )
 
 
 def _print(verdict: Verdict) -> None:

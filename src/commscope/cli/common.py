@@ -48,24 +48,6 @@ def open_store(args: argparse.Namespace, write: bool = True) -> Store:
     return Store.open(args.store, write=write)
 
 
-def resumable_request(store: Store, ref: str) -> tuple[int, dict[str, Any]]:
-    """The run id and stored request of an incomplete run to resume (UsageError if complete).
-
-    Segments its earlier processes left "running" (they were killed before they could close
-    them) are closed as "incomplete" first, so a run that completes has every segment closed.
-    """
-    run_id = store.resolve_run(ref)
-    info = store.get_run(run_id)
-    if info.status == "complete":
-        raise UsageError(f"--resume {ref}: run {run_id} is complete; nothing to do")
-    store.close_running_segments(
-        run_id,
-        "interrupted: its process ended without closing this"
-        " segment (closed when the run was resumed)",
-    )
-    return run_id, info.request
-
-
 def print_json(data: Any) -> None:
     """Machine-readable output: sizes in bytes, times in seconds, bandwidths in bytes/s.
 

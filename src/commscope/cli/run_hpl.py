@@ -111,14 +111,16 @@ def _slurm_steps(args: argparse.Namespace, mpi: Any, most_ranks: int) -> Iterato
     (default 1); inside an allocation its tasks are spread evenly over its nodes.
     """
     from commscope.cli import run_where
+    from commscope.jobs import where as where_mod
     from commscope.measure import program
 
-    if not run_where.uses_slurm(args, getattr(args, "launcher", "auto")):
+    where = run_where.where(args)
+    if not where_mod.uses_slurm(where, where.launcher):
         yield None
         return
     per_node = args.ranks_per_node or 1
     nodes = args.nodes or math.ceil(most_ranks / per_node)
-    with run_where.allocation(args, mpi, nodes, most_ranks) as (held, plugin):
+    with where_mod.allocation(where, mpi, nodes, most_ranks) as (held, plugin):
         if not args.slurm and not args.ranks_per_node:
             per_node = max(1, held.ntasks // max(1, len(held.nodes)))
         yield program.SlurmSteps({**held.to_json(), "plugin": plugin}, per_node)
@@ -127,11 +129,12 @@ def _slurm_steps(args: argparse.Namespace, mpi: Any, most_ranks: int) -> Iterato
 def run(args: argparse.Namespace) -> int:
     """Build HPL with the MPI's mpicc, solve once per grid and repeat, store each as a run."""
     from commscope.cli import run_where
+    from commscope.jobs import where as where_mod
     from commscope.measure import hpl, program
     from commscope.measure import mpi as mpi_mod
 
     _refuse_others(args)
-    run_where.check(args)
+    where_mod.check(run_where.where(args))
     grids = hpl.parse_grids(args.grid, args.np)
     common.require(bool(args.source), f"--source: missing; {hpl.SOURCE_HINT}")
     common.require(

@@ -15,7 +15,6 @@ from typing import Any
 
 from commscope.cli import (
     common,
-    run_fence,
     run_hpl,
     run_matrix,
     run_node,
@@ -258,7 +257,7 @@ def _matrix(kind: str, what: Any, how: Any, p: argparse.ArgumentParser) -> None:
     )
     _engine(kind, what, how, p)
     run_matrix.add_options(what)
-    run_fence.add_options(p.add_argument_group("bad nodes"))
+    run_matrix.add_drain_option(p.add_argument_group("bad nodes"))
 
 
 def _tcp(kind: str, what: Any, how: Any, p: argparse.ArgumentParser) -> None:

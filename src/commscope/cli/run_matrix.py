@@ -1,4 +1,4 @@
-"""`commscope run matrix`: which pairs it measures, and the confirmation round after it."""
+"""`commscope run matrix`: its options, and which pairs it measures."""
 
 from __future__ import annotations
 
@@ -25,6 +25,16 @@ def add_options(group: Any) -> None:
         "--no-confirm",
         action="store_true",
         help="name the first pass's suspects without measuring them again",
+    )
+
+
+def add_drain_option(group: Any) -> None:
+    """Declare ``--drain`` (after a matrix run: drain the nodes it names in Slurm)."""
+    group.add_argument(
+        "--drain",
+        action="store_true",
+        help="drain in Slurm each node named slow ('commscope undrain' returns them);"
+        " without it the commands are printed; exit 0 none, 1 warning, 2 drained, 3 unknown",
     )
 
 
@@ -58,33 +68,3 @@ def engine_plan(args: argparse.Namespace) -> str | None:
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"--pairs {mode}: cannot be read ({err}); give a text file") from None
     return pair_plans.file_plan(text, f"--pairs {mode}")
-
-
-def confirm(store: Any, run_id: int, request: Any, mpi: Any, quiet: bool) -> None:
-    """Measure the first pass's suspects again against healthy partners (a segment a round)."""
-    from commscope.analysis import confirm as confirming
-    from commscope.analysis import matrix as matrix_analysis
-    from commscope.data.run_data import read_run
-    from commscope.measure import runner
-
-    run = read_run(store, run_id)
-    points = [p for p in run.family("paired") if "/" not in p.pair]
-    if not points or run.info.status != "complete":
-        return
-    header = run.info.header
-    nranks = int(header["nranks"]) if header else 1 + max(max(p.ranks) for p in points)
-    names = matrix_analysis.node_names(header, nranks)
-    nodes, links = confirming.suspects(matrix_analysis.matrices(points, names))
-    plan = confirming.plan(names, nodes, links)
-    if not plan:
-        return
-    if not quiet:
-        what = ", ".join([*nodes, *(f"{a}->{b}" for a, b in links)])
-        common.console(stderr=True).print(
-            common.terminal_text(f"confirming {what} against healthy partners"), markup=False
-        )
-    for prefix in confirming.PREFIXES:  # one launch a round: a moment of load hits one
-        again = request.replace(
-            engine=request.engine.replace(matrix_plan=plan, matrix_prefix=prefix)
-        )
-        runner.run(store, run_id, again, mpi)

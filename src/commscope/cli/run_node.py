@@ -15,8 +15,9 @@ import os
 from typing import Any
 
 from commscope import limits, strict
-from commscope.cli import common, run_outcome
+from commscope.cli import common
 from commscope.errors import UsageError
+from commscope.jobs import runs
 from commscope.measure.compute import hpcc, node, sizes
 
 KIND = "node"  # the kind these runs are stored as (kinds/node.py shows them)
@@ -154,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     quiet = args.quiet or args.json
     with common.open_store(args) as store:
         if request is None:
-            run_id, request = common.resumable_request(store, args.resume)
+            run_id, request = runs.resumable_request(store, args.resume)
         else:
             run_id = store.create_run(KIND, args.label, None, None, None, request)
         if not quiet:
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         outcome = measure(store, run_id, request, progress=None if quiet else err.print)
         info = store.get_run(run_id)
         points = store.linpacks(run_id)
-        written = run_outcome.write_report(store, run_id, args.report)
+        written = runs.write_report(store, run_id, args.report)
     summary = node_analysis.summarize(request, points)
     report = os.fspath(written) if written else None
     if args.json:

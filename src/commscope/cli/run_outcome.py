@@ -1,33 +1,28 @@
-"""Around the engine's run: the progress bar, then the report and the printed figures.
+"""Around a run's job: the progress bar while it measures, then its figures (or JSON) printed.
 
-`commscope run`, `run node` and `simulate run` share these.
+`commscope run` and `simulate run` share these.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
+import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from commscope.cli import common, run_fence
-from commscope.data.request import RunRequest
-from commscope.errors import UsageError
-from commscope.measure import mpi as mpi_mod
-from commscope.measure import runner
+from commscope import status
+from commscope.cli import common
+from commscope.jobs import drain, runs
 
 
-def measure(
-    store: Any, run_id: int, request: RunRequest, mpi: mpi_mod.MPIInstall, quiet: bool
-) -> runner.Outcome:
-    """Run the engine for a stored request, with a progress bar unless ``quiet``."""
-    simulation = None
-    if request.simulate:
-        from commscope.simulate.smpi import SimulatedLaunch
-
-        simulation = SimulatedLaunch(request.simulate)
+@contextmanager
+def progress_bar(quiet: bool) -> Iterator[tuple[runs.Progress | None, runs.Note | None]]:
+    """A progress bar on stderr for a job's points and lines beside it; (None, None) if quiet."""
     if quiet:
-        return runner.run(store, run_id, request, mpi, simulation=simulation)
+        yield None, None
+        return
     from rich.progress import (
         BarColumn,
         Progress,
@@ -50,72 +45,72 @@ def measure(
         def show(done: int, total: int | None) -> None:
             bar.update(task, completed=done, total=total)
 
-        return runner.run(store, run_id, request, mpi, progress=show, simulation=simulation)
+        def note(text: str) -> None:  # printed above the bar, which stays at the bottom
+            bar.console.print(common.terminal_text(text), markup=False)
+
+        yield show, note
 
 
-def show_outcome(
-    args: argparse.Namespace,
-    store: Any,
-    run_id: int,
-    request: RunRequest,
-    outcome: runner.Outcome,
-    report: str | None,
-) -> int:
-    """Write the report when asked, then print the run's key figures (or JSON).
+def show_outcome(args: argparse.Namespace, outcome: runs.RunOutcome) -> int:
+    """Print the run's key figures (or JSON), the report written and what it drained.
 
-    After a matrix run, the nodes it names are fenced (``--drain``) or the commands that
-    would fence them printed; with ``--drain`` the exit status is the fence's (0/1/2/3).
+    With ``--drain`` the exit status is the drain's (OK 0, WARNING 1, CRITICAL 2: a node
+    drained, UNKNOWN 3); else 0.
     """
-    info = store.get_run(run_id)
-    written = write_report(store, run_id, report)
-    fenced = run_fence.after(args, store, run_id, request)
-    code = fenced.status if fenced is not None and fenced.drain else 0
-    if args.json:
-        result: dict[str, Any] = {
-            "run": run_id,
-            "status": info.status,
-            "new_points": outcome.new_points,
-            "points": outcome.total_points,
-            "store": os.path.abspath(args.store),
-            "report": os.fspath(written) if written else None,
-        }
-        if fenced is not None:
-            result["fence"] = fenced.to_json()
-        common.print_json(result)
-        return code
-    # numpy and SciPy: only when figures are printed
-    from commscope import kinds
-    from commscope.cli import render
-    from commscope.data.run_data import read_run
+    drained = outcome.drained
+    code = drained.status if drained is not None and drained.applied else status.OK
+    with common.open_store(args, write=False) as store:
+        info = store.get_run(outcome.run_id)
+        if args.json:
+            result: dict[str, Any] = {
+                "run": outcome.run_id,
+                "status": info.status,
+                "new_points": outcome.measured.new_points,
+                "points": outcome.measured.total_points,
+                "store": os.path.abspath(args.store),
+                "report": os.fspath(outcome.report) if outcome.report else None,
+            }
+            if drained is not None:
+                result["drain"] = drained.to_json()
+            common.print_json(result)
+            return code
+        # numpy and SciPy: only when figures are printed
+        from commscope import kinds
+        from commscope.cli import render
+        from commscope.data.run_data import read_run
 
-    out = common.console()
-    full = bool(getattr(args, "full", False))
-    render.summary(out, read_run(store, run_id), kinds.View(), full)
-    more = "" if full else f"; every table: commscope show {run_id} --full"
-    out.print(f"stored in {args.store} as run {run_id}{more}")
-    if written:
-        out.print(f"report: {os.fspath(written)}")
-    if fenced is not None:
-        run_fence.print_fenced(fenced)
+        out = common.console()
+        full = bool(getattr(args, "full", False))
+        render.summary(out, read_run(store, outcome.run_id), kinds.View(), full)
+    more = "" if full else f"; every table: commscope show {outcome.run_id} --full"
+    out.print(f"stored in {args.store} as run {outcome.run_id}{more}")
+    if outcome.report:
+        out.print(f"report: {os.fspath(outcome.report)}")
+    if drained is not None:
+        print_drained(drained)
     return code
 
 
-def write_report(store: Any, run_id: int, report: str | None) -> Path | None:
-    """Write the run's HTML report to ``report`` (if given); the path written.
+def print_drained(drained: drain.Drained) -> None:
+    """The drain's lines after a run's figures."""
+    out = common.console()
 
-    Raises:
-        UsageError: the report cannot be written there; the message says the run is stored
-            and how to write its report elsewhere.
-    """
-    if not report:
-        return None
-    from commscope import kinds
-    from commscope.data.run_data import read_run
+    def say(text: str) -> None:
+        out.print(common.terminal_text(text), markup=False, soft_wrap=True)
 
-    try:
-        return kinds.write_report([read_run(store, run_id)], report, "--report")
-    except UsageError as err:
-        raise UsageError(
-            f"{err.one_line()}; run {run_id} is stored, write its report with"
-            f" 'commscope report {run_id} -o FILE'"
-        ) from None
+    for line in drained.links:
+        say(f"drain: a slow link, no node drained for it: {line}")
+    for line in drained.spared:
+        say(f"drain: not drained: {line}")
+    for n in drained.nodes:
+        command = shlex.join(n["command"]) if n["command"] else ""
+        if n["action"] == "printed":
+            say(f"to drain {n['node']} (run with --drain): {command}")
+        elif n["action"] == "drained":
+            say(f"drained {n['node']}: {command}")
+        else:
+            say(f"{n['node']}: {n['action']}")
+    for problem in drained.problems:
+        say(f"drain: {problem}")
+    if drained.applied and drained.status == status.CRITICAL:
+        say("return them to service with 'commscope undrain' once they are fixed")

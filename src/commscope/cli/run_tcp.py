@@ -18,6 +18,7 @@ from commscope import limits
 from commscope.cli import common
 from commscope.data.store import Store
 from commscope.errors import UsageError
+from commscope.jobs import runs
 from commscope.measure.runner import Outcome
 from commscope.measure.tcp import program as prog
 from commscope.measure.tcp import session
@@ -220,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     done: list[tcp_render.TcpRun] = []
     with common.open_store(args) as store:  # SIGTERM is an interrupt here (see cli.main)
         if args.resume:
-            run_id, request = common.resumable_request(store, args.resume)
+            run_id, request = runs.resumable_request(store, args.resume)
             _measure(store, run_id, request, quiet)
             done.append(_load(store, run_id))
         for label, request in planned:

@@ -67,7 +67,7 @@ def calibrate(args: argparse.Namespace) -> int:
                         base = RunRequest.from_json(info.request)
                         base = base.replace(engine=base.engine.replace(ops="pingpong"))
                         request = setup.simulated_request(base, model, cal.params, placement, [])
-                        rid = simulate_run.simulate_into(args, scratch, request, None, True)
+                        rid = simulate_run.simulate_into(scratch, request, None, True)
                         simulated += scratch.points(rid)
                     cal = calibrate.refine(cal, every, simulated)
     setup.write_model(out_path, model, cal.params, out_flag)
@@ -149,7 +149,7 @@ def validate(args: argparse.Namespace) -> int:
             simulate={**(request.simulate or {}), **agreement.measured_record(run_id, measured)}
         )
         label = args.label or f"model of run {run_id}"
-        sim_id = simulate_run.simulate_into(args, store, request, label, args.quiet or args.json)
+        sim_id = simulate_run.simulate_into(store, request, label, args.quiet or args.json)
         simulated = agreement.point_times(
             store.points(sim_id), store.colls(sim_id), store.contentions(sim_id)
         )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from commscope.cli import common, run_kinds, run_outcome, run_request, simulate_options
 from commscope.data.request import RunRequest
 from commscope.errors import UsageError
+from commscope.jobs import runs as run_jobs
 
 if TYPE_CHECKING:
     from commscope.simulate import agreement
@@ -31,17 +32,10 @@ def _bench_args(words: list[str]) -> argparse.Namespace:
     return parser.parse_args(words)
 
 
-def simulate_into(
-    args: argparse.Namespace, store: Any, request: RunRequest, label: str | None, quiet: bool
-) -> int:
+def simulate_into(store: Any, request: RunRequest, label: str | None, quiet: bool) -> int:
     """Store a new run of ``request`` in ``store`` and measure it under SMPI; its id."""
-    from commscope.simulate import smpi
-
-    mpi = smpi.install()
-    run_id: int = store.create_run(
-        request.benchmark, label, mpi.tag, mpi.launcher, request.np, request.to_json()
-    )
-    run_outcome.measure(store, run_id, request, mpi, quiet)
+    with run_outcome.progress_bar(quiet) as (progress, _):
+        run_id, _ = run_jobs.measure_stored(store, request, label, progress)
     return run_id
 
 
@@ -100,19 +94,14 @@ def run(args: argparse.Namespace) -> int:
                     f"simulating {placement.label} of {swept_model.describe()}"
                     f"{' with ' + tag if tag else ''}; {sim['factors']}"
                 )
-            runs.append(simulate_into(args, store, request, label, args.quiet or args.json))
+            runs.append(simulate_into(store, request, label, args.quiet or args.json))
         if len(runs) == 1:
-            from commscope.measure import runner
-
             rid = runs[0]
-            outcome = runner.Outcome(
-                rid, len(store.measured_keys(rid)), len(store.measured_keys(rid))
-            )
             load = store.run_data(rid, "netload")
             if args.json and load is not None:
                 common.print_json({"run": rid, "netload": load})
                 return 0
-            status = run_outcome.show_outcome(args, store, rid, request, outcome, None)
+            status = run_outcome.show_outcome(args, run_jobs.stored(store, rid, request))
             if load is not None:
                 _netload_table(load)
             if not args.json:

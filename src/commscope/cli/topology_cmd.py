@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from commscope.cli import common
-from commscope.errors import UsageError
+from commscope.jobs import topology
 
 NAME = "topology"
 HELP = "group nodes into switches from a measured all-pairs matrix; write Slurm's topology.conf"
@@ -27,63 +27,14 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Infer the switches, print them, write the files asked for."""
-    import numpy as np
-    import yaml
-
-    from commscope import safe_write
-    from commscope.analysis import matrix as matrix_analysis
-    from commscope.analysis import topology
-    from commscope.data.run_data import read_run
-    from commscope.predict.topology_model import model_document
-
-    for path, flag in ((args.output, "-o"), (args.model, "--model")):
-        if path:
-            safe_write.check_target(path, flag)
-    with common.open_store(args, write=False) as store:
-        run = read_run(store, store.resolve_run(args.run))
-    points = run.family("paired")
-    ident = run.info.id
-    if not points:
-        raise UsageError(
-            f"run {ident} holds no all-pairs matrix; measure one with 'commscope run matrix'"
-            " and give its id"
-        )
-    header = run.info.header
-    nranks = int(header["nranks"]) if header else 1 + max(max(p.ranks) for p in points)
-    found = matrix_analysis.matrices(points, matrix_analysis.node_names(header, nranks))
-    names = found[0].names
-    hosts = {str(r["node"]) for r in (header or {}).get("ranks", [])} or set(names)
-    if len(hosts) < 2:
-        raise UsageError(
-            f"run {ident} measured {len(hosts)} node; a topology needs 2 or more: run the"
-            " matrix across nodes (--hostfile, --slurm, --vcluster)"
-        )
-    lat = [m for m in found if m.op == "matrix_lat"]
-    bw = [m for m in found if m.op == "matrix_bw"]
-
-    def array(m: matrix_analysis.Matrix) -> np.ndarray:
-        return np.array([[np.nan if v is None else v for v in row] for row in m.values])
-
-    tree = topology.infer(
-        names,
-        array(bw[-1]) if bw else None,  # the largest size: bandwidth, not latency, dominates
-        array(lat[0]) if lat else None,
+    found = topology.infer(
+        topology.TopologyJob(args.store, args.run, conf=args.output, model=args.model)
     )
-    text = topology.slurm_topology(tree)
-    ranks_per_node = max(1, nranks // len(set(names)))
-    if args.output:
-        safe_write.write_text(args.output, f"# commscope topology of run {ident}\n{text}", "-o")
-    if args.model:
-        doc = model_document(tree, f"run{ident}-topology", ranks_per_node)
-        head = (
-            f"# commscope topology of run {ident} ({tree.source}); sockets and cores are what"
-            " the run recorded: set them to the nodes' real counts\n"
-        )
-        safe_write.write_text(args.model, head + yaml.safe_dump(doc, sort_keys=False), "--model")
+    tree = found.tree
     if args.json:
         common.print_json(
             {
-                "run": ident,
+                "run": found.run_id,
                 "source": tree.source,
                 "switches": [
                     {
@@ -98,9 +49,8 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    print(f"switches of run {ident}, grouped by {tree.source}:")
-    print(common.terminal_text(text), end="")
-    for path in (args.output, args.model):
-        if path:
-            print(f"written: {common.terminal_text(path)}")
+    print(f"switches of run {found.run_id}, grouped by {tree.source}:")
+    print(common.terminal_text(found.conf_text), end="")
+    for path in found.written:
+        print(f"written: {common.terminal_text(path)}")
     return 0

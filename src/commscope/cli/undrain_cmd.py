@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any
 
 from commscope import status
 from commscope.cli import common
+from commscope.jobs import drain
 
 NAME = "undrain"
 HELP = (
@@ -54,70 +54,24 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Return commscope's drained nodes to service; every failure is UNKNOWN (3)."""
     with status.unknown_on_error():
-        return _undrain(args)
-
-
-def _undrain(args: argparse.Namespace) -> int:
-    from commscope.analysis import fence as fence_analysis
-    from commscope.errors import UsageError
-    from commscope.measure import fence
-
-    for node in args.nodes:
-        if not fence.NODE_NAME.fullmatch(node):
-            raise UsageError(
-                f"node {common.terminal_text(node[:40])!r} is not a node name (letters, digits,"
-                " '.', '-', '_'): give nodes as 'sinfo -N' lists them"
-            )
-    if args.dry_run:
-        fence.require_reachable("undrain")
-    else:
-        fence.require("undrain")
-    known = fence.nodes()
-    unknown = [n for n in args.nodes if fence.find(n, known) is None]
-    if unknown:
-        raise UsageError(
-            f"{unknown[0]} is not a node of this Slurm (sinfo -N lists {len(known)}): give"
-            " nodes by the names Slurm gives them"
-        )
-    named = [fence.find(n, known) for n in args.nodes]
-    targets = [s for s in named if s is not None] if args.nodes else list(known.values())
-    returned: list[dict[str, Any]] = []
-    left: list[dict[str, Any]] = []
-    outcome = status.OK
-    for node in targets:
-        if node.drained and fence_analysis.ours(node.reason):
-            argv = fence.resume_argv(node.name)
-            if not args.dry_run:
-                fence.resume(node.name)
-            returned.append({"node": node.name, "reason": node.reason, "command": argv})
-        elif args.nodes or node.drained:
-            why = (
-                f"drained for {node.reason!r}, not by commscope"
-                if node.drained
-                else f"not drained ({node.state}): nothing to do"
-            )
-            left.append({"node": node.name, "state": node.state, "reason": node.reason, "why": why})
-            if args.nodes and node.drained:
-                outcome = status.WARNING
+        outcome = drain.undrain(args.nodes, args.dry_run)
     if args.json:
-        common.print_json(
-            {"dry_run": args.dry_run, "status": outcome, "returned": returned, "left": left}
-        )
-        return outcome
-    _print(returned, left, args.dry_run)
-    return outcome
+        common.print_json(outcome.to_json())
+        return outcome.status
+    _print(outcome)
+    return outcome.status
 
 
-def _print(returned: list[dict[str, Any]], left: list[dict[str, Any]], dry_run: bool) -> None:
+def _print(outcome: drain.Undrained) -> None:
     out = common.console()
 
     def say(text: str) -> None:
         out.print(common.terminal_text(text), markup=False, soft_wrap=True)
 
-    for r in returned:
-        verb = "would run" if dry_run else "returned to service"
+    for r in outcome.returned:
+        verb = "would run" if outcome.dry_run else "returned to service"
         say(f"{verb}: {shlex.join(r['command'])}   (was: {r['reason']})")
-    for entry in left:
+    for entry in outcome.left:
         say(f"left alone: {entry['node']}, {entry['why']}")
-    if not returned:
+    if not outcome.returned:
         say("undrain: no node is drained by commscope; nothing to do")

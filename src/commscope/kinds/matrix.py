@@ -44,9 +44,7 @@ def summarize(run: RunData, view: View) -> PairedRun | None:
     points = run.family("paired")
     if not points:
         return None
-    header = run.info.header
-    nranks = int(header["nranks"]) if header else 1 + max(max(p.ranks) for p in points)
-    names = matrix_analysis.node_names(header, nranks)
+    names = matrix_analysis.rank_nodes(run.info.header, points)
     found = matrix_analysis.matrices(points, names)
     again = [p for p in points if confirm.round_of(p.pair)]
     confirmed = confirm.judge(found, again, names) if again else []
@@ -200,9 +198,7 @@ def figures(run: RunData) -> list[Figure]:
     points = run.family("paired")
     if not points:
         return []
-    header = run.info.header
-    nranks = int(header["nranks"]) if header else 1 + max(max(p.ranks) for p in points)
-    names = matrix_analysis.node_names(header, nranks)
+    names = matrix_analysis.rank_nodes(run.info.header, points)
     out = []
     for p in points:
         if "/" in p.pair:  # bisection matchings, confirmation rounds: not a link's figure

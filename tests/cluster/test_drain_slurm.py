@@ -1,4 +1,4 @@
-"""Fencing with a real Slurm in the virtual cluster (root).
+"""Draining with a real Slurm in the virtual cluster (root).
 
 csnode3's link is slowed to a quarter of the others', both ways; an admin has drained csnode1
 for maintenance beforehand. ``run matrix --drain`` must drain exactly csnode3 with a reason
@@ -42,7 +42,7 @@ def scontrol_reason(node: str) -> str:
 
 
 @pytest.mark.parametrize("cluster", [(4, "200mbit", ("slurm",))], indirect=True)
-def test_drain_fences_the_slow_node_and_undrain_returns_only_it(cli, cluster):
+def test_drain_drains_the_slow_node_and_undrain_returns_only_it(cli, cluster):
     need(have_mpi("openmpi"), "openmpi is not installed")
     vcluster.set_rate(SLOW, "50mbit")
     sh("scontrol", "update", f"NodeName={ADMINS}", "State=DRAIN", f"Reason={MAINTENANCE}")
@@ -54,10 +54,10 @@ def test_drain_fences_the_slow_node_and_undrain_returns_only_it(cli, cluster):
     )  # fmt: skip
     print(out.stdout, out.stderr)
     assert out.returncode == 2, out.stderr  # CRITICAL: a node drained
-    fence = json.loads(out.stdout)["fence"]
-    assert [(n["node"], n["action"]) for n in fence["nodes"]] == [(SLOW, "drained")]
-    assert fence["problems"] == [] and fence["drain"] is True
-    reason = fence["nodes"][0]["reason"]
+    drained = json.loads(out.stdout)["drain"]
+    assert [(n["node"], n["action"]) for n in drained["nodes"]] == [(SLOW, "drained")]
+    assert drained["problems"] == [] and drained["applied"] is True
+    reason = drained["nodes"][0]["reason"]
     assert reason.startswith("commscope: bandwidth ") and reason.endswith(
         f"run {json.loads(out.stdout)['run']}"
     )

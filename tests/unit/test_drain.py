@@ -1,10 +1,10 @@
-"""Fencing without a cluster: which nodes a matrix names, and Slurm's commands against a stand-in.
+"""Draining without a cluster: which nodes a matrix names, and Slurm's commands against a stand-in.
 
 The stand-in is a small program installed as ``scontrol``, ``sinfo`` (and ``sacctmgr``) on
 PATH: it keeps the nodes' states and reasons in a JSON file, logs every argument list it is
 given and answers as Slurm 22.05 does (``sinfo -h -N -o %N|%T|%E``, ``scontrol ping``,
 ``scontrol update NodeName=X State=DRAIN|RESUME [Reason=...]``). The real Slurm is
-tests/cluster/test_fence_slurm.py's.
+tests/cluster/test_drain_slurm.py's.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from commscope import status
 from commscope.analysis import confirm
-from commscope.analysis import fence as fence_analysis
+from commscope.analysis import drain as drain_analysis
 from commscope.analysis import matrix as mx
-from commscope.cli import run_fence
 from commscope.data.store import Store
 from commscope.errors import LaunchError
-from commscope.measure import fence
+from commscope.jobs import drain
+from commscope.measure import slurm_nodes
 from tests.unit.test_matrix import point, store_run
 
 NODES = ("csnode1", "csnode2", "csnode3", "csnode4")
@@ -132,18 +133,18 @@ def matrices(points, names=NODES) -> list[mx.Matrix]:
 
 def test_a_slow_node_is_a_suspect_with_one_reason_naming_figure_value_and_run():
     slow = {(a, b): 5e6 for a in range(4) for b in range(4) if 2 in (a, b)}
-    decision = fence_analysis.decide(matrices(bw(slow)), run_id=42)
+    decision = drain_analysis.decide(matrices(bw(slow)), run_id=42)
     (suspect,) = decision.suspects
     assert suspect.node == "csnode3" and decision.links == ()
     assert len(suspect.figures) == 2  # as sender and as receiver, drained once
     reason = suspect.reason
     assert reason.startswith("commscope: bandwidth as ") and reason.endswith(", run 42")
     assert "128 KiB" in reason and "MB/s against typical 2" in reason
-    assert fence_analysis.ours(reason) and "\n" not in reason and "|" not in reason
+    assert drain_analysis.ours(reason) and "\n" not in reason and "|" not in reason
 
 
-def test_a_single_slow_link_fences_no_node_but_is_reported():
-    decision = fence_analysis.decide(matrices(bw({(0, 3): 4e6})), run_id=7)
+def test_a_single_slow_link_drains_no_node_but_is_reported():
+    decision = drain_analysis.decide(matrices(bw({(0, 3): 4e6})), run_id=7)
     assert decision.suspects == ()
     (line,) = decision.links
     assert "csnode1->csnode4" in line
@@ -154,15 +155,15 @@ def test_a_healthy_matrix_and_latency_outliers_name_nothing():
            for a in range(4) for b in range(4) if a != b]  # fmt: skip
     found = matrices(bw({}) + lat)
     assert any(m.outliers for m in found if m.op == "matrix_lat")
-    assert fence_analysis.decide(found, run_id=1) == fence_analysis.Decision(1, (), ())
+    assert drain_analysis.decide(found, run_id=1) == drain_analysis.Decision(1, (), ())
 
 
-def test_sockets_and_ranks_of_one_node_fence_the_node():
+def test_sockets_and_ranks_of_one_node_drain_the_node():
     names = ("a/s0", "a/s1", "b/s0", "b/s1")
     slow = {(x, y): 4e6 for x in range(4) for y in range(4) if 3 in (x, y)}
-    decision = fence_analysis.decide(matrices(bw(slow), names), run_id=3)
+    decision = drain_analysis.decide(matrices(bw(slow), names), run_id=3)
     assert [s.node for s in decision.suspects] == ["b"]
-    assert fence_analysis.hosts(matrices(bw({}), names)) == ("a", "b")
+    assert drain_analysis.hosts(matrices(bw({}), names)) == ("a", "b")
 
 
 def _verdict(where, name, verdict, again=5e6, nbytes=131072, op="matrix_bw"):
@@ -173,32 +174,32 @@ def _verdict(where, name, verdict, again=5e6, nbytes=131072, op="matrix_bw"):
     )  # fmt: skip
 
 
-def test_with_a_confirmation_only_nodes_it_judges_bad_are_fenced():
+def test_with_a_confirmation_only_nodes_it_judges_bad_are_drained():
     six = matrices(bw({(a, b): 5e6 for a in range(6) for b in range(6) if {a, b} & {1, 2}},
                       n=6), tuple(f"csnode{i}" for i in range(1, 7)))  # fmt: skip
-    first = fence_analysis.decide(six, run_id=9)
+    first = drain_analysis.decide(six, run_id=9)
     assert [s.node for s in first.suspects] == ["csnode2", "csnode3"]
     again = [_verdict("node", "csnode3", "bad", again=4.5e6),
              _verdict("node", "csnode2", "transient", again=21e6),
              _verdict("node", "csnode2", "bad", op="matrix_lat")]  # fmt: skip
-    decision = fence_analysis.decide(six, run_id=9, confirmed=again)
+    decision = drain_analysis.decide(six, run_id=9, confirmed=again)
     (suspect,) = decision.suspects
     assert suspect.node == "csnode3" and suspect.reason.endswith("6 of 6 pairs slow again, run 9")
     assert suspect.reason.startswith("commscope: bandwidth at 128 KiB: 4.5 MB/s against typical")
     assert any("TRANSIENT" in line and "csnode2" in line for line in decision.spared)
-    # A suspect the confirmation did not measure is not fenced either.
-    unmeasured = fence_analysis.decide(six, run_id=9, confirmed=again[:1])
+    # A suspect the confirmation did not measure is not drained either.
+    unmeasured = drain_analysis.decide(six, run_id=9, confirmed=again[:1])
     assert [s.node for s in unmeasured.suspects] == ["csnode3"]
     assert any("csnode2: not measured again" in line for line in unmeasured.spared)
 
 
-def test_a_link_the_confirmation_pins_on_a_node_fences_that_node():
+def test_a_link_the_confirmation_pins_on_a_node_drains_that_node():
     found = matrices(bw({(0, 3): 4e6}))
     link = [_verdict("node", "csnode4", "bad")]  # the link's end slow with healthy partners too
-    decision = fence_analysis.decide(found, run_id=5, confirmed=link)
+    decision = drain_analysis.decide(found, run_id=5, confirmed=link)
     assert [s.node for s in decision.suspects] == ["csnode4"] and decision.links
     transient = [_verdict("link", "csnode1->csnode4", "transient")]
-    decision = fence_analysis.decide(found, run_id=5, confirmed=transient)
+    decision = drain_analysis.decide(found, run_id=5, confirmed=transient)
     assert decision.suspects == () and decision.links == ()
     assert "TRANSIENT" in decision.spared[0]
 
@@ -209,7 +210,7 @@ def test_a_link_the_confirmation_pins_on_a_node_fences_that_node():
      (" commscope: spaced", False), ("Commscope: case", False), ("", False)],
 )  # fmt: skip
 def test_only_reasons_with_the_prefix_are_ours(reason, mine):
-    assert fence_analysis.ours(reason) is mine
+    assert drain_analysis.ours(reason) is mine
 
 
 # ---------------------------------------------------------------- Slurm's commands
@@ -217,23 +218,23 @@ def test_only_reasons_with_the_prefix_are_ours(reason, mine):
 
 def test_commands_are_argument_lists_and_refuse_what_is_not_a_node_name():
     reason = "commscope: bandwidth as sender at 128 KiB: 5.0 MB/s against typical 22.0 MB/s, run 4"
-    assert fence.drain_argv("csnode3", reason) == [
+    assert slurm_nodes.drain_argv("csnode3", reason) == [
         "scontrol", "update", "NodeName=csnode3", "State=DRAIN", f"Reason={reason}",
     ]  # fmt: skip
-    assert fence.resume_argv("n1.example") == [
+    assert slurm_nodes.resume_argv("n1.example") == [
         "scontrol", "update", "NodeName=n1.example", "State=RESUME",
     ]  # fmt: skip
     for bad in ("csnode1 State=DOWN", "n1;reboot", "", "-x", "a" * 200):
         with pytest.raises(LaunchError, match="not a node name"):
-            fence.resume_argv(bad)
+            slurm_nodes.resume_argv(bad)
     with pytest.raises(LaunchError, match="one line"):
-        fence.drain_argv("csnode1", "commscope: a\nState=DOWN")
+        slurm_nodes.drain_argv("csnode1", "commscope: a\nState=DOWN")
 
 
-def test_outside_slurm_the_fence_names_the_fix(monkeypatch, tmp_path):
+def test_outside_slurm_the_drain_names_the_fix(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # no scontrol, no sinfo
     with pytest.raises(LaunchError) as err:
-        fence.require("--drain")
+        slurm_nodes.require("--drain")
     text = err.value.one_line()
     assert text.startswith("--drain: ") and "not a Slurm cluster" in text and "\n" not in text
 
@@ -241,7 +242,7 @@ def test_outside_slurm_the_fence_names_the_fix(monkeypatch, tmp_path):
 def test_an_unreachable_slurmctld_is_named(slurm):
     slurm(up=False)
     with pytest.raises(LaunchError, match="scontrol ping") as err:
-        fence.require("--drain")
+        slurm_nodes.require("--drain")
     assert "slurmctld" in err.value.one_line()
 
 
@@ -254,21 +255,21 @@ def test_who_may_change_node_states(slurm, monkeypatch, extra, allowed):
     slurm(**extra)
     monkeypatch.setattr(os, "geteuid", lambda: 4242)
     monkeypatch.setattr(pwd, "getpwuid", lambda uid: SimpleNamespace(pw_name="tester"))
-    assert fence.may_change_nodes() is allowed
+    assert slurm_nodes.may_change_nodes() is allowed
     if not allowed:
         with pytest.raises(LaunchError, match="may not change node states") as err:
-            fence.require("--drain")
+            slurm_nodes.require("--drain")
         assert "sudo" in err.value.one_line() and "adminlevel=operator" in err.value.one_line()
 
 
 def test_node_states_are_read_once_per_node_with_reasons(slurm):
     slurm({"csnode1": ("drained", "maintenance | cable"), "csnode2": ("idle", "")}, partitions=2)
-    found = fence.nodes()
+    found = slurm_nodes.nodes()
     assert list(found) == ["csnode1", "csnode2"]
-    assert found["csnode1"] == fence.NodeState("csnode1", "drained", "maintenance | cable")
+    assert found["csnode1"] == slurm_nodes.NodeState("csnode1", "drained", "maintenance | cable")
     assert found["csnode1"].drained and not found["csnode2"].drained
     assert found["csnode2"].reason == ""
-    assert fence.find("csnode2.cluster.example", found) == found["csnode2"]
+    assert slurm_nodes.find("csnode2.cluster.example", found) == found["csnode2"]
 
 
 # ---------------------------------------------------------------- run matrix --drain
@@ -282,19 +283,18 @@ def _run(tmp_path, slow_nodes=(2,), slow_links=(), n=4):
     return path, run_id
 
 
-def _after(path, run_id, drain):
-    args = SimpleNamespace(drain=drain)
+def _after(path, run_id, apply):
     request = SimpleNamespace(benchmark="matrix", simulate=None)
     with Store.open(path) as store:
-        return run_fence.after(args, store, run_id, request)
+        return drain.after(store, run_id, request, apply)
 
 
 def test_without_drain_the_commands_are_printed_and_nothing_runs(slurm, tmp_path):
     fake = slurm()
     path, run_id = _run(tmp_path)
-    fenced = _after(path, run_id, drain=False)
-    assert [n["node"] for n in fenced.nodes] == ["csnode3"]
-    (entry,) = fenced.nodes
+    drained = _after(path, run_id, apply=False)
+    assert [n["node"] for n in drained.nodes] == ["csnode3"]
+    (entry,) = drained.nodes
     assert entry["action"] == "printed" and entry["command"][:4] == [
         "scontrol", "update", "NodeName=csnode3", "State=DRAIN",
     ]  # fmt: skip
@@ -306,43 +306,43 @@ def test_drain_drains_the_slow_node_and_leaves_an_admins_node_alone(slurm, tmp_p
     six = {f"csnode{i}": ("idle", "") for i in range(1, 7)}
     fake = slurm({**six, "csnode2": ("drained", "maintenance")})
     path, run_id = _run(tmp_path, slow_nodes=(1, 2), n=6)  # csnode2 and csnode3
-    fenced = _after(path, run_id, drain=True)
-    actions = {n["node"]: n["action"] for n in fenced.nodes}
+    drained = _after(path, run_id, apply=True)
+    actions = {n["node"]: n["action"] for n in drained.nodes}
     assert actions == {"csnode2": "left alone: drained for 'maintenance'", "csnode3": "drained"}
-    assert fenced.status == run_fence.CRITICAL
+    assert drained.status == status.CRITICAL
     assert fake.nodes()["csnode2"] == ["drained", "maintenance"]
     state, reason = fake.nodes()["csnode3"]
     assert state == "drained" and reason.startswith("commscope: ") and f"run {run_id}" in reason
     assert [u[2] for u in fake.updates()] == ["NodeName=csnode3"]
     # Again: already drained by commscope, not drained twice.
-    again = _after(path, run_id, drain=True)
+    again = _after(path, run_id, apply=True)
     assert {n["action"] for n in again.nodes if n["node"] == "csnode3"} == {
         "already drained by commscope"
     }
-    assert len(fake.updates()) == 1 and again.status == run_fence.CRITICAL
+    assert len(fake.updates()) == 1 and again.status == status.CRITICAL
 
 
 def test_drain_exit_codes_ok_warning_and_unknown(slurm, tmp_path, monkeypatch):
     fake = slurm()
     healthy = store_run(tmp_path / "h.sqlite", bw({}), NODES)
-    assert _after(tmp_path / "h.sqlite", healthy, drain=True).status == run_fence.OK
+    assert _after(tmp_path / "h.sqlite", healthy, apply=True).status == status.OK
     path, run_id = _run(tmp_path, slow_nodes=(), slow_links=[(0, 3)])
-    link = _after(path, run_id, drain=True)
-    assert link.status == run_fence.WARNING and link.nodes == [] and link.links
+    link = _after(path, run_id, apply=True)
+    assert link.status == status.WARNING and link.nodes == [] and link.links
     assert fake.updates() == []
     # A node Slurm does not know, or scontrol refusing: UNKNOWN, nothing drained.
     fake = FakeSlurm(tmp_path / "other", {"n1": ("idle", "")})
     for key, value in fake.env().items():
         monkeypatch.setenv(key, value)
     path, run_id = _run(tmp_path / "other")
-    unknown = _after(path, run_id, drain=True)
-    assert unknown.status == run_fence.UNKNOWN and "not a node of this Slurm" in unknown.problems[0]
+    unknown = _after(path, run_id, apply=True)
+    assert unknown.status == status.UNKNOWN and "not a node of this Slurm" in unknown.problems[0]
     refusing = FakeSlurm(tmp_path / "refusing", {n: ("idle", "") for n in NODES}, refuse=True)
     for key, value in refusing.env().items():
         monkeypatch.setenv(key, value)
     path, run_id = _run(tmp_path / "refusing")
-    refused = _after(path, run_id, drain=True)
-    assert refused.status == run_fence.UNKNOWN and "Invalid user id" in refused.problems[0]
+    refused = _after(path, run_id, apply=True)
+    assert refused.status == status.UNKNOWN and "Invalid user id" in refused.problems[0]
     assert "sudo" in refused.problems[0]
     assert all(state == "idle" for state, _ in refusing.nodes().values())
 

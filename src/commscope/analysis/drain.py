@@ -1,16 +1,16 @@
 """Which nodes a matrix run says to take out of service, and the reason each carries.
 
-A node is fenced when a bandwidth matrix names it as a sender or a receiver (its row or
+A node is drained when a bandwidth matrix names it as a sender or a receiver (its row or
 column, :mod:`commscope.analysis.matrix`): every link it sends or receives on is slow, so the
 node is what is wrong. A single slow link names two nodes of which at most one is at fault,
-and draining a healthy node costs jobs: links are reported, never fenced. Latency matrices
+and draining a healthy node costs jobs: links are reported, never drained. Latency matrices
 are not used: on shared cores they follow the scheduling more than the network
 (docs/reference/matrix.md).
 
 When the run holds a confirmation round (:mod:`commscope.analysis.confirm`), that is the
-verdict: a node is fenced only when the confirmation judges it bad (also an end of a slow
+verdict: a node is drained only when the confirmation judges it bad (also an end of a slow
 link whose pairs with healthy partners are slow too); a suspect the confirmation found
-transient, or did not measure, is reported and not fenced.
+transient, or did not measure, is reported and not drained.
 
 The reason starts with :data:`PREFIX`, as Node Health Check marks its own: ``commscope
 undrain`` returns to service only nodes whose reason starts so, and a node drained for any
@@ -47,13 +47,13 @@ class Suspect:
 
 @dataclass(frozen=True)
 class Decision:
-    """What a matrix run says to fence.
+    """What a matrix run says to drain.
 
     Attributes:
         run_id: the run the decision is from.
         suspects: nodes to drain, in matrix order.
-        links: one line per slow link named alone (reported, not fenced).
-        spared: one line per suspect node the confirmation did not judge bad (not fenced).
+        links: one line per slow link named alone (reported, not drained).
+        spared: one line per suspect node the confirmation did not judge bad (not drained).
     """
 
     run_id: int
@@ -96,7 +96,7 @@ def confirmed_reason(c: Confirmation, run_id: int) -> str:
 def decide(
     matrices: Sequence[Matrix], run_id: int, confirmed: Sequence[Confirmation] | None = None
 ) -> Decision:
-    """The nodes to fence, and the links and suspects that are only reported.
+    """The nodes to drain, and the links and suspects that are only reported.
 
     Without a confirmation (``confirmed`` None): the nodes the bandwidth matrices name as
     senders or receivers; a node named by several outliers (both directions, several sizes)

@@ -1,8 +1,8 @@
-"""Fencing through Slurm: read node states and reasons, drain and return nodes to service.
+"""Slurm's nodes: read node states and reasons, drain and return nodes to service.
 
 Every command is an argument list (never a shell string): ``scontrol update NodeName=X
 State=DRAIN Reason=...`` and ``State=RESUME``; states and reasons come from ``sinfo -h -N -o
-%N|%T|%E``. Which nodes to drain is not decided here (:mod:`commscope.analysis.fence`); this
+%N|%T|%E``. Which nodes to drain is not decided here (:mod:`commscope.analysis.drain`); this
 module only checks that Slurm is there and that this user may change node states, and runs
 the commands. Every failure is a :class:`LaunchError` naming the command and the fix; the
 CLI reports it as UNKNOWN (exit 3), as ``commscope check`` does.
