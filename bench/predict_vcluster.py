@@ -247,7 +247,7 @@ def unpriced_verdicts(
     from commscope.predict import cost_tables, resolution
     from commscope.validate import forcing
     from commscope.validate.pairs import judge_pairs
-    from commscope.validate.placement_check import PlacementCheck
+    from commscope.validate.placement_time import PlacementTime
     from commscope.validate.predict import checked_placements, pattern_of
 
     name, algorithm = op.split(":")
@@ -269,7 +269,7 @@ def unpriced_verdicts(
             if int(c["bytes"]) != size or c["measured_s"] is None:
                 continue
             fields = {**c, "tcp_loss_warnings": (), "bbr_nodes": (), "run_times_s": ()}
-            check = PlacementCheck(**fields)
+            check = PlacementTime(**fields)
             price = check.predicted_s - check.answer_wait_s
             mine.append(
                 replace(

@@ -65,7 +65,7 @@ CLI_MAY_IMPORT = {
                 "measure.vcluster"},
     "simulate_app": {"measure.hpl", "simulate.app", "simulate.netload", "simulate.params",
                      "simulate.setup"},
-    "simulate_check": {"simulate.agreement", "simulate.calibrate", "simulate.setup"},
+    "simulate_calibrate": {"simulate.agreement", "simulate.calibrate", "simulate.setup"},
     "simulate_options": {"simulate.params", "simulate.setup"},
     "simulate_run": {"simulate.agreement", "simulate.netload", "simulate.setup"},
     "validate_cmd": {"measure.hosts", "measure.mpi", "measure.runner", "measure.slurm",

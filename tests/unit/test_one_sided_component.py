@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from commscope.jobs.where import host_count, one_sided_component
 from commscope.data.request import RunRequest
+from commscope.jobs.where import host_count, one_sided_component
 from commscope.measure.mpi import MPIInstall
 
 OPENMPI = MPIInstall("openmpi", "openmpi", "4.1.4", "mpicc", "mpirun")

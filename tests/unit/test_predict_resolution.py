@@ -14,7 +14,7 @@ from commscope.predict.cost import TableCost
 from commscope.predict.model import ClusterModel
 from commscope.predict.resolution import SUPPORT, Spread, redrawn, resampled_costs, spread
 from commscope.validate.pairs import judge_pair
-from commscope.validate.placement_check import PlacementCheck
+from commscope.validate.placement_time import PlacementTime
 from commscope.validate.predict import checked_placements
 from tests.synthetic_contention import as_measured, records, store_run
 
@@ -88,9 +88,9 @@ def test_a_gap_far_beyond_the_noise_stays_ordered():
     assert 0 < found.gap_rel_error(0, 1) < 0.05  # the noise is there, the gap far beyond it
 
 
-def check(label: str, predicted: float, measured: float, se: float) -> PlacementCheck:
+def check(label: str, predicted: float, measured: float, se: float) -> PlacementTime:
     err = (predicted - measured) / measured
-    return PlacementCheck(label, 2, 2, 1 << 20, predicted, measured, err, 7, measured_se_s=se)
+    return PlacementTime(label, 2, 2, 1 << 20, predicted, measured, err, 7, measured_se_s=se)
 
 
 def around(gap_error: float, n: int = 1000) -> Spread:

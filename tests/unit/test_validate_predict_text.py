@@ -6,15 +6,15 @@ import argparse
 
 from commscope.cli import validate_predict
 from commscope.validate import forcing
-from commscope.validate.placement_check import PlacementCheck
+from commscope.validate.placement_time import PlacementTime
 from commscope.validate.predict import SizeVerdict
 
 
 def check(placement: str, nodes: int, bbr: tuple[str, ...], lost: tuple[str, ...] = ()):
-    return PlacementCheck(placement, nodes, 4 // nodes, 1 << 20, 0.36, 0.37, -0.03, 7, lost, bbr)
+    return PlacementTime(placement, nodes, 4 // nodes, 1 << 20, 0.36, 0.37, -0.03, 7, lost, bbr)
 
 
-def printed(capsys, checks: list[PlacementCheck]) -> list[str]:
+def printed(capsys, checks: list[PlacementTime]) -> list[str]:
     forced = forcing.forced("allreduce", "recursive-doubling", "openmpi", 4)
     args = argparse.Namespace(procs=4, max_launches=10)
     verdicts = [SizeVerdict(1 << 20, 1.0, 0.03)]
@@ -40,9 +40,9 @@ def test_no_bbr_line_when_no_node_ran_it(capsys):
     assert "! 4x1: TCP on csnode3 x: its measured times carry the losses" in lines
 
 
-def unmeasured(placement: str, nt: int, nc: int, late: int) -> PlacementCheck:
+def unmeasured(placement: str, nt: int, nc: int, late: int) -> PlacementTime:
     nan = float("nan")
-    return PlacementCheck(placement, 2, 2, 1 << 20, 0.36, nan, nan, 7, (), (), nt, nc, late)
+    return PlacementTime(placement, 2, 2, 1 << 20, 0.36, nan, nan, 7, (), (), nt, nc, late)
 
 
 def test_a_placement_without_a_valid_launch_says_how_its_launches_failed(capsys):
@@ -101,8 +101,8 @@ def test_each_pair_is_printed_under_its_size_with_its_verdict(capsys):
 def test_several_runs_show_each_run_and_say_what_is_judged(capsys):
     runs = (0.361, 0.379)
     checks = [
-        PlacementCheck("2x2", 2, 2, 1 << 20, 0.36, 0.37, -0.03, 7, run_times_s=runs),
-        PlacementCheck("4x1", 4, 1, 1 << 20, 0.35, 0.36, -0.03, 8, run_times_s=(0.36, 0.36)),
+        PlacementTime("2x2", 2, 2, 1 << 20, 0.36, 0.37, -0.03, 7, run_times_s=runs),
+        PlacementTime("4x1", 4, 1, 1 << 20, 0.35, 0.36, -0.03, 8, run_times_s=(0.36, 0.36)),
     ]
     text = " ".join(line.strip() for line in printed(capsys, checks))
     assert "each run (ms)" in text and "361.0 379.0" in text

@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from commscope.validate.pairs import judge_pair
-from commscope.validate.placement_check import PlacementCheck
+from commscope.validate.placement_time import PlacementTime
 from commscope.validate.predict import check as check_placements
 from commscope.validate.predict import over_runs
 
@@ -20,10 +20,10 @@ AHEAD = [0.0, -0.002, -0.0005, 0.006, 0.007, 0.002, 0.0, 0.002]
 OWN_SE = 1e-4
 
 
-def check(label: str, times_ms: list[float]) -> PlacementCheck:
+def check(label: str, times_ms: list[float]) -> PlacementTime:
     t, se = over_runs([x / 1e3 for x in times_ms], [x / 1e3 * OWN_SE for x in times_ms])
     predicted = PRICED_MS[label] / 1e3
-    return PlacementCheck(
+    return PlacementTime(
         label, 4, 1, 1 << 22, predicted, t, (predicted - t) / t, 1, measured_se_s=se
     )
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from commscope.cli import common
-from commscope.data.store_check import RunCheck, StoreCheck, check_store
+from commscope.data.store_integrity import RunIntegrity, StoreIntegrity, inspect_store
 
 HELP = "check a store file: SQLite's integrity check, its tables, every row's checksum and JSON"
 EXAMPLES = """examples:
@@ -24,7 +24,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print what was found, run by run; 1 when anything is damaged."""
-    found = check_store(Path(args.check_path or args.store).expanduser())
+    found = inspect_store(Path(args.check_path or args.store).expanduser())
     if args.json:
         common.print_json(found.to_json())
     else:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if found.ok else 1
 
 
-def _lines(found: StoreCheck) -> list[str]:
+def _lines(found: StoreIntegrity) -> list[str]:
     version = f"store version {found.version}" if found.version else "unknown store version"
     lines = [f"{found.path}: {version}, {len(found.runs)} runs"]
     lines += [f"  damaged: {problem}" for problem in found.problems]
@@ -45,17 +45,17 @@ def _lines(found: StoreCheck) -> list[str]:
     return lines
 
 
-def _label(run: RunCheck) -> str:
+def _label(run: RunIntegrity) -> str:
     return f" ({run.label})" if isinstance(run.label, str) and run.label else ""
 
 
-def _held(run: RunCheck) -> str:
+def _held(run: RunIntegrity) -> str:
     held = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in run.readable.items())
     state = "DAMAGED" if run.damaged else "rows ok"
     return f"{state}; readable: {held or 'nothing'}"
 
 
-def _verdict(found: StoreCheck) -> str:
+def _verdict(found: StoreIntegrity) -> str:
     if found.ok:
         return "ok: nothing is damaged"
     bad = sum(1 for r in found.runs.values() if r.damaged)

@@ -19,7 +19,11 @@ from commscope.jobs import drain, runs
 
 @contextmanager
 def progress_bar(quiet: bool) -> Iterator[tuple[runs.Progress | None, runs.Note | None]]:
-    """A progress bar on stderr for a job's points and lines beside it; (None, None) if quiet."""
+    """A progress bar on stderr for a job's points and lines beside it; (None, None) if quiet.
+
+    The bar appears with the first point counted, so a job that fails before it measures
+    (a bad store, a refused allocation) prints its one line of error and nothing else.
+    """
     if quiet:
         yield None, None
         return
@@ -39,16 +43,22 @@ def progress_bar(quiet: bool) -> Iterator[tuple[runs.Progress | None, runs.Note 
         TextColumn("ETA"),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=common.console(stderr=True), transient=True) as bar:
-        task = bar.add_task("points", total=None)
+    bar = Progress(*columns, console=common.console(stderr=True), transient=True)
+    task = bar.add_task("points", total=None)
 
-        def show(done: int, total: int | None) -> None:
-            bar.update(task, completed=done, total=total)
+    def show(done: int, total: int | None) -> None:
+        if not bar.live.is_started:
+            bar.start()
+        bar.update(task, completed=done, total=total)
 
-        def note(text: str) -> None:  # printed above the bar, which stays at the bottom
-            bar.console.print(common.terminal_text(text), markup=False)
+    def note(text: str) -> None:  # above the bar while it shows
+        bar.console.print(common.terminal_text(text), markup=False)
 
+    try:
         yield show, note
+    finally:
+        if bar.live.is_started:
+            bar.stop()
 
 
 def show_outcome(args: argparse.Namespace, outcome: runs.RunOutcome) -> int:

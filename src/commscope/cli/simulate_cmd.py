@@ -177,13 +177,13 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch to the action (each in its own module: they import numpy, SciPy, PyYAML)."""
-    from commscope.cli import simulate_app, simulate_check, simulate_run
+    from commscope.cli import simulate_app, simulate_calibrate, simulate_run
 
     actions = {
         "app": simulate_app.run_app,
         "hpl": simulate_app.run_hpl,
         "run": simulate_run.run,
-        "calibrate": simulate_check.calibrate,
-        "validate": simulate_check.validate,
+        "calibrate": simulate_calibrate.calibrate,
+        "validate": simulate_calibrate.validate,
     }
     return actions[args.action](args)

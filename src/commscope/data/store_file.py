@@ -8,7 +8,7 @@ for it. What a command reads is checked as it is read (every row against its che
 :mod:`commscope.data.store_seal`; SQLite reports a damaged page it walks through), and a
 writing command checks every row of a run before its first write into that run
 (:class:`commscope.data.store_write.StoreWrites`). SQLite's integrity check and the check of
-every row are ``commscope check-store``'s (:mod:`commscope.data.store_check`). Reading
+every row are ``commscope check-store``'s (:mod:`commscope.data.store_integrity`). Reading
 commands open the file read-only: they never change it, so they work on a read-only file or
 folder and while a run is writing. Writing commands bring an older store to the current
 version first (:mod:`commscope.data.store_schema`). :class:`commscope.data.store.Store`

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from commscope import predict
 from commscope.predict import resolution
 from commscope.predict.cost import CostModel
-from commscope.validate.placement_check import PlacementCheck
+from commscope.validate.placement_time import PlacementTime
 
 NOISE_SIGMAS = 2.0  # a gap within two standard errors of another agrees with it
 
@@ -80,7 +80,7 @@ class PairVerdict:
 
 
 def judge_pair(
-    a: PlacementCheck, b: PlacementCheck, spread: resolution.Spread | None, i: int, j: int
+    a: PlacementTime, b: PlacementTime, spread: resolution.Spread | None, i: int, j: int
 ) -> PairVerdict:
     """The verdict on placements a and b (columns i and j of ``spread``; None: no resampling)."""
     mean_p = (a.predicted_s + b.predicted_s) / 2
@@ -107,7 +107,7 @@ def judge_pair(
 def judge_pairs(
     model: predict.ClusterModel,
     placements: Sequence[predict.Placement],
-    mine: Sequence[PlacementCheck],
+    mine: Sequence[PlacementTime],
     pattern: predict.Pattern,
     resampled: Sequence[CostModel],
 ) -> tuple[PairVerdict, ...]:

@@ -30,7 +30,7 @@ from commscope.predict.answers import AnswerWaits
 from commscope.predict.cost import CostModel
 from commscope.validate.forcing import BLOCK_ALLTOALL, Forced
 from commscope.validate.pairs import PairVerdict, judge_pairs
-from commscope.validate.placement_check import PlacementCheck
+from commscope.validate.placement_time import PlacementTime
 
 # Each measured point stops after MAX_LAUNCHES launches or its time budget, whichever comes
 # first. The budget is POINT_BUDGET_S, raised to BUDGET_LAUNCHES times the slowest predicted
@@ -219,7 +219,7 @@ def check(
     resampled: Sequence[CostModel] = (),
     answers: AnswerWaits | None = None,
     runs: int = 1,
-) -> tuple[list[PlacementCheck], list[SizeVerdict]]:
+) -> tuple[list[PlacementTime], list[SizeVerdict]]:
     """Predict and measure every placement; judge the order per size.
 
     ``site`` says where the placements run: ``{"vcluster": {rate, subnet}}``, ``{"hosts":
@@ -299,13 +299,13 @@ def _placement_check(
     size: int,
     found: predict.Prediction,
     runs: list[tuple[int, dict[int, CollSummary], list[Any]]],
-) -> PlacementCheck:
+) -> PlacementTime:
     """One placement at one size: its prediction against its runs' point at that size."""
     points = [measured[size] for _, measured, _ in runs]
     ends = [end for _, _, run_ends in runs for end in run_ends]
     t, se = over_runs([p.time_s for p in points], [p.se_s for p in points])
     skews = dict.fromkeys(p.start_skew.text() for p in points if p.start_skew)
-    return PlacementCheck(
+    return PlacementTime(
         pl.label,
         pl.nodes,
         pl.per_node,

@@ -22,7 +22,7 @@ from commscope.errors import StoreError
 
 
 @dataclass
-class RunCheck:
+class RunIntegrity:
     """One run: what of it can be read and what is damaged."""
 
     id: int
@@ -41,13 +41,13 @@ class RunCheck:
 
 
 @dataclass
-class StoreCheck:
+class StoreIntegrity:
     """Everything found in one store file."""
 
     path: Path
     version: int | None = None
     problems: list[str] = field(default_factory=list)  # the file, its tables, SQLite's check
-    runs: dict[int, RunCheck] = field(default_factory=dict)
+    runs: dict[int, RunIntegrity] = field(default_factory=dict)
     loose: list[str] = field(default_factory=list)  # damaged rows of no known run
 
     @property
@@ -67,7 +67,7 @@ class StoreCheck:
         }
 
 
-def check_store(path: Path) -> StoreCheck:
+def inspect_store(path: Path) -> StoreIntegrity:
     """Check the store at ``path`` without changing it.
 
     Raises:
@@ -75,7 +75,7 @@ def check_store(path: Path) -> StoreCheck:
     """
     if probe(path):
         raise StoreError(f"no store at {path}; give the --store path of an existing store")
-    found = StoreCheck(path)
+    found = StoreIntegrity(path)
     conn, _ = open_file(path, write=False)
     try:
         _check_file(conn, found)
@@ -110,11 +110,11 @@ def _text(err: BaseException) -> str:
     return " ".join(str(err).split())[:200]
 
 
-def _broken(found: StoreCheck) -> bool:
+def _broken(found: StoreIntegrity) -> bool:
     return any(p.startswith("SQLite cannot") for p in found.problems)
 
 
-def _check_file(conn: sqlite3.Connection, found: StoreCheck) -> None:
+def _check_file(conn: sqlite3.Connection, found: StoreIntegrity) -> None:
     try:
         versions = {row[0] for row in conn.execute("SELECT version FROM schema_version")}
     except (sqlite3.Error, UnicodeDecodeError) as err:
@@ -131,14 +131,14 @@ def _check_file(conn: sqlite3.Connection, found: StoreCheck) -> None:
 
 def _each_row(
     conn: sqlite3.Connection,
-    found: StoreCheck,
+    found: StoreIntegrity,
     table: str,
-    reader: Callable[[StoreCheck, sqlite3.Row], str],
+    reader: Callable[[StoreIntegrity, sqlite3.Row], str],
 ) -> None:
     for row in _rows(conn, found, table):
         run_id = row["id"] if table == "runs" else row["run_id"]
         if table == "runs":
-            found.runs.setdefault(run_id, RunCheck(run_id))
+            found.runs.setdefault(run_id, RunIntegrity(run_id))
         run = found.runs.get(run_id)
         if run is None:
             found.loose.append(f"{row_name(table, row)} belongs to no run in the store")
@@ -155,7 +155,7 @@ def _each_row(
         run.readable[kind] += 1
 
 
-def _rows(conn: sqlite3.Connection, found: StoreCheck, table: str) -> Iterator[sqlite3.Row]:
+def _rows(conn: sqlite3.Connection, found: StoreIntegrity, table: str) -> Iterator[sqlite3.Row]:
     """The table's rows in id order, as far as SQLite can read them."""
     cursor = conn.execute(f"SELECT rowid AS _rowid, * FROM {table} ORDER BY rowid")
     last = None
@@ -172,14 +172,14 @@ def _rows(conn: sqlite3.Connection, found: StoreCheck, table: str) -> Iterator[s
         yield row
 
 
-def _run(found: StoreCheck, row: sqlite3.Row) -> str:
+def _run(found: StoreIntegrity, row: sqlite3.Row) -> str:
     where = f"run {row['id']}"
     read.decode(found.path, row["request_json"], f"{where} request_json", dict, "")
     read.header(found.path, row["header_json"], f"{where} header_json", "")
     return "run row"
 
 
-def _segment(found: StoreCheck, row: sqlite3.Row) -> str:
+def _segment(found: StoreIntegrity, row: sqlite3.Row) -> str:
     where = row_name("segments", row)
     read.argv(found.path, row["argv_json"], f"{where} argv_json", "")
     read.header(found.path, row["header_json"], f"{where} header_json", "")
@@ -188,18 +188,18 @@ def _segment(found: StoreCheck, row: sqlite3.Row) -> str:
     return "segment"
 
 
-def _point(found: StoreCheck, row: sqlite3.Row) -> str:
+def _point(found: StoreIntegrity, row: sqlite3.Row) -> str:
     record = read.measurement(found.path, row, row_name("points", row), "", validate=True)
     return str(record.raw["type"])
 
 
-def _data(found: StoreCheck, row: sqlite3.Row) -> str:
+def _data(found: StoreIntegrity, row: sqlite3.Row) -> str:
     where = row_name("run_data", row)
     read.decode(found.path, row["data_json"], f"{where} data_json", object, "")
     return "data"
 
 
-_READERS: dict[str, Callable[[StoreCheck, sqlite3.Row], str]] = {
+_READERS: dict[str, Callable[[StoreIntegrity, sqlite3.Row], str]] = {
     "runs": _run,
     "segments": _segment,
     "points": _point,

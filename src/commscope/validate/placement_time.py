@@ -11,7 +11,7 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class PlacementCheck:
+class PlacementTime:
     """One placement at one size: predicted against measured."""
 
     placement: str
