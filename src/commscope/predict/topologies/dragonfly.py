@@ -19,6 +19,8 @@ from numpy.typing import ArrayLike, NDArray
 from commscope.predict.topologies.base import Fail, Leaves
 from commscope.predict.topologies.common import count, fits, pairs
 
+_LINKS = ("groups", "chassis", "routers")  # the keys of its section's links: mapping
+
 
 @dataclass(frozen=True)
 class Dragonfly:
@@ -41,6 +43,14 @@ class Dragonfly:
     router_links: int = 1
     kind: ClassVar[str] = "dragonfly"
     node_links: ClassVar[bool] = True  # each node has its own link to its router
+    yaml_keys: ClassVar[tuple[str, ...]] = (
+        "kind",
+        "groups",
+        "chassis",
+        "routers",
+        "nodes_per_router",
+        "links",
+    )
 
     @property
     def nodes(self) -> int:
@@ -180,45 +190,41 @@ class Dragonfly:
             },
         }
 
-
-KEYS = ("kind", "groups", "chassis", "routers", "nodes_per_router", "links")
-_LINKS = ("groups", "chassis", "routers")
-
-
-def parse(data: dict[str, Any], fail: Fail) -> Dragonfly:
-    """A dragonfly from a ``topology:`` section whose keys are all of ``KEYS``."""
-    counts = {}
-    for key in ("groups", "chassis", "routers", "nodes_per_router"):
-        if key not in data:
+    @classmethod
+    def from_yaml(cls, data: dict[str, Any], fail: Fail) -> Dragonfly:
+        """The dragonfly of a ``topology:`` section whose keys are all of ``yaml_keys``."""
+        counts = {}
+        for key in ("groups", "chassis", "routers", "nodes_per_router"):
+            if key not in data:
+                raise fail(
+                    f"topology.{key}",
+                    "missing; a dragonfly needs groups, chassis, routers and nodes_per_router",
+                )
+            counts[key] = count(data[key], f"topology.{key}", fail)
+        raw = data.get("links") or {}
+        if not isinstance(raw, dict):
+            raise fail("topology.links", f"expected a mapping with keys {', '.join(_LINKS)}")
+        for key in raw:
+            if key not in _LINKS:
+                known = ", ".join(_LINKS)
+                raise fail(f"topology.links.{key}", f"unknown field; expected one of {known}")
+        links = {k: 1 if raw.get(k) is None else count(raw[k], f"topology.links.{k}", fail)
+                 for k in _LINKS}  # fmt: skip
+        if counts["groups"] > counts["routers"]:
             raise fail(
-                f"topology.{key}",
-                "missing; a dragonfly needs groups, chassis, routers and nodes_per_router",
+                "topology.groups",
+                f"{counts['groups']} groups need at least as many routers per chassis (SimGrid"
+                f" links group j to router j of chassis 0), not {counts['routers']};"
+                " raise topology.routers or lower topology.groups",
             )
-        counts[key] = count(data[key], f"topology.{key}", fail)
-    raw = data.get("links") or {}
-    if not isinstance(raw, dict):
-        raise fail("topology.links", f"expected a mapping with keys {', '.join(_LINKS)}")
-    for key in raw:
-        if key not in _LINKS:
-            known = ", ".join(_LINKS)
-            raise fail(f"topology.links.{key}", f"unknown field; expected one of {known}")
-    links = {k: 1 if raw.get(k) is None else count(raw[k], f"topology.links.{k}", fail)
-             for k in _LINKS}  # fmt: skip
-    if counts["groups"] > counts["routers"]:
-        raise fail(
-            "topology.groups",
-            f"{counts['groups']} groups need at least as many routers per chassis (SimGrid"
-            f" links group j to router j of chassis 0), not {counts['routers']};"
-            " raise topology.routers or lower topology.groups",
+        fly = Dragonfly(
+            counts["groups"],
+            counts["chassis"],
+            counts["routers"],
+            counts["nodes_per_router"],
+            links["groups"],
+            links["chassis"],
+            links["routers"],
         )
-    fly = Dragonfly(
-        counts["groups"],
-        counts["chassis"],
-        counts["routers"],
-        counts["nodes_per_router"],
-        links["groups"],
-        links["chassis"],
-        links["routers"],
-    )
-    fits((fly.groups, fly.chassis, fly.routers, fly.nodes_per_router), "topology", fail)
-    return fly
+        fits((fly.groups, fly.chassis, fly.routers, fly.nodes_per_router), "topology", fail)
+        return fly

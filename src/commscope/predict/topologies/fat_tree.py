@@ -38,6 +38,7 @@ class FatTree:
     ports: int | None = None
     kind: ClassVar[str] = "fat_tree"
     node_links: ClassVar[bool] = True  # each node has its own link to a switch
+    yaml_keys: ClassVar[tuple[str, ...]] = ("kind", "levels", "down", "up", "links", "ports")
 
     @property
     def levels(self) -> int:
@@ -125,37 +126,36 @@ class FatTree:
             out["ports"] = self.ports
         return out
 
-
-KEYS = ("kind", "levels", "down", "up", "links", "ports")
-
-
-def parse(data: dict[str, Any], fail: Fail) -> FatTree:
-    """A fat tree from a ``topology:`` section whose keys are all of ``KEYS``."""
-    for key in ("down", "up"):
-        if key not in data:
-            raise fail(f"topology.{key}", "missing; a fat tree needs down and up, one per level")
-    levels = None if data.get("levels") is None else count(data["levels"], "topology.levels",
-                                                           fail, MAX_LEVELS)  # fmt: skip
-    down = _counts(data["down"], "topology.down", fail, levels, MAX_LEVELS)
-    up = _counts(data["up"], "topology.up", fail, len(down), MAX_LEVELS)
-    links = (
-        (1,) * len(down)
-        if data.get("links") is None
-        else _counts(data["links"], "topology.links", fail, len(down), MAX_LEVELS)
-    )
-    ports = None if data.get("ports") is None else count(data["ports"], "topology.ports", fail)
-    tree = FatTree(down, up, links, ports)
-    fits(down, "topology.down", fail)
-    if ports is not None:
-        for level in range(1, tree.levels + 1):
-            used = tree.ports_used(level)
-            if used > ports:
+    @classmethod
+    def from_yaml(cls, data: dict[str, Any], fail: Fail) -> FatTree:
+        """The fat tree of a ``topology:`` section whose keys are all of ``yaml_keys``."""
+        for key in ("down", "up"):
+            if key not in data:
                 raise fail(
-                    "topology.ports",
-                    f"a level-{level} switch needs {used} ports ({_port_sum(tree, level)}),"
-                    f" more than its {ports}; raise ports or lower down, up or links",
+                    f"topology.{key}", "missing; a fat tree needs down and up, one per level"
                 )
-    return tree
+        given = data.get("levels")
+        levels = None if given is None else count(given, "topology.levels", fail, MAX_LEVELS)
+        down = _counts(data["down"], "topology.down", fail, levels, MAX_LEVELS)
+        up = _counts(data["up"], "topology.up", fail, len(down), MAX_LEVELS)
+        links = (
+            (1,) * len(down)
+            if data.get("links") is None
+            else _counts(data["links"], "topology.links", fail, len(down), MAX_LEVELS)
+        )
+        ports = None if data.get("ports") is None else count(data["ports"], "topology.ports", fail)
+        tree = FatTree(down, up, links, ports)
+        fits(down, "topology.down", fail)
+        if ports is not None:
+            for level in range(1, tree.levels + 1):
+                used = tree.ports_used(level)
+                if used > ports:
+                    raise fail(
+                        "topology.ports",
+                        f"a level-{level} switch needs {used} ports ({_port_sum(tree, level)}),"
+                        f" more than its {ports}; raise ports or lower down, up or links",
+                    )
+        return tree
 
 
 def _counts(value: Any, field: str, fail: Fail, size: int | None, most: int) -> tuple[int, ...]:

@@ -28,6 +28,7 @@ class Torus:
     dims: tuple[int, ...]
     kind: ClassVar[str] = "torus"
     node_links: ClassVar[bool] = False  # a node sends straight onto its ring links
+    yaml_keys: ClassVar[tuple[str, ...]] = ("kind", "dims")
 
     @property
     def nodes(self) -> int:
@@ -106,17 +107,16 @@ class Torus:
         """The ``topology:`` section."""
         return {"kind": self.kind, "dims": list(self.dims)}
 
-
-KEYS = ("kind", "dims")
-
-
-def parse(data: dict[str, Any], fail: Fail) -> Torus:
-    """A torus from a ``topology:`` section whose keys are all of ``KEYS``."""
-    if "dims" not in data:
-        raise fail("topology.dims", "missing; a torus needs its dimensions, e.g. [8, 8, 16]")
-    value = data["dims"]
-    if not isinstance(value, list) or not value or len(value) > MAX_DIMS:
-        raise fail("topology.dims", f"give a list of 1 to {MAX_DIMS} dimensions, e.g. [8, 8, 16]")
-    torus = Torus(tuple(count(v, f"topology.dims[{i}]", fail) for i, v in enumerate(value)))
-    fits(torus.dims, "topology.dims", fail)
-    return torus
+    @classmethod
+    def from_yaml(cls, data: dict[str, Any], fail: Fail) -> Torus:
+        """The torus of a ``topology:`` section whose keys are all of ``yaml_keys``."""
+        if "dims" not in data:
+            raise fail("topology.dims", "missing; a torus needs its dimensions, e.g. [8, 8, 16]")
+        value = data["dims"]
+        if not isinstance(value, list) or not value or len(value) > MAX_DIMS:
+            raise fail(
+                "topology.dims", f"give a list of 1 to {MAX_DIMS} dimensions, e.g. [8, 8, 16]"
+            )
+        torus = Torus(tuple(count(v, f"topology.dims[{i}]", fail) for i, v in enumerate(value)))
+        fits(torus.dims, "topology.dims", fail)
+        return torus
