@@ -32,9 +32,9 @@ def run(args: argparse.Namespace) -> int:
 
     from commscope import safe_write
     from commscope.analysis import matrix as matrix_analysis
-    from commscope.analysis import topology
+    from commscope.analysis import switch_groups
     from commscope.data.run_data import read_run
-    from commscope.predict.topology_model import model_document
+    from commscope.predict.model_switch_groups import model_document
 
     for path, flag in ((args.output, "-o"), (args.model, "--model")):
         if path:
@@ -64,12 +64,12 @@ def run(args: argparse.Namespace) -> int:
     def array(m: matrix_analysis.Matrix) -> np.ndarray:
         return np.array([[np.nan if v is None else v for v in row] for row in m.values])
 
-    tree = topology.infer(
+    tree = switch_groups.infer(
         names,
         array(bw[-1]) if bw else None,  # the largest size: bandwidth, not latency, dominates
         array(lat[0]) if lat else None,
     )
-    text = topology.slurm_topology(tree)
+    text = switch_groups.slurm_topology(tree)
     ranks_per_node = max(1, nranks // len(set(names)))
     if args.output:
         safe_write.write_text(args.output, f"# commscope topology of run {ident}\n{text}", "-o")
