@@ -13,7 +13,7 @@ import pytest
 
 from commscope.errors import InputError, PredictError
 from commscope.predict.model_yaml import model_from_dict
-from commscope.predict.topologies import Dragonfly, FatTree, Torus
+from commscope.predict.topologies import KINDS, Dragonfly, FatTree, Topology, Torus, parse
 from commscope.simulate.params import params_for
 from commscope.simulate.platform import platform_xml, route_links
 from tests.fuzz.harness import assert_one_line_refusal, call
@@ -77,6 +77,23 @@ def test_torus_hops_are_ring_distances() -> None:
     assert torus.hops(0, 2) == 2
     assert torus.hops(0, 4 * 2 + 2) == 3
     assert torus.simgrid() == ("TORUS", "4,3")
+
+
+@pytest.mark.parametrize(
+    "topology",
+    [
+        FatTree(down=(4, 2), up=(1, 2), links=(1, 3), ports=16),
+        Dragonfly(groups=3, chassis=2, routers=3, nodes_per_router=2, router_links=2),
+        Torus((4, 3)),
+    ],
+    ids=repr,
+)
+def test_each_topology_is_registered_by_its_kind_and_reads_back_what_it_writes(
+    topology: Topology,
+) -> None:
+    assert KINDS[topology.kind] is type(topology)
+    assert set(topology.to_yaml()) <= set(topology.yaml_keys)
+    assert parse(topology.to_yaml(), lambda field, why: PredictError(f"{field}: {why}")) == topology
 
 
 def test_the_model_takes_its_switches_and_latency_from_the_topology() -> None:

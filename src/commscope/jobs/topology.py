@@ -1,7 +1,7 @@
 """The switches a measured all-pairs matrix shows, as Slurm's topology.conf and a cluster model.
 
 Nodes are grouped into switches from the run's bandwidth (its largest size) and latency
-matrices (:mod:`commscope.analysis.topology`); the grouping is written as Slurm's
+matrices (:mod:`commscope.analysis.switch_groups`); the grouping is written as Slurm's
 ``topology/tree`` file and as a cluster model for ``predict --cluster`` and ``simulate``.
 Every output path is checked before anything is read or written.
 """
@@ -16,7 +16,7 @@ from commscope.data.store import Store
 from commscope.errors import UsageError
 
 if TYPE_CHECKING:
-    from commscope.analysis.topology import Topology
+    from commscope.analysis.switch_groups import SwitchGrouping
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class TopologyOutcome:
     """The grouping found, its topology.conf text, and the files written."""
 
     run_id: int
-    tree: Topology
+    tree: SwitchGrouping
     conf_text: str
     written: list[str]
 
@@ -45,9 +45,9 @@ def infer(job: TopologyJob) -> TopologyOutcome:
     import yaml
 
     from commscope.analysis import matrix as matrix_analysis
-    from commscope.analysis import topology
+    from commscope.analysis import switch_groups
     from commscope.data.run_data import read_run
-    from commscope.predict.topology_model import model_document
+    from commscope.predict.model_switch_groups import model_document
 
     for path, flag in ((job.conf, "-o"), (job.model, "--model")):
         if path:
@@ -77,12 +77,12 @@ def infer(job: TopologyJob) -> TopologyOutcome:
     def array(m: matrix_analysis.Matrix) -> np.ndarray:
         return np.array([[np.nan if v is None else v for v in row] for row in m.values])
 
-    tree = topology.infer(
+    tree = switch_groups.infer(
         names,
         array(bw[-1]) if bw else None,  # the largest size: bandwidth, not latency, dominates
         array(lat[0]) if lat else None,
     )
-    text = topology.slurm_topology(tree)
+    text = switch_groups.slurm_topology(tree)
     written = []
     if job.conf:
         safe_write.write_text(job.conf, f"# commscope topology of run {ident}\n{text}", "-o")

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from commscope.analysis import topology
+from commscope.analysis import switch_groups
 from commscope.predict.model_yaml import load_model
 from tests.unit.test_matrix import point, store_run
 
@@ -27,8 +27,8 @@ def rates(n: int, groups, within: float, across, noise: float = 0.03, seed: int 
 
 def test_two_leaves_under_one_top_switch():
     bw = rates(8, lambda i: i // 4, 100e6, lambda i, j: 30e6)
-    tree = topology.infer([f"n{i}" for i in range(8)], bw, None)
-    assert topology.slurm_topology(tree).splitlines() == [
+    tree = switch_groups.infer([f"n{i}" for i in range(8)], bw, None)
+    assert switch_groups.slurm_topology(tree).splitlines() == [
         "SwitchName=s0_0 Nodes=n0,n1,n2,n3",
         "SwitchName=s0_1 Nodes=n4,n5,n6,n7",
         "SwitchName=top Switches=s0_0,s0_1",
@@ -43,8 +43,8 @@ def test_three_levels_are_found_level_by_level():
         return 40e6 if i // 6 == j // 6 else 10e6
 
     bw = rates(12, lambda i: i // 3, 100e6, across)
-    tree = topology.infer([f"n{i}" for i in range(12)], bw, None)
-    lines = topology.slurm_topology(tree).splitlines()
+    tree = switch_groups.infer([f"n{i}" for i in range(12)], bw, None)
+    lines = switch_groups.slurm_topology(tree).splitlines()
     assert lines[:4] == [f"SwitchName=s0_{k} Nodes=" + ",".join(f"n{i}" for i in range(3 * k,
                          3 * k + 3)) for k in range(4)]  # fmt: skip
     assert lines[4:] == [
@@ -57,13 +57,13 @@ def test_three_levels_are_found_level_by_level():
 @pytest.mark.parametrize("noise", [0.0, 0.05, 0.15])
 def test_one_switch_when_every_link_is_alike(noise):
     bw = rates(8, lambda i: 0, 100e6, lambda i, j: 0, noise=noise)
-    tree = topology.infer([f"n{i}" for i in range(8)], bw, None)
+    tree = switch_groups.infer([f"n{i}" for i in range(8)], bw, None)
     assert len(tree.switches) == 1 and len(tree.switches[0].nodes) == 8
 
 
 def test_latency_alone_groups_too():
     lat = rates(6, lambda i: i // 3, 10e-6, lambda i, j: 40e-6)
-    tree = topology.infer(NAMES, None, lat)
+    tree = switch_groups.infer(NAMES, None, lat)
     assert tree.source == "latency"
     assert [s.nodes for s in tree.leaves] == [NAMES[:3], NAMES[3:]]
 

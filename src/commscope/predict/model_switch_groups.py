@@ -1,4 +1,4 @@
-"""A cluster model (the YAML ``predict`` and ``simulate`` read) from switches found by measurement.
+"""A cluster model (the YAML ``predict`` and ``simulate`` read) from measured switch groups.
 
 The model holds one level of switches: each leaf switch of the measured tree with its nodes,
 its uplink at the median bandwidth its nodes measured to nodes of other leaves, and every
@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from commscope.analysis.topology import Topology
+from commscope.analysis.switch_groups import SwitchGrouping
 from commscope.predict.model_yaml import model_from_dict
 
 
-def model_document(topology: Topology, name: str, cores: int) -> dict[str, Any]:
+def model_document(grouping: SwitchGrouping, name: str, cores: int) -> dict[str, Any]:
     """The YAML document of the model (checked by the reader ``predict`` uses)."""
-    leaves = topology.leaves
+    leaves = grouping.leaves
     nodes = [n for leaf in leaves for n in leaf.nodes]
     nic: dict[str, Any] = {}
     within = [s.bandwidth_Bps for s in leaves if s.bandwidth_Bps]
@@ -30,10 +30,10 @@ def model_document(topology: Topology, name: str, cores: int) -> dict[str, Any]:
     if nic:
         doc["channels"] = {"nic": nic}
     if len(leaves) > 1:
-        uplinks = {s.name: s.bandwidth_Bps for s in topology.switches if s.switches}
+        uplinks = {s.name: s.bandwidth_Bps for s in grouping.switches if s.switches}
         doc["switches"] = []
         for leaf in leaves:
-            above = next((s for s in topology.switches if leaf.name in s.switches), None)
+            above = next((s for s in grouping.switches if leaf.name in s.switches), None)
             entry: dict[str, Any] = {"name": leaf.name, "nodes": list(leaf.nodes)}
             rate = uplinks.get(above.name) if above else None
             if rate:

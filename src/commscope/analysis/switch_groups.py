@@ -1,4 +1,4 @@
-"""Switches from measurements: which nodes share a switch, level by level, from an all-pairs matrix.
+"""Which nodes share a switch, level by level, from a measured all-pairs matrix.
 
 Nodes behind one switch reach each other faster than nodes behind different switches: the
 path between switches adds hops and shares an uplink. The distance between two nodes is the
@@ -9,6 +9,9 @@ merge whose distance jumps by more than ``MIN_JUMP`` over the one before: smalle
 noise between links of one switch. Each group is a leaf switch; the groups are then
 clustered the same way (the distance between two groups is the median of their nodes'
 distances) to find the switches above, until one switch holds everything.
+
+What it finds is a grouping seen in the timings (:class:`SwitchGrouping`), not a modelled
+network: those are the topologies of ``commscope.predict.topologies``.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ MIN_JUMP = 1.5  # a merge this much farther than the one before starts another s
 
 
 @dataclass(frozen=True)
-class Switch:
-    """A switch: the nodes on it (leaf) or the switches below it."""
+class SwitchGroup:
+    """A switch found by measurement: the nodes on it (leaf) or the groups below it."""
 
     name: str
     nodes: tuple[str, ...] = ()
@@ -38,14 +41,14 @@ class Switch:
 
 
 @dataclass(frozen=True)
-class Topology:
-    """Switches, leaves first, the top switch last."""
+class SwitchGrouping:
+    """The switches found, leaves first, the top switch last."""
 
-    switches: tuple[Switch, ...]
+    switches: tuple[SwitchGroup, ...]
     source: str  # "bandwidth" or "latency": what the distances came from
 
     @property
-    def leaves(self) -> tuple[Switch, ...]:
+    def leaves(self) -> tuple[SwitchGroup, ...]:
         """The switches that hold nodes."""
         return tuple(s for s in self.switches if s.nodes)
 
@@ -93,7 +96,7 @@ def infer(
     bandwidth: NDArray[np.float64] | None,
     latency: NDArray[np.float64] | None,
     min_jump: float = MIN_JUMP,
-) -> Topology:
+) -> SwitchGrouping:
     """The switch tree of nodes ``names`` from their link matrices (row sends, column receives).
 
     Raises:
@@ -113,7 +116,7 @@ def infer(
     else:
         assert lat is not None
         distance, source = lat, "latency"
-    switches: list[Switch] = []
+    switches: list[SwitchGroup] = []
     units: list[list[int]] = [[i] for i in range(len(names))]  # each unit's nodes
     below: list[str] = []  # the switch each unit is (none for nodes)
     level = 0
@@ -127,7 +130,7 @@ def infer(
             parts = [units[g] for g in group]
             nodes = [i for part in parts for i in part]
             made.append(
-                Switch(
+                SwitchGroup(
                     name="top" if last and level > 0 else f"s{level}_{k}",
                     nodes=tuple(names[i] for i in nodes) if level == 0 else (),
                     switches=tuple(below[g] for g in group) if level > 0 else (),
@@ -137,7 +140,7 @@ def infer(
             )
         switches += made
         if last:
-            return Topology(tuple(switches), source)
+            return SwitchGrouping(tuple(switches), source)
         units = [[i for g in group for i in units[g]] for group in found]
         below = [s.name for s in made]
         level += 1
@@ -159,10 +162,10 @@ def _across(values: NDArray[np.float64] | None, parts: Sequence[Sequence[int]]) 
     return float(np.median(picked)) if picked else None
 
 
-def slurm_topology(topology: Topology) -> str:
+def slurm_topology(grouping: SwitchGrouping) -> str:
     """Slurm's topology/tree file (topology.conf): a line per switch, leaves first."""
     lines = []
-    for s in topology.switches:
+    for s in grouping.switches:
         if s.nodes:
             lines.append(f"SwitchName={s.name} Nodes={','.join(s.nodes)}")
         else:
