@@ -56,10 +56,10 @@ CLI_MAY_IMPORT = {
     "run_where": {"measure.hosts"},
     "predict_cmd": {"measure.slurm", "measure.vcluster"},  # node names for a model
     "show_cmd": {"simulate.netload"},
-    # the program kinds (node, TCP, HPL) and the simulator's and validation's own commands
+    # the program kinds' requests (node, TCP) and HPL's runs; the simulator's and validation's
+    # own commands
     "run_node": {"measure.compute.hpcc", "measure.compute.node", "measure.compute.sizes"},
-    "run_tcp": {"measure.runner", "measure.tcp.program", "measure.tcp.session",
-                "measure.vcluster"},
+    "run_tcp": {"measure.tcp.program", "measure.vcluster"},
     "tcp_cmd": {"measure.launch", "measure.tcp.program"},
     "run_hpl": {"measure.hosts", "measure.hpl", "measure.mpi", "measure.program",
                 "measure.vcluster"},
@@ -74,8 +74,8 @@ CLI_MAY_IMPORT = {
                          "measure.slurm", "measure.vcluster", "validate.forcing",
                          "validate.predict"},
 }  # fmt: skip
-# Modules of cli that still store a run themselves (the program kinds).
-CLI_CREATES_RUNS = {"run_hpl", "run_node", "run_tcp", "simulate_app"}
+# Modules of cli that still store a run themselves (HPL's solves, simulate's whole programs).
+CLI_CREATES_RUNS = {"run_hpl", "simulate_app"}
 ROOT_MODULES = {"__init__", "__main__"} | BASE - {"__version__"}
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from commscope import limits, strict
 from commscope.cli import common
 from commscope.errors import UsageError
-from commscope.jobs import runs
+from commscope.jobs import programs
 from commscope.measure.compute import hpcc, node, sizes
 
 KIND = "node"  # the kind these runs are stored as (kinds/node.py shows them)
@@ -151,23 +151,15 @@ def run(args: argparse.Namespace) -> int:
     from commscope.kinds import node as node_kind
 
     request = None if args.resume else _request(args)  # bad input fails before the store
-    err = common.console(stderr=True)
     quiet = args.quiet or args.json
-    with common.open_store(args) as store:
-        if request is None:
-            run_id, request = runs.resumable_request(store, args.resume)
-        else:
-            run_id = store.create_run(KIND, args.label, None, None, None, request)
-        if not quiet:
-            for cores in request["cores"]:
-                err.print(request["peak_derivation"][str(cores)])
-        measure = hpcc.run if "hpl" in request else node.run
-        outcome = measure(store, run_id, request, progress=None if quiet else err.print)
+    note = None if quiet else common.console(stderr=True).print
+    done = programs.node_run(args.store, KIND, request, args.resume, args.label, args.report, note)
+    request, run_id, outcome = done.request, done.run_id, done.measured
+    with common.open_store(args, write=False) as store:
         info = store.get_run(run_id)
         points = store.linpacks(run_id)
-        written = runs.write_report(store, run_id, args.report)
     summary = node_analysis.summarize(request, points)
-    report = os.fspath(written) if written else None
+    report = os.fspath(done.report) if done.report else None
     if args.json:
         common.print_json(
             {

@@ -15,13 +15,11 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from commscope import limits
-from commscope.cli import common
+from commscope.cli import common, run_outcome
 from commscope.data.store import Store
 from commscope.errors import UsageError
-from commscope.jobs import runs
-from commscope.measure.runner import Outcome
+from commscope.jobs import programs
 from commscope.measure.tcp import program as prog
-from commscope.measure.tcp import session
 from commscope.units import netpipe_schedule, parse_size, parse_size_list, sockbuf_text
 
 KIND = "tcp"  # the kind these runs are stored as (kinds/tcp.py shows them)
@@ -184,27 +182,6 @@ def requests(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def _measure(store: Store, run_id: int, request: dict[str, Any], quiet: bool) -> Outcome:
-    if quiet:
-        return session.run(store, run_id, request)
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    columns = (
-        TextColumn(f"run {run_id}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=common.console(stderr=True), transient=True) as bar:
-        task = bar.add_task("points", total=None)
-        return session.run(
-            store,
-            run_id,
-            request,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
-        )
-
-
 def _load(store: Store, run_id: int) -> tcp_render.TcpRun:
     from commscope.kinds import tcp as tcp_render
 
@@ -218,17 +195,10 @@ def run(args: argparse.Namespace) -> int:
 
     planned = [] if args.resume else requests(args)
     quiet = args.quiet or args.json
-    done: list[tcp_render.TcpRun] = []
-    with common.open_store(args) as store:  # SIGTERM is an interrupt here (see cli.main)
-        if args.resume:
-            run_id, request = runs.resumable_request(store, args.resume)
-            _measure(store, run_id, request, quiet)
-            done.append(_load(store, run_id))
-        for label, request in planned:
-            where = request["where"]["kind"]
-            run_id = store.create_run(KIND, label, None, where, 2, request)
-            _measure(store, run_id, request, quiet)
-            done.append(_load(store, run_id))
+    with run_outcome.progress_bar(quiet) as (progress, _):
+        ids = programs.tcp_runs(args.store, KIND, planned, args.resume, progress)
+    with common.open_store(args, write=False) as store:
+        done = [_load(store, run_id) for run_id in ids]
     if args.json:
         common.print_json(
             {"runs": [tcp_render.run_json(r) for r in done], "store": os.path.abspath(args.store)}
@@ -240,10 +210,10 @@ def run(args: argparse.Namespace) -> int:
             out.print(f"{role} {tcp_render.end_text(done[0].ends[role])}")
     for item in tcp_render.summary_view(done):
         out.print(item)
-    ids = " ".join(str(r.info.id) for r in done)
+    shown = " ".join(str(r.info.id) for r in done)
     out.print(
-        f"stored in {args.store} as run {ids}; compare them with 'commscope compare {ids}'"
+        f"stored in {args.store} as run {shown}; compare them with 'commscope compare {shown}'"
         if len(done) > 1
-        else f"stored in {args.store} as run {ids}; details: commscope show {ids}"
+        else f"stored in {args.store} as run {shown}; details: commscope show {shown}"
     )
     return 0
