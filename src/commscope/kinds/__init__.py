@@ -106,18 +106,29 @@ def terminal(found: list[tuple[Kind[Any], Any]], full: bool = True) -> list[Any]
 
 
 def report_contexts(runs: Sequence[RunData], view: View | None = None) -> list[dict[str, Any]]:
-    """The report's context of each run: its page, then each kind's entry and template."""
+    """The report's context of each run: its page, then each kind's entry and template.
+
+    The kinds' lines on the summary card, from their entries, go under ``card_figures`` and
+    ``card_warnings`` (in the registry's order).
+    """
     from commscope.report import html  # matplotlib, Jinja2: only for a report
 
     contexts = []
     for run in runs:
         context = html.run_context(run)
         context["section_templates"] = []
+        context["card_figures"] = []
+        context["card_warnings"] = []
         for kind, summary in summaries(run, view or View()):
             if kind.report is None:
                 continue
-            context[kind.name] = None if summary is None else kind.report(summary)
+            entry = None if summary is None else kind.report(summary)
+            context[kind.name] = entry
             context["section_templates"].append(kind.template)
+            if entry and kind.card_figures:
+                context["card_figures"] += kind.card_figures(entry)
+            if entry and kind.card_warnings:
+                context["card_warnings"] += kind.card_warnings(entry)
         contexts.append(context)
     return contexts
 
