@@ -44,7 +44,7 @@ from numpy.typing import ArrayLike, NDArray
 from commscope import limits, strict
 from commscope.errors import PredictError
 
-KINDS = ("fat_tree", "dragonfly", "torus")
+TOPOLOGIES = ("fat_tree", "dragonfly", "torus")  # what a model's topology.kind may name
 MAX_LEVELS = 8  # fat tree levels of switches; real ones have 2 or 3
 MAX_DIMS = 8  # torus dimensions; real ones have up to 6
 MAX_COUNT = limits.MAX_MODEL_NODES  # any one count: ports, links, dimensions, groups
@@ -558,8 +558,8 @@ def parse(data: Any, fail: Fail) -> Topology:
         PredictError: a key is missing, unknown or inconsistent, or the platform would not
             fit in memory (one line naming the key and the fix).
     """
-    if not isinstance(data, dict) or data.get("kind") not in KINDS:
-        raise fail("topology.kind", f"give the kind of network: {', '.join(KINDS)}")
+    if not isinstance(data, dict) or data.get("kind") not in TOPOLOGIES:
+        raise fail("topology.kind", f"give the kind of network: {', '.join(TOPOLOGIES)}")
     kind = str(data["kind"])
     for key in data:
         if key not in _KEYS[kind]:
