@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         summaries,
         terminal,
         to_json,
+        transport,
         write_report,
     )
 
@@ -48,6 +49,7 @@ __all__ = [
     "summaries",
     "terminal",
     "to_json",
+    "transport",
     "write_report",
 ]
 _REGISTRY = set(__all__) - {"DEFAULT_RUN", "Benchmark"}

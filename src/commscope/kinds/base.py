@@ -55,6 +55,7 @@ class Kind(Generic[S]):
         card_figures: the report's summary card lines (what, value) from the kind's report
             entry (``report/summary_card``); None: the card shows none of the kind's own.
         card_warnings: the summary card's warnings from the kind's report entry; None: none.
+        transport: what carries the messages of the kind's runs, as the report names it.
     """
 
     name: str
@@ -71,3 +72,4 @@ class Kind(Generic[S]):
     one_process: str | None = None
     card_figures: Callable[[Any], list[tuple[str, str]]] | None = None
     card_warnings: Callable[[Any], list[str]] | None = None
+    transport: str = "MPI"

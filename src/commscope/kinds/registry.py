@@ -47,6 +47,11 @@ def one_process(kind_name: str) -> str | None:
     return next((k.one_process for k in KINDS if k.name == kind_name), None)
 
 
+def transport(kind_name: str) -> str:
+    """What carries the messages of a run of kind ``kind_name``: MPI unless its kind says."""
+    return next((k.transport for k in KINDS if k.name == kind_name), "MPI")
+
+
 def measures(run_name: str, name: str) -> bool:
     """Whether ``commscope run RUN_NAME`` measures benchmark ``name`` (``all`` runs several)."""
     return run_name == name or (run_name == DEFAULT_RUN and benchmark(name).in_default_run)
@@ -89,7 +94,8 @@ def report_contexts(runs: Sequence[RunData], view: View | None = None) -> list[d
     """The report's context of each run: its page, then each kind's entry and template.
 
     The kinds' lines on the summary card, from their entries, go under ``card_figures`` and
-    ``card_warnings`` (in the registry's order).
+    ``card_warnings`` (in the registry's order); what carries the run's messages under
+    ``transport``.
     """
     from commscope.report import html  # matplotlib, Jinja2: only for a report
 
@@ -99,6 +105,7 @@ def report_contexts(runs: Sequence[RunData], view: View | None = None) -> list[d
         context["section_templates"] = []
         context["card_figures"] = []
         context["card_warnings"] = []
+        context["transport"] = transport(run.info.kind)
         for kind, summary in summaries(run, view or View()):
             if kind.report is None:
                 continue
