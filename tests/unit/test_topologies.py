@@ -13,7 +13,7 @@ import pytest
 
 from commscope.errors import InputError, PredictError
 from commscope.predict.model_yaml import model_from_dict
-from commscope.predict.topologies import KINDS, Dragonfly, FatTree, Topology, Torus, parse
+from commscope.predict.topologies import BY_KIND, Dragonfly, FatTree, Topology, Torus, parse
 from commscope.simulate.params import params_for
 from commscope.simulate.platform import platform_xml, route_links
 from tests.fuzz.harness import assert_one_line_refusal, call
@@ -91,7 +91,7 @@ def test_torus_hops_are_ring_distances() -> None:
 def test_each_topology_is_registered_by_its_kind_and_reads_back_what_it_writes(
     topology: Topology,
 ) -> None:
-    assert KINDS[topology.kind] is type(topology)
+    assert BY_KIND[topology.kind] is type(topology)
     assert set(topology.to_yaml()) <= set(topology.yaml_keys)
     assert parse(topology.to_yaml(), lambda field, why: PredictError(f"{field}: {why}")) == topology
 

@@ -16,7 +16,7 @@ from rich.table import Table
 from commscope import kinds
 from commscope.cli import main
 from commscope.data.run_data import RunData
-from commscope.kinds import show_json
+from commscope.kinds import registry, show_json
 from commscope.report import html
 from tests import synthetic_runs
 
@@ -56,7 +56,7 @@ TOY = kinds.Kind(
 @pytest.fixture
 def toy_store(tmp_path, monkeypatch):
     """A store with one stored run of the toy kind, and the toy kind registered."""
-    monkeypatch.setattr(kinds, "KINDS", (*kinds.KINDS, TOY))
+    monkeypatch.setattr(registry, "KINDS", (*registry.KINDS, TOY))
     path = tmp_path / "s.sqlite"
     points = [
         *synthetic_runs.points("intra-socket", (0, 1)),

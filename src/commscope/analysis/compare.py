@@ -120,11 +120,11 @@ def _difference(
 
 
 def _order(key: tuple[str, str, str, int]) -> tuple[int, int, str, int, str, int]:
-    kind, op, pair, size = key
+    family, op, pair, size = key  # the row's kind is its records' family: p2p or coll
     op_rank = OP_ORDER.index(op) if op in OP_ORDER else len(OP_ORDER)
     pair_rank = PAIR_ORDER.index(pair) if pair in PAIR_ORDER else len(PAIR_ORDER)
     # Pairs of no fixed rank (a matrix's "0->1") by name, so each pair's sizes stay together.
-    return (0 if kind == P2P else 1, op_rank, op, pair_rank, pair, size)
+    return (0 if family == P2P else 1, op_rank, op, pair_rank, pair, size)
 
 
 def compare_runs(
@@ -166,10 +166,13 @@ def compare_runs(
     return rows
 
 
-def shows_rate(kind: str, op: str) -> bool:
-    """Whether a (kind, op) group reads best as bandwidth (bw, bibw) rather than time."""
+def shows_rate(family: str, op: str) -> bool:
+    """Whether a (kind, op) group reads best as bandwidth (bw, bibw) rather than time.
+
+    ``family`` is the rows' kind: the family of their records, p2p (Points) or coll.
+    """
     multi_pair = mbw_pairs(op) is not None  # aggregate bandwidth of k pairs
-    return kind == P2P and (op in ("bw", "bibw", "bw_each", "bibw_each") or multi_pair)
+    return family == P2P and (op in ("bw", "bibw", "bw_each", "bibw_each") or multi_pair)
 
 
 def grouped(rows: Sequence[CompareRow]) -> list[tuple[tuple[str, str, str], list[CompareRow]]]:

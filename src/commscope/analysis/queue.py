@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from commscope.data.records import Queue
 
 QUANTILES = (0.1, 0.5, 0.9)
-KINDS = ("third", "back", "streamer")  # the order they are listed in
+ANSWERERS = ("third", "back", "streamer")  # who answers a wait, in the order they are listed
 ANSWERER = {
     "third": "third rank",
     "back": "stream's sender",
@@ -42,7 +42,7 @@ class QueueWait:
         idle_max_s: the longest idle round trip: a loaded one beyond it waited.
         waits_s: every loaded round trip less ``idle_s``, sorted.
         stream_Bps: median over repetitions of the stream's rate, until its receiver had it.
-        kind: who answered (``KINDS``): a third rank on the stream's node, the stream's
+        kind: who answered (``ANSWERERS``): a third rank on the stream's node, the stream's
             sender over the stream's connection ("back"), or the stream's sender to a rank
             other than its receiver ("streamer").
     """
@@ -110,5 +110,5 @@ def wait_of(record: Queue) -> QueueWait:
 
 
 def waits(records: list[Queue]) -> list[QueueWait]:
-    """One :class:`QueueWait` per record: by kind (``KINDS``), then by size."""
-    return [wait_of(r) for r in sorted(records, key=lambda r: (KINDS.index(r.kind), r.bytes))]
+    """One :class:`QueueWait` per record: by who answered (``ANSWERERS``), then by size."""
+    return [wait_of(r) for r in sorted(records, key=lambda r: (ANSWERERS.index(r.kind), r.bytes))]

@@ -19,6 +19,7 @@ from typing import Any
 
 from commscope.cli import common, program_runs
 from commscope.errors import CommscopeError, LaunchError, UsageError
+from commscope.kinds import run_commands
 
 DEFAULT_N = 2000
 DEFAULT_NB = 128
@@ -57,7 +58,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 def wanted(args: argparse.Namespace) -> bool:
     """Whether `commscope run` should hand this invocation to HPL."""
-    return getattr(args, "benchmark", None) == program_runs.HPL
+    return run_commands.measured_by(getattr(args, "benchmark", None)) == run_commands.WHOLE_PROGRAM
 
 
 def _refuse_others(args: argparse.Namespace) -> None:

@@ -18,6 +18,7 @@ from commscope import limits, strict
 from commscope.cli import common
 from commscope.errors import UsageError
 from commscope.jobs import programs
+from commscope.kinds import run_commands
 from commscope.measure.compute import hpcc, node, sizes
 
 KIND = "node"  # the kind these runs are stored as (kinds/node.py shows them)
@@ -99,12 +100,13 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 def wanted(args: argparse.Namespace) -> bool:
     """Whether `commscope run` should hand this invocation to the node benchmark."""
-    if getattr(args, "benchmark", None) == KIND:
+    if run_commands.measured_by(getattr(args, "benchmark", None)) == run_commands.LINPACK:
         return True
     if not getattr(args, "resume", None):
         return False
     with common.open_store(args) as store:
-        return store.get_run(store.resolve_run(args.resume)).kind == KIND
+        kind = store.get_run(store.resolve_run(args.resume)).kind
+        return run_commands.measured_by(kind) == run_commands.LINPACK
 
 
 MAX_ORDER = 1 << 20  # a matrix order N: 8 TiB for one N x N matrix of doubles

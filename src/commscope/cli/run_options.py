@@ -1,10 +1,11 @@
 """The options of `commscope run` that are engine options, declared from the engine's table.
 
 A row of ``engine/options.json`` with ``"run": true`` becomes an option of each `commscope run
-KIND` whose benchmarks it serves: its flag (the row's ``cli``, else the engine's), default,
-bounds (as the argparse type) and help come from the row, so the CLI, the engine and the stored
-request cannot disagree. Options whose CLI meaning differs from the engine's (--ops, --sizes,
---levels, where defaults depend on the benchmark) are declared by run_kinds.
+NAME` whose benchmarks it serves (the command's rows, ``kinds/run_commands``): its flag (the
+row's ``cli``, else the engine's), default, bounds (as the argparse type) and help come from the
+row, so the CLI, the engine and the stored request cannot disagree. Options whose CLI meaning
+differs from the engine's (--ops, --sizes, --levels, where defaults depend on the benchmark)
+are declared by run_kinds.
 """
 
 from __future__ import annotations
@@ -15,31 +16,13 @@ from typing import Any
 
 from commscope.cli import common
 from commscope.data.request import EngineOptions
+from commscope.kinds import run_commands
 from commscope.measure import engine_options
 from commscope.measure.engine_options import OptionSpec
 
 # Engine options `commscope run` also takes from the environment.
 ENV = {"timer": "COMMSCOPE_TIMER"}
 METAVARS = {"distort": "RANK:OFFSET:DRIFT", "int": "N", "number": "X", "stop": "RULE"}
-# The p2p rows a TCP ping-pong takes too: how long each point is sampled.
-SAMPLING = ("warmup", "min_samples", "max_samples", "target_rse", "point_budget_s")
-
-
-# The table rows each `commscope run KIND` takes, by the benchmarks they are declared for.
-KIND_ROWS: dict[str, tuple[str, ...]] = {
-    "all": ("p2p", "loggp", "coll"),
-    "p2p": ("p2p",),
-    "loggp": ("loggp",),
-    "coll": ("coll",),
-    "contention": ("contention",),
-    "matrix": ("matrix",),
-    "bisection": ("bisection",),
-    "rma": ("p2p", "rma"),
-    "mbw": ("mbw",),
-}
-# Rows a kind takes beyond its benchmarks', and rows it leaves out.
-KIND_EXTRA = {"rma": ("check",), "tcp": SAMPLING}
-KIND_DROP = {"rma": ("recv_buffers",)}
 # A row's help names the benchmarks it serves ("p2p: ..."); a kind's own --help drops that.
 _PREFIX = re.compile(r"^(p2p|rma|mbw|matrix|bisection|matrix and bisection): ")
 
@@ -58,17 +41,21 @@ def group_of(spec: OptionSpec) -> str:
     return next((group for group, names in GROUPS if names & serves), "contention")
 
 
-def rows_of(kind: str) -> list[OptionSpec]:
-    """The table's `commscope run` options ``commscope run KIND`` takes, in the table's order."""
-    benchmarks = set(KIND_ROWS.get(kind, ()))
-    extra = KIND_EXTRA.get(kind, ())
-    drop = KIND_DROP.get(kind, ())
+def rows_of(name: str) -> list[OptionSpec]:
+    """The table's `commscope run` options ``commscope run NAME`` takes, in the table's order.
+
+    The command says which (``RunCommand.rows`` and the rows it adds or drops).
+    """
+    command = run_commands.named(name)
+    if command is None:
+        return []
+    benchmarks = set(command.rows)
     return [
         spec
         for spec in engine_options.table()
         if spec.run
-        and spec.name not in drop
-        and (benchmarks & set(spec.benchmarks) or spec.name in extra)
+        and spec.name not in command.dropped_rows
+        and (benchmarks & set(spec.benchmarks) or spec.name in command.extra_rows)
     ]
 
 
@@ -101,13 +88,13 @@ def add_row(group: Any, spec: OptionSpec, listed: bool = True) -> None:
         )
 
 
-def add_options(groups: dict[str, Any], kind: str) -> None:
-    """Declare the table options of ``commscope run KIND``, each in its group of ``groups``.
+def add_options(groups: dict[str, Any], name: str) -> None:
+    """Declare the table options of ``commscope run NAME``, each in its group of ``groups``.
 
     ``groups`` maps group_of's names to argument groups; one named "*" takes the rest, and
     rows of a group mapped to None are accepted but not listed.
     """
-    for spec in rows_of(kind):
+    for spec in rows_of(name):
         group = groups.get(group_of(spec), groups.get("*"))
         add_row(group or groups["hidden"], spec, listed=group is not None)
 

@@ -9,14 +9,10 @@ from typing import Any
 from commscope.cli import common, run_matrix, run_mbw, run_options
 from commscope.data.request import EngineOptions, RunRequest
 from commscope.errors import UsageError
+from commscope.kinds.run_commands import COLL_OPS, COLL_SIZES, CONTENTION_SIZES, P2P_OPS, RMA_OPS
 from commscope.measure import cvars, engine_options, launch, runner
 from commscope.units import netpipe_schedule, parse_size, parse_size_list
 
-P2P_OPS = "pingpong,bw,bibw"
-COLL_OPS = "barrier,bcast,reduce,allreduce,gather,scatter,allgather,alltoall,ibcast,iallreduce"
-COLL_SIZES = "8,64,512,4K,32K,256K,1MiB"
-CONTENTION_SIZES = "256K,1MiB,4MiB"
-RMA_OPS = "put,get,acc"
 RMA_SIZES = "8,64,512,4K,32K,256K,1MiB"
 DEFAULT_TIMEOUT_S = 3600.0  # the longest a run waits for its job unless --timeout says more
 START_S = 300.0  # a job's start (mpirun, ssh, the engine) and its end, at most

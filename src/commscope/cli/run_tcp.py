@@ -19,6 +19,7 @@ from commscope.cli import common, run_outcome
 from commscope.data.store import Store
 from commscope.errors import UsageError
 from commscope.jobs import programs
+from commscope.kinds import run_commands
 from commscope.measure.tcp import program as prog
 from commscope.units import netpipe_schedule, parse_size, parse_size_list, sockbuf_text
 
@@ -89,12 +90,13 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 def wanted(args: argparse.Namespace) -> bool:
     """Whether `commscope run` should hand this invocation to the TCP benchmarks."""
-    if getattr(args, "benchmark", None) == KIND:
+    if run_commands.measured_by(getattr(args, "benchmark", None)) == run_commands.TCP_PROGRAM:
         return True
     if not getattr(args, "resume", None):
         return False
     with common.open_store(args) as store:
-        return store.get_run(store.resolve_run(args.resume)).kind == KIND
+        kind = store.get_run(store.resolve_run(args.resume)).kind
+        return run_commands.measured_by(kind) == run_commands.TCP_PROGRAM
 
 
 def _sizes(args: argparse.Namespace) -> list[int]:

@@ -176,7 +176,7 @@ def _simulate(
         if result.simulated_s != result.simulated_s:  # NaN: SimGrid printed no time
             raise app.failed(program[0], code, text + "\n(no simulated time printed)\n", tag)
         data: dict[str, Any] = {**what, **result.to_json()}
-        if what["kind"] == program_runs.HPL:
+        if "grid" in what:  # HPL on a process grid: its figures are in its output file
             out = workdir / hpl.OUTPUT_FILE
             parsed = hpl.parse_output(out.read_text("utf-8", "replace") if out.exists() else "")
             if parsed is None:

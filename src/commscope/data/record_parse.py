@@ -117,14 +117,14 @@ def record_from_dict(data: Any, where: str, validate: bool = True) -> Record:
     Raises:
         RecordError: the object does not follow the schema.
     """
-    kind = data.get("type") if isinstance(data, dict) else None
-    if kind not in RECORD_TYPES:
+    record_type = data.get("type") if isinstance(data, dict) else None
+    if record_type not in RECORD_TYPES:
         raise _fail(
             where,
             "expected a JSON object whose 'type' is "
             f"{', '.join(RECORD_TYPES[:-1])} or {RECORD_TYPES[-1]}",
         )
-    if kind == "header" and data.get("schema_version") != SCHEMA_VERSION:
+    if record_type == "header" and data.get("schema_version") != SCHEMA_VERSION:
         raise _fail(
             where,
             f"schema_version {data.get('schema_version')!r}, this commscope reads {SCHEMA_VERSION}",
@@ -132,18 +132,18 @@ def record_from_dict(data: Any, where: str, validate: bool = True) -> Record:
     if validate:
         from jsonschema.exceptions import best_match
 
-        error = best_match(_validator(kind).iter_errors(data))
+        error = best_match(_validator(record_type).iter_errors(data))
         if error is not None:
             path = "/".join(str(p) for p in error.absolute_path)
-            location = f"{kind} {path}" if path else kind
+            location = f"{record_type} {path}" if path else record_type
             raise _fail(where, f"{location}: {error.message}")
     try:
-        if kind == "end":
+        if record_type == "end":
             return End(points=int(data["points"]), elapsed_s=float(data["elapsed_s"]), raw=data)
-        build: Callable[[dict[str, Any], str], Record] = _BUILDERS[kind]
+        build: Callable[[dict[str, Any], str], Record] = _BUILDERS[record_type]
         return build(data, where)
     except (KeyError, TypeError, ValueError) as err:  # only reachable without validation
-        raise _fail(where, f"{kind} is malformed ({type(err).__name__}: {err})") from None
+        raise _fail(where, f"{record_type} is malformed ({type(err).__name__}: {err})") from None
 
 
 def _header(d: dict[str, Any], where: str) -> Header:

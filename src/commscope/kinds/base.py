@@ -52,6 +52,10 @@ class Kind(Generic[S]):
         benchmarks: what ``commscope run NAME`` measures for it through the engine.
         one_process: what a run's title calls the kind when one process measures it, with no
             MPI and no ranks (node compute); None for runs of ranks.
+        card_figures: the report's summary card lines (what, value) from the kind's report
+            entry (``report/summary_card``); None: the card shows none of the kind's own.
+        card_warnings: the summary card's warnings from the kind's report entry; None: none.
+        transport: what carries the messages of the kind's runs, as the report names it.
     """
 
     name: str
@@ -66,3 +70,6 @@ class Kind(Generic[S]):
     brief: Callable[[S], list[Any]] | None = None
     benchmarks: tuple[Benchmark, ...] = ()
     one_process: str | None = None
+    card_figures: Callable[[Any], list[tuple[str, str]]] | None = None
+    card_warnings: Callable[[Any], list[str]] | None = None
+    transport: str = "MPI"

@@ -13,6 +13,7 @@ from commscope.kinds.base import Kind, View
 from commscope.kinds.benchmarks import Benchmark
 from commscope.kinds.figures import LOWER, Figure, FigureSpec, figure
 from commscope.kinds.p2p import mbs
+from commscope.report import summary_card
 
 
 def summarize(run: RunData, view: View) -> list[loggp_analysis.LogGPFit] | None:
@@ -93,4 +94,5 @@ KIND = Kind(
     template="loggp_section.html.j2",
     figure_specs=tuple(PARAMETERS.values()),
     figures=figures,
+    card_figures=summary_card.loggp_figures,
 )

@@ -28,6 +28,7 @@ from commscope.kinds.figures import (
     point_time_samples,
 )
 from commscope.kinds.p2p import mbs, us
+from commscope.report import summary_card
 
 
 @dataclass(frozen=True)
@@ -226,4 +227,6 @@ KIND = Kind(
     template="matrix_section.html.j2",
     figure_specs=(LINK_LATENCY, LINK_BANDWIDTH, BISECTION),
     figures=figures,
+    card_figures=summary_card.matrix_figures,
+    card_warnings=summary_card.matrix_warnings,
 )

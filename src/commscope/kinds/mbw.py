@@ -18,6 +18,7 @@ from commscope.kinds.base import Kind, View
 from commscope.kinds.benchmarks import Benchmark
 from commscope.kinds.figures import HIGHER, Figure, FigureSpec, figure, point_rate_samples
 from commscope.kinds.p2p import mbs
+from commscope.report import summary_card
 
 
 def summarize(run: RunData, view: View) -> list[mbw_analysis.MbwSummary] | None:
@@ -114,4 +115,5 @@ KIND = Kind(
     template="mbw_section.html.j2",
     figure_specs=(AGGREGATE,),
     figures=figures,
+    card_figures=summary_card.mbw_figures,
 )

@@ -17,6 +17,7 @@ from commscope.data.records import Linpack
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
 from commscope.kinds.figures import HIGHER, Figure, FigureSpec, figure
+from commscope.report import summary_card
 
 
 @dataclass(frozen=True)
@@ -169,4 +170,6 @@ KIND = Kind(
     template="node_section.html.j2",
     figure_specs=(P_MAX,),
     figures=check_figures,
+    card_figures=summary_card.node_figures,
+    card_warnings=summary_card.node_warnings,
 )

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from commscope.data.run_data import RunData
 from commscope.kinds.base import Kind, View
+from commscope.report import summary_card
 
 # Shown by `show`: the tail of the program's output, not all the stored 64 KiB.
 OUTPUT_LINES = 20
@@ -103,4 +104,5 @@ KIND = Kind(
     terminal=terminal,
     report=report,
     template="program_section.html.j2",
+    card_figures=summary_card.program_figures,
 )

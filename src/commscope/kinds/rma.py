@@ -26,6 +26,7 @@ from commscope.kinds.figures import (
     point_time_samples,
 )
 from commscope.kinds.p2p import mbs, us
+from commscope.report import summary_card
 
 
 def summarize(run: RunData, view: View) -> rma_analysis.RmaSummary | None:
@@ -145,4 +146,5 @@ KIND = Kind(
     template="rma_section.html.j2",
     figure_specs=(LATENCY, BANDWIDTH),
     figures=figures,
+    card_figures=summary_card.rma_figures,
 )

@@ -199,4 +199,5 @@ KIND = Kind(
     summarize=summarize,
     to_json=lambda run: {"tcp": run_json(run) if run else None},
     terminal=terminal,
+    transport="TCP",  # the report draws its curves beside MPI's
 )

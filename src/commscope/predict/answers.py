@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from commscope.analysis.queue import KINDS, QueueWait
+from commscope.analysis.queue import ANSWERERS, QueueWait
 from commscope.data.mpi_config import EagerLimit
 from commscope.predict.cost import CostModel
 from commscope.predict.model import ClusterModel
@@ -86,7 +86,7 @@ class AnswerWaits:
 
         ``waits`` holds every kind; each goes to the field of its name.
         """
-        kinds = {k: tuple(w for w in waits if w.samples and w.kind == k) for k in KINDS}
+        kinds = {k: tuple(w for w in waits if w.samples and w.kind == k) for k in ANSWERERS}
         if eager is None or not any(kinds.values()):
             return None
         return cls(eager, kinds["third"], kinds["back"], kinds["streamer"])

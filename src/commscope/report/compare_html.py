@@ -53,9 +53,9 @@ def render_compare(store: Store, run_ids: Sequence[int], labels: Sequence[str]) 
     ]
     rows = compare_runs(data)
     sections: list[dict[str, Any]] = []
-    for (kind, op, pair), members in grouped(rows):
-        rate = shows_rate(kind, op)
-        what = OP_TITLES.get(op, op) if kind == P2P else f"{op} (collective)"
+    for (family, op, pair), members in grouped(rows):  # a row's kind is its records' family
+        rate = shows_rate(family, op)
+        what = OP_TITLES.get(op, op) if family == P2P else f"{op} (collective)"
         ylabel = "bandwidth (MB/s)" if rate else "median time (us, log)"
         svg = overlay_plot(_lines(members, labels, rate), ylabel, log_y=not rate)
         sections.append(

@@ -2,13 +2,15 @@
 
 It only formats what the run's context already holds (``html.run_context`` and each kind's
 report entry): the key figures `show` prints first (``p2p.key_figures``), the collectives'
-times and flags, LogGP fits, Linpack P_max, matrix medians and outliers, RMA and multi-pair
-peaks, and the load, TCP-loss and interrupted-sample warnings of the run's page.
+times and flags, and the load, TCP-loss and interrupted-sample warnings of the run's page.
+A kind's own lines (LogGP fits, Linpack P_max, matrix medians and outliers, RMA and
+multi-pair peaks) are formatted by the functions below that the kind names
+(``Kind.card_figures``, ``Kind.card_warnings``); ``kinds.report_contexts`` gathers them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,7 +86,8 @@ def _coll_warnings(run: dict[str, Any]) -> list[str]:
     return out + [f"{op} not measured: {why}" for op, why in refused]
 
 
-def _loggp(entry: dict[str, Any]) -> list[Line]:
+def loggp_figures(entry: dict[str, Any]) -> list[Line]:
+    """Each pair's LogGP fit from the loggp kind's report entry."""
     out = []
     for f in entry["fits"]:
         parts = [f"L {time_text(f.L_s)}", f"o_s {time_text(f.o_s_s)}"]
@@ -95,7 +98,8 @@ def _loggp(entry: dict[str, Any]) -> list[Line]:
     return out
 
 
-def _node(entry: dict[str, Any]) -> list[Line]:
+def node_figures(entry: dict[str, Any]) -> list[Line]:
+    """Linpack P_max per core count from the node kind's report entry."""
     out = []
     for f in entry["summary"].figures:
         eff = "" if f.efficiency is None else f" ({f.efficiency:.0%} of peak)"
@@ -106,11 +110,13 @@ def _node(entry: dict[str, Any]) -> list[Line]:
     return out
 
 
-def _node_warnings(entry: dict[str, Any]) -> list[str]:
+def node_warnings(entry: dict[str, Any]) -> list[str]:
+    """The node kind's warnings, each with its core count."""
     return [f"{f.cores} cores: {f.warning}" for f in entry["summary"].figures if f.warning]
 
 
-def _matrix(entry: dict[str, Any]) -> list[Line]:
+def matrix_figures(entry: dict[str, Any]) -> list[Line]:
+    """The typical link of each matrix and the bisection bandwidth per pair."""
     out = []
     for m in entry["matrices"]:
         shown = time_text(m.median) if m.unit == "s" else rate_text(m.median)
@@ -121,7 +127,8 @@ def _matrix(entry: dict[str, Any]) -> list[Line]:
     return out
 
 
-def _matrix_warnings(entry: dict[str, Any]) -> list[str]:
+def matrix_warnings(entry: dict[str, Any]) -> list[str]:
+    """The nodes worse than the typical link, per matrix."""
     out = []
     for m in entry["matrices"]:
         if m.outliers:
@@ -131,7 +138,8 @@ def _matrix_warnings(entry: dict[str, Any]) -> list[str]:
     return out
 
 
-def _rma(entry: dict[str, Any]) -> list[Line]:
+def rma_figures(entry: dict[str, Any]) -> list[Line]:
+    """Latency and peak bandwidth of each one-sided operation and synchronisation."""
     out = []
     for f in entry["figures"]:
         parts = [] if f.latency_s is None else [f"{time_text(f.latency_s)} latency"]
@@ -142,7 +150,8 @@ def _rma(entry: dict[str, Any]) -> list[Line]:
     return out
 
 
-def _mbw(entry: dict[str, Any]) -> list[Line]:
+def mbw_figures(entry: dict[str, Any]) -> list[Line]:
+    """The best aggregate bandwidth of each pair kind, and where it saturates."""
     out = []
     for s in entry["summaries"]:
         if s.steps:
@@ -154,23 +163,9 @@ def _mbw(entry: dict[str, Any]) -> list[Line]:
     return out
 
 
-def _program(entry: dict[str, Any]) -> list[Line]:
+def program_figures(entry: dict[str, Any]) -> list[Line]:
+    """The program run's figures, as its section lists them."""
     return list(entry["rows"])
-
-
-# The figures and warnings of each kind's report entry (``run[kind]``), where it has them.
-FIGURES: dict[str, Callable[[dict[str, Any]], list[Line]]] = {
-    "loggp": _loggp,
-    "node": _node,
-    "matrix": _matrix,
-    "rma": _rma,
-    "mbw": _mbw,
-    "program": _program,
-}
-WARNINGS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
-    "node": _node_warnings,
-    "matrix": _matrix_warnings,
-}
 
 
 def card(run: dict[str, Any]) -> Card:
@@ -184,12 +179,8 @@ def card(run: dict[str, Any]) -> Card:
     if run["interrupted_summary"]:
         warnings.append(run["interrupted_summary"])
     warnings += _coll_warnings(run)
-    for name, lines in FIGURES.items():
-        if run.get(name):
-            figures += lines(run[name])
-    for name, found in WARNINGS.items():
-        if run.get(name):
-            warnings += found(run[name])
+    figures += run["card_figures"]
+    warnings += run["card_warnings"]
     if info.status != "complete":
         warnings.insert(
             0, f"the run is {info.status}" + (f": {info.message}" if info.message else "")

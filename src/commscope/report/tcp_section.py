@@ -22,7 +22,6 @@ from commscope.data.run_data import RunData
 from commscope.report.plotting import figure, finish, size_axis, to_svg
 from commscope.units import sockbuf_text
 
-TCP_KIND = "tcp"
 LOG_RATIO = 20.0  # peaks further apart than this: the throughput axis turns logarithmic
 
 
@@ -77,8 +76,7 @@ def lines(runs: Sequence[Mapping[str, Any]]) -> list[Line]:
     """The ping-pong curve of every pair of every run, MPI runs first, named by run."""
     out: list[Line] = []
     for r in runs:
-        info = r["info"]
-        transport = "TCP" if info.kind == TCP_KIND else "MPI"
+        transport = r["transport"]  # MPI or TCP: the run's kind says (kinds.report_contexts)
         points = r["run"].points if r.get("figures") else []
         for f in r.get("figures") or []:
             c = curves.curve_of(points, "pingpong", f.pair)
@@ -188,7 +186,7 @@ def plots(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, Markup]]:
 
 def build(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The TCP section's context from the report's run contexts (``html.run_context``)."""
-    tcp = [tcp_run(r["run"], r["name"]) for r in runs if r["info"].kind == TCP_KIND]
+    tcp = [tcp_run(r["run"], r["name"]) for r in runs if r["transport"] == "TCP"]
     if not tcp:
         return None
     return {

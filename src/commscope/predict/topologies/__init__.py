@@ -23,11 +23,11 @@ from __future__ import annotations
 from commscope.predict.topologies.base import Fail, Leaves, Topology
 from commscope.predict.topologies.dragonfly import Dragonfly
 from commscope.predict.topologies.fat_tree import FatTree
-from commscope.predict.topologies.registry import KINDS, MAX_PLATFORM_LINKS, TOPOLOGIES, parse
+from commscope.predict.topologies.registry import BY_KIND, MAX_PLATFORM_LINKS, TOPOLOGIES, parse
 from commscope.predict.topologies.torus import Torus
 
 __all__ = [
-    "KINDS",
+    "BY_KIND",
     "MAX_PLATFORM_LINKS",
     "TOPOLOGIES",
     "Dragonfly",

@@ -15,7 +15,7 @@ from commscope.predict.topologies.torus import Torus
 
 # In the order the message for a missing or unknown kind lists them.
 TOPOLOGIES: tuple[type[Topology], ...] = (FatTree, Dragonfly, Torus)
-KINDS = {topology.kind: topology for topology in TOPOLOGIES}
+BY_KIND = {topology.kind: topology for topology in TOPOLOGIES}  # a model file's kind: -> its class
 # SimGrid's memory for a platform grows with its links (each cable an up and a down link):
 # ~0.7 KB a link (4,096-node fat trees of 8,736 and 73,728 links loaded in 48 and 94 MB;
 # bench/platform_scale.py). Four million links take ~3 GB: above that, a platform would not
@@ -34,16 +34,16 @@ def parse(data: Any, fail: Fail) -> Topology:
         PredictError: a key is missing, unknown or inconsistent, or the platform would not
             fit in memory (one line naming the key and the fix).
     """
-    if not isinstance(data, dict) or data.get("kind") not in KINDS:
-        raise fail("topology.kind", f"give the kind of network: {', '.join(KINDS)}")
+    if not isinstance(data, dict) or data.get("kind") not in BY_KIND:
+        raise fail("topology.kind", f"give the kind of network: {', '.join(BY_KIND)}")
     kind = str(data["kind"])
-    keys = KINDS[kind].yaml_keys
+    keys = BY_KIND[kind].yaml_keys
     for key in data:
         if key not in keys:
             raise fail(
                 f"topology.{key}", f"unknown field of a {kind}; expected one of {', '.join(keys)}"
             )
-    topo = KINDS[kind].from_yaml(data, fail)
+    topo = BY_KIND[kind].from_yaml(data, fail)
     if topo.platform_links() > MAX_PLATFORM_LINKS:
         raise fail(
             "topology",
