@@ -100,8 +100,9 @@ def test_the_exporter_serves_the_checks_metrics(cli, exporter):
 
 def test_a_scrape_racing_rewrites_never_sees_half_a_file(cli, exporter):
     port, folder = exporter
-    run = store_run(cli.store, 1)
-    cli("baseline", "create", "b", str(run), check=True)
+    runs = [store_run(cli.store, seed) for seed in (1, 2, 3)]
+    run = runs[0]
+    cli("baseline", "create", "b", *map(str, runs), check=True)  # one run judges nothing
     with Store.open(cli.store, write=False) as store:
         verdict = check_run(Baseline.from_json(store.baseline("b")), read_run(store, run), {})
     target = str(folder / "commscope.prom")

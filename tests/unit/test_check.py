@@ -20,8 +20,8 @@ from junitparser import JUnitXml
 from prometheus_client.parser import text_string_to_metric_families
 from scipy import stats
 
-from commscope.check.baseline import Baseline, figure_bases, spread_of
-from commscope.check.verdict import judge
+from commscope.check.baseline import Baseline, figure_bases
+from commscope.check.verdict import NOT_JUDGED, judge
 from commscope.data.store import Store
 from commscope.kinds.figures import FigureSpec, figure
 from commscope.status import CRITICAL, OK, UNKNOWN, WARNING
@@ -47,7 +47,7 @@ def test_an_unchanged_run_is_ok_and_a_slower_link_is_critical(base: Any) -> None
     out = base("check", "--baseline", "nightly", str(slow), "--json")
     assert out.returncode == CRITICAL
     verdict = json.loads(out.stdout)
-    assert verdict["check_version"] == 1 and verdict["status"] == "CRITICAL"
+    assert verdict["check_version"] == 2 and verdict["status"] == "CRITICAL"
     critical = [f for f in verdict["figures"] if f["status"] == "CRITICAL"]
     # Only inter-node figures got worse, and every large-message one is named.
     assert critical and all(f["labels"].get("pair") == "inter-node" for f in critical)
@@ -81,44 +81,57 @@ def test_load_and_a_changed_environment_are_named_not_called_regressions(base: A
     assert verdict["environment_changes"] == ["MPI: openmpi-4.1.4 -> mpich-4.0"]
 
 
-def test_a_wide_run_to_run_spread_is_what_a_figure_is_judged_by() -> None:
+def test_a_wide_run_to_run_spread_is_not_judged_never_ok() -> None:
     spec = FigureSpec("x_seconds", "seconds", "lower", "latency", "x")
     rng = np.random.default_rng(0)
     runs = [[figure(spec, c * np.exp(rng.normal(0, 0.01, 50)))] for c in (1.0, 1.3, 0.8)]
     bases = figure_bases(runs)
     made = bases["x_seconds"]
-    assert made.spread == pytest.approx(spread_of([1.0, 1.3, 0.8]), rel=0.02)
-    band = made.band(0.99)
-    assert band is not None and band > 0.5
-
+    assert made.left_out == ()  # |M| of 1.3 and 0.8 below 3.5: none is far off
+    sd = np.std(np.log(made.run_centers), ddof=1)
+    scale = sd * np.sqrt(1 + 1 / 3)  # one figure: no family to borrow from, df = 2
+    lc = np.expm1(stats.t.ppf(0.99, 2) * scale)
+    ld = np.expm1((stats.t.ppf(0.99, 2) + stats.t.ppf(0.95, 2)) * scale)
     baseline = Baseline("b", 0.0, (1, 2, 3), "p2p", {}, {}, bases)
-    # 25 % slower: past the 10 % tolerance, but well inside what these runs spread over.
-    verdict = judge(baseline, 9, [figure(spec, 1.25 * np.exp(rng.normal(0, 0.01, 50)))], {}, 0.0)
+    (lim,) = baseline.limits().values()
+    assert lim.df == 2 and lim.decision == pytest.approx(lc, rel=1e-9)
+    assert lim.detection == pytest.approx(ld, rel=1e-9) and ld > 5  # 500 %: blind
+
+    # 25 % slower: the baseline cannot tell that from chance, and says so (not OK).
+    slower = [figure(spec, 1.25 * np.exp(rng.normal(0, 0.01, 50)))]
+    verdict = judge(baseline, 9, slower, {}, 0.0)
     (only,) = verdict.figures
-    assert only.status == OK and only.judged_by == "run-to-run band"
-    assert only.limit == pytest.approx(band)  # one figure: the level is 1 - 0.01
+    assert only.status == NOT_JUDGED and not only.judged and "detection limit" in only.cause
+    assert verdict.status == UNKNOWN and "none of its 1 figures can be judged" in verdict.summary()
+    # With the bound lifted the figure is judged, by its decision threshold, and passes it.
+    (only,) = judge(baseline, 9, slower, {}, 0.0, max_detection_limit=100.0).figures
+    assert only.status == OK and only.judged_by == "decision threshold"
+    assert only.limit == pytest.approx(lc, rel=1e-9)
 
 
 def test_a_noisy_rate_baseline_still_calls_a_rate_near_zero() -> None:
-    # Three runs of a bandwidth that spread by a factor of two: on the centers themselves the
-    # band would pass 100 % and no loss of bandwidth could ever leave it.
+    # Three runs of a bandwidth that spread widely: on the centers themselves the limit would
+    # pass 100 % and no loss of bandwidth could ever leave it; on their log it stays below.
     spec = FigureSpec("x_bytes_per_second", "bytes_per_second", "higher", "bw", "x")
     rng = np.random.default_rng(1)
-    centers = (80e6, 40e6, 75e6)
+    centers = (80e6, 60e6, 75e6)
     runs = [[figure(spec, c * np.exp(rng.normal(0, 0.01, 50)))] for c in centers]
     bases = figure_bases(runs)
     made = bases["x_bytes_per_second"]
-    band = made.band(0.99)
-    assert band is not None and 0.5 < band < 1.0
+    assert made.left_out == ()
+    baseline = Baseline("b", 0.0, (1, 2, 3), "p2p", {}, {}, bases)
+    (lim,) = baseline.limits(0.9).values()
     factor = stats.t.ppf(0.99, 2) * np.sqrt(1 + 1 / 3)
     half = factor * np.std(np.log(made.run_centers), ddof=1)
-    assert band == pytest.approx(1 - np.exp(-half), rel=1e-9)
-    assert made.spread is not None and factor * made.spread > 1.0  # the linear band: past 100 %
+    assert lim.decision == pytest.approx(1 - np.exp(-half), rel=1e-9)
+    assert lim.decision is not None and 0.5 < lim.decision < 1.0
+    linear = factor * np.std(made.run_centers, ddof=1) / np.median(made.run_centers)
+    assert linear > 1.0  # the linear limit: past 100 %
+    assert lim.judged  # its detection limit (82 %) is within the bound of 90 % given here
 
-    baseline = Baseline("b", 0.0, (1, 2, 3), "p2p", {}, {}, bases)
     slow = figure(spec, 1e6 * np.exp(rng.normal(0, 0.01, 50)))  # a link near dead
-    (only,) = judge(baseline, 9, [slow], {}, 0.0).figures
-    assert only.status == CRITICAL and only.judged_by == "run-to-run band"
+    (only,) = judge(baseline, 9, [slow], {}, 0.0, max_detection_limit=0.9).figures
+    assert only.status == CRITICAL and only.judged_by == "decision threshold"
 
 
 def test_a_run_with_none_of_the_figures_is_unknown_and_says_why() -> None:
@@ -265,7 +278,9 @@ def test_a_version_2_store_gains_the_baselines_table_when_written(cli: Any) -> N
     conn = sqlite3.connect(cli.store)
     assert conn.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
     conn.close()
-    assert cli("check", "--baseline", "b", str(run)).returncode == OK
+    # One run gives no run-to-run spread: nothing can be judged, and the check says so.
+    out = cli("check", "--baseline", "b", str(run))
+    assert out.returncode == UNKNOWN and "can be judged" in out.stdout.splitlines()[0]
 
 
 def test_the_report_trend_puts_flagged_figures_first_and_marks_the_run(base: Any, tmp_path):

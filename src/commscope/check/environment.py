@@ -8,13 +8,14 @@ environment is not called a regression.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from typing import Any
 
 from commscope.analysis import load
 from commscope.data.run_data import RunData
 
-LOAD_MARGIN = 0.10  # more of a host's CPUs than the baseline's runs saw taken by others
+LOAD_MARGIN = 0.10  # more of a host's CPUs than the baseline's typical run saw taken by others
 
 # Shown in a difference, in this order: key -> how a person names it.
 NAMES = {
@@ -69,13 +70,42 @@ def others_share(ends: list[dict[str, Any] | None]) -> float | None:
     return max(shares) if shares else None
 
 
+def typical_share(shares: Mapping[int, float | None]) -> float | None:
+    """The baseline's load: the median of its runs' others' shares (None: none known).
+
+    The typical run's, not the worst's: one loaded baseline run must not hide load from
+    every later check.
+    """
+    known = [s for s in shares.values() if s is not None]
+    return statistics.median(known) if known else None
+
+
+def loaded_runs(shares: Mapping[int, float | None]) -> dict[int, str]:
+    """Baseline runs the load monitor flagged: run id -> the cause, one phrase.
+
+    A run is flagged when other processes took more than the load monitor's ``BUSY_SHARE``
+    of a host's CPUs and more than ``LOAD_MARGIN`` beyond the runs' median share: the rule
+    by which a check names a run's load (:func:`extra_load`), the median standing for the
+    baseline.
+    """
+    typical = typical_share(shares) or 0.0
+    out = {}
+    for run, share in shares.items():
+        if share is not None and share > load.BUSY_SHARE and share > typical + LOAD_MARGIN:
+            out[run] = (
+                f"loaded (other processes took {share:.0%} of a host's CPUs, the runs'"
+                f" median {typical:.0%})"
+            )
+    return out
+
+
 def extra_load(ends: list[dict[str, Any] | None], baseline_share: float | None) -> list[str]:
-    """Hosts other processes loaded beyond what the baseline's runs saw, one line each.
+    """Hosts other processes loaded beyond what the baseline's typical run saw, one line each.
 
     The load monitor's share includes what the machine does for the ranks themselves (the
     launcher, the kernel's network work: 10-20 % of two CPUs on the virtual cluster), so a
     host is named only when it was busy (``analysis.load``) and others took ``LOAD_MARGIN``
-    more than in any baseline run.
+    more than in the baseline's typical run (:func:`typical_share`).
     """
     seen = baseline_share or 0.0
     out = []
@@ -85,7 +115,7 @@ def extra_load(ends: list[dict[str, Any] | None], baseline_share: float | None) 
             if h.busy and share is not None and share > seen + LOAD_MARGIN:
                 text = (
                     f"other processes took {share:.0%} of the {h.host_cpus} CPUs of"
-                    f" {', '.join(h.nodes) or 'a host'} (the baseline's runs: up to {seen:.0%})"
+                    f" {', '.join(h.nodes) or 'a host'} (the baseline's typical run: {seen:.0%})"
                 )
                 if text not in out:
                     out.append(text)

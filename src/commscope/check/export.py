@@ -4,11 +4,17 @@ Prometheus: the maintained ``prometheus_client`` writes the exposition format, a
 ``write_to_textfile`` writes a temporary file and renames it over the target, so a scrape
 never sees half a file. Metrics carry base units in their names (``_seconds``,
 ``_bytes_per_second``) and the figure's labels; ``commscope_check_status`` holds the exit
-code and ``commscope_check_timestamp_seconds`` when the check ran.
+code and ``commscope_check_timestamp_seconds`` when the check ran. Per figure,
+``commscope_check_figure_status`` is 0 OK, 1 WARNING, 2 CRITICAL, or -1 for a figure not
+judged (its detection limit passes the bound: below every status, so an alert on ``>= 1`` or
+``>= 2`` never fires on it, and never 0, which would claim OK), and
+``commscope_check_figure_judged`` is 1 or 0; ``commscope_check_figures_not_judged`` counts
+them.
 
 JUnit: one test case per figure (``junitparser``); a CRITICAL figure is a failure that names
 the figure, the baseline, the measured value and the change; a figure excused by load or a
-changed environment is skipped with that cause; a WARNING passes with its line as output.
+changed environment is skipped with that cause, and so is a figure not judged, with its
+detection limit; a WARNING passes with its line as output.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import os
 from pathlib import Path
 
 from commscope import safe_write
-from commscope.check.verdict import Verdict
+from commscope.check.verdict import NOT_JUDGED, Verdict
 from commscope.errors import UsageError
 from commscope.status import CRITICAL, WARNING
 from commscope.status import name as status_name
@@ -50,18 +56,30 @@ def write_prometheus(verdict: Verdict, path: str) -> None:
         ("status", "commscope check: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN", verdict.status),
         ("timestamp_seconds", "when the check ran (Unix time)", verdict.checked_unix),
         ("run", "the stored run the check judged", verdict.run_id),
+        (
+            "figures_not_judged",
+            "figures whose detection limit passes the bound",
+            verdict.not_judged,
+        ),
     ):
         gauge = Gauge(f"{PREFIX}check_{name}", text, list(base), registry=registry)
         gauge.labels(**base).set(value)
     figure_status = Gauge(
         f"{PREFIX}check_figure_status",
-        "per figure: 0 OK, 1 WARNING, 2 CRITICAL",
+        f"per figure: 0 OK, 1 WARNING, 2 CRITICAL, {NOT_JUDGED} not judged",
+        ["baseline", "figure"],
+        registry=registry,
+    )
+    figure_judged = Gauge(
+        f"{PREFIX}check_figure_judged",
+        "per figure: 1 judged, 0 not judged (its detection limit passes the bound)",
         ["baseline", "figure"],
         registry=registry,
     )
     by_name: dict[str, list[tuple[dict[str, str], float]]] = {}
     for f in verdict.figures:
         figure_status.labels(baseline=verdict.baseline, figure=f.key).set(f.status)
+        figure_judged.labels(baseline=verdict.baseline, figure=f.key).set(int(f.judged))
         if f.measured is not None:
             by_name.setdefault(f.name, []).append((f.labels, f.measured))
     for name, values in sorted(by_name.items()):
@@ -91,7 +109,7 @@ def junit_text(verdict: Verdict) -> str:
             line += f": {'; '.join([*verdict.load, *verdict.environment_changes])}"
         if f.status == CRITICAL:
             case.result = [Failure(line, "regression")]
-        elif f.excused:
+        elif not f.judged or f.excused:
             case.result = [Skipped(line)]
         elif f.status == WARNING:
             case.system_out = f"{status_name(f.status)}: {line}"

@@ -113,13 +113,13 @@ def points(run: RunData, selector: Selector) -> list[HistoryPoint]:
 
 @dataclass(frozen=True)
 class TrendSeries:
-    """One baseline figure over the runs, with the band a check would hold it to."""
+    """One baseline figure over the runs, with the limit a check would hold it to."""
 
     key: str
     unit: str
     better: str
     center: float
-    limit: float  # the value past which a check calls it worse (by tolerance or band)
+    limit: float  # the value past which a check may call it worse (tolerance or L_C)
     # (run id, created_unix, value, status a recorded check gave the run, or None)
     points: list[tuple[int, float, float, str | None]]
 
@@ -148,11 +148,11 @@ def trend(
         for f in run_figures(run):
             if f.key in values and f.samples:
                 values[f.key].append((run.info.id, run.info.created_unix, f.center, status))
-    level = baseline.band_level()
+    limits = baseline.limits()
     out = []
     for key in keys:
         base = baseline.figures[key]
-        share = max(DEFAULT_TOLERANCE, base.band(level) or 0.0)
+        share = max(DEFAULT_TOLERANCE, limits[key].decision or 0.0)
         limit = base.center * (1 + share if base.better == LOWER else max(0.0, 1 - share))
         out.append(TrendSeries(key, base.unit, base.better, base.center, limit, values[key]))
     return out

@@ -6,15 +6,24 @@ import time
 from collections.abc import Mapping, Sequence
 
 from commscope.check import environment
-from commscope.check.baseline import Baseline, figure_bases
+from commscope.check.baseline import DEFAULT_MAX_DETECTION_LIMIT, Baseline, figure_bases
 from commscope.check.verdict import Verdict, judge
 from commscope.data.run_data import RunData
 from commscope.errors import UsageError
 from commscope.kinds import run_figures
 
 
-def make_baseline(name: str, runs: Sequence[RunData]) -> Baseline:
+def make_baseline(
+    name: str,
+    runs: Sequence[RunData],
+    max_detection_limit: float = DEFAULT_MAX_DETECTION_LIMIT,
+) -> Baseline:
     """A baseline named ``name`` from ``runs`` (one or more of the same kind and hosts).
+
+    The baseline's load is its typical run's (the median of the runs' others' shares); runs
+    the load monitor flagged beyond it are left out of every figure's spread
+    (:func:`commscope.check.environment.loaded_runs`). ``max_detection_limit``: the bound
+    past which its checks do not judge a figure, unless a check gives its own.
 
     Raises:
         UsageError: the runs differ in kind or hosts, or hold no figure a check can judge.
@@ -32,23 +41,27 @@ def make_baseline(name: str, runs: Sequence[RunData]) -> Baseline:
                 f"run {other.info.id} ran on other hosts than run {first.info.id}; a baseline"
                 " takes runs of the same hosts"
             )
-    shares = [environment.others_share(run.ends) for run in runs]
-    env["others_share"] = max((x for x in shares if x is not None), default=None)
-    figures = figure_bases([run_figures(run) for run in runs])
+    ids = [run.info.id for run in runs]
+    shares = {run.info.id: environment.others_share(run.ends) for run in runs}
+    env["others_share"] = environment.typical_share(shares)
+    loaded = environment.loaded_runs(shares)
+    figures = figure_bases([run_figures(run) for run in runs], ids, loaded)
     if not figures:
-        ids = ", ".join(str(r.info.id) for r in runs)
+        named = ", ".join(map(str, ids))
         raise UsageError(
-            f"run {ids} holds no figure a check can judge (no complete measurement);"
+            f"run {named} holds no figure a check can judge (no complete measurement);"
             " choose a run that 'commscope show' shows figures for"
         )
     return Baseline(
         name=name,
         created_unix=time.time(),
-        runs=tuple(r.info.id for r in runs),
+        runs=tuple(ids),
         kind=first.info.kind,
         request=dict(first.info.request),
         environment=env,
         figures=figures,
+        max_detection_limit=max_detection_limit,
+        run_loads=shares,
     )
 
 
@@ -57,8 +70,12 @@ def check_run(
     run: RunData,
     tolerances: Mapping[str, float],
     allow_other_hosts: bool = False,
+    max_detection_limit: float | None = None,
 ) -> Verdict:
     """Judge stored ``run`` against ``baseline``.
+
+    ``max_detection_limit``: figures whose detection limit passes it are not judged
+    (default: the bound the baseline was made with).
 
     Raises:
         UsageError: the run is of another kind than the baseline, or ran on other hosts
@@ -87,4 +104,5 @@ def check_run(
         time.time(),
         environment.changes(baseline.environment, env),
         environment.extra_load(run.ends, baseline.environment.get("others_share")),
+        max_detection_limit,
     )

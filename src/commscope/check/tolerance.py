@@ -35,3 +35,18 @@ def parse(text: str, names: Iterable[str]) -> dict[str, float]:
             raise UsageError(f"--tolerance {key}={value}: {err}") from None
         out[key] = number / 100 if percent else number
     return out
+
+
+def parse_share(text: str, option: str) -> float:
+    """A share such as ``--max-detection-limit 50%`` or ``0.5``: above 0, at most 1000 %.
+
+    Raises:
+        UsageError: not a percentage or share in range.
+    """
+    value = text.strip()
+    percent = value.endswith("%")
+    try:
+        number = real(value.removesuffix("%"), 0.0, 1000.0 if percent else 10.0, above=True)
+    except NumberError as err:
+        raise UsageError(f"{option} {text}: {err}; give a percentage such as 50%") from None
+    return number / 100 if percent else number

@@ -1,30 +1,50 @@
-"""Judge a run's figures against a baseline: per figure OK, WARNING or CRITICAL, and why.
+"""Judge a run's figures against a baseline: per figure OK, WARNING, CRITICAL or not judged.
 
-Per figure, the change is how much worse the run's center (the median of its raw samples) is
-than the baseline's center, as a share of it (positive = worse, in the direction the figure
-calls worse). The limit is the tolerance of the figure's class (default 10 %), or the
-baseline's run-to-run band where that is wider (:mod:`commscope.check.baseline`): on a busy
-machine a run may fall that far from the center by chance, and the verdict says it judged by
-the band.
+The run is the unit: a figure's evidence is its run center (the median of the run's raw
+samples) against the baseline's kept run centers, on the figure's scale (log for a positive
+figure, :mod:`commscope.check.baseline`). With ybar the kept centers' mean, s~ the moderated
+run-to-run standard deviation on df degrees of freedom (:mod:`commscope.check.moderated`)
+and n the kept runs, a judged figure's statistic in its worse direction is
 
-Significance is a one-sided Mann-Whitney U test of the run's raw samples against the
-baseline's pooled samples (worse, in the figure's direction), with the p-values of all
-figures of one check held to a false discovery rate of ``ALPHA`` (Benjamini and Hochberg
-1995). Where the samples are too few for the test ever to reach ``ALPHA`` (a fitted
-parameter has one; a 1 MiB bw point may have four), it cannot decide, and the change counts
-as significant when it passes its limit: the tolerance, or the band where that is wider.
+    t = (y_run - ybar) / (s~ sqrt(1 + 1/n))     (ybar - y_run for a figure where higher is better)
 
-CRITICAL: significant and past the limit. WARNING: past the limit but not significant, or
-a figure the baseline has and the run lacks. A figure past its limit while other processes
-loaded a host, or under a changed environment (another MPI, kernel, hosts...), is a WARNING
-naming that cause: it is not called a regression. Exit codes follow the monitoring-plugins
-convention (Nagios, Icinga, NHC): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+and its one-sided p-value P(T_df >= t): under an unchanged cluster one more run's center is
+a draw of the same distribution as the baseline's, and T is Student's t (exactly so when the
+log centers are normal and the family's variances follow the moderated model).
+
+The p-values of one check's judged figures are held together with the Benjamini-Hochberg
+procedure at q = ``ALPHA`` (Benjamini and Hochberg 1995, "Controlling the false discovery
+rate: a practical and powerful approach to multiple testing"): an unchanged cluster raises
+an alarm in at most about ``ALPHA`` of checks however many figures they hold (where one
+99 % band per figure would alarm in 1 - 0.99^k of checks with k figures). BH controls the
+rate for independent p-values and under positive regression dependence (Benjamini and
+Yekutieli 2001), which figures of one run plausibly have: a busy or slow link moves its
+figures the same way. The Benjamini-Yekutieli correction, valid under any dependence, costs
+a factor of sum(1/i) ~ ln k + 0.58 (10 with 10,000 figures) and is not used.
+
+Statuses, per figure:
+
+- CRITICAL: significant after BH and worse than the figure's tolerance (a practical floor,
+  default 10 %, ``--tolerance``): a change that is both real and large enough to matter.
+- WARNING: worse than the tolerance and significant on its own (p <= ``ALPHA``) but not
+  after holding the check's figures together; or a figure the baseline has and the run
+  lacks; or a change that would be CRITICAL or WARNING under load or a changed environment
+  (another MPI, kernel, hosts...): the verdict names that cause and does not call it a
+  regression.
+- NOT JUDGED: the baseline's detection limit for the figure passes the bound
+  (``--max-detection-limit``, 50 % by default): its runs spread too far for a check to tell
+  a change from chance. Never OK: the check says so. A check with no judged figure measured
+  is UNKNOWN.
+- OK otherwise.
+
+Raw samples describe a run; they are never evidence between runs (they say how precisely
+one run was measured, not how far the next run may fall). Exit codes follow the
+monitoring-plugins convention (Nagios, Icinga, NHC): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,51 +52,80 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from commscope.check.baseline import Baseline, FigureBase
+from commscope.check.baseline import ALPHA, Baseline, FigureBase, Limits
 from commscope.kinds.figures import HIGHER, Figure
 from commscope.status import CRITICAL, OK, UNKNOWN, WARNING
 from commscope.status import name as status_name
 from commscope.units import rate_text, time_text
 
-CHECK_VERSION = 1
+CHECK_VERSION = 2  # 2: figures not judged, moderated t statistics, p-values between runs
 RECORD_KIND = "check"  # the run data a verdict is kept under, by baseline name
-ALPHA = 0.01
 DEFAULT_TOLERANCE = 0.10
+NOT_JUDGED = -1  # a figure's status when the baseline cannot judge it; never an exit code
+NOT_JUDGED_NAME = "NOT_JUDGED"
+
+
+def figure_status_name(status: int) -> str:
+    """A figure's status as JSON and the terminal name it: OK ... CRITICAL, or NOT_JUDGED."""
+    return NOT_JUDGED_NAME if status == NOT_JUDGED else status_name(status)
 
 
 @dataclass(frozen=True)
 class FigureVerdict:
-    """One figure judged."""
+    """One figure judged (or not)."""
 
     key: str
     name: str
     labels: dict[str, str]
     unit: str
     better: str
-    status: int
+    status: int  # OK, WARNING, CRITICAL, or NOT_JUDGED
     baseline: float
     measured: float | None  # None: the run lacks this figure
     worse_by: float | None  # relative change in the worse direction (negative: better)
-    p_value: float | None  # after the false-discovery-rate adjustment
-    significant: bool
-    limit: float
-    judged_by: str  # "tolerance" or "run-to-run band"
-    cause: str | None  # why a figure past its limit is not called a regression
-    excused: bool = False  # past its limit under load or a changed environment
+    p_value: float | None  # one-sided, against the baseline's runs; None: not judged
+    p_adjusted: float | None  # after Benjamini-Hochberg over the check's judged figures
+    significant: bool  # after the adjustment
+    tolerance: float
+    decision_threshold: float | None  # L_C as a share; None: cannot be drawn
+    detection_limit: float | None  # L_D as a share; None: cannot be drawn
+    t: float | None
+    df: float | None
+    cause: str | None  # why a figure is flagged, excused, or not judged
+    excused: bool = False  # would be flagged, but measured under load or a changed environment
+
+    @property
+    def judged(self) -> bool:
+        """Whether the baseline could judge it."""
+        return self.status != NOT_JUDGED
+
+    @property
+    def limit(self) -> float:
+        """The change past which it may be flagged: its tolerance or decision threshold."""
+        return max(self.tolerance, self.decision_threshold or 0.0)
+
+    @property
+    def judged_by(self) -> str:
+        """Which of the two makes its limit."""
+        wide = (self.decision_threshold or 0.0) > self.tolerance
+        return "decision threshold" if wide else "tolerance"
 
     def text(self) -> str:
         """One line: status, key, values, change and why."""
-        head = f"{status_name(self.status):8} {self.key}"
+        head = f"{figure_status_name(self.status).replace('_', ' '):10} {self.key}"
         if self.measured is None:
             return f"{head}: not measured (baseline {shown(self.baseline, self.unit)})"
         change = "" if self.worse_by is None else f" ({_change(self.worse_by)})"
         line = (
-            f"{head}: {shown(self.measured, self.unit)} against "
-            f"{shown(self.baseline, self.unit)}{change}, limit {self.limit:.0%} by "
-            f"{self.judged_by}"
+            f"{head}: {shown(self.measured, self.unit)} against {shown(self.baseline, self.unit)}"
         )
+        line += change
+        if self.judged:
+            line += f", limit {self.limit:.0%} by {self.judged_by}"
         if self.p_value is not None:
             line += f", p {self.p_value:.2g}"
+            if self.p_adjusted is not None:
+                line += f" ({self.p_adjusted:.2g} adjusted)"
         if self.cause:
             line += f"; {self.cause}"
         return line
@@ -89,12 +138,20 @@ class FigureVerdict:
             "labels": self.labels,
             "unit": self.unit,
             "better": self.better,
-            "status": status_name(self.status),
+            "status": figure_status_name(self.status),
+            "judged": self.judged,
+            "not_judged_reason": None if self.judged else self.cause,
             "baseline": self.baseline,
             "measured": self.measured,
             "worse_by": self.worse_by,
+            "t": self.t,
+            "df": None if self.df is None or math.isinf(self.df) else self.df,
             "p_value": self.p_value,
+            "p_adjusted": self.p_adjusted,
             "significant": self.significant,
+            "tolerance": self.tolerance,
+            "decision_threshold": self.decision_threshold,
+            "detection_limit": self.detection_limit,
             "limit": self.limit,
             "judged_by": self.judged_by,
             "cause": self.cause,
@@ -113,19 +170,25 @@ class Verdict:
     environment_changes: list[str] = field(default_factory=list)
     load: list[str] = field(default_factory=list)
     new_figures: int = 0  # figures the run has and the baseline lacks (not judged)
+    max_detection_limit: float = 0.5  # the bound figures were judged against
 
     @property
     def status(self) -> int:
-        """The worst figure's status; UNKNOWN when no figure could be compared."""
-        if not any(f.measured is not None for f in self.figures):
+        """The worst judged figure's status; UNKNOWN when no judged figure was measured."""
+        if not any(f.judged and f.measured is not None for f in self.figures):
             return UNKNOWN
         return max(f.status for f in self.figures)
 
+    @property
+    def not_judged(self) -> int:
+        """How many figures the baseline could not judge."""
+        return sum(1 for f in self.figures if not f.judged)
+
     def counts(self) -> dict[str, int]:
-        """How many figures have each status."""
+        """How many figures have each status (NOT_JUDGED too)."""
         return {
-            status_name(s): sum(1 for f in self.figures if f.status == s)
-            for s in (OK, WARNING, CRITICAL)
+            figure_status_name(s): sum(1 for f in self.figures if f.status == s)
+            for s in (OK, WARNING, CRITICAL, NOT_JUDGED)
         }
 
     def summary(self) -> str:
@@ -134,20 +197,30 @@ class Verdict:
         status = status_name(self.status)
         head = f"commscope {status}: run {self.run_id} against baseline {self.baseline}"
         if self.status == UNKNOWN:
+            if self.not_judged and any(f.measured is not None for f in self.figures):
+                return (
+                    f"{head}: none of its {len(self.figures)} figures can be judged: their"
+                    f" detection limits pass {self.max_detection_limit:.0%} or cannot be"
+                    " drawn; give the baseline more runs, spread over several nights"
+                )
             why = self.load[0] if self.load else f"'commscope show {self.run_id}' says why"
             return f"{head}: no figure of the baseline was measured; {why}"
-        tally = ", ".join(f"{n} {name.lower()}" for name, n in counts.items() if n)
+        tally = ", ".join(
+            f"{n} {name.lower().replace('_', ' ')}" for name, n in counts.items() if n
+        )
         worst = self.figures[0]
         if worst.status == OK:
-            return f"{head}: {len(self.figures)} figures within their limits ({tally})"
+            judged = len(self.figures) - self.not_judged
+            return f"{head}: {judged} figures within their limits ({tally})"
         return f"{head}: {tally}; worst {worst.key} {_change(worst.worse_by)}"
 
     def record(self) -> dict[str, Any]:
-        """What is kept with the run: the status, when, and the figures not OK."""
+        """What is kept with the run: the status, when, the figures flagged, how many not judged."""
         return {
             "status": status_name(self.status),
             "checked_unix": self.checked_unix,
-            "flagged": [f.key for f in self.figures if f.status != OK],
+            "flagged": [f.key for f in self.figures if f.status in (WARNING, CRITICAL)],
+            "not_judged": self.not_judged,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -161,6 +234,8 @@ class Verdict:
             "run": self.run_id,
             "checked_unix": self.checked_unix,
             "counts": self.counts(),
+            "alpha": ALPHA,
+            "max_detection_limit": self.max_detection_limit,
             "environment_changes": self.environment_changes,
             "load": self.load,
             "new_figures": self.new_figures,
@@ -191,38 +266,22 @@ def worse_by(base: FigureBase, measured: float) -> float:
     return -change if base.better == HIGHER else change
 
 
-def testable(n: int, m: int) -> bool:
-    """Whether n samples against m can reach ``ALPHA``: 1 / C(n + m, n) at best."""
-    return n >= 1 and m >= 1 and 1 / math.comb(n + m, n) <= ALPHA
+def statistic(base: FigureBase, limits: Limits, measured: float) -> float:
+    """The t of a run's center against the baseline's kept runs, positive when worse."""
+    step = base.y(measured) - limits.mean
+    if base.better == HIGHER:
+        step = -step
+    if limits.scale > 0:
+        return step / limits.scale
+    return 0.0 if step == 0 else math.copysign(math.inf, step)
 
 
-def one_sided_p(
-    pairs: Sequence[tuple[FigureBase, Sequence[float]]],
-) -> list[float | None]:
-    """Mann-Whitney U p-values that each run's samples are worse than its baseline's.
-
-    None where untestable: so few samples that even every one of them worse than every
-    baseline sample gives a p-value above ``ALPHA``. Figures with the same sample counts and
-    direction are tested in one vectorised call (10,000 figures in a fraction of a second).
-    """
-    out: list[float | None] = [None] * len(pairs)
-    groups: dict[tuple[int, int, bool], list[int]] = {}
-    for i, (base, samples) in enumerate(pairs):
-        if testable(len(samples), len(base.samples)):
-            key = (len(samples), len(base.samples), base.better == HIGHER)
-            groups.setdefault(key, []).append(i)
-    for (_, _, higher), idx in groups.items():
-        mine = np.array([pairs[i][1] for i in idx], dtype=float)
-        theirs = np.array([pairs[i][0].samples for i in idx], dtype=float)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all values tied
-            if higher:
-                found = stats.mannwhitneyu(mine, theirs, alternative="less", axis=1).pvalue
-            else:
-                found = stats.mannwhitneyu(mine, theirs, alternative="greater", axis=1).pvalue
-        for i, p in zip(idx, np.atleast_1d(found), strict=True):
-            out[i] = None if math.isnan(float(p)) else float(p)
-    return out
+def one_sided_p(ts: Sequence[float], dfs: Sequence[float]) -> list[float]:
+    """P(T_df >= t) for each pair, in one vectorised call (a check may hold 10^4 figures)."""
+    if not ts:
+        return []
+    found = stats.t.sf(np.array(ts, dtype=float), np.array(dfs, dtype=float))
+    return [1.0 if math.isnan(float(p)) else float(p) for p in np.atleast_1d(found)]
 
 
 def adjusted(p_values: Sequence[float | None]) -> list[float | None]:
@@ -230,8 +289,8 @@ def adjusted(p_values: Sequence[float | None]) -> list[float | None]:
     known = [(i, p) for i, p in enumerate(p_values) if p is not None]
     out: list[float | None] = [None] * len(p_values)
     if known:
-        fixed = stats.false_discovery_control(np.array([p for _, p in known]))
-        for (i, _), q in zip(known, fixed, strict=True):
+        fixed = stats.false_discovery_control(np.array([p for _, p in known]), method="bh")
+        for (i, _), q in zip(known, np.atleast_1d(fixed), strict=True):
             out[i] = float(q)
     return out
 
@@ -244,65 +303,68 @@ def judge(
     checked_unix: float,
     environment_changes: Sequence[str] = (),
     load: Sequence[str] = (),
+    max_detection_limit: float | None = None,
 ) -> Verdict:
     """Judge ``figures`` (a run's) against ``baseline``.
 
     Args:
         baseline: what the run is judged against.
         run_id: the run's id, named in the verdict.
-        figures: the run's figures with raw samples.
+        figures: the run's figures.
         tolerances: the tolerated share per tolerance class or figure name ("all": every
             figure), as :func:`commscope.check.tolerance.parse` gives them.
         checked_unix: when the check ran.
         environment_changes: what differs from the baseline's environment.
         load: what disturbed the run's hosts (the load monitor's warnings).
+        max_detection_limit: figures whose detection limit passes it are not judged
+            (default: the baseline's own bound).
     """
+    bound = baseline.max_detection_limit if max_detection_limit is None else max_detection_limit
+    limits = baseline.limits(bound)
     mine = {f.key: f for f in figures if f.samples}
     keys = list(baseline.figures)
-    level = baseline.band_level()
-    tested = [k for k in keys if k in mine]
-    pairs = [(baseline.figures[k], mine[k].samples) for k in tested]
-    found = dict(zip(tested, one_sided_p(pairs), strict=True))
-    p_raw = [found.get(k) for k in keys]
+    ts = {
+        k: statistic(baseline.figures[k], limits[k], mine[k].center)
+        for k in keys
+        if limits[k].judged and k in mine
+    }
+    ps = dict(zip(ts, one_sided_p(list(ts.values()), [limits[k].df for k in ts]), strict=True))
+    raw = [ps.get(k) for k in keys]
     out = []
-    for key, p in zip(keys, adjusted(p_raw), strict=True):
-        base = baseline.figures[key]
+    for key, p, q in zip(keys, raw, adjusted(raw), strict=True):
+        base, lim = baseline.figures[key], limits[key]
         tolerance = tolerance_for(base, tolerances)
-        band = base.band(level)
-        wide = band is not None and band > tolerance
-        limit = band if wide and band is not None else tolerance
-        judged_by = "run-to-run band" if wide else "tolerance"
         f = mine.get(key)
-        if f is None:
-            out.append(
-                FigureVerdict(
-                    key, base.name, base.labels, base.unit, base.better, WARNING,
-                    base.center, None, None, None, False, limit, judged_by,
-                    "the baseline has it and this run does not",
-                )
-            )  # fmt: skip
-            continue
-        change = worse_by(base, f.center)
-        if p is None:  # untestable: passing the limit is the evidence
-            significant = change > limit
-        else:
-            significant = p < ALPHA
-        past = change > limit
+        measured = None if f is None else f.center
+        change = None if measured is None else worse_by(base, measured)
+        t = ts.get(key)
+        df = lim.df if lim.judged else None
         status, cause, excused = OK, None, False
-        if past:
-            status = CRITICAL if significant else WARNING
+        significant = q is not None and q <= ALPHA
+        if f is None:
+            status, cause = WARNING, "the baseline has it and this run does not"
+        elif not lim.judged:
+            status, cause = NOT_JUDGED, lim.reason
+        elif change is not None and change > tolerance and p is not None and p <= ALPHA:
+            if significant:
+                status = CRITICAL
+            else:
+                status = WARNING
+                cause = (
+                    f"past its tolerance and beyond chance on its own (p {p:.2g}), not after"
+                    f" holding the check's {len(ts)} figures together"
+                )
             if load:
                 status, excused = WARNING, True
                 cause = "measured under load, not called a regression"
             elif environment_changes:
                 status, excused = WARNING, True
                 cause = "the environment changed, not called a regression"
-            elif not significant:
-                cause = "past its limit but not significant against the baseline's samples"
         out.append(
             FigureVerdict(
                 key, base.name, base.labels, base.unit, base.better, status, base.center,
-                f.center, change, p, significant, limit, judged_by, cause, excused,
+                measured, change, p, q, significant, tolerance, lim.decision, lim.detection,
+                t, df, cause, excused,
             )
         )  # fmt: skip
     out.sort(key=lambda v: (-v.status, -(v.worse_by if v.worse_by is not None else math.inf)))
@@ -314,6 +376,7 @@ def judge(
         list(environment_changes),
         list(load),
         sum(1 for k in mine if k not in baseline.figures),
+        bound,
     )
 
 

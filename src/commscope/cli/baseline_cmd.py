@@ -11,9 +11,9 @@ from commscope.cli import common
 from commscope.errors import UsageError
 
 NAME = "baseline"
-HELP = "keep a baseline of stored runs' figures (center and run-to-run spread) for 'check'"
+HELP = "keep a baseline of stored runs' figures (centers, run-to-run spread, limits) for 'check'"
 EXAMPLES = """examples:
-  commscope baseline create nightly 12 13 14     three runs: the spread between them counts
+  commscope baseline create nightly 12 13 14 15 16   runs of several nights: their spread counts
   commscope baseline list                         every baseline, its runs and figures
   commscope baseline show nightly                 its environment and figures
   commscope baseline show nightly --json          everything, as JSON
@@ -47,12 +47,24 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     create = action(
         "create",
         "make a baseline of one or more stored runs of one kind and the same hosts",
-        "Make a baseline of stored runs. Several runs give each figure's run-to-run spread,"
-        " which a check uses where it is wider than the tolerance.",
-        "create nightly 12 13 14",
+        "Make a baseline of stored runs. Several runs, best of several nights, give each"
+        " figure's run-to-run spread: what a check needs to tell a change from chance. A run"
+        " far off the others, or one the load monitor flagged, is left out of a figure's"
+        " spread and named. Figures whose detection limit passes the bound are not judged.",
+        "create nightly 12 13 14 15 16",
     )
     create.add_argument("name", type=baseline_name, help="the baseline's name")
     create.add_argument("runs", nargs="+", metavar="RUN", help="run ids or 'latest'")
+    create.add_argument(
+        "--max-detection-limit",
+        default="50%",
+        metavar="PCT",
+        help="a figure whose detection limit passes this is not judged by its checks"
+        " [default: %(default)s]",
+    )
+    create.add_argument(
+        "--full", action="store_true", help="print every figure's limits, not only per family"
+    )
     listing = action(
         "list",
         "every baseline with its runs and figure count",
@@ -68,6 +80,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     )
     show.add_argument("name", help="the baseline's name")
     show.add_argument("--json", action="store_true", help="print the whole baseline as JSON")
+    show.add_argument("--full", action="store_true", help="per figure, the runs left out and why")
     delete = action(
         "delete",
         "remove a baseline (its runs stay)",
@@ -84,8 +97,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _create(args: argparse.Namespace) -> int:
     from commscope.check.judging import make_baseline
+    from commscope.check.tolerance import parse_share
     from commscope.data.run_data import read_run
 
+    bound = parse_share(args.max_detection_limit, "--max-detection-limit")
     with common.open_store(args) as store:
         ids = [store.resolve_run(r) for r in args.runs]
         if len(set(ids)) != len(ids):
@@ -96,15 +111,70 @@ def _create(args: argparse.Namespace) -> int:
                 f"baseline {args.name!r} exists; choose another name or delete it first"
                 f" ('commscope baseline delete {args.name}')"
             )
-        made = make_baseline(args.name, [read_run(store, i) for i in ids])
+        made = make_baseline(args.name, [read_run(store, i) for i in ids], bound)
         store.add_baseline(args.name, made.to_json())
-    banded = sum(1 for f in made.figures.values() if f.spread is not None)
+    limits = made.limits()
+    judged = sum(1 for x in limits.values() if x.judged)
     print(
         f"baseline {args.name}: {len(made.figures)} figures from run"
-        f"{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}"
-        + (f" ({banded} with a run-to-run band)" if banded else " (one run: no run-to-run band)")
+        f"{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}; {judged} can be judged"
+        f" (detection limit within {bound:.0%})"
     )
+    _detection(made, limits, args.full)
     return 0
+
+
+def _pct(pair: tuple[float, float] | None) -> str:
+    return "" if pair is None else f"{pair[0]:.1%} / {pair[1]:.1%}"
+
+
+def _detection(made: Any, limits: Any, full: bool) -> None:
+    """Left-out runs, per family (or per figure) L_C and L_D, and the figures not judged."""
+    from rich.table import Table
+
+    from commscope.check import detection
+
+    out = common.console()
+    for row in detection.left_out(made):
+        run = "?" if row.run is None else row.run
+        print(f"left out: run {run} ({row.cause}) from {row.figures} figures' spread")
+    if full:
+        table = Table(title="figures: decision threshold (L_C) and detection limit (L_D)")
+        for col in ("figure", "runs kept", "df", "L_C", "L_D", "left out"):
+            table.add_column(col, justify="left" if col in ("figure", "left out") else "right")
+        for key, base in made.figures.items():
+            lim = limits[key]
+            table.add_row(
+                common.terminal_text(key),
+                f"{lim.n} of {len(base.run_centers)}",
+                "" if not lim.df else "inf" if lim.df == float("inf") else f"{lim.df:.1f}",
+                "" if lim.decision is None else f"{lim.decision:.1%}",
+                "" if lim.detection is None else f"{lim.detection:.1%}",
+                common.terminal_text("; ".join(base.left_out_text())),
+            )
+    else:
+        table = Table(
+            title="families: decision threshold (L_C) and detection limit (L_D), median / largest"
+        )
+        for col in ("family", "figures", "judged", "prior d0", "L_C", "L_D"):
+            table.add_column(col, justify="left" if col == "family" else "right")
+        for fam in detection.families(made, limits):
+            d0 = fam.prior.d0
+            table.add_row(
+                fam.family,
+                str(fam.figures),
+                str(fam.judged),
+                "none" if d0 == 0 else "inf" if d0 == float("inf") else f"{d0:.1f}",
+                _pct(fam.decision),
+                _pct(fam.detection),
+            )
+    out.print(table)
+    coarse = detection.coarse(made, limits)
+    for c in coarse[: None if full else 10]:
+        left = f"; left out: {'; '.join(c.left_out)}" if c.left_out else ""
+        out.print(common.terminal_text(f"warning: {c.key} {c.reason}{left}"), markup=False)
+    if len(coarse) > 10 and not full:
+        print(f"warning: {len(coarse) - 10} more figures not judged; --full lists them")
 
 
 def _when(unix: float) -> str:
@@ -169,22 +239,29 @@ def _show(args: argparse.Namespace) -> int:
             out.print(common.terminal_text(f"  {key}: {shown_value}"), markup=False)
     from rich.table import Table
 
-    level = made.band_level()
+    limits = made.limits()
     table = Table(
-        title=f"figures (band: how far one more run may fall by chance, {level:.0%} one-sided)"
+        title="figures (L_C: how far one more run falls by chance in 1 % of checks;"
+        " L_D: the change a check sees 95 % of the time)"
     )
-    for col in ("figure", "center", "runs", "band", "samples"):
-        table.add_column(col, justify="left" if col == "figure" else "right")
-    for f in made.figures.values():
-        band = f.band(level)
-        table.add_row(
-            common.terminal_text(f.key),
+    cols = ("figure", "center", "runs", "L_C", "L_D", "samples")
+    for col in (*cols, "left out") if args.full else cols:
+        table.add_column(col, justify="left" if col in ("figure", "left out") else "right")
+    for key, f in made.figures.items():
+        lim = limits[key]
+        row = [
+            common.terminal_text(key),
             shown(f.center, f.unit),
-            str(len(f.run_centers)),
-            "" if band is None else f"{band:.1%}",
+            f"{lim.n} of {len(f.run_centers)}",
+            "" if lim.decision is None else f"{lim.decision:.1%}",
+            "not judged" if lim.detection is None else f"{lim.detection:.1%}",
             str(f.n_samples),
-        )
+        ]
+        if args.full:
+            row.append(common.terminal_text("; ".join(f.left_out_text())))
+        table.add_row(*row)
     out.print(table)
+    _detection(made, limits, False)
     return 0
 
 

@@ -47,6 +47,12 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         " compute, all, or a figure name [default: 10%% each]",
     )
     p.add_argument(
+        "--max-detection-limit",
+        metavar="PCT",
+        help="do not judge a figure whose detection limit (the change the baseline's runs let"
+        " a check see 95 %% of the time) passes this [default: the baseline's, 50%%]",
+    )
+    p.add_argument(
         "--allow-other-hosts",
         action="store_true",
         help="judge a run of other hosts than the baseline's (its changes are then not called"
@@ -93,6 +99,9 @@ def _job(args: argparse.Namespace) -> check.CheckJob:
     specs = kinds.figure_specs()
     classes = {s.tolerance for s in specs.values()}
     tolerances = tolerance.parse(args.tolerance, [*classes, *specs]) if args.tolerance else {}
+    bound = args.max_detection_limit
+    if bound is not None:
+        bound = tolerance.parse_share(bound, "--max-detection-limit")
     if args.run is None and args.label is not None:
         common.check_label(args.label)
     return check.CheckJob(
@@ -105,6 +114,7 @@ def _job(args: argparse.Namespace) -> check.CheckJob:
         label=args.label,
         prometheus=args.prometheus,
         junit=args.junit,
+        max_detection_limit=bound,
     )
 
 
@@ -118,20 +128,33 @@ def _print(verdict: Verdict) -> None:
         out.print(common.terminal_text(f"  environment changed: {change}"), markup=False)
     for text in verdict.load:
         out.print(common.terminal_text(f"  load: {text}"), markup=False)
-    flagged = [f for f in verdict.figures if f.status != status.OK]
-    shown = flagged[:SHOWN] if flagged else verdict.figures[:SHOWN]
+    if verdict.not_judged:
+        out.print(
+            f"  {verdict.not_judged} figures not judged: their detection limits pass"
+            f" {verdict.max_detection_limit:.0%} (the baseline's runs spread too far to tell a"
+            " change from chance; give it more runs, spread over several nights)",
+            markup=False,
+        )
+    flagged = [f for f in verdict.figures if f.status in (status.WARNING, status.CRITICAL)]
+    judged = [f for f in verdict.figures if f.judged and f not in flagged]
+    not_judged = [f for f in verdict.figures if not f.judged]
+    shown = (flagged or judged)[:SHOWN]
+    shown += not_judged[: max(0, SHOWN - len(shown))]
     table = Table(title="figures, worst first" if flagged else "figures")
-    for col in ("status", "figure", "change", "limit", "p", "why"):
-        table.add_column(col, justify="right" if col in ("change", "limit", "p") else "left")
+    for col in ("status", "figure", "change", "limit", "detect", "p", "why"):
+        right = col in ("change", "limit", "detect", "p")
+        table.add_column(col, justify="right" if right else "left")
     for f in shown:
         change = "" if f.worse_by is None else f"{f.worse_by:+.1%}"
         p = "" if f.p_value is None else f"{f.p_value:.2g}"
-        why = f.cause or ("" if f.judged_by == "tolerance" else "judged by the run-to-run band")
+        detect = "" if f.detection_limit is None else f"{f.detection_limit:.0%}"
+        why = f.cause or ("" if f.judged_by == "tolerance" else "judged by its decision threshold")
         table.add_row(
-            status.name(f.status),
+            "not judged" if not f.judged else status.name(f.status),
             common.terminal_text(f.key),
             change,
-            f"{f.limit:.0%}",
+            f"{f.limit:.0%}" if f.judged else "",
+            detect,
             p,
             common.terminal_text(why),
         )

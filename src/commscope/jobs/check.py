@@ -38,6 +38,8 @@ class CheckJob:
         label: the new run's label (default "check NAME").
         prometheus: write node_exporter's textfile there.
         junit: write a JUnit XML file there.
+        max_detection_limit: figures whose detection limit passes it are not judged; None:
+            the bound the baseline was made with.
     """
 
     store: str
@@ -49,6 +51,7 @@ class CheckJob:
     label: str | None = None
     prometheus: str | None = None
     junit: str | None = None
+    max_detection_limit: float | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,11 @@ def run_check(job: CheckJob) -> CheckOutcome:
         else:
             run_id = store.resolve_run(job.run)
         verdict = check_run(
-            baseline, read_run(store, run_id), dict(job.tolerances), job.allow_other_hosts
+            baseline,
+            read_run(store, run_id),
+            dict(job.tolerances),
+            job.allow_other_hosts,
+            job.max_detection_limit,
         )
         if job.run is None:
             _record(store, verdict)

@@ -1,9 +1,9 @@
 """The report's trend section: a baseline's key figures over the stored runs.
 
 Each figure is one plot: its value per run in time order, the baseline's center, the limit
-past which a check calls it worse (by tolerance or run-to-run band, whichever is wider), and
-the runs a recorded check called WARNING or CRITICAL marked. The series come from
-``commscope.check.history.trend``; this module only draws them.
+past which a check may call it worse (its tolerance or decision threshold, whichever is
+wider), and the runs a recorded check called WARNING or CRITICAL marked. The series come
+from ``commscope.check.history.trend``; this module only draws them.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _scale(unit: str) -> tuple[float, str]:
 
 
 def plot(series: Any) -> str:
-    """One series as SVG text: values per run, the band, flagged runs marked."""
+    """One series as SVG text: values per run, the limit, flagged runs marked."""
     scale, label = _scale(series.unit)
     with figure((7.0, 2.8)) as (fig, (ax,)):
         runs = [p[0] for p in series.points]
