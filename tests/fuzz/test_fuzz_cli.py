@@ -152,7 +152,7 @@ def _run_until_launch(store: Path, name: str, argv: list[str]) -> harness.Outcom
 
     with (
         mock.patch("commscope.cli.run_cmd.build_request", keep),
-        mock.patch("commscope.cli.run_cmd.mpi_mod.resolve", launch),
+        mock.patch("commscope.jobs.runs.mpi_mod.resolve", launch),
         mock.patch("commscope.measure.hosts.check_resolvable", lambda hosts, where: None),
     ):
         try:
