@@ -13,12 +13,14 @@ import inspect
 import re
 from pathlib import Path
 
+import commscope
 from commscope import kinds
 from commscope.cli import run_kinds, run_request
 from commscope.kinds import registry, run_commands
 from commscope.measure import engine_options
 
 ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = Path(commscope.__file__).resolve().parent  # the installed package, or src/commscope
 CONTRIBUTING = ROOT / "CONTRIBUTING.md"
 EXAMPLE = "loggp"  # the worked example of the section
 FILE = re.compile(r"`((?:src/commscope|engine)/[^`\s]+\.[a-z0-9]+)`")
@@ -32,7 +34,9 @@ def table_files(text: str) -> list[str]:
 
 
 def _file(obj: object) -> str:
-    return Path(inspect.getsourcefile(obj)).resolve().relative_to(ROOT).as_posix()  # type: ignore[arg-type]
+    """The object's file as the repository names it (the package may be installed elsewhere)."""
+    source = Path(inspect.getsourcefile(obj)).resolve()  # type: ignore[arg-type]
+    return f"src/commscope/{source.relative_to(PACKAGE).as_posix()}"
 
 
 def touched() -> set[tuple[str, str | None]]:
