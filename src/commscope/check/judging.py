@@ -11,6 +11,7 @@ from commscope.check.verdict import Verdict, judge
 from commscope.data.run_data import RunData
 from commscope.errors import UsageError
 from commscope.kinds import run_figures
+from commscope.kinds.figures import Figure
 
 
 def make_baseline(
@@ -82,6 +83,23 @@ def check_run(
             (unless ``allow_other_hosts``: its figures are then reported as measured
             elsewhere, not as regressions).
     """
+    figures, changes, load = evidence(baseline, run, allow_other_hosts)
+    return judge(
+        baseline, run.info.id, figures, tolerances, time.time(), changes, load, max_detection_limit
+    )
+
+
+def evidence(
+    baseline: Baseline, run: RunData, allow_other_hosts: bool = False, narrowed: bool = False
+) -> tuple[list[Figure], list[str], list[str]]:
+    """A run's figures, what changed in its environment, and the load named on its hosts.
+
+    ``narrowed``: the run measured part of the baseline's request (a check's second look);
+    its engine options differ by design and are not named as a change.
+
+    Raises:
+        UsageError: as :func:`check_run`.
+    """
     info = run.info
     if info.kind != baseline.kind:
         raise UsageError(
@@ -90,19 +108,16 @@ def check_run(
             f" {info.kind} runs"
         )
     env = environment.of_run(run)
+    if narrowed:
+        env["engine_options"] = baseline.environment.get("engine_options")
     if environment.hosts_differ(baseline.environment, env) and not allow_other_hosts:
         raise UsageError(
             f"run {info.id} ran on {','.join(env['hosts'])}, baseline {baseline.name} on"
             f" {','.join(baseline.environment['hosts'])}; check a run of those hosts, or pass"
             " --allow-other-hosts to compare anyway"
         )
-    return judge(
-        baseline,
-        info.id,
+    return (
         run_figures(run),
-        tolerances,
-        time.time(),
         environment.changes(baseline.environment, env),
         environment.extra_load(run.ends, baseline.environment.get("others_share")),
-        max_detection_limit,
     )

@@ -93,6 +93,8 @@ class FigureVerdict:
     df: float | None
     cause: str | None  # why a figure is flagged, excused, or not judged
     excused: bool = False  # would be flagged, but measured under load or a changed environment
+    first: float | None = None  # measured twice: the first run's value (measured: their mean)
+    again: float | None = None  # measured twice: the second run's value
 
     @property
     def judged(self) -> bool:
@@ -156,6 +158,8 @@ class FigureVerdict:
             "judged_by": self.judged_by,
             "cause": self.cause,
             "excused": self.excused,
+            "measured_first": self.first,
+            "measured_again": self.again,
         }
 
 
@@ -171,6 +175,7 @@ class Verdict:
     load: list[str] = field(default_factory=list)
     new_figures: int = 0  # figures the run has and the baseline lacks (not judged)
     max_detection_limit: float = 0.5  # the bound figures were judged against
+    again_run: int | None = None  # the run that measured the flagged figures again
 
     @property
     def status(self) -> int:
@@ -212,7 +217,8 @@ class Verdict:
         if worst.status == OK:
             judged = len(self.figures) - self.not_judged
             return f"{head}: {judged} figures within their limits ({tally})"
-        return f"{head}: {tally}; worst {worst.key} {_change(worst.worse_by)}"
+        again = "" if self.again_run is None else f" (measured again in run {self.again_run})"
+        return f"{head}: {tally}; worst {worst.key} {_change(worst.worse_by)}{again}"
 
     def record(self) -> dict[str, Any]:
         """What is kept with the run: the status, when, the figures flagged, how many not judged."""
@@ -221,6 +227,7 @@ class Verdict:
             "checked_unix": self.checked_unix,
             "flagged": [f.key for f in self.figures if f.status in (WARNING, CRITICAL)],
             "not_judged": self.not_judged,
+            "again_run": self.again_run,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -239,6 +246,7 @@ class Verdict:
             "environment_changes": self.environment_changes,
             "load": self.load,
             "new_figures": self.new_figures,
+            "again_run": self.again_run,
             "figures": [f.to_json() for f in self.figures],
         }
 

@@ -65,6 +65,13 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         metavar="S",
         help="most seconds a new measurement may take [default: %(default)s]",
     )
+    p.add_argument(
+        "--once",
+        action="store_true",
+        help="judge one measurement: do not measure the figures past their limits again"
+        " (by default they are, and judged on the mean of both runs; what recovered is"
+        " WARNING, transient)",
+    )
     p.add_argument("--label", help="label of the new run [default: check NAME]")
     p.add_argument("--json", action="store_true", help="print the versioned verdict as JSON")
     p.add_argument(
@@ -115,6 +122,7 @@ def _job(args: argparse.Namespace) -> check.CheckJob:
         prometheus=args.prometheus,
         junit=args.junit,
         max_detection_limit=bound,
+        again=not args.once,
     )
 
 

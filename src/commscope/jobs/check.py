@@ -1,7 +1,9 @@
 """A regression check: measure again (or take a stored run), judge, keep, export.
 
 The baseline's request is measured again as a new run (or a stored run is taken), judged
-against the baseline, the verdict kept with the run, and the exports monitoring reads written.
+against the baseline; a measuring check measures the figures past their limits once more and
+judges them on both runs (:mod:`commscope.check.confirm`); the verdict is kept with the run,
+and the exports monitoring reads written.
 
 The verdict's status is :mod:`commscope.status`'s; every error of a check is UNKNOWN, which
 the command applies (:func:`commscope.status.unknown_on_error`).
@@ -9,7 +11,8 @@ the command applies (:func:`commscope.status.unknown_on_error`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +21,9 @@ from commscope.errors import CommscopeError, UsageError
 
 if TYPE_CHECKING:
     from commscope.check.baseline import Baseline
-    from commscope.check.verdict import Verdict
+    from commscope.check.verdict import FigureVerdict, Verdict
+    from commscope.data.request import RunRequest
+    from commscope.kinds.figures import Figure
 
 DEFAULT_TIMEOUT_S = 900.0
 
@@ -40,6 +45,8 @@ class CheckJob:
         junit: write a JUnit XML file there.
         max_detection_limit: figures whose detection limit passes it are not judged; None:
             the bound the baseline was made with.
+        again: a measuring check measures the figures past their limits again and judges
+            them on both runs (:mod:`commscope.check.confirm`).
     """
 
     store: str
@@ -52,6 +59,7 @@ class CheckJob:
     prometheus: str | None = None
     junit: str | None = None
     max_detection_limit: float | None = None
+    again: bool = True
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,8 @@ def run_check(job: CheckJob) -> CheckOutcome:
     """Judge (measuring first when no run is given), keep the verdict, write the exports."""
     from commscope.check import export
     from commscope.check.baseline import Baseline
-    from commscope.check.judging import check_run
+    from commscope.check.judging import evidence
+    from commscope.check.verdict import judge
     from commscope.data.run_data import read_run
 
     check_targets(job)
@@ -88,13 +97,13 @@ def run_check(job: CheckJob) -> CheckOutcome:
             run_id = _measure(job, store, baseline, notes)
         else:
             run_id = store.resolve_run(job.run)
-        verdict = check_run(
-            baseline,
-            read_run(store, run_id),
-            dict(job.tolerances),
-            job.allow_other_hosts,
+        figures, changes, load = evidence(baseline, read_run(store, run_id), job.allow_other_hosts)
+        verdict = judge(
+            baseline, run_id, figures, job.tolerances, time.time(), changes, load,
             job.max_detection_limit,
-        )
+        )  # fmt: skip
+        if job.run is None and job.again:
+            verdict = _again(job, store, baseline, verdict, figures, notes)
         if job.run is None:
             _record(store, verdict)
     if job.run is not None:
@@ -106,10 +115,56 @@ def run_check(job: CheckJob) -> CheckOutcome:
     return CheckOutcome(verdict, notes)
 
 
-def _measure(job: CheckJob, store: Store, baseline: Baseline, notes: list[str]) -> int:
-    """Measure the baseline's request again as a new run; its id."""
+def _again(
+    job: CheckJob,
+    store: Store,
+    baseline: Baseline,
+    verdict: Verdict,
+    figures: Sequence[Figure],
+    notes: list[str],
+) -> Verdict:
+    """The figures past their limits measured again, and the verdict on both runs."""
+    from commscope.check import confirm
+    from commscope.check.judging import evidence
+    from commscope.data.run_data import read_run
+
+    looked = confirm.second_look(verdict)
+    if not looked:
+        return verdict
+    again = _measure(job, store, baseline, notes, narrowed(baseline, looked), "again")
+    found = evidence(baseline, read_run(store, again), job.allow_other_hosts, narrowed=True)
+    return confirm.confirmed(
+        baseline, verdict, figures, again, found, job.tolerances, job.max_detection_limit
+    )
+
+
+def narrowed(baseline: Baseline, figures: Sequence[FigureVerdict]) -> RunRequest:
+    """The baseline's request measuring only the message sizes of ``figures``.
+
+    Every size list the request's benchmarks carry is cut to those sizes; a figure without
+    a size (none of today's engine kinds has one) leaves the request whole.
+    """
+    from commscope import kinds
+    from commscope.measure import engine_options
+
+    request = _request(baseline)
+    sizes = {f.labels.get("bytes") for f in figures}
+    if None in sizes:
+        return request
+    wanted = tuple(sorted({int(str(b)) for b in sizes}))
+    options = {
+        spec.name
+        for name in kinds.engine_benchmarks()
+        if kinds.measures(request.benchmark, name)
+        for spec in engine_options.for_benchmark(name)
+        if spec.type == "sizes"
+    }
+    return request.replace(engine=request.engine.replace(**dict.fromkeys(options, wanted)))
+
+
+def _request(baseline: Baseline) -> RunRequest:
+    """The request a baseline's runs were measured with."""
     from commscope.data.request import RunRequest
-    from commscope.jobs import runs
 
     if "engine" not in baseline.request:
         raise UsageError(
@@ -117,9 +172,24 @@ def _measure(job: CheckJob, store: Store, baseline: Baseline, notes: list[str]) 
             f" again; measure one with 'commscope run {baseline.kind}' and check it:"
             f" 'commscope check --baseline {baseline.name} latest'"
         )
-    request = RunRequest.from_json(baseline.request)
+    return RunRequest.from_json(baseline.request)
+
+
+def _measure(
+    job: CheckJob,
+    store: Store,
+    baseline: Baseline,
+    notes: list[str],
+    request: RunRequest | None = None,
+    again: str = "",
+) -> int:
+    """Measure the baseline's request (or ``request``) again as a new run; its id."""
+    from commscope.jobs import runs
+
+    request = request or _request(baseline)
     request = request.replace(timeout_s=min(request.timeout_s, job.timeout_s))
     label = job.label if job.label is not None else f"check {baseline.name}"
+    label = f"{label} ({again})" if again else label
     outside = (
         f"check --baseline {baseline.name}: its runs ran inside a Slurm allocation; run the"
         f" check inside one (salloc ... commscope check --baseline {baseline.name})"
