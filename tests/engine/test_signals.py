@@ -151,3 +151,65 @@ def test_sigterm_kills_the_job_keeps_the_points_and_resume_closes_every_segment(
     assert kept <= final and len(final) == 2 * 21
     assert [s.status for s in segments] == ["incomplete", "complete"]
     assert all(s.ended_unix is not None for s in segments)
+
+
+def _interrupt_when_measuring(cli, *args: str) -> subprocess.CompletedProcess[str]:
+    """Start ``commscope ARGS``, SIGTERM it once its newest run stored a point; its outcome."""
+    before = len(_runs(cli.store))
+    proc = subprocess.Popen(
+        cli.argv("--store", str(cli.store), *args), env=cli.env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240  # the first run may build the engine
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            runs = _runs(cli.store)
+            if len(runs) > before and runs[-1].n_points >= 1:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the run never stored its first point")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _runs(path: Path) -> list:
+    if not path.exists():
+        return []
+    try:
+        with Store.open(path) as store:
+            return store.list_runs()
+    except StoreError:  # still being created
+        return []
+
+
+def test_a_check_stopped_by_sigterm_tells_monitoring_unknown(cli, tmp_path):
+    """Slurm's time limit ends a nightly check with SIGTERM: both exports say UNKNOWN, why."""
+    from junitparser import JUnitXml
+    from prometheus_client.parser import text_string_to_metric_families
+
+    need(have_mpi("openmpi"), "openmpi is not installed")
+    long_run = ("run", "p2p", "--mpi", "openmpi", "--np", "2", "--sizes", SIZES, "--ops",
+                "pingpong", "--min-samples", "200", "--target-rse", "0.0001", "--point-budget",
+                "0.3", "--json")  # fmt: skip
+    first = _interrupt_when_measuring(cli, *long_run)
+    assert first.returncode == 143, first.stderr
+    cli("baseline", "create", "b", "latest", check=True)  # a partial run has figures
+    prom, xml = tmp_path / "commscope.prom", tmp_path / "check.xml"
+    prom.write_text('commscope_check_status{baseline="b"} 0\n')  # last night's OK
+    out = _interrupt_when_measuring(
+        cli, "check", "--baseline", "b", "--prometheus", str(prom), "--junit", str(xml)
+    )
+    assert out.returncode == 143 and "Traceback" not in out.stderr, out.stderr
+    families = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
+    assert families["commscope_check_status"].samples[0].value == 3
+    (reason,) = families["commscope_check_unknown_info"].samples
+    assert reason.labels["reason"] == "check interrupted by SIGTERM"
+    (case,) = list(next(iter(JUnitXml.fromfile(str(xml)))))
+    assert "interrupted by SIGTERM" in case.result[0].message

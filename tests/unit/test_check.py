@@ -166,7 +166,7 @@ def test_prometheus_and_junit_files(base: Any, tmp_path: Path) -> None:
     slow = store_run(base.store, 5, inter_node=1.25)
     prom, xml = tmp_path / "commscope.prom", tmp_path / "check.xml"
     out = base("check", "--baseline", "nightly", str(slow), "--prometheus", str(prom),
-               "--junit", str(xml))  # fmt: skip
+               "--junit", str(xml), "--prometheus-figures", "all")  # fmt: skip
     assert out.returncode == CRITICAL
     families = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
     status = families["commscope_check_status"].samples[0]
@@ -186,6 +186,76 @@ def test_prometheus_and_junit_files(base: Any, tmp_path: Path) -> None:
     assert len(failed) == verdict["counts"]["CRITICAL"] > 0
     message = failed[0].result[0].message
     assert "baseline nightly" in message and "worse" in message and "inter-node" in message
+
+    # By default only the flagged figures get series: a matrix of 1,000 nodes stays bounded.
+    base("check", "--baseline", "nightly", str(slow), "--prometheus", str(prom))
+    families = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
+    flagged = {f["key"] for f in verdict["figures"] if f["status"] in ("WARNING", "CRITICAL")}
+    per_figure = {s.labels["figure"] for s in families["commscope_check_figure_status"].samples}
+    assert per_figure == flagged and len(flagged) < len(verdict["figures"])
+    assert (
+        families["commscope_check_figures_not_judged"].samples[0].value
+        == verdict["counts"]["NOT_JUDGED"]
+    )
+
+
+def unknown_exports(prom: Path, xml: Path) -> tuple[float, str, str]:
+    """What an UNKNOWN check wrote: its timestamp, the Prometheus reason, the JUnit error."""
+    families = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
+    assert families["commscope_check_status"].samples[0].value == UNKNOWN
+    (reason,) = families["commscope_check_unknown_info"].samples
+    (case,) = list(next(iter(JUnitXml.fromfile(str(xml)))))
+    (error,) = case.result
+    assert type(error).__name__ == "Error"
+    stamp = families["commscope_check_timestamp_seconds"].samples[0].value
+    return stamp, reason.labels["reason"], error.message
+
+
+def test_a_check_that_cannot_decide_replaces_last_nights_verdict_with_unknown(
+    base: Any, tmp_path: Path
+) -> None:
+    prom, xml = tmp_path / "commscope.prom", tmp_path / "check.xml"
+    run = str(store_run(base.store, 4))
+    assert base("check", "--baseline", "nightly", run, "--prometheus", str(prom),
+                "--junit", str(xml)).returncode == OK  # fmt: skip
+    ok_stamp = (
+        {f.name: f for f in text_string_to_metric_families(prom.read_text())}[
+            "commscope_check_timestamp_seconds"
+        ]
+        .samples[0]
+        .value
+    )
+    for bad, said in (
+        (("--baseline", "nope", run), "no baseline 'nope'"),
+        (("--baseline", "nightly", "99"), "99"),
+        (("--baseline", "nightly", run, "--tolerance", "bw=lots"), "lots"),
+    ):
+        out = base("check", *bad, "--prometheus", str(prom), "--junit", str(xml))
+        assert out.returncode == UNKNOWN, out.stderr
+        stamp, reason, message = unknown_exports(prom, xml)
+        assert stamp >= ok_stamp and said in reason and said in message, (reason, message)
+
+
+def test_an_export_that_cannot_be_written_makes_the_others_unknown(
+    base: Any, tmp_path: Path
+) -> None:
+    from commscope.check.judging import check_run
+    from commscope.data.run_data import read_run
+    from commscope.errors import CommscopeError
+    from commscope.jobs.check import CheckJob, export
+
+    run = store_run(base.store, 4)
+    with Store.open(base.store) as store:
+        verdict = check_run(Baseline.from_json(store.baseline("nightly")), read_run(store, run), {})
+    prom, xml = tmp_path / "commscope.prom", tmp_path / "gone" / "check.xml"
+    job = CheckJob(base.store, "nightly", prometheus=str(prom), junit=str(xml))
+    with pytest.raises(CommscopeError, match="--junit"):
+        export(job, verdict)
+    families = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
+    assert families["commscope_check_status"].samples[0].value == UNKNOWN
+    (reason,) = families["commscope_check_unknown_info"].samples
+    assert "could not be exported" in reason.labels["reason"]
+    assert "--junit" in reason.labels["reason"] and "OK" in reason.labels["reason"]
 
 
 def test_history_shows_a_figure_over_the_runs(base: Any) -> None:

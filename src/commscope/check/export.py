@@ -9,7 +9,14 @@ code and ``commscope_check_timestamp_seconds`` when the check ran. Per figure,
 judged (its detection limit passes the bound: below every status, so an alert on ``>= 1`` or
 ``>= 2`` never fires on it, and never 0, which would claim OK), and
 ``commscope_check_figure_judged`` is 1 or 0; ``commscope_check_figures_not_judged`` counts
-them.
+them. Per-figure series are written for the flagged figures (WARNING, CRITICAL) by default
+and for every figure with ``figures="all"``: a matrix baseline of 1,000 nodes holds a
+million figures, and a series each would swamp the monitoring server.
+
+A check that ends without a verdict (it could not measure, was refused, interrupted,
+timed out) still writes both files: ``commscope_check_status`` 3 with a fresh timestamp and
+``commscope_check_unknown_info{reason="..."} 1``, and a JUnit file whose one case is an
+error naming the reason. Monitoring never goes on showing last night's verdict.
 
 JUnit: one test case per figure (``junitparser``); a CRITICAL figure is a failure that names
 the figure, the baseline, the measured value and the change; a figure excused by load or a
@@ -20,13 +27,18 @@ detection limit; a WARNING passes with its line as output.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from commscope import safe_write
 from commscope.check.verdict import NOT_JUDGED, Verdict
 from commscope.errors import UsageError
-from commscope.status import CRITICAL, WARNING
+from commscope.status import CRITICAL, UNKNOWN, WARNING
 from commscope.status import name as status_name
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 PREFIX = "commscope_"
 
@@ -45,11 +57,13 @@ def check_prometheus_path(path: str) -> Path:
     return safe_write.check_target(path, "--prometheus")
 
 
-def write_prometheus(verdict: Verdict, path: str) -> None:
-    """Write the verdict's figures and status to ``path`` atomically (textfile format)."""
-    from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+def write_prometheus(verdict: Verdict, path: str, figures: str = "flagged") -> None:
+    """Write the verdict's status and figures to ``path`` atomically (textfile format).
 
-    target = check_prometheus_path(path)
+    ``figures``: "flagged" (WARNING, CRITICAL) or "all" get per-figure series.
+    """
+    from prometheus_client import CollectorRegistry, Gauge
+
     registry = CollectorRegistry()
     base = {"baseline": verdict.baseline}
     for name, text, value in (
@@ -78,6 +92,8 @@ def write_prometheus(verdict: Verdict, path: str) -> None:
     )
     by_name: dict[str, list[tuple[dict[str, str], float]]] = {}
     for f in verdict.figures:
+        if figures != "all" and f.status not in (WARNING, CRITICAL):
+            continue
         figure_status.labels(baseline=verdict.baseline, figure=f.key).set(f.status)
         figure_judged.labels(baseline=verdict.baseline, figure=f.key).set(int(f.judged))
         if f.measured is not None:
@@ -88,6 +104,37 @@ def write_prometheus(verdict: Verdict, path: str) -> None:
         for labels, value in values:
             full = {k: labels.get(k, "") for k in names} | base
             gauge.labels(**full).set(value)
+    _write(registry, path)
+
+
+def write_prometheus_unknown(baseline: str, reason: str, path: str) -> None:
+    """Write an UNKNOWN check (no verdict) to ``path``: status 3, now, and the reason."""
+    from prometheus_client import CollectorRegistry, Gauge
+
+    registry = CollectorRegistry()
+    base = {"baseline": baseline}
+    for name, text, value in (
+        ("status", "commscope check: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN", UNKNOWN),
+        ("timestamp_seconds", "when the check ran (Unix time)", time.time()),
+    ):
+        Gauge(f"{PREFIX}check_{name}", text, list(base), registry=registry).labels(**base).set(
+            value
+        )
+    why = Gauge(
+        f"{PREFIX}check_unknown_info",
+        "why the check could not decide (1 while it is UNKNOWN)",
+        ["baseline", "reason"],
+        registry=registry,
+    )
+    why.labels(baseline=baseline, reason=reason).set(1)
+    _write(registry, path)
+
+
+def _write(registry: CollectorRegistry, path: str) -> None:
+    """Write ``registry`` to ``path`` through a temporary file renamed over it."""
+    from prometheus_client import write_to_textfile
+
+    target = check_prometheus_path(path)
     try:
         write_to_textfile(os.fspath(target), registry)
     except OSError as err:
@@ -123,3 +170,22 @@ def junit_text(verdict: Verdict) -> str:
 def write_junit(verdict: Verdict, path: str) -> None:
     """Write the JUnit file to ``path`` through a temporary file."""
     safe_write.write_text(path, junit_text(verdict), "--junit")
+
+
+def junit_unknown_text(baseline: str, reason: str) -> str:
+    """An UNKNOWN check as JUnit XML: one case, an error naming the reason."""
+    from junitparser import Error, JUnitXml, TestCase, TestSuite
+
+    suite = TestSuite(f"commscope check {baseline}")
+    case = TestCase(f"commscope check {baseline}", classname=f"commscope.check.{baseline}")
+    case.result = [Error(f"commscope UNKNOWN: {reason}", "unknown")]
+    suite.add_testcase(case)
+    xml = JUnitXml()
+    xml.add_testsuite(suite)
+    xml.update_statistics()
+    return str(xml.tostring().decode("utf-8"))
+
+
+def write_junit_unknown(baseline: str, reason: str, path: str) -> None:
+    """Write an UNKNOWN check (no verdict) to ``path`` as JUnit XML."""
+    safe_write.write_text(path, junit_unknown_text(baseline, reason), "--junit")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from commscope import status
 from commscope.cli import common
+from commscope.errors import CommscopeError
 from commscope.jobs import check
 
 if TYPE_CHECKING:
@@ -82,12 +83,24 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         metavar="FILE.prom",
         help="also write node_exporter's textfile format there, atomically",
     )
+    p.add_argument(
+        "--prometheus-figures",
+        choices=check.PROMETHEUS_FIGURES,
+        default="flagged",
+        help="figures that get series of their own: the flagged ones, or all (a large"
+        " matrix has a million) [default: %(default)s]",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Judge, print, export; every error is UNKNOWN (3)."""
     with status.unknown_on_error():
-        outcome = check.run_check(_job(args))
+        try:
+            job = _job(args)
+        except CommscopeError as bad:  # monitoring reads UNKNOWN, not last night's verdict
+            check.export_unknown(args.baseline, bad.one_line(), args.prometheus, args.junit)
+            raise
+        outcome = check.run_check(job)
     err = common.console(stderr=True)
     for note in outcome.notes:
         err.print(common.terminal_text(note), markup=False)
@@ -123,6 +136,7 @@ def _job(args: argparse.Namespace) -> check.CheckJob:
         junit=args.junit,
         max_detection_limit=bound,
         again=not args.once,
+        prometheus_figures=args.prometheus_figures,
     )
 
 

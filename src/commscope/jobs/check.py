@@ -12,12 +12,12 @@ the command applies (:func:`commscope.status.unknown_on_error`).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from commscope.data.store import Store
-from commscope.errors import CommscopeError, UsageError
+from commscope.errors import CommscopeError, UsageError, interrupt_cause
 
 if TYPE_CHECKING:
     from commscope.check.baseline import Baseline
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from commscope.kinds.figures import Figure
 
 DEFAULT_TIMEOUT_S = 900.0
+PROMETHEUS_FIGURES = ("flagged", "all")  # which figures get Prometheus series
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class CheckJob:
             the bound the baseline was made with.
         again: a measuring check measures the figures past their limits again and judges
             them on both runs (:mod:`commscope.check.confirm`).
+        prometheus_figures: "flagged" or "all": the figures that get Prometheus series.
     """
 
     store: str
@@ -60,6 +62,7 @@ class CheckJob:
     junit: str | None = None
     max_detection_limit: float | None = None
     again: bool = True
+    prometheus_figures: str = "flagged"
 
 
 @dataclass(frozen=True)
@@ -82,14 +85,78 @@ def check_targets(job: CheckJob) -> None:
 
 
 def run_check(job: CheckJob) -> CheckOutcome:
-    """Judge (measuring first when no run is given), keep the verdict, write the exports."""
-    from commscope.check import export
+    """Judge (measuring first when no run is given), keep the verdict, write the exports.
+
+    Whatever ends the check, the exports are written: the verdict, or UNKNOWN with the
+    reason when the check failed, was refused or interrupted (the error is raised again).
+    """
+    try:
+        check_targets(job)
+        outcome = _judged(job)
+    except CommscopeError as err:
+        export_unknown(job.baseline, err.one_line(), job.prometheus, job.junit)
+        raise
+    except KeyboardInterrupt as err:
+        export_unknown(job.baseline, f"check {interrupt_cause(err)}", job.prometheus, job.junit)
+        raise
+    export(job, outcome.verdict)
+    return outcome
+
+
+def export(job: CheckJob, verdict: Verdict) -> None:
+    """Write the verdict's exports; one that cannot be written makes the others UNKNOWN.
+
+    Raises:
+        CommscopeError: the first export that could not be written.
+    """
+    from commscope.check import export as files
+
+    def prometheus(path: str) -> None:
+        files.write_prometheus(verdict, path, job.prometheus_figures)
+
+    def junit(path: str) -> None:
+        files.write_junit(verdict, path)
+
+    failed: list[CommscopeError] = []
+    for path, write in ((job.prometheus, prometheus), (job.junit, junit)):
+        if path:
+            try:
+                write(path)
+            except CommscopeError as err:
+                failed.append(err)
+    if failed:
+        reason = f"the verdict ({verdict.summary()}) could not be exported: {failed[0].one_line()}"
+        export_unknown(job.baseline, reason, job.prometheus, job.junit)
+        raise failed[0]
+
+
+def export_unknown(baseline: str, reason: str, prometheus: str | None, junit: str | None) -> None:
+    """Write UNKNOWN with ``reason`` to every export asked for, as far as each can be."""
+    from commscope.check import export as files
+
+    _quietly(files.write_prometheus_unknown, baseline, reason, prometheus)
+    _quietly(files.write_junit_unknown, baseline, reason, junit)
+
+
+def _quietly(
+    write: Callable[[str, str, str], None], baseline: str, reason: str, path: str | None
+) -> None:
+    """Write one UNKNOWN export; its own failure is not the error the user must read first."""
+    if path is None:
+        return
+    try:
+        write(baseline, reason, path)
+    except CommscopeError:
+        pass
+
+
+def _judged(job: CheckJob) -> CheckOutcome:
+    """Judge (measuring first when no run is given) and keep the verdict."""
     from commscope.check.baseline import Baseline
     from commscope.check.judging import evidence
     from commscope.check.verdict import judge
     from commscope.data.run_data import read_run
 
-    check_targets(job)
     notes: list[str] = []
     with Store.open(job.store, write=job.run is None) as store:
         baseline = Baseline.from_json(store.baseline(job.baseline))
@@ -108,10 +175,6 @@ def run_check(job: CheckJob) -> CheckOutcome:
             _record(store, verdict)
     if job.run is not None:
         _record_if_writable(job.store, verdict, notes)
-    if job.prometheus:
-        export.write_prometheus(verdict, job.prometheus)
-    if job.junit:
-        export.write_junit(verdict, job.junit)
     return CheckOutcome(verdict, notes)
 
 
