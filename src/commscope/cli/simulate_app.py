@@ -150,7 +150,9 @@ def _load(args: argparse.Namespace) -> tuple[ClusterModel, SimParams]:
 
 
 def _sweeps(args: argparse.Namespace, model: ClusterModel, params: SimParams) -> list[Any]:
-    return simulate_options.expand_sweeps(args.sweep, model, params)
+    from commscope.simulate.sweeps import expand_sweeps
+
+    return expand_sweeps(args.sweep, model, params)
 
 
 def _simulate(
