@@ -4,7 +4,7 @@ A comparison of a run's, a request's or a parser's kind (or benchmark) with a ki
 spelled as a string is what made adding a kind touch a dozen files. Walks every module's
 syntax tree, so a comparison written any way (``==``, ``!=``, ``in (...)``) is found, and so
 is one against a module's constant that spells a kind's name (``KIND = "node"``, in the same
-module or imported: ``program_runs.HPL``), which is the same comparison under another name.
+module or imported: ``programs.HPL``), which is the same comparison under another name.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from pathlib import Path
 
 import commscope
 from commscope import kinds
-from commscope.cli import program_runs, run_node, run_tcp
+from commscope.cli import run_node, run_tcp
+from commscope.jobs import programs
 from commscope.kinds import run_commands
 
 PACKAGE = Path(commscope.__file__).resolve().parent
 NAMES = {k.name for k in kinds.KINDS} | {b.name for k in kinds.KINDS for b in k.benchmarks}
-NAMES |= {c.name for c in run_commands.COMMANDS} | {program_runs.APP}
+NAMES |= {c.name for c in run_commands.COMMANDS} | {programs.APP}
 
 Constants = dict[str, dict[str, set[str]]]  # module -> its names bound to strings -> the strings
 
@@ -65,7 +66,7 @@ class Resolver:
     """The strings an expression of one module stands for: a literal, or a constant's value.
 
     A constant is the module's own (``KIND``), imported by name (``from m import KIND``), or
-    read from an imported module (``program_runs.HPL``).
+    read from an imported module (``programs.HPL``).
     """
 
     def __init__(self, tree: ast.Module, here: str, constants: Constants) -> None:
@@ -133,7 +134,7 @@ def test_no_kind_name_is_compared_outside_kinds():
 
 def test_the_walk_finds_each_way_of_comparing():
     code = """
-from commscope.cli import program_runs
+from commscope.jobs import programs
 from commscope.report.tcp_section import TCP_KIND as TCP
 KIND = "node"
 PLACES = ("node", "socket")
@@ -142,16 +143,16 @@ b = "tcp" != args.benchmark
 c = request["benchmark"] in ("matrix", "p2p")
 d = where == "node"  # a place, not a kind: not found
 e = getattr(args, "benchmark", None) == KIND
-f = what["kind"] == program_runs.HPL
+f = what["kind"] == programs.HPL
 g = info.kind != TCP
 h = run.kind in PLACES
 i = where in PLACES  # not found
-j = run.kind == program_runs.OTHER  # a constant of no kind's name: not found
+j = run.kind == programs.OTHER  # a constant of no kind's name: not found
 """
     tree = ast.parse(code)
     constants = {
         "here": module_constants(tree),
-        "commscope.cli.program_runs": {"HPL": {"hpl"}, "OTHER": {"elsewhere"}},
+        "commscope.jobs.programs": {"HPL": {"hpl"}, "OTHER": {"elsewhere"}},
         "commscope.report.tcp_section": {"TCP_KIND": {"tcp"}},
     }
     found = [n for n, _ in kind_name_comparisons(tree, "here", constants)]

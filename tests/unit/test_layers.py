@@ -56,26 +56,19 @@ CLI_MAY_IMPORT = {
     "run_where": {"measure.hosts"},
     "predict_cmd": {"measure.slurm", "measure.vcluster"},  # node names for a model
     "show_cmd": {"simulate.netload"},
-    # the program kinds' requests (node, TCP) and HPL's runs; the simulator's and validation's
-    # own commands
+    # the program kinds' requests (node, TCP); the simulator's and validation's own commands
     "run_node": {"measure.compute.hpcc", "measure.compute.node", "measure.compute.sizes"},
     "run_tcp": {"measure.tcp.program", "measure.vcluster"},
     "tcp_cmd": {"measure.launch", "measure.tcp.program"},
-    "run_hpl": {"measure.hosts", "measure.hpl", "measure.mpi", "measure.program",
-                "measure.vcluster"},
-    "simulate_app": {"measure.hpl", "simulate.app", "simulate.netload", "simulate.params",
-                     "simulate.setup"},
     "simulate_calibrate": {"simulate.agreement", "simulate.calibrate", "simulate.setup"},
-    "simulate_options": {"simulate.params", "simulate.setup"},
-    "simulate_run": {"simulate.agreement", "simulate.netload", "simulate.setup"},
+    "simulate_run": {"simulate.agreement", "simulate.netload", "simulate.setup",
+                     "simulate.sweeps"},
     "validate_cmd": {"measure.hosts", "measure.mpi", "measure.runner", "measure.slurm",
                      "validate.timers"},
     "validate_predict": {"measure.cvars", "measure.hosts", "measure.launch", "measure.mpi",
                          "measure.slurm", "measure.vcluster", "validate.forcing",
                          "validate.predict"},
 }  # fmt: skip
-# Modules of cli that still store a run themselves (HPL's solves, simulate's whole programs).
-CLI_CREATES_RUNS = {"run_hpl", "simulate_app"}
 ROOT_MODULES = {"__init__", "__main__"} | BASE - {"__version__"}
 
 
@@ -246,10 +239,11 @@ def test_cli_takes_from_the_parts_that_run_things_only_what_its_list_allows():
     assert not stale, "\n".join(stale)
 
 
-def test_only_jobs_and_the_listed_program_commands_create_runs():
-    creators = {
-        path.stem
+def test_no_cli_module_creates_a_run():
+    # A request becomes a stored run in jobs/; cli only turns argv into the request.
+    creators = sorted(
+        f"cli/{path.name}"
         for path in (PACKAGE / "cli").glob("*.py")
         if "create_run(" in path.read_text("utf-8")
-    }
-    assert creators == CLI_CREATES_RUNS
+    )
+    assert creators == [], f"{', '.join(creators)} store runs themselves: move that into jobs/"

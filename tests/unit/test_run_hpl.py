@@ -145,3 +145,22 @@ def test_a_measured_hpl_run_shows_its_mpi_and_hosts_not_simulated_figures() -> N
     assert program_kind.report(data)["how"] == "Measured"
     assert program_kind.terminal(data)[0].title == "measured hpl: 2x2"
     assert program_kind.report({**data, "measured": False})["how"] == "Simulated"
+
+
+def test_a_failed_residual_check_is_told_and_fails_the_runs_but_stays_listed() -> None:
+    from commscope.jobs import programs
+
+    ok = programs.ProgramRun(3, "", {"grid": "1x2", "passed": True})
+    bad = programs.ProgramRun(4, "switch_latency=1us", {"grid": "2x1", "passed": False})
+    heard: list[str] = []
+    for run in (ok, bad):
+        programs.note_failed_check(run, heard.append)
+    assert heard == ["run 4: HPL's residual check FAILED on 2x1"]
+    assert programs.ProgramRuns((ok,)).passed and not programs.ProgramRuns((ok, bad)).passed
+    assert programs.ProgramRuns((programs.ProgramRun(5, "", {"kind": "app"}),)).passed
+    assert programs.ProgramRuns((ok, bad)).rows()[1] == {
+        "run": 4,
+        "sweep": "switch_latency=1us",
+        "grid": "2x1",
+        "passed": False,
+    }

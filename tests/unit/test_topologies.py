@@ -231,8 +231,8 @@ def test_simulate_refuses_a_bad_topology_in_one_line_and_stores_nothing(tmp_path
 
 
 def test_a_taper_sweep_cuts_the_leaves_uplinks_and_refuses_what_does_not_divide() -> None:
-    from commscope.cli.simulate_options import expand_sweeps
     from commscope.errors import UsageError
+    from commscope.simulate.sweeps import expand_sweeps
 
     full = model({"kind": "fat_tree", "down": [8, 4], "up": [1, 8], "links": [1, 1]})
     params = params_for(full)

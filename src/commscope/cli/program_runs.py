@@ -10,10 +10,6 @@ from typing import Any
 
 from commscope.cli import common
 
-# The stored kinds of whole-program runs; kinds/program.py shows both.
-HPL = "hpl"  # `run hpl`, `simulate hpl`
-APP = "app"  # `simulate app`
-
 
 def add_matrix_order(group: Any, default: int) -> None:
     """Declare --matrix-order (HPL's N), as `run hpl` and `simulate hpl` take it."""

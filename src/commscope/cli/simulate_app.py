@@ -2,22 +2,20 @@
 
 Each simulated run is stored as a run of kind ``app`` or ``hpl`` whose data (simulated and
 wall time, output, HPL's figures, the network load) is kept with it under the same name.
+The runs are :mod:`commscope.jobs.simulated_programs`' jobs; this module turns argv into
+them and prints the runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from commscope.cli import common, program_runs, simulate_options
 from commscope.errors import UsageError
 
 if TYPE_CHECKING:
-    from commscope.predict.model import ClusterModel
-    from commscope.simulate.params import SimParams
+    from commscope.jobs import simulated_programs
 
 DEFAULT_TIMEOUT_S = 3600.0
 
@@ -142,147 +140,37 @@ def add_parsers(actions: Any) -> None:
     )
 
 
-def _load(args: argparse.Namespace) -> tuple[ClusterModel, SimParams]:
-    from commscope.simulate import setup
+def _on_model(args: argparse.Namespace) -> simulated_programs.OnModel:
+    from commscope.jobs import simulated_programs
 
-    common.require(bool(args.cluster), "--cluster FILE: simulate needs a cluster model")
-    return setup.load(args.cluster)
-
-
-def _sweeps(args: argparse.Namespace, model: ClusterModel, params: SimParams) -> list[Any]:
-    return simulate_options.expand_sweeps(args.sweep, model, params)
-
-
-def _simulate(
-    args: argparse.Namespace,
-    store: Any,
-    what: dict[str, Any],
-    sim: dict[str, Any],
-    program: list[str],
-    setup_dir: Any = None,
-) -> tuple[int, dict[str, Any]]:
-    """Run ``program`` on ``sim`` in a fresh directory; store the run; its id and data."""
-    from commscope.measure import hpl
-    from commscope.simulate import app
-
-    with tempfile.TemporaryDirectory(prefix="commscope-app-") as tmp:
-        workdir = Path(tmp)
-        if setup_dir is not None:
-            setup_dir(workdir)
-        result, code, text = app.run(sim, program, workdir, args.timeout)
-        tag = f"{what['kind']}-{os.getpid()}"
-        if code != 0:
-            raise app.failed(program[0], code, text, tag)
-        if result.simulated_s != result.simulated_s:  # NaN: SimGrid printed no time
-            raise app.failed(program[0], code, text + "\n(no simulated time printed)\n", tag)
-        data: dict[str, Any] = {**what, **result.to_json()}
-        if "grid" in what:  # HPL on a process grid: its figures are in its output file
-            out = workdir / hpl.OUTPUT_FILE
-            parsed = hpl.parse_output(out.read_text("utf-8", "replace") if out.exists() else "")
-            if parsed is None:
-                raise app.failed(program[0], code, text + "\n(HPL printed no result)\n", tag)
-            data.update(parsed.to_json())
-        if sim["netload"]:
-            data["netload"] = _netload(sim, workdir)
-    mpi = f"simgrid-{sim['simgrid']}"
-    request = {"benchmark": what["kind"], "np": sim["np"], "what": what, "simulate": sim}
-    rid: int = store.create_run(what["kind"], what.get("label"), mpi, "smpirun", sim["np"], request)
-    store.set_run_data(rid, what["kind"], data)
-    store.set_run_status(rid, "complete")
-    return rid, data
-
-
-def _netload(sim: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    """Per-link load, and the switch's.
-
-    The switch carries every MPI message between nodes (each leaves its node by one NIC):
-    counted from the traced messages and their sizes.
-    """
-    from commscope.predict import model_from_dict
-    from commscope.simulate import netload
-
-    model = model_from_dict(sim["model_file"], "the run's model")
-    # A program marks no phases: all its traffic is its own (``all``).
-    load = netload.link_loads(workdir / netload.TRACE_FILE, model, sim["rank_node"])
-    loads, duration = load.all, load.duration_s
-    ups = [x for x in loads if x.link.endswith("-nic-up")]
-    messages = sum(x.messages for x in ups)
-    moved = sum(x.bytes for x in ups)
-    return {
-        "duration_s": duration,
-        "links": [x.to_json(duration) for x in loads],
-        "switch": {
-            "bytes": moved,
-            "messages": messages,
-            "mean_message_bytes": moved / messages if messages else None,
-            "mbit_per_s": moved * 8 / duration / 1e6 if duration > 0 else None,
-        },
-    }
+    return simulated_programs.OnModel(
+        cluster=args.cluster,
+        sweep=tuple(args.sweep),
+        netload=args.netload,
+        smpi_cfg=tuple(args.smpi_cfg),
+        timeout=args.timeout,
+        label=args.label,
+    )
 
 
 def run_app(args: argparse.Namespace) -> int:
     """`simulate app`: build the program, run it once per swept value, store each run."""
-    from commscope.simulate import app
+    from commscope.jobs import simulated_programs
 
     program_args = _split_program(args)
-    model, params = _load(args)
-    source = Path(args.source)
-    np = args.np or model.nodes * model.cores_per_node
-    app.rank_nodes(model, np)  # refuse too many ranks before building
-    sweeps = _sweeps(args, model, params)
-    binary = app.build(source)
-    host = app.host_flops()
-    rows = []
-    with common.open_store(args) as store:
-        for tag, swept_model, p, sweep in sweeps:
-            sim = {
-                **app.simulation(swept_model, p, np, args.netload, host, args.smpi_cfg),
-                "sweep": sweep,
-            }
-            label = " ".join(x for x in (args.label, tag) if x) or None
-            what = {
-                "kind": program_runs.APP,
-                "source": str(source),
-                "args": program_args,
-                "label": label,
-            }
-            rid, data = _simulate(args, store, what, sim, [str(binary), *program_args])
-            rows.append({"run": rid, "sweep": tag, **data})
-    program_runs.show_runs(args, rows, ("simulated_s", "wall_s"))
+    job = simulated_programs.AppJob(args.source, tuple(program_args), _on_model(args), args.np)
+    done = simulated_programs.run_app(args.store, job)
+    program_runs.show_runs(args, done.rows(), ("simulated_s", "wall_s"))
     return 0
 
 
 def run_hpl(args: argparse.Namespace) -> int:
     """`simulate hpl`: one HPL solve per grid (and swept value), each stored as a run."""
-    from commscope.measure import hpl
-    from commscope.simulate import app
+    from commscope.jobs import simulated_programs
 
-    model, params = _load(args)
-    grids = hpl.parse_grids(args.grid, args.np)
-    for p, q in grids:
-        app.rank_nodes(model, p * q, f"--grid {p}x{q}")
-    common.require(bool(args.source), f"--source: missing; {hpl.SOURCE_HINT}")
-    sweeps = _sweeps(args, model, params)
-    binary = app.build_hpl(Path(args.source))
-    host = app.host_flops()
-    rows = []
-    with common.open_store(args) as store:
-        for p, q in grids:
-            for tag, swept_model, sp, sweep in sweeps:
-                sim = app.simulation(swept_model, sp, p * q, args.netload, host, args.smpi_cfg)
-                sim["sweep"] = sweep
-                text = hpl.input_file(args.n, args.nb, p, q)
-                label = " ".join(x for x in (args.label, f"{p}x{q}", tag) if x)
-                what = {"kind": program_runs.HPL, "label": label, "grid": f"{p}x{q}"}
-
-                def write_input(workdir: Path, text: str = text) -> None:
-                    (workdir / hpl.INPUT_FILE).write_text(text, "utf-8")
-
-                rid, data = _simulate(args, store, what, sim, [str(binary)], write_input)
-                if not data["passed"]:
-                    common.console(stderr=True).print(
-                        f"run {rid}: HPL's residual check FAILED on {p}x{q}"
-                    )
-                rows.append({"run": rid, "sweep": tag, **data})
-    program_runs.show_runs(args, rows, ("gflops", "passed", "simulated_s", "wall_s"))
-    return 0 if all(r["passed"] for r in rows) else 1
+    job = simulated_programs.SimulatedHplJob(
+        args.source, args.grid, args.n, args.nb, _on_model(args), args.np
+    )
+    done = simulated_programs.run_hpl(args.store, job, common.console(stderr=True).print)
+    program_runs.show_runs(args, done.rows(), ("gflops", "passed", "simulated_s", "wall_s"))
+    return 0 if done.passed else 1

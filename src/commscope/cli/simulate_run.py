@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     from commscope.predict.placement import regular
     from commscope.simulate import agreement, setup
+    from commscope.simulate.sweeps import expand_sweeps
 
     common.require(bool(args.cluster), "--cluster FILE: simulate needs a cluster model")
     bench = _bench_args(args.bench)
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     base = base.replace(engine=engine)
     runs = []
     with common.open_store(args) as store:
-        sweeps = simulate_options.expand_sweeps(args.sweep, model, params)
+        sweeps = expand_sweeps(args.sweep, model, params)
         for tag, swept_model, p, sweep in sweeps:
             request = setup.simulated_request(
                 base, swept_model, p, placement, args.smpi_cfg, args.neutral, args.netload

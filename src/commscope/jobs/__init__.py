@@ -10,4 +10,7 @@ exits (``cli/`` does those). One module per job:
 - ``check``: measure again, judge against a baseline, keep the verdict, write the exports.
 - ``drain``: drain the nodes a matrix names in Slurm; return those commscope drained.
 - ``topology``: the switches a matrix shows, as Slurm's topology.conf and a cluster model.
+- ``programs``: the program kinds' runs (the node sweep, TCP) and what a whole MPI program's
+  job hands back; ``hpl_runs``: HPL solved on real hosts; ``simulated_programs``: a program
+  or HPL on a SimGrid model. A run per grid, repeat or swept value.
 """

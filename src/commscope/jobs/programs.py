@@ -1,8 +1,11 @@
-"""The program kinds' runs: the node's Linpack sweep (or hpcc's HPL) and TCP below MPI.
+"""The program kinds' runs: the node's Linpack sweep (or hpcc's HPL), TCP, whole programs.
 
 They run no engine: the node sweep solves on this machine (:mod:`commscope.measure.compute`),
 TCP runs ``commscope-tcp`` client and server (:mod:`commscope.measure.tcp.session`). Each
 request is stored as a new run (or a stored incomplete one resumed) and measured into it.
+A whole MPI program (HPL, an application) is a run of its own per grid, repeat or swept
+value, stored complete once it ended, with run data and no records; its jobs
+(:mod:`.hpl_runs`, :mod:`.simulated_programs`) hand back :class:`ProgramRuns`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,45 @@ from commscope.jobs import runs
 
 if TYPE_CHECKING:
     from commscope.measure.compute.node import NodeOutcome as Sweep
+
+# The stored kinds of whole-program runs; kinds/program.py shows both.
+HPL = "hpl"  # `run hpl`, `simulate hpl`
+APP = "app"  # `simulate app`
+
+
+@dataclass(frozen=True)
+class ProgramRun:
+    """One whole program's run as stored: its id, the swept value it ran with, its data."""
+
+    run_id: int
+    sweep: str  # the swept value's label ("" when nothing was swept)
+    data: dict[str, Any]  # the run's data as stored under its kind
+
+    def row(self) -> dict[str, Any]:
+        """The run as the commands list it: its id, the sweep, then its data."""
+        return {"run": self.run_id, "sweep": self.sweep, **self.data}
+
+
+@dataclass(frozen=True)
+class ProgramRuns:
+    """The runs a whole-program job stored, in the order it ran them."""
+
+    runs: tuple[ProgramRun, ...]
+
+    @property
+    def passed(self) -> bool:
+        """False when an HPL solve failed its residual check (an application has none)."""
+        return all(r.data.get("passed", True) for r in self.runs)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every run's :meth:`ProgramRun.row`."""
+        return [r.row() for r in self.runs]
+
+
+def note_failed_check(run: ProgramRun, note: runs.Note | None) -> None:
+    """Tell ``note`` when the run's HPL solve failed its residual check (it stays stored)."""
+    if note is not None and not run.data["passed"]:
+        note(f"run {run.run_id}: HPL's residual check FAILED on {run.data['grid']}")
 
 
 @dataclass(frozen=True)
