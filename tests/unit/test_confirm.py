@@ -212,3 +212,22 @@ def test_a_pair_held_up_but_with_fast_samples_is_not_slow_again():
     ]  # fmt: skip
     (verdict,) = confirm.judge(found, measured, NAMES)
     assert (verdict.name, verdict.verdict) == ("n1->n4", "transient")
+
+
+def test_a_slow_node_whose_best_sample_passes_a_wide_margin_is_still_bad():
+    # A loaded first pass spreads its links by 30 %: its margin is wide. The node at a
+    # quarter of the rate has a best sample a third above its median (a token bucket lets
+    # some bytes through at the line rate): past that margin, far below its references.
+    wide = mx.matrices(bw_matrix(6, lambda a, b: 5e6 if 3 in (a, b) else 22e6, noise=0.3), NAMES)
+    (m,) = wide
+    assert "n3" in {o.name for o in m.outliers}
+    pairs = planned(confirm.plan(NAMES, *confirm.suspects(wide)))
+    measured = [
+        point("matrix_bw", a, b, 4.3e6 if 3 in (a, b) else 21.9e6, prefix=confirm.PREFIX,
+              fastest=0.65 if 3 in (a, b) else 0.99)
+        for a, b in pairs
+    ]  # fmt: skip
+    margin = max(mx.FLOOR * 21.9e6, mx.K_MADS * m.mad * 21.9e6 / m.median)
+    assert 4.3e6 / 0.65 > 21.9e6 - margin  # the best sample passes the first pass's margin
+    verdicts = {(v.where, v.name): v.verdict for v in confirm.judge(wide, measured, NAMES)}
+    assert verdicts[("node", "n3")] == "bad"
