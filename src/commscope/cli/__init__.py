@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import NoReturn
 
-from commscope import __version__
+from commscope import __version__, status
 from commscope.cli.common import terminal_text
 from commscope.data.location import default_store
 from commscope.errors import CommscopeError, Interrupted
@@ -62,9 +62,7 @@ class OneLineParser(argparse.ArgumentParser):
         so line breaks are folded and control characters shown escaped.
         """
         text = terminal_text(" ".join(message.split()))
-        # `check` sets usage_exit to 3: bad usage is UNKNOWN to a monitoring system.
-        code = int(getattr(self, "usage_exit", 2))
-        self.exit(code, f"{self.prog}: error: {text} (see '{self.prog} --help')\n")
+        self.exit(2, f"{self.prog}: error: {text} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -138,14 +136,44 @@ def signals_interrupt() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+# Commands monitoring runs: they exit with :mod:`commscope.status` alone (0 OK, 1 WARNING,
+# 2 CRITICAL, 3 UNKNOWN), so a usage error, any error and an interrupt are 3, never 2.
+MONITORED = ("check", "undrain", "check-store")
+MONITORED_WHEN = {"run": "--drain"}  # `run` is monitored when given this option
+
+
+def monitored(argv: Sequence[str]) -> bool:
+    """Whether the command line ``argv`` runs a command monitoring reads (see MONITORED)."""
+    rest = list(argv)
+    while rest and rest[0].startswith("-"):  # global options before the command
+        option = rest.pop(0)
+        if option == "--store" and rest:
+            rest.pop(0)
+    if not rest:
+        return False
+    command, options = rest[0], rest[1:]
+    wanted = MONITORED_WHEN.get(command)
+    return command in MONITORED or (
+        wanted is not None and any(o == wanted or o.startswith(f"{wanted}=") for o in options)
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run commscope with ``argv`` and return the exit status.
 
     Ctrl-C, SIGTERM and SIGHUP end a command with one line on stderr and the status 128 +
-    the signal's number (130, 143, 129).
+    the signal's number (130, 143, 129); a usage error exits 2. A command monitoring reads
+    (:func:`monitored`) exits 3, UNKNOWN, for all three.
     """
+    raw = list(sys.argv[1:] if argv is None else argv)
+    watched = monitored(raw)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(raw)
+    except SystemExit as done:  # argparse's usage error (2); --help and --version exit 0
+        if done.code == 2 and watched:
+            return status.UNKNOWN
+        raise
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2
@@ -154,11 +182,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args._module.run(args))
     except CommscopeError as err:
         print(terminal_text(f"commscope {args.command}: error: {err.one_line()}"), file=sys.stderr)
-        return err.exit_code
+        return status.UNKNOWN if watched else err.exit_code
     except KeyboardInterrupt as err:
         # The runner may have put the run's state into the message; keep it on one line.
         text = " ".join(str(err).split()) or "interrupted"
         print(terminal_text(f"commscope {args.command}: {text}"), file=sys.stderr)
+        if watched:
+            return status.UNKNOWN
         return err.exit_code if isinstance(err, Interrupted) else 128 + signal.SIGINT
     except BrokenPipeError:
         # The reader (e.g. `head`) went away; stop quietly as other Unix tools do.

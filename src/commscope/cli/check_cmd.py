@@ -31,8 +31,6 @@ SHOWN = 15  # figures listed on the terminal, worst first; --json has them all
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope check`."""
-    # Bad usage is UNKNOWN (3) for a monitoring plugin, not argparse's 2.
-    setattr(p, "usage_exit", status.UNKNOWN)  # noqa: B010 - read by cli.OneLineParser.error
     p.add_argument(
         "run",
         nargs="?",
