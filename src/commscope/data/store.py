@@ -22,6 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
+from commscope.data import location
 from commscope.data import store_read as read
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import (
@@ -178,6 +179,9 @@ class Store(StoreBaselines):
             StoreError: not a commscope store, another schema version, a table or column
                 missing, read-only while ``write``, or cannot be created.
         """
+        problem = location.sudo_store_problem(os.fspath(path))
+        if problem:
+            raise StoreError(problem)
         where = Path(path).expanduser()
         return cls(where, *connect(where, write))
 
