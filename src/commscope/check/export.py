@@ -9,7 +9,8 @@ code and ``commscope_check_timestamp_seconds`` when the check ran. Per figure,
 judged (its detection limit passes the bound: below every status, so an alert on ``>= 1`` or
 ``>= 2`` never fires on it, and never 0, which would claim OK), and
 ``commscope_check_figure_judged`` is 1 or 0; ``commscope_check_figures_not_judged`` counts
-them.
+them; ``commscope_check_rebase_asked`` is 1 once a changed environment no longer excuses
+(:mod:`commscope.check.excuse`).
 
 JUnit: one test case per figure (``junitparser``); a CRITICAL figure is a failure that names
 the figure, the baseline, the measured value and the change; a figure excused by load or a
@@ -60,6 +61,11 @@ def write_prometheus(verdict: Verdict, path: str) -> None:
             "figures_not_judged",
             "figures whose detection limit passes the bound",
             verdict.not_judged,
+        ),
+        (
+            "rebase_asked",
+            "1: a changed environment no longer excuses, the check asks to rebase",
+            int(verdict.rebase is not None),
         ),
     ):
         gauge = Gauge(f"{PREFIX}check_{name}", text, list(base), registry=registry)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from commscope.check.excuse import DEFAULT_EXCUSE_NIGHTS
 from commscope.data.store import Store
 from commscope.errors import CommscopeError, UsageError
 
@@ -40,6 +41,8 @@ class CheckJob:
         junit: write a JUnit XML file there.
         max_detection_limit: figures whose detection limit passes it are not judged; None:
             the bound the baseline was made with.
+        excuse_nights: nights a changed environment excuses a worse figure, after which
+            the check judges it and asks to rebase.
     """
 
     store: str
@@ -52,6 +55,7 @@ class CheckJob:
     prometheus: str | None = None
     junit: str | None = None
     max_detection_limit: float | None = None
+    excuse_nights: int = DEFAULT_EXCUSE_NIGHTS
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,8 @@ def run_check(job: CheckJob) -> CheckOutcome:
             dict(job.tolerances),
             job.allow_other_hosts,
             job.max_detection_limit,
+            kept_verdicts(store, baseline),
+            job.excuse_nights,
         )
         if job.run is None:
             _record(store, verdict)
@@ -128,6 +134,18 @@ def _measure(job: CheckJob, store: Store, baseline: Baseline, notes: list[str]) 
     if stopped:  # judge what was measured: the missing figures are named as such
         notes.append(f"check: run {run_id} stopped early: {stopped}")
     return run_id
+
+
+def kept_verdicts(store: Store, baseline: Baseline) -> dict[int, dict[str, Any]]:
+    """The verdicts kept against ``baseline`` since its newest run, by run id.
+
+    They count the nights a changed environment has been seen (:mod:`commscope.check.excuse`).
+    """
+    from commscope.check.verdict import RECORD_KIND
+
+    kept = store.run_data_after(RECORD_KIND, max(baseline.runs, default=0))
+    mine = {run: data.get(baseline.name) for run, data in kept.items() if isinstance(data, dict)}
+    return {run: v for run, v in mine.items() if isinstance(v, dict)}
 
 
 def _record(store: Store, verdict: Verdict) -> None:
