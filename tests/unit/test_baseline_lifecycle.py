@@ -111,6 +111,14 @@ def test_from_last_like_a_given_run(mixed: Path) -> None:
     assert made.baseline.runs == (3,)
 
 
+def test_a_loaded_newest_run_is_passed_over_even_for_one_run(mixed: Path) -> None:
+    loaded = night(mixed, 10, 9, end=LOAD_END)
+    made = create(mixed, from_last=1)
+    # Its load is judged against the median of three like runs (10, 9, 6), not its own.
+    assert made.baseline.runs == (9,) and made.picked is not None
+    assert made.picked.reference == loaded and made.picked.skipped["loaded"] == 1
+
+
 def test_too_few_good_runs_is_one_line_naming_the_count_and_the_fix(mixed: Path) -> None:
     with pytest.raises(UsageError) as err:
         create(mixed, from_last=5)

@@ -15,8 +15,9 @@ commscope made the allocation); a check's runs are like the baseline's. Of those
   host's CPUs and ``LOAD_MARGIN`` more than the median of the like runs looked at (the rule
   :func:`commscope.check.environment.loaded_runs` leaves a run out of a baseline's spread by).
 
-Runs are looked at newest first until ``N`` good ones are found; the load's median is taken
-over every like run looked at, so one loaded night among them cannot pass for typical.
+Runs are looked at newest first until ``N`` good ones are found among at least
+``MIN_LOOKED`` like runs (as many as there are); the load's median is taken over every like
+run looked at, so that one loaded night among three or more cannot pass for typical.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from commscope.errors import UsageError
 VOLATILE = ("timeout_s",)  # a check bounds the timeout of the request it measures again
 VOLATILE_SLURM = ("job", "nodes", "own")  # each allocation's own; hosts are compared apart
 COMPLETE = "complete"
+MIN_LOOKED = 3  # like runs the load's median stands on (when stored): robust to one loaded
 SKIPPED = ("incomplete", "loaded", "on other hosts", "under another environment")  # in order
 Ends = Callable[[int], list[dict[str, Any] | None]]  # a run id -> its launches' end records
 
@@ -99,7 +101,7 @@ def pick(reference: RunInfo, newest_first: Iterable[RunInfo], count: int, ends: 
             skipped["under another environment"] += 1
             continue
         shares[info.id] = env["others_share"]
-        if len(shares) >= count:
+        if len(shares) >= max(count, MIN_LOOKED):
             loaded = environment.loaded_runs(shares)
             good = [run for run in shares if run not in loaded]
             if len(good) >= count:
