@@ -52,3 +52,8 @@ MAX_NUMBER_CHARS = 40
 
 # A value of an MPI setting (--cvar): paths of tuning files fit, pasted scripts do not.
 MAX_SETTING_CHARS = 1024
+
+# Runs a baseline takes with --from-last, and nights a changed environment is excused
+# (check --excuse-nights): a year of nights at most.
+MAX_FROM_LAST = 366
+MAX_EXCUSE_NIGHTS = 366

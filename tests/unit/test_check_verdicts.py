@@ -303,7 +303,7 @@ def test_a_figure_not_judged_says_so_everywhere(cli: Any, tmp_path: Path) -> Non
     run = store_run(cli.store, 3, inter_node=1.3)
     prom, xml = tmp_path / "c.prom", tmp_path / "c.xml"
     out = cli("check", "--baseline", "b", str(run), "--json", "--prometheus", str(prom),
-              "--junit", str(xml))  # fmt: skip
+              "--junit", str(xml), "--prometheus-figures", "all")  # fmt: skip
     verdict = json.loads(out.stdout)
     assert verdict["check_version"] == 2
     skipped = [f for f in verdict["figures"] if f["status"] == "NOT_JUDGED"]

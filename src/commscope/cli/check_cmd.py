@@ -10,9 +10,11 @@ import argparse
 from typing import TYPE_CHECKING
 
 from commscope import status
+from commscope.check.excuse import DEFAULT_EXCUSE_NIGHTS
 from commscope.cli import common
 from commscope.errors import CommscopeError
 from commscope.jobs import check
+from commscope.limits import MAX_EXCUSE_NIGHTS
 
 if TYPE_CHECKING:
     from commscope.check.verdict import Verdict
@@ -25,6 +27,7 @@ EXAMPLES = """examples:
   commscope check --baseline nightly --tolerance bw=5%,latency=20%
   commscope check --baseline nightly --prometheus /var/lib/node_exporter/commscope.prom
   commscope check --baseline nightly --junit check.xml --json > check.json
+  commscope check --baseline nightly --excuse-nights 7   a week to rebase after an upgrade
 exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (as Nagios, Icinga and NHC read them)"""
 SHOWN = 15  # figures listed on the terminal, worst first; --json has them all
 
@@ -50,6 +53,15 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         metavar="PCT",
         help="do not judge a figure whose detection limit (the change the baseline's runs let"
         " a check see 95 %% of the time) passes this [default: the baseline's, 50%%]",
+    )
+    p.add_argument(
+        "--excuse-nights",
+        type=common.whole(0, MAX_EXCUSE_NIGHTS),
+        default=DEFAULT_EXCUSE_NIGHTS,
+        metavar="N",
+        help="a changed environment (MPI, kernel, ...) excuses a worse figure for N nights;"
+        " then the check judges it and asks to rebase ('baseline create NAME --from-last K"
+        " --replace') [default: %(default)s]",
     )
     p.add_argument(
         "--allow-other-hosts",
@@ -135,6 +147,7 @@ def _job(args: argparse.Namespace) -> check.CheckJob:
         max_detection_limit=bound,
         again=not args.once,
         prometheus_figures=args.prometheus_figures,
+        excuse_nights=args.excuse_nights,
     )
 
 
@@ -144,8 +157,25 @@ def _print(verdict: Verdict) -> None:
     out = common.console()
     # One unwrapped line first: what a monitoring system shows as the plugin's output.
     print(common.terminal_text(verdict.summary()), flush=True)
+    age = verdict.environment_age
     for change in verdict.environment_changes:
         out.print(common.terminal_text(f"  environment changed: {change}"), markup=False)
+    if age is not None and verdict.rebase:
+        out.print(
+            common.terminal_text(
+                f"  first seen {age.when_text()}: no longer excused (--excuse-nights"
+                f" {age.allowed}), its figures are judged; when they are the new normal,"
+                f" rebase: {verdict.rebase}"
+            ),
+            markup=False,
+        )
+    elif age is not None:
+        out.print(
+            f"  first seen {age.when_text()}: a worse figure is excused, night {age.nights} of"
+            f" {age.allowed}; from night {age.allowed + 1} on the check judges it and asks to"
+            " rebase",
+            markup=False,
+        )
     for text in verdict.load:
         out.print(common.terminal_text(f"  load: {text}"), markup=False)
     if verdict.not_judged:

@@ -42,6 +42,11 @@ ENVIRONMENT = (
         " SLURM_CPUS_ON_NODE",
         "read inside a Slurm allocation: a run measures on its nodes",
     ),
+    (
+        "SUDO_USER",
+        "under sudo, without --store or COMMSCOPE_STORE, root's default store is"
+        " refused and this user's is named",
+    ),
     ("MPIR_CVAR_*", "MPICH settings inherited by the ranks, recorded with the run"),
     ("UCX_RNDV_THRESH", "recorded as the eager limit of MPICH built on UCX"),
 )

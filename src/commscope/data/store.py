@@ -195,11 +195,21 @@ class Store(StoreBaselines):
         """The run's derived data of ``kind``; None when there is none."""
         sql = "SELECT * FROM run_data WHERE run_id = ? AND kind = ?"
         rows = self._rows(sql, (run_id, kind), f"read run {run_id}'s {kind}")
-        if not rows:
-            return None
+        return self._run_data_row(rows[0], run_id, kind) if rows else None
+
+    def run_data_after(self, kind: str, after_run: int) -> dict[int, Any]:
+        """The derived data of ``kind`` of every run after run ``after_run``, by run id.
+
+        E.g. the check verdicts kept since a baseline's newest run: reads those rows only.
+        """
+        sql = "SELECT * FROM run_data WHERE run_id > ? AND kind = ? ORDER BY run_id"
+        rows = self._rows(sql, (after_run, kind), f"read the runs' {kind}")
+        return {int(r["run_id"]): self._run_data_row(r, int(r["run_id"]), kind) for r in rows}
+
+    def _run_data_row(self, row: sqlite3.Row, run_id: int, kind: str) -> Any:
+        self._check_row("run_data", row, run_id, _OTHERS)
         where = f"run {run_id} data {kind!r}"
-        self._check_row("run_data", rows[0], run_id, _OTHERS)
-        return read.decode(self.path, rows[0]["data_json"], where, object, _OTHERS)
+        return read.decode(self.path, row["data_json"], where, object, _OTHERS)
 
     def resolve_run(self, ref: str) -> int:
         """Turn "latest" or a run id typed by the user into an existing run id.
