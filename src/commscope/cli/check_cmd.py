@@ -80,8 +80,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         "--once",
         action="store_true",
         help="judge one measurement: do not measure the figures past their limits again"
-        " (by default they are, and judged on the mean of both runs; what recovered is"
-        " WARNING, transient)",
+        " (by default they are, and a figure is CRITICAL only if worse both times; what"
+        " recovered is WARNING, transient)",
     )
     p.add_argument("--label", help="label of the new run [default: check NAME]")
     p.add_argument("--json", action="store_true", help="print the versioned verdict as JSON")
