@@ -6,11 +6,14 @@ median over the runs, is that run's residual; a run's residuals over all figures
 together, so figures that move together (one link's sizes) still do, and a run far off (a
 loaded one) is replayed as it was, at the rate it was seen.
 
-A simulated night is one real run's residual vector, drawn at random, plus a small normal
-jitter (a smoothed bootstrap: a tenth of each figure's robust spread, so no two nights are
-equal; assumed: nights are exchangeable and their noise is the runs' noise, one run a
-night). A series is ``BASELINE`` nights for a baseline and ``--nights`` checks. Verdicts, on
-the same series side by side:
+A simulated night is one real run's residual vector plus a small normal jitter (a smoothed
+bootstrap: a tenth of each figure's robust spread; assumed: nights are exchangeable and
+their noise is the runs' noise, one run a night). A series draws ``BASELINE`` distinct real
+runs for its baseline and its ``--nights`` checks from the other runs (a check night equal
+to a baseline night would match it too well). Each real run keeps its load: the load
+monitor's share of its hosts' CPUs taken by others, judged by the check's own rule against
+the baseline's typical run (:func:`commscope.check.environment.extra_load`), so a loaded
+night is excused as a check would excuse it. Verdicts, on the same series side by side:
 
 * **one night**: :func:`commscope.check.verdict.judge` against the baseline;
 * **confirmed**: the second look of :mod:`commscope.check.confirm`, the second run another
@@ -34,15 +37,16 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-from commscope.check import confirm
+from commscope.check import confirm, environment
 from commscope.check.baseline import Baseline, figure_bases
 from commscope.check.verdict import Verdict, judge
-from commscope.data.run_data import read_run
+from commscope.data.run_data import RunData, read_run
 from commscope.data.store import Store
 from commscope.kinds import run_figures
 from commscope.kinds.figures import Figure, figure
@@ -78,17 +82,20 @@ def measure_runs(store: Path, runs: int, rate: str) -> None:
         vcluster.down()
 
 
-def real_figures(store: Path, label: str) -> list[list[Figure]]:
-    """The figures of every complete run labelled ``label``, oldest first."""
+def real_runs(store: Path, label: str) -> list[RunData]:
+    """Every complete run labelled ``label``, oldest first."""
     with Store.open(store, write=False) as s:
         infos = [i for i in s.list_runs() if i.label == label and i.status == "complete"]
-        return [run_figures(read_run(s, i.id)) for i in infos]
+        return [read_run(s, i.id) for i in infos]
 
 
 class Noise:
     """Per figure its median log center and robust spread; per run its residual vector."""
 
-    def __init__(self, runs: list[list[Figure]]) -> None:
+    def __init__(self, real: list[RunData]) -> None:
+        runs = [run_figures(r) for r in real]
+        self.ends = [r.ends for r in real]
+        self.shares = [environment.others_share(r.ends) for r in real]
         keys = set.intersection(*({f.key for f in r if f.samples and f.center > 0} for r in runs))
         self.keys = sorted(keys)
         self.spec = {f.key: f for f in runs[0] if f.key in keys}
@@ -98,10 +105,10 @@ class Noise:
         mad = np.median(np.abs(self.residuals), axis=0) / 0.6745
         self.spread = np.where(mad > 0, mad, np.std(self.residuals, axis=0))
 
-    def night(self, rng: np.random.Generator, step: np.ndarray) -> np.ndarray:
-        """One simulated night's log centers (``step``: added to each figure's log)."""
-        row = self.residuals[rng.integers(len(self.residuals))]
-        return self.center + row + JITTER * self.spread * rng.standard_normal(len(self.keys)) + step
+    def night(self, rng: np.random.Generator, run: int, step: np.ndarray) -> np.ndarray:
+        """Real run ``run``'s night: its log centers, jittered, ``step`` added to each."""
+        jitter = JITTER * self.spread * rng.standard_normal(len(self.keys))
+        return self.center + self.residuals[run] + jitter + step
 
     def figures(self, y: np.ndarray) -> list[Figure]:
         return [
@@ -127,17 +134,29 @@ def step_of(noise: Noise, size: float) -> np.ndarray:
 def series(noise: Noise, rng: np.random.Generator, nights: int, step: np.ndarray):
     """Per check night: (one night's verdict, the confirmed verdict)."""
     zero = np.zeros(len(noise.keys))
-    base_runs = [noise.figures(noise.night(rng, zero)) for _ in range(BASELINE)]
+    order = rng.permutation(len(noise.residuals))
+    chosen, others = order[:BASELINE], order[BASELINE:]
+    base_runs = [noise.figures(noise.night(rng, int(r), zero)) for r in chosen]
     ids = tuple(range(1, BASELINE + 1))
-    baseline = Baseline("replay", 0.0, ids, "p2p", {}, {}, figure_bases(base_runs, ids))
+    shares = {i: noise.shares[int(r)] for i, r in zip(ids, chosen, strict=True)}
+    loaded = environment.loaded_runs(shares)
+    typical = environment.typical_share(shares)
+    bases = figure_bases(base_runs, ids, loaded)
+    baseline = Baseline("replay", 0.0, ids, "p2p", {}, {}, bases)
+
+    def night() -> tuple[list[Figure], list[str]]:
+        run = int(rng.choice(others))
+        load = environment.extra_load(noise.ends[run], typical)
+        return noise.figures(noise.night(rng, run, step)), load
+
     out: list[tuple[Verdict, Verdict]] = []
     for n in range(nights):
-        first = noise.figures(noise.night(rng, step))
-        one = judge(baseline, 100 + n, first, {}, 0.0)
+        first, load = night()
+        one = judge(baseline, 100 + n, first, {}, 0.0, load=load)
         looked = confirm.second_look(one)
         if looked:
-            again = noise.figures(noise.night(rng, step))
-            both = confirm.confirmed(baseline, one, first, 200 + n, (again, [], []), {})
+            again, again_load = night()
+            both = confirm.confirmed(baseline, one, first, 200 + n, (again, [], again_load), {})
         else:
             both = one
         out.append((one, both))
@@ -170,14 +189,18 @@ def main() -> int:
     else:
         store = Path(tempfile.mkdtemp(prefix="check-replay-")) / "store.sqlite"
         measure_runs(store, args.runs, args.rate)
-    runs = real_figures(store, args.label)
-    if len(runs) < 6:
-        raise SystemExit(f"{store}: {len(runs)} complete runs labelled {args.label}; need 6")
+    runs = real_runs(store, args.label)
+    if len(runs) < BASELINE + 3:
+        raise SystemExit(
+            f"{store}: {len(runs)} complete runs labelled {args.label}; need {BASELINE + 3}"
+        )
     noise = Noise(runs)
     rng = np.random.default_rng(args.seed)
     spread = noise.spread
+    known = [x for x in noise.shares if x is not None]
     print(f"noise from {len(runs)} real runs, {len(noise.keys)} figures; robust spread per"
-          f" figure: median {np.median(spread):.1%}, max {np.max(spread):.1%}")  # fmt: skip
+          f" figure: median {np.median(spread):.1%}, max {np.max(spread):.1%}; others took"
+          f" {min(known, default=0):.0%}-{max(known, default=0):.0%} of a host's CPUs")  # fmt: skip
 
     zero = np.zeros(len(noise.keys))
     checks = [s for _ in range(args.series) for s in series(noise, rng, args.nights, zero)]
@@ -188,6 +211,11 @@ def main() -> int:
         lo, hi = interval(k, n)
         print(f"  {name:10} CRITICAL in {k} checks: {k / n:.2%} per check"
               f" [{lo:.2%}, {hi:.2%}], {1000 * k / n:.1f} per 1,000 nights")  # fmt: skip
+        tripped = Counter(
+            f.key for pair in checks for f in pair[pick].figures if f.status == CRITICAL
+        )
+        for key, count in tripped.most_common(3):
+            print(f"    {count:5} x {key}")
 
     for size in (0.2, 0.1):
         step = step_of(noise, size)
