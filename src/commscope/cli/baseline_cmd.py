@@ -101,7 +101,7 @@ def _create(args: argparse.Namespace) -> int:
     from commscope.data.run_data import read_run
 
     bound = parse_share(args.max_detection_limit, "--max-detection-limit")
-    with common.open_store(args) as store:
+    with common.open_store(args, create=False) as store:
         ids = [store.resolve_run(r) for r in args.runs]
         if len(set(ids)) != len(ids):
             raise UsageError("a run is named twice; give each run once")
@@ -266,7 +266,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    with common.open_store(args) as store:
+    with common.open_store(args, create=False) as store:
         store.delete_baseline(args.name)
     print(f"baseline {args.name} deleted; its runs stay in the store")
     return 0
