@@ -26,11 +26,12 @@ from pathlib import Path
 from commscope.data import store_schema as schema
 from commscope.data.store_seal import damaged
 from commscope.errors import StoreError
+from commscope.safe_write import SQLITE_MAGIC as _SQLITE_MAGIC
+from commscope.safe_write import STORE_APPLICATION_ID
 
-APPLICATION_ID = 0x636D7363  # "cmsc"
+APPLICATION_ID = STORE_APPLICATION_ID  # "cmsc"; output files never replace such a file
 SCHEMA_VERSION = schema.SCHEMA_VERSION
 BUSY_TIMEOUT_MS = 5000
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _INTEGRITY_LINES = 20  # problems integrity_check lists at most
 _READ_ONLY_FIX = (
     "make it writable (chmod u+w, chattr -i, or mount it read-write) or copy it and pass"
