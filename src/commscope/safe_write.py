@@ -5,6 +5,8 @@ Every output path a user gives (``report -o``, ``compare -o``, ``run --report``,
 
 * a path that exists and is not a regular file (a directory, a device node such as
   ``/dev/null``, a FIFO, a socket) is refused, never replaced;
+* a commscope store, and its ``-wal``, ``-shm`` or ``-journal`` file, is refused: ``-o``
+  naming the store would replace every run it holds with a report;
 * a missing parent folder is an error, never created behind the user's back;
 * the text goes to a temporary file in the target's folder that then replaces the target in
   one ``os.replace``, so a reader sees the old file or the new one, never half of one; the
@@ -29,6 +31,35 @@ _KINDS = (
     (stat.S_ISFIFO, "a FIFO"),
     (stat.S_ISSOCK, "a socket"),
 )
+# How a commscope store starts (data/store_file.py writes and reads it): SQLite's header,
+# with commscope's application_id ("cmsc") at offset 68.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+STORE_APPLICATION_ID = 0x636D7363
+# Files SQLite keeps next to a store: writing one would damage the store as surely.
+_STORE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _is_store(path: Path) -> bool:
+    """True when ``path`` is a regular file that starts as a commscope store does."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # never open a FIFO: it would block
+            return False
+        with open(path, "rb") as f:
+            head = f.read(72)
+    except OSError:  # absent, or not readable: nothing to protect that we can tell
+        return False
+    return head[:16] == SQLITE_MAGIC and head[68:72] == STORE_APPLICATION_ID.to_bytes(4, "big")
+
+
+def _store_named(target: Path) -> str | None:
+    """What store ``target`` is ("the commscope store X", "the -wal file of ..."), or None."""
+    if _is_store(target):
+        return f"the commscope store {target}"
+    for suffix in _STORE_SIDE_FILES:
+        main = target.with_name(target.name.removesuffix(suffix))
+        if target.name.endswith(suffix) and _is_store(main):
+            return f"the {suffix} file of the commscope store {main}"
+    return None
 
 
 def _name(flag: str | None, path: str | os.PathLike[str]) -> str:
@@ -45,8 +76,9 @@ def check_target(path: str | os.PathLike[str], flag: str | None = None) -> Path:
         flag: the option that named it (e.g. ``"-o"``), used in messages.
 
     Raises:
-        UsageError: the path is an existing non-regular file, or its folder is missing, is
-            not a folder, or cannot be written.
+        UsageError: the path is an existing non-regular file, a commscope store or a file
+            SQLite keeps beside one, or its folder is missing, is not a folder, or cannot
+            be written.
     """
     where = _name(flag, path)
     text = os.fspath(path)
@@ -71,6 +103,11 @@ def check_target(path: str | os.PathLike[str], flag: str | None = None) -> Path:
             else "give the path of a regular file instead"
         )
         raise UsageError(f"{where} is {kind}, not a regular file; {fix}")
+    store = _store_named(target)
+    if store:
+        raise UsageError(
+            f"{where} is {store}: writing there would destroy its runs; give another file name"
+        )
     folder = target.parent
     if not folder.exists():
         raise UsageError(

@@ -325,6 +325,20 @@ def test_bad_input_is_one_line_and_unknown_for_check(base: Any, tmp_path: Path) 
     assert names == ["nightly"]  # nothing half created
 
 
+def test_a_missing_store_is_named_and_never_created(cli: Any, tmp_path: Path) -> None:
+    # A typo in --store: commands that need a store's runs or baselines refuse it, and
+    # leave no new empty store (nor its folder) behind.
+    for store in (tmp_path / "typo.sqlite", tmp_path / "typo" / "store.sqlite"):
+        for argv, code in (
+            (("baseline", "create", "nightly", "1"), 1),
+            (("baseline", "delete", "nightly"), 1),
+            (("check", "--baseline", "nightly"), 3),
+            (("check", "--baseline", "nightly", "1"), 3),
+        ):
+            one_line_error(cli("--store", str(store), *argv), code, f"no store at {store}")
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 def test_an_existing_metrics_file_is_replaced_whole(base: Any, tmp_path: Path) -> None:
     prom = tmp_path / "c.prom"
     prom.write_text("# old\n")

@@ -76,3 +76,61 @@ def test_shell_completion_comes_from_the_parser(cli, tmp_path):
     assert "compdef" in cli("completion", "zsh", check=True).stdout
     bad = cli("completion", "fish")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def _leaves(prefix: list[str], parser):
+    """Every command's (argv prefix, parser), actions and kinds included."""
+    import argparse
+
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield prefix, parser
+        return
+    for name, child in subs[0].choices.items():
+        yield from _leaves([*prefix, name], child)
+
+
+def test_an_option_given_as_double_dash_gets_that_text_never_an_empty_list():
+    # argparse before Python 3.13 drops '--' from an option's value (--label=--) and hands
+    # the option an empty list, which its checks then index or strip: a traceback.
+    import argparse
+
+    from commscope.cli import build_parser
+
+    checked = 0
+    for prefix, parser in _leaves([], build_parser()):
+        for action in parser._actions:
+            if not action.option_strings or action.nargs not in (None, "?"):
+                continue
+            if action.option_strings[0] in ("-h", "--help", "--version"):
+                continue
+            try:
+                args, _ = parser.parse_known_args([f"{action.option_strings[-1]}=--"])
+            except SystemExit:
+                continue  # refused by the option's own check, in one line (its type)
+            value = getattr(args, action.dest)
+            if isinstance(action, argparse._AppendAction):  # --mca: a list of what was given
+                value = value[-1]
+            assert not isinstance(value, list), (prefix, action.option_strings, value)
+            checked += 1
+    assert checked > 100  # every command's options, not a few
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["show", "latest", "--trim=--"],
+        ["baseline", "create", "x", "1", "--max-detection-limit=--"],
+        ["check", "--baseline", "x", "1", "--prometheus=--"],
+        ["history", "--last=--", "p2p_latency_seconds"],
+    ],
+)
+def test_double_dash_values_are_refused_in_one_line(tmp_path, argv):
+    from tests.fuzz.harness import assert_one_line_refusal, call
+    from tests.synthetic_runs import store_run
+
+    store = tmp_path / "s.sqlite"
+    store_run(store, "a", with_colls=False)
+    out = call(None, store, *argv)
+    assert_one_line_refusal(out, codes=(3,) if argv[0] == "check" else (2,))
+    assert "'--'" in out.err or " --:" in out.err, out

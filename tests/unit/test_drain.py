@@ -27,6 +27,7 @@ from commscope.data.store import Store
 from commscope.errors import LaunchError
 from commscope.jobs import drain
 from commscope.measure import slurm_nodes
+from commscope.measure.slurm import slurm_text
 from tests.unit.test_matrix import point, store_run
 
 NODES = ("csnode1", "csnode2", "csnode3", "csnode4")
@@ -270,6 +271,30 @@ def test_node_states_are_read_once_per_node_with_reasons(slurm):
     assert found["csnode1"].drained and not found["csnode2"].drained
     assert found["csnode2"].reason == ""
     assert slurm_nodes.find("csnode2.cluster.example", found) == found["csnode2"]
+
+
+def test_node_states_and_reasons_that_are_not_utf8_are_read_not_fatal():
+    # An admin's reason typed in Latin-1 ("maintenance prevue" with an e-acute) and a
+    # stray byte in a state: every node is still read, the bad bytes shown as U+FFFD.
+    raw = (
+        b"csnode1|drained|maintenance pr\xe9vue\n"
+        b"csnode2|drained|commscope: slow \xff\n"
+        b"csnode3|idl\x80e|none\n"
+    )
+    found = slurm_nodes.node_states(slurm_text(raw))
+    assert list(found) == ["csnode1", "csnode2", "csnode3"]
+    assert found["csnode1"].reason == "maintenance pr\ufffdvue"
+    assert drain_analysis.ours(found["csnode2"].reason) and found["csnode2"].drained
+    assert found["csnode3"].state == "idl\ufffde"
+
+
+def test_slurm_commands_that_print_bytes_not_utf8_are_decoded_in_both_streams():
+    # printf stands for sinfo here: the bytes reach _run as a real program's output.
+    out = slurm_nodes._run(["printf", "csnode1|drained|pr\\351vue\\n"], "reading node states")
+    assert slurm_nodes.node_states(out)["csnode1"].reason == "pr\ufffdvue"
+    with pytest.raises(LaunchError, match="refus\ufffd") as err:
+        slurm_nodes._run(["sh", "-c", "printf 'refus\\351\\n' >&2; exit 1"], "draining csnode1")
+    assert "\n" not in err.value.one_line()
 
 
 # ---------------------------------------------------------------- run matrix --drain

@@ -159,3 +159,52 @@ def test_report_and_compare_onto_bad_paths_give_one_line(cli, tmp_path, where):
         assert str(tmp_path / where) in out.stderr
     assert not (tmp_path / "missing").exists()
     assert list((tmp_path / "dir").iterdir()) == []
+
+
+def test_a_store_and_the_files_sqlite_keeps_beside_it_are_never_an_output(tmp_path):
+    store = tmp_path / "runs.sqlite"
+    synthetic_runs.store_run(store, "a", with_colls=False)
+    for path, named in (
+        (store, f"the commscope store {store}"),
+        (tmp_path / "runs.sqlite-wal", f"the -wal file of the commscope store {store}"),
+        (tmp_path / "runs.sqlite-shm", f"the -shm file of the commscope store {store}"),
+        (tmp_path / "runs.sqlite-journal", f"the -journal file of the commscope store {store}"),
+    ):
+        with pytest.raises(UsageError) as err:
+            safe_write.write_text(path, "<html>", "-o")
+        assert f"-o {path} is {named}" in err.value.one_line()
+    link = tmp_path / "report.html"
+    link.symlink_to(store)  # through a link too
+    with pytest.raises(UsageError, match="is the commscope store"):
+        safe_write.check_target(link, "-o")
+    # Any other SQLite file, and a name that only looks like a store's side file, may be.
+    other = tmp_path / "other.sqlite"
+    other.write_bytes(safe_write.SQLITE_MAGIC + bytes(84))
+    safe_write.write_text(other, "replaced")
+    safe_write.write_text(tmp_path / "notes.txt-wal", "kept")
+    assert other.read_text() == "replaced" and _leftovers(tmp_path) == []
+
+
+def test_no_command_writes_its_output_over_the_store(tmp_path):
+    from tests.fuzz.harness import assert_one_line_refusal, call
+    from tests.unit.test_switch_groups import NAMES, point, rates, store_run
+
+    store = tmp_path / "store.sqlite"
+    bw = rates(6, lambda i: i // 3, 100e6, lambda i, j: 25e6)
+    store_run(store, [point("matrix_bw", a, b, bw[a, b]) for a in range(6) for b in range(6)
+                      if a != b], NAMES)  # fmt: skip
+    before = store.read_bytes()
+    for argv in (
+        ("report", "1", "-o", "{}"),
+        ("compare", "1", "1", "-o", "{}"),
+        ("topology", "1", "-o", "{}"),
+        ("topology", "1", "-o", str(tmp_path / "t.conf"), "--model", "{}"),
+        ("check", "--baseline", "nightly", "1", "--junit", "{}"),
+        ("manpage", "-o", "{}"),
+    ):
+        for target in (store, f"{store}-wal"):
+            out = call(None, store, *(str(target) if a == "{}" else a for a in argv))
+            assert_one_line_refusal(out, codes=(3,) if argv[0] == "check" else (2,))
+            assert "writing there would destroy its runs" in out.err, out
+    assert store.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store.sqlite"]

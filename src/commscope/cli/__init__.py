@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from commscope import __version__, status
 from commscope.cli.common import terminal_text
@@ -63,6 +63,19 @@ class OneLineParser(argparse.ArgumentParser):
         """
         text = terminal_text(" ".join(message.split()))
         self.exit(2, f"{self.prog}: error: {text} (see '{self.prog} --help')\n")
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        """An option's value of ``--`` (``--label=--``, ``--trim=--``) is the text ``--``.
+
+        argparse before Python 3.13 drops every ``--`` it is given, so such an option got an
+        empty list instead of text: a list the option's checks then indexed or stripped, and
+        a traceback. Given as text, ``--`` meets each option's own check like any value.
+        """
+        if action.option_strings and action.nargs in (None, "?") and arg_strings == ["--"]:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value
+        return super()._get_values(action, arg_strings)
 
 
 def build_parser() -> argparse.ArgumentParser:

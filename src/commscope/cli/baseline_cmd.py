@@ -313,7 +313,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    with common.open_store(args) as store:
+    with common.open_store(args, create=False) as store:
         store.delete_baseline(args.name)
     print(f"baseline {args.name} deleted; its runs stay in the store")
     return 0

@@ -43,9 +43,12 @@ def option(
     parser.add_argument(flag, default=default, help=text, **kwargs)
 
 
-def open_store(args: argparse.Namespace, write: bool = True) -> Store:
-    """Open the store named by the global --store option; read-only unless ``write``."""
-    return Store.open(args.store, write=write)
+def open_store(args: argparse.Namespace, write: bool = True, create: bool = True) -> Store:
+    """Open the store named by the global --store option; read-only unless ``write``.
+
+    ``create`` False: a writing command that needs an existing store never creates one.
+    """
+    return Store.open(args.store, write=write, create=create)
 
 
 def print_json(data: Any) -> None:

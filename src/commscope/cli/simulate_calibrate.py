@@ -30,7 +30,7 @@ def calibrate(args: argparse.Namespace) -> int:
     out_path = args.output or args.cluster or "commscope-cluster.yaml"
     out_flag = "-o" if args.output else "--cluster" if args.cluster else None
     safe_write.check_target(out_path, out_flag)  # before the calibration rounds
-    with common.open_store(args) as store:
+    with common.open_store(args, create=False) as store:
         run_ids = list(dict.fromkeys(store.resolve_run(r) for r in args.run))
         infos = [store.get_run(r) for r in run_ids]
         points = {r: store.points(r) for r in run_ids}
@@ -124,7 +124,7 @@ def validate(args: argparse.Namespace) -> int:
 
     min_b = parse_size(args.min_size, "--min-size")
     max_b = parse_size(args.max_size, "--max-size") if args.max_size is not None else None
-    with common.open_store(args) as store:
+    with common.open_store(args, create=False) as store:
         run_id = store.resolve_run(args.run)
         info = store.get_run(run_id)
         common.require(

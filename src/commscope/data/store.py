@@ -167,23 +167,26 @@ class Store(StoreBaselines):
     """
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], write: bool = True) -> Store:
+    def open(cls, path: str | os.PathLike[str], write: bool = True, create: bool = True) -> Store:
         """Open the store at ``path``, creating it (and its directory) when absent.
 
         Args:
             path: the store file.
             write: open it to write (a run's rows are checked before the first write into
                 it); False opens it read-only.
+            create: when writing, create the store if it is absent; False refuses an
+                absent store as reading does (for writes into what a store holds).
 
         Raises:
             StoreError: not a commscope store, another schema version, a table or column
-                missing, read-only while ``write``, or cannot be created.
+                missing, read-only while ``write``, absent while not ``create``, or cannot
+                be created.
         """
         problem = location.sudo_store_problem(os.fspath(path))
         if problem:
             raise StoreError(problem)
         where = Path(path).expanduser()
-        return cls(where, *connect(where, write))
+        return cls(where, *connect(where, write, create))
 
     def __enter__(self) -> Store:
         return self

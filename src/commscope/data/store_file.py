@@ -26,11 +26,12 @@ from pathlib import Path
 from commscope.data import store_schema as schema
 from commscope.data.store_seal import damaged
 from commscope.errors import StoreError
+from commscope.safe_write import SQLITE_MAGIC as _SQLITE_MAGIC
+from commscope.safe_write import STORE_APPLICATION_ID
 
-APPLICATION_ID = 0x636D7363  # "cmsc"
+APPLICATION_ID = STORE_APPLICATION_ID  # "cmsc"; output files never replace such a file
 SCHEMA_VERSION = schema.SCHEMA_VERSION
 BUSY_TIMEOUT_MS = 5000
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _INTEGRITY_LINES = 20  # problems integrity_check lists at most
 _READ_ONLY_FIX = (
     "make it writable (chmod u+w, chattr -i, or mount it read-write) or copy it and pass"
@@ -95,8 +96,12 @@ def reading(path: Path, what: str) -> Iterator[None]:
         raise failure(path, err, what) from None
 
 
-def open_file(path: Path, write: bool) -> tuple[sqlite3.Connection, bool]:
+def open_file(path: Path, write: bool, create: bool = True) -> tuple[sqlite3.Connection, bool]:
     """Connect to the store file without checking its contents; True when it is new.
+
+    ``create``: a writing command may create the store. One that only changes what a store
+    holds (a baseline made of its runs, one deleted) does not: a typo in --store would
+    leave a new empty store behind its error.
 
     Reading a store that is read-only opens a ``mode=ro`` URI, plus ``immutable=1`` when
     the folder is not writable: a store in WAL mode needs its -shm file, which SQLite could
@@ -111,7 +116,7 @@ def open_file(path: Path, write: bool) -> tuple[sqlite3.Connection, bool]:
     # A reading command never creates a store: a typo in --store would leave an empty one.
     # On a writable file it opens read-write with query_only set: closing then removes the
     # -wal and -shm files, which a read-only connection would leave behind.
-    if new and not write:
+    if new and not (write and create):
         raise StoreError(
             f"no store at {path}; give the --store path of an existing store (env"
             " COMMSCOPE_STORE), or run 'commscope run' to make one there"
@@ -158,11 +163,12 @@ def _read_only(path: Path, new: bool) -> str:
     return ""
 
 
-def connect(path: Path, write: bool = True) -> tuple[sqlite3.Connection, int]:
+def connect(path: Path, write: bool = True, create: bool = True) -> tuple[sqlite3.Connection, int]:
     """Open and check the store at ``path``; the connection and the store's schema version.
 
     ``write``: for a writing command (the file is created when absent, an older store is
-    brought to the current version). Otherwise the file is opened read-only and an older
+    brought to the current version; with ``create`` False an absent file is refused as for
+    reading). Otherwise the file is opened read-only and an older
     store is read as it is (see :class:`Store`). Only the tables and their columns are
     checked: the rows are checked as they are read. The connection runs in autocommit mode
     with rows as :class:`sqlite3.Row`; write through :func:`write_transaction`.
@@ -171,7 +177,7 @@ def connect(path: Path, write: bool = True) -> tuple[sqlite3.Connection, int]:
         StoreError: not a commscope store, another schema version, a table or column
             missing, read-only for a writing command, or cannot be created.
     """
-    conn, new = open_file(path, write)
+    conn, new = open_file(path, write, create)
     try:
         with reading(path, "read its tables"):
             version = _setup(conn, path, new, write)

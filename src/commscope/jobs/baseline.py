@@ -64,7 +64,7 @@ def create(job: BaselineJob) -> Made:
     from commscope.check.judging import make_baseline
     from commscope.data.run_data import read_run
 
-    with Store.open(job.store) as store:
+    with Store.open(job.store, create=False) as store:  # a failed create leaves no store
         old = store.baseline(job.name) if job.name in dict(store.baseline_names()) else None
         if old is not None and not job.replace:
             raise UsageError(

@@ -160,7 +160,7 @@ def _judged(job: CheckJob) -> CheckOutcome:
     from commscope.data.run_data import read_run
 
     notes: list[str] = []
-    with Store.open(job.store, write=job.run is None) as store:
+    with Store.open(job.store, write=job.run is None, create=False) as store:
         baseline = Baseline.from_json(store.baseline(job.baseline))
         if job.run is None:
             run_id = _measure(job, store, baseline, notes)

@@ -49,6 +49,16 @@ class Allocation:
 CLIENTS = ("salloc", "srun", "squeue", "scontrol", "scancel")
 
 
+def slurm_text(raw: bytes) -> str:
+    r"""Slurm's output as text: UTF-8, with each byte that is not UTF-8 read as U+FFFD.
+
+    Node names, reasons and partitions are whatever an admin typed, in whatever encoding
+    their terminal had (``Reason="maintenance pr\xe9vue"`` in Latin-1): a strict decode
+    would end the command on a node it was not even asked about.
+    """
+    return raw.decode("utf-8", errors="replace")
+
+
 def require_installed(what: str) -> None:
     """Raise UsageError naming the fix unless Slurm's client commands are on PATH."""
     missing = [name for name in CLIENTS if shutil.which(name) is None]
@@ -67,13 +77,15 @@ def _run(argv: list[str], what: str) -> subprocess.CompletedProcess[str]:
             "commands (Debian: slurm-client) or run without Slurm"
         )
     try:
-        done = subprocess.run(
+        raw = subprocess.run(
             argv,
             capture_output=True,
-            text=True,
             timeout=COMMAND_TIMEOUT_S,
             stdin=subprocess.DEVNULL,
             check=False,
+        )
+        done = subprocess.CompletedProcess(
+            argv, raw.returncode, slurm_text(raw.stdout), slurm_text(raw.stderr)
         )
     except subprocess.TimeoutExpired:
         raise LaunchError(
@@ -180,11 +192,11 @@ def show_topology() -> str | None:
     done = subprocess.run(
         ["scontrol", "-o", "show", "topology"],
         capture_output=True,
-        text=True,
         timeout=COMMAND_TIMEOUT_S,
         check=False,
     )
-    return done.stdout if done.returncode == 0 and done.stdout.strip() else None
+    out = slurm_text(done.stdout)
+    return out if done.returncode == 0 and out.strip() else None
 
 
 # sbatch takes these srun options from the environment of the job's steps instead.

@@ -22,6 +22,7 @@ import subprocess
 from dataclasses import dataclass
 
 from commscope.errors import LaunchError
+from commscope.measure.slurm import slurm_text
 
 TOOLS = ("scontrol", "sinfo")
 COMMAND_TIMEOUT_S = 60.0
@@ -85,12 +86,7 @@ def _run(
         )
     try:
         done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            stdin=subprocess.DEVNULL,
-            check=False,
+            argv, capture_output=True, timeout=timeout_s, stdin=subprocess.DEVNULL, check=False
         )
     except subprocess.TimeoutExpired:
         raise LaunchError(
@@ -100,10 +96,11 @@ def _run(
     except OSError as err:
         raise LaunchError(f"{what}: '{argv[0]}' did not start ({err.strerror})") from None
     if done.returncode != 0:
-        lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
+        said = slurm_text(done.stderr or done.stdout)
+        lines = [ln.strip() for ln in said.splitlines() if ln.strip()]
         detail = lines[-1] if lines else f"exit status {done.returncode}"
         raise LaunchError(f"{what}: {argv[0]} {argv[1]} failed ({detail}): {fix}")
-    return done.stdout
+    return slurm_text(done.stdout)
 
 
 def _user() -> str:
@@ -184,7 +181,11 @@ def nodes() -> dict[str, NodeState]:
     Raises:
         LaunchError: sinfo failed.
     """
-    out = _run(["sinfo", "-h", "-N", "-o", "%N|%T|%E"], "reading Slurm's node states")
+    return node_states(_run(["sinfo", "-h", "-N", "-o", "%N|%T|%E"], "reading Slurm's node states"))
+
+
+def node_states(out: str) -> dict[str, NodeState]:
+    """``sinfo -h -N -o %N|%T|%E``'s lines as nodes by name (``none`` reads as no reason)."""
     found: dict[str, NodeState] = {}
     for line in out.splitlines():
         name, _, rest = line.partition("|")
