@@ -86,6 +86,8 @@ def check_target(path: str | os.PathLike[str], flag: str | None = None) -> Path:
         raise UsageError(
             f"{flag or 'output path'}: empty file name; give a file name such as out.html"
         )
+    if "\0" in text:  # the OS takes no NUL in a path: os.stat would raise ValueError
+        raise UsageError(f"{flag or 'output path'} {text!r} holds a NUL byte; remove it")
     target = Path(os.path.realpath(os.path.expanduser(text)))
     try:
         mode = os.stat(target).st_mode

@@ -158,7 +158,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     the signal's number (130, 143, 129).
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # A command line cannot hold a NUL, but a caller's list can: no path, name or value may
+    # (the OS refuses it in a path or a launched command's argument), so none goes further.
+    given = sys.argv[1:] if argv is None else list(argv)
+    nul = next((arg for arg in given if "\0" in arg), None)
+    if nul is not None:
+        shown = terminal_text(repr(nul[:60]))
+        print(
+            f"commscope: error: the argument {shown} holds a NUL byte; remove it", file=sys.stderr
+        )
+        return 2
+    args = parser.parse_args(given)
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2
