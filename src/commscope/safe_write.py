@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from commscope.errors import UsageError
@@ -86,6 +87,8 @@ def check_target(path: str | os.PathLike[str], flag: str | None = None) -> Path:
         raise UsageError(
             f"{flag or 'output path'}: empty file name; give a file name such as out.html"
         )
+    if "\0" in text:  # the OS takes no NUL in a path: os.stat would raise ValueError
+        raise UsageError(f"{flag or 'output path'} {text!r} holds a NUL byte; remove it")
     target = Path(os.path.realpath(os.path.expanduser(text)))
     try:
         mode = os.stat(target).st_mode
@@ -148,8 +151,64 @@ def write_text(path: str | os.PathLike[str], text: str, flag: str | None = None)
     Raises:
         UsageError: see :func:`check_target`, or the write itself failed (e.g. disk full).
     """
-    target = check_target(path, flag)
-    where = _name(flag, path)
+    return write_texts([(path, text, flag)])[0]
+
+
+def write_texts(outputs: Sequence[tuple[str | os.PathLike[str], str, str | None]]) -> list[Path]:
+    """Write several files, each as :func:`write_text` does, all or none of them.
+
+    ``outputs``: (path, text, flag) for each file. Every target is checked, and every text
+    written to its temporary file, before any target is replaced: a command that writes two
+    files (``topology -o FILE --model FILE``) never leaves the first written when the
+    second cannot be. Only the renames come after that, one system call each.
+
+    Raises:
+        UsageError: a target is refused (:func:`check_target`), two name the same file, or
+            a write failed; no target has been changed.
+    """
+    targets = check_targets([(path, flag) for path, _, flag in outputs])
+    names = [_name(flag, path) for path, _, flag in outputs]
+    temporaries: list[Path] = []
+    try:
+        for (_, text, _), target, where in zip(outputs, targets, names, strict=True):
+            temporaries.append(_written(target, text, where))
+        for (path, _, flag), tmp, target in zip(outputs, temporaries, targets, strict=True):
+            # Between the check and here the path may have become a directory or a device:
+            # replacing a device node needs the same check again, right before the rename.
+            check_target(path, flag)
+            try:
+                os.replace(tmp, target)
+            except OSError as err:
+                raise UsageError(
+                    f"{_name(flag, path)}: cannot write ({err.strerror or err}); choose another"
+                    " path"
+                ) from None
+    finally:
+        for tmp in temporaries:
+            tmp.unlink(missing_ok=True)  # renamed ones are gone already
+    return targets
+
+
+def check_targets(outputs: Sequence[tuple[str | os.PathLike[str], str | None]]) -> list[Path]:
+    """:func:`check_target` for each (path, flag), and no two of them the same file.
+
+    Raises:
+        UsageError: a target is refused, or two name the same file (links followed).
+    """
+    targets = [check_target(path, flag) for path, flag in outputs]
+    for i, target in enumerate(targets):
+        if target in targets[:i]:
+            first = targets.index(target)
+            raise UsageError(
+                f"{_name(outputs[i][1], outputs[i][0])} and"
+                f" {_name(outputs[first][1], outputs[first][0])} name the same file; give each"
+                " output a file of its own"
+            )
+    return targets
+
+
+def _written(target: Path, text: str, where: str) -> Path:
+    """A temporary file next to ``target`` holding ``text``, synced, with target's mode."""
     tmp: Path | None = None
     try:
         fd, tmp = _temporary(target)
@@ -161,16 +220,12 @@ def write_text(path: str | os.PathLike[str], text: str, flag: str | None = None)
             os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
         except FileNotFoundError:
             pass
-        # Between the check and here the path may have become a directory or a device:
-        # replacing a device node needs the same check again, right before the rename.
-        check_target(path, flag)
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as err:
-        raise UsageError(
-            f"{where}: cannot write ({err.strerror or err}); choose another path"
-        ) from None
-    finally:
+        return tmp
+    except BaseException as err:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
-    return target
+        if isinstance(err, OSError):
+            raise UsageError(
+                f"{where}: cannot write ({err.strerror or err}); choose another path"
+            ) from None
+        raise

@@ -1,6 +1,7 @@
 """Numbers from users and files, read by one rule: ASCII digits, finite, within stated bounds.
 
-Also the one pattern of a kernel TCP congestion control name, shared by the vcluster and runs.
+Also the patterns of names shared by several parts: a kernel TCP congestion control's, shared
+by the vcluster and runs, and a host's, shared by hostfiles and pairs files.
 
 ``str.isdigit`` and ``int``/``float`` accept more than a number written in ASCII digits
 (``'8²'.isdigit()`` is true, ``int('١٢')`` is 12, ``float(' inf')`` and ``float('1_0')`` parse),
@@ -24,6 +25,11 @@ _SHOWN = 24
 # characters, TCP_CA_NAME_MAX less the NUL): checked where a user gives one and where a record
 # says one ran. The record schema (records-v1.json) has the same pattern.
 CONGESTION_CONTROL_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
+
+# A host name commscope puts in a launcher's arguments (hostfiles, --hosts, pairs files):
+# letters, digits, dots, dashes and underscores, no option-like leading dash, no shell
+# metacharacter, space or control character, at most MAX_HOST_NAME_CHARS (253).
+HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
 
 
 class NumberError(ValueError):

@@ -134,3 +134,24 @@ def test_double_dash_values_are_refused_in_one_line(tmp_path, argv):
     out = call(None, store, *argv)
     assert_one_line_refusal(out, codes=(3,) if argv[0] == "check" else (2,))
     assert "'--'" in out.err or " --:" in out.err, out
+
+
+def test_an_argument_holding_a_nul_byte_is_refused_before_anything_runs(tmp_path):
+    # No shell passes a NUL, but a caller's list can; every path, name and value refuses it.
+    from commscope import safe_write
+    from commscope.errors import UsageError
+    from tests.fuzz.harness import assert_one_line_refusal, call
+
+    store = tmp_path / "s.sqlite"
+    for argv in (
+        ("report", "latest", "-o", "a\x00b.html"),
+        ("check-store", "--store", "x\x00"),
+        ("run", "p2p", "--hostfile", "hosts\x00"),
+        ("--store", "s\x00", "runs"),
+    ):
+        out = call(None, store, *argv)
+        assert_one_line_refusal(out)
+        assert "holds a NUL byte" in out.err and "\\x00" in out.err, out
+    with pytest.raises(UsageError, match="holds a NUL byte"):
+        safe_write.check_target("a\x00b", "-o")
+    assert list(tmp_path.iterdir()) == []

@@ -172,6 +172,34 @@ def test_run_matrix_refuses_bad_pairs_before_measuring(cli, tmp_path):
     assert not cli.store.exists() or "matrix" not in cli("runs").stdout
 
 
+def test_pairs_that_would_fail_at_launch_are_refused_before_a_run_is_stored(tmp_path, monkeypatch):
+    # A NUL or a control character in a name, or more pairs than one argument of the
+    # engine's command line holds, used to be accepted, then fail at launch: an empty run.
+    from tests.fuzz.harness import assert_one_line_refusal, call
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no MPI either way: nothing can launch
+    names = [f"node{i:04d}" for i in range(200)]
+    big = "".join(f"{a} {b}\n" for a in names for b in names if a != b)
+    with pytest.raises(InputError, match="more than one command-line argument holds"):
+        pair_plans.file_plan(big, "--pairs f")
+    cases = {
+        "nul.txt": ("n1 n\x002\n", "'n\\x002' is not a node name"),
+        "escape.txt": ("n1 n\x1b[2J\n", "is not a node name"),
+        "big.txt": (big, f"its {len(names) * (len(names) - 1)} pairs make a plan of"),
+    }
+    store = tmp_path / "store.sqlite"
+    for name, (text, words) in cases.items():
+        (tmp_path / name).write_text(text)
+        out = call(None, store, "run", "matrix", "--np", "2", "--pairs", str(tmp_path / name))
+        assert_one_line_refusal(out)
+        assert words in out.err, out
+    for bad in ("", "all", "intra-node,intra-node", "intra-node, inter-node"):
+        out = call(None, store, "run", "p2p", "--np", "2", "--pairs", bad)
+        assert_one_line_refusal(out)
+        assert "give auto or a comma list of intra-socket" in out.err, out
+    assert not store.exists()  # no run, not even an empty store
+
+
 def test_a_link_stays_a_suspect_when_another_figure_names_its_node():
     # Bandwidth names the link n1 -> n4; the 8-byte latency names n1's row (a moment of load
     # on a busy host). Each is judged on its own figure: the node transient, the link bad.

@@ -208,3 +208,46 @@ def test_no_command_writes_its_output_over_the_store(tmp_path):
             assert "writing there would destroy its runs" in out.err, out
     assert store.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store.sqlite"]
+
+
+def test_two_files_are_written_both_or_neither(tmp_path, monkeypatch):
+    first, second = tmp_path / "topology.conf", tmp_path / "cluster.yaml"
+    first.write_text("old")
+    real_fdopen, calls = os.fdopen, []
+
+    def full_on_the_second(fd, *args, **kwargs):
+        calls.append(fd)
+        if len(calls) == 2:
+            os.close(fd)
+            raise OSError(28, "No space left on device")
+        return real_fdopen(fd, *args, **kwargs)
+
+    monkeypatch.setattr(safe_write.os, "fdopen", full_on_the_second)
+    with pytest.raises(UsageError, match=r"--model .*cluster.yaml: cannot write \(No space"):
+        safe_write.write_texts([(first, "new", "-o"), (second, "model", "--model")])
+    assert first.read_text() == "old" and not second.exists() and _leftovers(tmp_path) == []
+    monkeypatch.undo()
+    assert safe_write.write_texts([(first, "new", "-o"), (second, "model", "--model")]) == [
+        first,
+        second,
+    ]
+    assert first.read_text() == "new" and second.read_text() == "model"
+    with pytest.raises(UsageError, match="name the same file"):
+        safe_write.write_texts([(first, "a", "-o"), (tmp_path / "." / first.name, "b", "--model")])
+    assert first.read_text() == "new"
+
+
+def test_predict_writes_its_rankfile_and_hostfile_both_or_neither(tmp_path):
+    from tests.fuzz.harness import assert_one_line_refusal, call
+    from tests.fuzz.test_fuzz_cli import MODEL
+
+    model = tmp_path / "cluster.yaml"
+    model.write_text(MODEL)
+    store, ranks, hosts = tmp_path / "s.sqlite", tmp_path / "ranks", tmp_path / "hosts"
+    argv = ("predict", "alltoall", "--cluster", str(model), "--np", "4")
+    out = call(None, store, *argv, "--write-rankfile", str(ranks), "--write-hostfile", str(ranks))
+    assert_one_line_refusal(out)
+    assert "name the same file" in out.err and not ranks.exists()
+    out = call(None, store, *argv, "--write-rankfile", str(ranks), "--write-hostfile", str(hosts))
+    assert out.code == 0, out
+    assert "rank 0=" in ranks.read_text() and hosts.read_text().strip()

@@ -100,3 +100,28 @@ def test_the_cli_refuses_runs_without_a_matrix_or_with_one_node(cli, tmp_path):
     out = cli("topology", str(one), "-o", str(tmp_path / "t.conf"))
     assert out.returncode == 2 and "needs 2 or more" in out.stderr
     assert not (tmp_path / "t.conf").exists()  # nothing half-written
+
+
+def test_topology_writes_both_files_or_neither(tmp_path):
+    from tests.fuzz.harness import assert_one_line_refusal, call
+
+    # cs_node2 suits Slurm's topology.conf but not a cluster model (RFC 1123 host names): the
+    # model cannot be made, so topology.conf must not be written either.
+    names = ("csnode1", "cs_node2", *NAMES[2:])
+    bw = rates(6, lambda i: i // 3, 100e6, lambda i, j: 25e6)
+    store = tmp_path / "s.sqlite"
+    run = store_run(store, [point("matrix_bw", a, b, bw[a, b]) for a in range(6)
+                            for b in range(6) if a != b], names)  # fmt: skip
+    conf, model = tmp_path / "topology.conf", tmp_path / "cluster.yaml"
+    conf.write_text("# the site's own\n")
+    out = call(None, store, "topology", str(run), "-o", str(conf), "--model", str(model))
+    assert_one_line_refusal(out)
+    assert "'cs_node2' is not a host name" in out.err, out
+    assert conf.read_text() == "# the site's own\n" and not model.exists()
+    # Two outputs naming one file: refused before the store is read, nothing written.
+    same = call(
+        None, store, "topology", str(run), "-o", str(conf), "--model", f"{tmp_path}/./topology.conf"
+    )
+    assert_one_line_refusal(same)
+    assert "name the same file" in same.err and conf.read_text() == "# the site's own\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite", "topology.conf"]

@@ -10,13 +10,17 @@ Every mode becomes the engine's ``--matrix-plan`` (engine/src/ops/pairs.c):
 * ``sample K``: K shifts drawn at random (from the matrix's seed): K partners per node each
   way, n K pairs.
 * a file: one pair of node names per line ("a b": a sends to b; "#" starts a comment),
-  packed into rounds in which a node sends once and receives once.
+  packed into rounds in which a node sends once and receives once. Names are host names as
+  a hostfile's (:data:`commscope.strict.HOST_NAME`), and the plan is one argument of the
+  engine's command line, so it must fit in one (:data:`commscope.limits.MAX_ARGUMENT_BYTES`):
+  both are checked before a run is stored, never found out at launch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from commscope import limits, strict
 from commscope.analysis.confirm import rounds_of
 from commscope.errors import InputError
 
@@ -43,8 +47,10 @@ def file_plan(text: str, where: str, hosts: Sequence[str] = ()) -> str:
     """The names plan of a pairs file's text; ``hosts``, when known, are the run's nodes.
 
     Raises:
-        InputError: a line is not two names, a node is paired with itself, a pair is listed
-            twice, a name is not one of ``hosts``, or there are no pairs.
+        InputError: a line is not two names, a name is not a host name (a NUL or another
+            control character in it), a node is paired with itself, a pair is listed twice,
+            a name is not one of ``hosts``, there are no pairs, or more than one command
+            line's argument holds.
     """
     pairs: list[tuple[str, str]] = []
     seen: set[tuple[str, str]] = set()
@@ -57,8 +63,11 @@ def file_plan(text: str, where: str, hosts: Sequence[str] = ()) -> str:
             raise InputError(f"{at}: give two node names, 'sender receiver'")
         a, b = words
         for name in (a, b):
-            if any(c in name for c in ">,;:") or len(name) > 255:
-                raise InputError(f"{at}: {name!r} is not a node name")
+            if not strict.HOST_NAME.fullmatch(name):
+                raise InputError(
+                    f"{at}: {strict.shown(name)} is not a node name; give host names"
+                    " (letters, digits, '.', '-', '_') as a hostfile does"
+                )
             if hosts and name not in hosts:
                 raise InputError(
                     f"{at}: node {name!r} is not one of the run's nodes ({', '.join(hosts)});"
@@ -77,4 +86,12 @@ def file_plan(text: str, where: str, hosts: Sequence[str] = ()) -> str:
     names = sorted({x for p in pairs for x in p})
     index = {n: i for i, n in enumerate(names)}
     packed = rounds_of([(index[a], index[b]) for a, b in pairs])
-    return "names:" + ";".join(",".join(f"{names[a]}>{names[b]}" for a, b in r) for r in packed)
+    plan = "names:" + ";".join(",".join(f"{names[a]}>{names[b]}" for a, b in r) for r in packed)
+    if len(plan) > limits.MAX_ARGUMENT_BYTES:  # ASCII names: a character is a byte
+        most = len(pairs) * limits.MAX_ARGUMENT_BYTES // len(plan)
+        raise InputError(
+            f"{where}: its {len(pairs)} pairs make a plan of {len(plan)} bytes, more than"
+            f" one command-line argument holds ({limits.MAX_ARGUMENT_BYTES}); give at most"
+            f" about {most} of these pairs a run, or use --pairs quick or --partners K"
+        )
+    return plan

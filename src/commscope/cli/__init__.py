@@ -181,6 +181,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     watched = monitored(raw)
     parser = build_parser()
+    # A command line cannot hold a NUL, but a caller's list can: no path, name or value may
+    # (the OS refuses it in a path or a launched command's argument), so none goes further.
+    nul = next((arg for arg in raw if "\0" in arg), None)
+    if nul is not None:
+        shown = terminal_text(repr(nul[:60]))
+        print(
+            f"commscope: error: the argument {shown} holds a NUL byte; remove it", file=sys.stderr
+        )
+        return status.UNKNOWN if watched else 2
     try:
         args = parser.parse_args(raw)
     except SystemExit as done:  # argparse's usage error (2); --help and --version exit 0

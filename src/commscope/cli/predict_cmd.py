@@ -219,24 +219,20 @@ def _chosen(args: argparse.Namespace, ranked: list[Prediction]) -> Prediction:
     raise UsageError(f"--choose {args.choose}: no such placement; choose one of {labels}")
 
 
-def _write(path: str | None, text: str, flag: str) -> None:
-    if path:
-        from commscope import safe_write
-
-        safe_write.write_text(path, text, flag)
-
-
 def run(args: argparse.Namespace) -> int:
     """Rank placements, print them, and hand off the best or chosen one."""
     from commscope import predict, safe_write
     from commscope.predict import cost_tables, handoff
 
-    for flag, path in (
-        ("--write-rankfile", args.write_rankfile),
-        ("--write-hostfile", args.write_hostfile),
-    ):
-        if path:
-            safe_write.check_target(path, flag)  # before the model is read
+    outputs = [
+        (path, flag)
+        for path, flag in (
+            (args.write_rankfile, "--write-rankfile"),
+            (args.write_hostfile, "--write-hostfile"),
+        )
+        if path
+    ]
+    safe_write.check_targets(outputs)  # before the model is read
     common.require(
         "," not in args.size,
         f"--sizes {args.size}: predict prices one size at a time; give one, e.g. 1MiB",
@@ -257,8 +253,10 @@ def run(args: argparse.Namespace) -> int:
     rendezvous = cost_tables.above_eager(pattern, costs.eager, costs.queue)
     chosen = _chosen(args, ranked)
     slurm = handoff.slurm_args(model, chosen.placement)
-    _write(args.write_rankfile, handoff.rankfile(model, chosen.placement), "--write-rankfile")
-    _write(args.write_hostfile, handoff.hostfile(model, chosen.placement), "--write-hostfile")
+    make = {"--write-rankfile": handoff.rankfile, "--write-hostfile": handoff.hostfile}
+    # Both texts before either file: one that cannot be made leaves neither written.
+    texts = {flag: make[flag](model, chosen.placement) for _, flag in outputs}
+    safe_write.write_texts([(path, texts[flag], flag) for path, flag in outputs])
     job = _submit(args, model, chosen, slurm) if args.submit else None
     if args.json:
         common.print_json(

@@ -8,7 +8,7 @@ from typing import Any
 
 from commscope.cli import common, run_matrix, run_mbw, run_options
 from commscope.data.request import EngineOptions, RunRequest
-from commscope.errors import UsageError
+from commscope.errors import InputError, UsageError
 from commscope.kinds.run_commands import COLL_OPS, COLL_SIZES, CONTENTION_SIZES, P2P_OPS, RMA_OPS
 from commscope.measure import cvars, engine_options, launch, runner
 from commscope.units import netpipe_schedule, parse_size, parse_size_list
@@ -82,6 +82,25 @@ def _rma_options(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+# The pairs p2p and loggp measure (engine/src/topo.c, cs_pairs_choose): "auto" or a list.
+P2P_PAIRS = ("intra-socket", "inter-socket", "intra-node", "inter-node")
+
+
+def check_p2p_pairs(text: str) -> None:
+    """Refuse a p2p --pairs the engine would find no pair in, before a run is stored.
+
+    Raises:
+        InputError: neither ``auto`` nor a comma list of :data:`P2P_PAIRS`, each once.
+    """
+    items = text.split(",")
+    if text == "auto" or (set(items) <= set(P2P_PAIRS) and len(set(items)) == len(items)):
+        return
+    raise InputError(
+        f"--pairs {common.terminal_text(repr(text[:60]))}: give auto or a comma list of"
+        f" {', '.join(P2P_PAIRS)} (each once, no spaces)"
+    )
+
+
 def paired_ranks_per_node(args: argparse.Namespace) -> int:
     """Matrix and bisection ranks per node: one, or one per socket of this machine.
 
@@ -134,6 +153,8 @@ def build_request(args: argparse.Namespace) -> RunRequest:
     if kinds.measures(args.benchmark, "mbw"):
         ops.append("mbw")
         engine.update(run_mbw.engine_part(args))
+    if "pairs" in engine:  # p2p's and loggp's: a list of levels, unlike a matrix's --pairs
+        check_p2p_pairs(str(engine["pairs"]))
     engine["ops"] = ",".join(ops) or None  # none for tcp and node: simulate refuses them next
     request = RunRequest(
         benchmark=args.benchmark,

@@ -3,7 +3,8 @@
 Nodes are grouped into switches from the run's bandwidth (its largest size) and latency
 matrices (:mod:`commscope.analysis.switch_groups`); the grouping is written as Slurm's
 ``topology/tree`` file and as a cluster model for ``predict --cluster`` and ``simulate``.
-Every output path is checked before anything is read or written.
+Every output path is checked before anything is read, and both files' texts are made before
+either is written: a model the run's node names cannot make leaves no topology.conf behind.
 """
 
 from __future__ import annotations
@@ -49,9 +50,8 @@ def infer(job: TopologyJob) -> TopologyOutcome:
     from commscope.data.run_data import read_run
     from commscope.predict.model_switch_groups import model_document
 
-    for path, flag in ((job.conf, "-o"), (job.model, "--model")):
-        if path:
-            safe_write.check_target(path, flag)
+    outputs = [(path, flag) for path, flag in ((job.conf, "-o"), (job.model, "--model")) if path]
+    safe_write.check_targets(outputs)
     with Store.open(job.store, write=False) as store:
         run = read_run(store, store.resolve_run(job.run))
     points = run.family("paired")
@@ -83,10 +83,9 @@ def infer(job: TopologyJob) -> TopologyOutcome:
         array(lat[0]) if lat else None,
     )
     text = switch_groups.slurm_topology(tree)
-    written = []
+    texts: dict[str, str] = {}
     if job.conf:
-        safe_write.write_text(job.conf, f"# commscope topology of run {ident}\n{text}", "-o")
-        written.append(job.conf)
+        texts["-o"] = f"# commscope topology of run {ident}\n{text}"
     if job.model:
         ranks_per_node = max(1, len(rank_names) // len(set(names)))
         doc = model_document(tree, f"run{ident}-topology", ranks_per_node)
@@ -94,6 +93,6 @@ def infer(job: TopologyJob) -> TopologyOutcome:
             f"# commscope topology of run {ident} ({tree.source}); sockets and cores are what"
             " the run recorded: set them to the nodes' real counts\n"
         )
-        safe_write.write_text(job.model, head + yaml.safe_dump(doc, sort_keys=False), "--model")
-        written.append(job.model)
-    return TopologyOutcome(ident, tree, text, written)
+        texts["--model"] = head + yaml.safe_dump(doc, sort_keys=False)
+    safe_write.write_texts([(path, texts[flag], flag) for path, flag in outputs])
+    return TopologyOutcome(ident, tree, text, [path for path, _ in outputs])

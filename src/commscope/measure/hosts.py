@@ -19,11 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from commscope import strict
 from commscope.errors import LaunchError, UsageError
 from commscope.measure.launch import Job, Placement, root_env
 from commscope.measure.mpi import MPIInstall
 
-HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
+HOST_NAME = strict.HOST_NAME
 MAX_SLOTS = 4096
 MAX_HOSTS = 100_000
 PROBE_TIMEOUT_S = 120.0
