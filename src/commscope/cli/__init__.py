@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -171,6 +172,33 @@ def monitored(argv: Sequence[str]) -> bool:
     )
 
 
+class NoteLines(logging.Handler):
+    """Prints what the parts log (WARNING and up) as one line each on stderr.
+
+    The parts never print: a store that is found on a shared filesystem, for one, says so
+    through :mod:`logging` (:mod:`commscope.data.store_file`), and here it becomes
+    ``commscope COMMAND: note: ...``.
+    """
+
+    command = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Print ``record``'s message on one line."""
+        text = " ".join(record.getMessage().split())
+        print(terminal_text(f"commscope {self.command}: note: {text}"), file=sys.stderr)
+
+
+NOTES = NoteLines(logging.WARNING)
+
+
+def _print_notes(command: str) -> None:
+    NOTES.command = command
+    parts = logging.getLogger("commscope")
+    if NOTES not in parts.handlers:
+        parts.addHandler(NOTES)
+        parts.propagate = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run commscope with ``argv`` and return the exit status.
 
@@ -199,6 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2
+    _print_notes(args.command)
     try:
         with signals_interrupt():
             return int(args._module.run(args))

@@ -35,13 +35,13 @@ from commscope.data.records import (
     Queue,
     Stream,
 )
-from commscope.data.store_baselines import StoreBaselines
 
 # Re-exported: callers import the file's constants from here.
 from commscope.data.store_file import APPLICATION_ID as APPLICATION_ID
 from commscope.data.store_file import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
 from commscope.data.store_file import SCHEMA_VERSION as SCHEMA_VERSION
 from commscope.data.store_file import connect
+from commscope.data.store_prune import StorePrune
 from commscope.data.store_read import Measurement
 from commscope.data.store_seal import damaged
 from commscope.data.store_write import RUN_STATUSES as RUN_STATUSES
@@ -156,7 +156,7 @@ def of_class(records: Sequence[object], cls: type[_M]) -> list[_M]:
     return sorted(out, key=key) if key else out
 
 
-class Store(StoreBaselines):
+class Store(StorePrune):
     """A commscope SQLite store. Open it with ``Store.open(path)``.
 
     A store opened for reading is never changed. An older store (version 1: no ``kind``

@@ -20,7 +20,7 @@ from typing import Any
 
 from commscope.data import store_schema as schema
 from commscope.data.records import Coll, Header, Point
-from commscope.data.store_file import row_name, write_transaction
+from commscope.data.store_file import StoreConnection, row_name, write_transaction
 from commscope.data.store_read import Measurement
 from commscope.data.store_rows import StoreRows
 from commscope.data.store_seal import sealed
@@ -40,7 +40,7 @@ _RUN_ROWS = (
 class StoreWrites(StoreRows):
     """A connection to a store and the writes to it; open one as ``Store.open(path)``."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, version: int) -> None:
+    def __init__(self, path: Path, conn: StoreConnection, version: int) -> None:
         super().__init__(path, conn, version)
         self._sound: set[int] = set()  # runs this connection created or checked whole
 
