@@ -199,9 +199,16 @@ def _data(found: StoreIntegrity, row: sqlite3.Row) -> str:
     return "data"
 
 
+def _figure(found: StoreIntegrity, row: sqlite3.Row) -> str:
+    where = row_name("run_figures", row)
+    read.decode(found.path, row["labels_json"], f"{where} labels_json", dict, "")
+    return "figure"
+
+
 _READERS: dict[str, Callable[[StoreIntegrity, sqlite3.Row], str]] = {
     "runs": _run,
     "segments": _segment,
     "points": _point,
     "run_data": _data,
+    "run_figures": _figure,
 }
