@@ -15,9 +15,11 @@ from typing import Any
 from commscope.check.baseline import Baseline
 from commscope.check.verdict import DEFAULT_TOLERANCE
 from commscope.data.run_data import RunData
+from commscope.data.store import RunInfo
+from commscope.data.store_figures import FigureValue
 from commscope.errors import UsageError
-from commscope.kinds import KINDS, run_figures
-from commscope.kinds.figures import LOWER
+from commscope.kinds import run_figures
+from commscope.kinds.figures import LOWER, key_of
 
 _SELECTOR = re.compile(r"([a-z][a-z0-9_]*)(?:\{(.*)\})?")
 _LABEL = re.compile(r'\s*([a-z_]+)\s*=\s*(?:"([^"]*)"|([^,"]*))\s*')
@@ -87,27 +89,18 @@ class HistoryPoint:
         }
 
 
-def points(run: RunData, selector: Selector) -> list[HistoryPoint]:
-    """The selected figures of one run (only the kind that declares the name reads it)."""
+def points(
+    values: Iterable[FigureValue], runs: Iterable[RunInfo], selector: Selector
+) -> list[HistoryPoint]:
+    """The selected figures among ``values`` (the store's figure values of ``runs``)."""
+    by_id = {info.id: info for info in runs}
     out = []
-    for kind in KINDS:
-        if not any(spec.name == selector.name for spec in kind.figure_specs):
-            continue
-        for f in kind.figures(run):
-            labels = dict(f.labels)
-            if f.spec.name == selector.name and f.samples and selector.matches(labels):
-                out.append(
-                    HistoryPoint(
-                        run.info.id,
-                        run.info.created_unix,
-                        run.info.label,
-                        f.key,
-                        labels,
-                        f.center,
-                        len(f.samples),
-                        f.spec.unit,
-                    )
-                )
+    for v in values:
+        info = by_id.get(v.run_id)
+        if info is not None and v.name == selector.name and selector.matches(v.labels):
+            key, labels = key_of(v.name, v.labels), dict(v.labels)
+            when, label, n = info.created_unix, info.label, v.n_samples
+            out.append(HistoryPoint(v.run_id, when, label, key, labels, v.value, n, v.unit))
     return out
 
 

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the selected figures of every run, oldest first."""
     from commscope import kinds
     from commscope.check import history
-    from commscope.data.run_data import read_run
+    from commscope.jobs import figures
 
     specs = kinds.figure_specs()
     if args.list:
@@ -41,11 +41,8 @@ def run(args: argparse.Namespace) -> int:
         " ('commscope history --list' names them)",
     )
     selector = history.parse_selector(args.selector, specs)
-    with common.open_store(args, write=False) as store:
-        runs = store.list_runs()
-        if args.last:
-            runs = runs[-args.last :]
-        found = [p for info in runs for p in history.points(read_run(store, info.id), selector)]
+    stored = figures.read(args.store, args.last, [selector.name])
+    found = history.points(stored.values, stored.runs, selector)
     if args.json:
         common.print_json({"selector": args.selector, "points": [p.to_json() for p in found]})
         return 0

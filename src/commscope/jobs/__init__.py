@@ -10,4 +10,5 @@ exits (``cli/`` does those). One module per job:
 - ``check``: measure again, judge against a baseline, keep the verdict, write the exports.
 - ``drain``: drain the nodes a matrix names in Slurm; return those commscope drained.
 - ``topology``: the switches a matrix shows, as Slurm's topology.conf and a cluster model.
+- ``figures``: a run's figure values kept when it completes; a history's values read back.
 """
