@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from commscope.check import permutation
 from commscope.check.changes import MIN_SEGMENT, Break, Series, find, update
 
 STEP = np.log(1.2)  # a 20 % step
@@ -131,6 +132,29 @@ def test_false_change_points_are_held_across_figures_not_per_figure() -> None:
     together = find([step, *quiet])
     assert together[0].changes == ()
     assert sum(bool(s.changes) for s in together) <= 3  # at 1 %: an unmoved figure rarely
+
+
+def test_stopping_early_keeps_the_decisions_of_drawing_every_candidate_to_its_end() -> None:
+    # 60 parts with steps of all sizes, 140 without, lengths 12 to 40: each candidate stops
+    # drawing once Benjamini-Hochberg's decision on it is settled, and the decisions are
+    # exactly those of drawing all of them to r_max; a stopped one reports an upper bound.
+    rng = np.random.default_rng(8)
+    parts = []
+    for i in range(200):
+        n = int(rng.integers(12, 41))
+        y = rng.normal(0, NOISE, n)
+        if i < 60:
+            y[int(rng.integers(3, n - 2)) :] += rng.uniform(0.01, 0.2)
+        parts.append(y)
+    fast = permutation.best_splits(parts, MIN_SEGMENT, 0.05)
+    full = permutation.best_splits(parts, MIN_SEGMENT, 0.05, settle=False)
+    assert [c.kept for c in fast] == [c.kept for c in full]
+    assert 20 < sum(c.kept for c in full) < 60  # some steps too small to tell: a real test
+    assert [c.split for c in fast] == [c.split for c in full]
+    assert all(f.p >= e.p for f, e in zip(fast, full, strict=True))
+    assert sum(f.p > e.p for f, e in zip(fast, full, strict=True)) > 20  # many stopped early
+    kept = [c.q for c in fast if c.kept]
+    assert max(kept) <= 0.05 and all(c.q > 0.05 for c in fast if not c.kept)
 
 
 def test_the_answer_is_the_same_on_every_call() -> None:

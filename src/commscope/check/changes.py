@@ -20,16 +20,16 @@ B = L C_k^2 / (k (L - k)) the between-sides sum of squares (C_k the sum of the f
 centered values), so the largest |t| is the largest B: one cumulative sum scores every
 split.
 
-**Robust to one bad run.** Before scoring, a part's values are winsorized at ``WINSOR`` (3)
-robust standard deviations from its median (the scale 1.4826 MAD, or 1.2533 x the mean
-absolute deviation where the MAD is 0). One run far off is pulled in to 3 standard
-deviations, so alone it moves the mean of a side of ``MIN_SEGMENT`` runs by at most one:
-the chance variation of the largest |t|, not a step. A step of many runs is not a few far
+**Robust to one bad run.** Before scoring, a part's values are winsorized at 3
+(``permutation.WINSOR``) robust standard deviations from its median (the scale 1.4826 MAD,
+or 1.2533 x the mean absolute deviation where the MAD is 0). One run far off is pulled in
+to 3 standard deviations, so alone it moves the mean of a side of ``MIN_SEGMENT`` runs by at
+most one: the chance variation of the largest |t|, not a step. A step of many runs is not a few far
 values: it moves the median and survives. The median and MAD are symmetric functions of the
 values, so winsorizing commutes with the permutations below and the test stays exact. It
 also caps a step's own values, which blurs where a step near the end begins: the split is
 placed on the values as they are, at the best split within ``MIN_SEGMENT`` runs of the
-test's candidate (:func:`located`).
+test's candidate (:func:`commscope.check.permutation.located`).
 
 **Significance: a permutation test of the maximum.** The t statistic of a split chosen to
 maximise it is not Student-distributed (its p-value would be far too small: a series with no
@@ -38,20 +38,25 @@ orderings of the same winsorized values whose largest B reaches the observed one
 the runs of the part are exchangeable (the null: no change, independent runs, any noise
 distribution), and it accounts for the choice of the split, as Matteson and James test
 E-divisive's. The permutations are drawn from a fixed seed (the same answer on every call)
-until ``EXCEEDANCES`` (h = 10) of them reach the observed maximum, giving p = h / r after r
-permutations, or until ``r_max`` are drawn, giving p = (x + 1) / (r_max + 1): Besag and
-Clifford's (1991, "Sequential Monte Carlo p-values") valid p-value, which spends few
-permutations where the p-value is clearly large. r_max = m / q - 1 for m parts tested at
-false discovery rate q (at least ``MIN_PERMUTATIONS``, at most ``MAX_PERMUTATIONS``): the
-smallest p-value then reaches Benjamini-Hochberg's first threshold q / m. Past the cap, a
-change must show in several figures at once to pass (with 10,000 parts at q = 1 %, in 10).
+until h = 10 of them reach the observed maximum, giving p = h / r after r permutations, or
+until r_max are drawn, giving p = (x + 1) / (r_max + 1): Besag and Clifford's (1991,
+"Sequential Monte Carlo p-values") valid p-value, which spends few permutations where the
+p-value is clearly large. r_max = m / q - 1 for m parts tested at false discovery rate q
+(at least 999, at most 99,999): the smallest p-value then reaches Benjamini-Hochberg's first
+threshold q / m. Past the cap, a change must show in several figures at once to pass (with
+10,000 parts at q = 1 %, in 10). A candidate stops drawing as soon as the p-value it can
+still reach settles its Benjamini-Hochberg decision, so the decisions are exactly those of
+drawing every candidate to its end (:mod:`commscope.check.permutation`). A part can only be
+as significant as its orderings are many: with 5 runs after 8, no ordering test of 13 runs
+gets below 2 / C(13, 5) = 0.0016 (the 5 highest values at either end).
 
 **Many figures: false change points held across figures, not per figure.** The candidates of
 every part of every series are one family: Benjamini-Hochberg at q (``DEFAULT_FDR``, 1 %,
 :func:`scipy.stats.false_discovery_control`) keeps those whose adjusted p-value (q value) is
 at most q. So among the figures said to have changed, the expected share that did not is at
 most q, however many figures are read: for independent tests and under positive dependence
-(the figures of one link move together), Benjamini and Yekutieli (2001). A kept split divides
+(the figures of one link move together): Benjamini and Yekutieli (2001, "The control of the
+false discovery rate in multiple testing under dependency"). A kept split divides
 its part in two, and the candidates of the new parts form the next family, tested the same
 way (hierarchical testing, Yekutieli 2008, "Hierarchical false discovery rate-controlling
 methodology", who bounds the false discovery rate over all levels by a small multiple of q);
@@ -67,10 +72,10 @@ changed: a slow drift, a weekly cycle or runs that follow each other's load brea
 as change points. A step is a lasting change of level; ``MIN_SEGMENT`` (3) runs must follow
 it before it can be found, and a single run off the others is never one. Two runs far off
 at the end of a part are not told from a step two runs old: they can show as a change of the
-last three or four runs, which the next run confirms or not. Each search is a
-new look at the same history: the false discovery rate holds per search, and a nightly search
-of a history that grows by one run a night looks again every night (the false change points
-per 1,000 nights are a replay bench's to measure).
+last three or four runs, which the next run confirms or not. Each search is a new look at the
+same history: the false discovery rate holds per search, and a nightly search of a history
+that grows by one run a night looks again every night (the false change points per 1,000
+nights are a replay bench's to measure).
 
 **The nightly update** (:func:`update`) looks only where a new run can change the answer:
 each series' newest part (from its last known change point or environment change, at most
@@ -80,29 +85,18 @@ Earlier change points stand as found; a full search (:func:`find`) revisits them
 
 from __future__ import annotations
 
-import functools
-import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
+from commscope.check import permutation
 from commscope.kinds.figures import LOWER
 
 MIN_SEGMENT = 3  # runs on each side of a change point
 DEFAULT_FDR = 0.01  # Benjamini-Hochberg level across figures
-WINSOR = 3.0  # robust standard deviations from a part's median a value is pulled in to
-EXCEEDANCES = 10  # Besag-Clifford's h: permutations at the observed maximum before stopping
-MIN_PERMUTATIONS = 999
-MAX_PERMUTATIONS = 99_999
 UPDATE_WINDOW = 30  # the newest runs the nightly update looks at
-SEED = 2014  # the permutations' seed: the same answer on every call
-MAD_SCALE = 1.4826  # 1 / 0.6745: MAD x 1.4826 estimates a normal's sigma
-MEAN_AD_SCALE = 1.253314  # sqrt(pi / 2): MeanAD x 1.2533 estimates sigma
-_BATCH = 32  # the first batch of permutations; each next one doubles
-_ELEMENTS = 1 << 22  # values permuted at once (32 MiB of float64)
 
 
 @dataclass(frozen=True)
@@ -218,19 +212,6 @@ class _Part:
     level: int
 
 
-@dataclass(frozen=True)
-class _Tested:
-    split: int | None  # the candidate's first index after the split (None: nothing to split)
-    p: float
-    t: float
-
-
-def permutations_for(parts: int, fdr: float) -> int:
-    """r_max: enough permutations for the smallest p-value to pass BH's first threshold."""
-    need = math.ceil(parts / fdr) - 1 if parts else 0
-    return int(min(MAX_PERMUTATIONS, max(MIN_PERMUTATIONS, need)))
-
-
 def find(
     series: Sequence[Series], fdr: float = DEFAULT_FDR, min_segment: int = MIN_SEGMENT
 ) -> list[SeriesChanges]:
@@ -248,19 +229,19 @@ def find(
         for a, b in series[i].parts()
         if b - a >= 2 * min_segment
     ]
-    r_max = permutations_for(len(parts), fdr)
     found: dict[int, list[tuple[int, float, float, float, int]]] = {}
-    while parts:
-        tested = _test(parts, logs, min_segment, r_max)
-        qs = stats.false_discovery_control([t.p for t in tested], method="bh")
+    while parts:  # one level of the search: one family for Benjamini-Hochberg
+        values = [_values(logs, part) for part in parts]
         children = []
-        for part, test, q in zip(parts, tested, qs, strict=True):
-            if test.split is None or q > fdr:
+        tested_all = permutation.best_splits(values, min_segment, fdr)
+        for part, tested in zip(parts, tested_all, strict=True):
+            if not tested.kept or tested.split is None:
                 continue
+            split = part.start + tested.split
             found.setdefault(part.series, []).append(
-                (test.split, test.p, float(q), test.t, part.level)
+                (split, tested.p, tested.q, tested.t, part.level)
             )
-            for a, b in ((part.start, test.split), (test.split, part.stop)):
+            for a, b in ((part.start, split), (split, part.stop)):
                 if b - a >= 2 * min_segment:
                     children.append(_Part(part.series, a, b, part.level + 1))
         parts = children
@@ -307,18 +288,22 @@ def update(
     rows = list(starts)  # a tail's row -> its series
     parts = [_Part(row, 0, len(y), 1) for row, y in enumerate(tails) if y is not None]
     found: dict[int, list[tuple[int, float, float, float, int]]] = {}
-    if parts:
-        tested = _test(parts, tails, min_segment, permutations_for(len(parts), fdr))
-        qs = stats.false_discovery_control([t.p for t in tested], method="bh")
-        for part, test, q in zip(parts, tested, qs, strict=True):
-            i = rows[part.series]
-            if test.split is not None and q <= fdr:
-                found[i] = [(starts[i] + test.split, test.p, float(q), test.t, 1)]
+    tested_all = permutation.best_splits([_values(tails, p) for p in parts], min_segment, fdr)
+    for part, tested in zip(parts, tested_all, strict=True):
+        i = rows[part.series]
+        if tested.kept and tested.split is not None:
+            found[i] = [(starts[i] + tested.split, tested.p, tested.q, tested.t, 1)]
     notes = {rows[row]: note for row, note in notes.items()}
     return [  # sized from the newest part's start: the edge before the new change point
         SeriesChanges(s, _changes(s, found.get(i, []), (starts.get(i, 0),)), notes.get(i))
         for i, s in enumerate(series)
     ]
+
+
+def _values(logs: Sequence[np.ndarray | None], part: _Part) -> np.ndarray:
+    y = logs[part.series]
+    assert y is not None  # parts are made of series on the log scale only
+    return y[part.start : part.stop]
 
 
 def _check(fdr: float, min_segment: int) -> None:
@@ -342,130 +327,6 @@ def _logs(
         else:
             logs.append(np.log(v))
     return logs, notes
-
-
-def winsorized(y: np.ndarray) -> np.ndarray:
-    """Each row of ``y`` (last axis) pulled in to ``WINSOR`` robust standard deviations.
-
-    Around the row's median; the scale is 1.4826 MAD, else 1.2533 x the mean absolute
-    deviation; a row of equal values is left as it is.
-    """
-    middle = np.median(y, axis=-1, keepdims=True)
-    dev = np.abs(y - middle)
-    scale = MAD_SCALE * np.median(dev, axis=-1, keepdims=True)
-    scale = np.where(scale > 0, scale, MEAN_AD_SCALE * np.mean(dev, axis=-1, keepdims=True))
-    out: np.ndarray = np.clip(y, middle - WINSOR * scale, middle + WINSOR * scale)
-    return out
-
-
-def _scores(z: np.ndarray, m: int) -> np.ndarray:
-    """B_k = L C_k^2 / (k (L - k)) for k = m .. L - m of centered ``z`` (last axis)."""
-    n = z.shape[-1]
-    k = np.arange(m, n - m + 1)
-    c = np.cumsum(z, axis=-1)[..., m - 1 : n - m]
-    out: np.ndarray = c * c * (n / (k * (n - k)))
-    return out
-
-
-@functools.lru_cache(maxsize=32)
-def _permutations(n: int, batch: int) -> np.ndarray:
-    """The ``batch``-th block of random orderings of n values, the same on every call."""
-    size = _batch_size(n, batch)
-    rng = np.random.default_rng([SEED, n, batch])
-    order = np.broadcast_to(np.arange(n, dtype=np.intp), (size, n))
-    out = rng.permuted(order, axis=1)
-    out.flags.writeable = False
-    return out
-
-
-def _batch_size(n: int, batch: int) -> int:
-    return int(min(_BATCH << min(batch, 20), max(_BATCH, (_ELEMENTS // 4) // n)))
-
-
-def _test(
-    parts: Sequence[_Part], logs: Sequence[np.ndarray | None], m: int, r_max: int
-) -> list[_Tested]:
-    """Each part's candidate split and its permutation p-value (parts of one length at once)."""
-    out: list[_Tested | None] = [None] * len(parts)
-    by_length: dict[int, list[int]] = {}
-    for i, part in enumerate(parts):
-        by_length.setdefault(part.stop - part.start, []).append(i)
-    for n, members in by_length.items():
-        raw = np.empty((len(members), n))
-        for row, i in enumerate(members):
-            y = logs[parts[i].series]
-            assert y is not None
-            raw[row] = y[parts[i].start : parts[i].stop]
-        z = winsorized(raw)
-        z -= z.mean(axis=1, keepdims=True)
-        total = np.einsum("ij,ij->i", z, z)
-        scores = _scores(z, m)
-        best = scores.max(axis=1)
-        split = located(raw, scores.argmax(axis=1) + m, m)
-        p = _p_values(z, best, total > 0, m, r_max)
-        for row, i in enumerate(members):
-            if total[row] <= 0:  # every value alike: nothing to split
-                out[i] = _Tested(None, 1.0, 0.0)
-                continue
-            between = scores[row, split[row] - m]
-            rest = total[row] - between
-            t = math.sqrt((n - 2) * between / rest) if rest > 0 else math.inf
-            out[i] = _Tested(parts[i].start + int(split[row]), float(p[row]), t)
-    return [t for t in out if t is not None]
-
-
-def located(raw: np.ndarray, candidate: np.ndarray, m: int) -> np.ndarray:
-    """Each row's split, moved to the best one within ``m`` runs of its candidate on ``raw``.
-
-    Winsorizing caps a step's values at 3 robust standard deviations from the part's median:
-    enough to test, but a step near the end then stands out little more than its neighbours'
-    noise. The location is taken on the values as they are, near the candidate only, where
-    one run far off cannot pull it further than the test's own choice.
-    """
-    n = raw.shape[1]
-    scores = _scores(raw - raw.mean(axis=1, keepdims=True), m)  # column j: split j + m
-    k = np.arange(m, n - m + 1)
-    near = np.abs(k[None, :] - candidate[:, None]) <= m
-    out: np.ndarray = np.where(near, scores, -np.inf).argmax(axis=1) + m
-    return out
-
-
-def _p_values(
-    z: np.ndarray, best: np.ndarray, varies: np.ndarray, m: int, r_max: int
-) -> np.ndarray:
-    """Besag-Clifford p-values of the rows' largest scores under random orderings."""
-    n = z.shape[1]
-    p = np.ones(len(z))
-    seen = np.zeros(len(z), dtype=np.int64)  # permutations at or above the observed maximum
-    active = np.flatnonzero(varies)
-    drawn = 0
-    tie = best * (1 - 1e-9)  # equal up to rounding counts as reaching it
-    for batch in itertools.count():
-        if not active.size:
-            break
-        block = _permutations(n, batch)[: r_max - drawn]
-        stopped = []
-        for rows in _chunks(active, len(block) * n):
-            reach = _scores(z[rows][:, block], m).max(axis=2) >= tie[rows, None]
-            count = seen[rows, None] + np.cumsum(reach, axis=1)
-            done = count[:, -1] >= EXCEEDANCES
-            first = np.argmax(count >= EXCEEDANCES, axis=1)
-            p[rows[done]] = EXCEEDANCES / (drawn + first[done] + 1)
-            seen[rows] = count[:, -1]
-            stopped.append(rows[done])
-        drawn += len(block)
-        active = np.setdiff1d(active, np.concatenate(stopped))
-        if drawn >= r_max:
-            p[active] = (seen[active] + 1) / (r_max + 1)
-            break
-    return p
-
-
-def _chunks(rows: np.ndarray, per_row: int) -> Iterator[np.ndarray]:
-    """``rows`` in chunks of at most ``_ELEMENTS`` values at ``per_row`` values each."""
-    size = max(1, _ELEMENTS // max(1, per_row))
-    for start in range(0, len(rows), size):
-        yield rows[start : start + size]
 
 
 def _changes(
