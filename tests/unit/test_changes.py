@@ -3,10 +3,13 @@
 Series are seeded: a step of known size at a known run, single runs far off, a changed
 environment, no step at all; the false-alarm rate over many step-free series is held to its
 level by a binomial bound that a miscalibrated test (the t-test of the best split taken at
-face value) fails.
+face value) fails. Then `commscope history --changes` on a real store of synthetic runs.
 """
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,6 +17,7 @@ from scipy import stats
 
 from commscope.check import permutation
 from commscope.check.changes import MIN_SEGMENT, Break, Series, find, update
+from tests.synthetic_checks import store_run
 
 STEP = np.log(1.2)  # a 20 % step
 NOISE = 0.03  # run-to-run spread of the log values
@@ -187,3 +191,63 @@ def test_bad_arguments_are_refused() -> None:
         find([], min_segment=1)
     (short,) = find([series(noise(1, 5))])
     assert short.changes == () and short.note is not None and "too few runs" in short.note
+
+
+# Through the command line, on a real store.
+
+
+def test_history_changes_finds_the_slowed_link_at_its_run(cli: Any) -> None:
+    # 8 runs, then the inter-node link 25 % slower for 5 runs, then 2 runs under another MPI.
+    for seed in range(1, 9):
+        store_run(cli.store, seed)
+    for seed in range(9, 14):
+        store_run(cli.store, seed, inter_node=1.25)
+    for seed in range(14, 16):
+        store_run(cli.store, seed, inter_node=1.25, mpi="mpich-4.0")
+    out = cli("history", "--changes", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    (group,) = report["groups"]
+    assert group["runs"] == list(range(1, 16)) and group["hosts"] == ["n0", "n1"]
+    assert group["environment_changes"] == [
+        {"run": 14, "created_unix": group["environment_changes"][0]["created_unix"],
+         "changes": ["MPI: openmpi-4.1.4 -> mpich-4.0"]}
+    ]  # fmt: skip
+    changes = group["changes"]
+    inter = [c for c in changes if 'pair="inter-node"' in c["key"]]
+    assert {c["run"] for c in inter} == {9} and all(c["direction"] == "worse" for c in inter)
+    # Every inter-node p2p figure is found (a latency 25 % up, a bandwidth 20 % down) ...
+    searched = json.loads(cli("history", 'p2p_latency_seconds{pair="inter-node"}', "--json").stdout)
+    keys = {p["key"] for p in searched["points"]}
+    assert keys <= {c["key"] for c in inter}
+    assert all(c["change"] == pytest.approx(0.25, abs=0.03) for c in inter if c["key"] in keys)
+    # ... no change point crosses the new MPI, and false ones stay a small share (FDR 1 %).
+    assert all(c["run"] < 14 for c in changes)
+    assert len(changes) - len(inter) <= 0.05 * len(changes)
+    assert report["summary"].startswith(f"{len(changes)} change points in ")
+
+    table = cli("history", "--changes", 'p2p_latency_seconds{pair="inter-node",bytes="8"}')
+    assert table.returncode == 0, table.stderr
+    assert (
+        "environment changed at run 14" in table.stdout
+        and "MPI: openmpi-4.1.4 -> mpich-4.0" in table.stdout
+    )
+    line = next(x for x in table.stdout.splitlines() if "bytes=" in x)
+    assert line.split()[1] == "9" and "worse" in line and "+25" in line
+
+
+def test_history_changes_refuses_bad_input_in_one_line(cli: Any) -> None:
+    store_run(cli.store, 1)
+    for args, words in (
+        (("--changes", "--fdr", "70%"), ("--fdr 70%", "1%")),
+        (("--changes", "--fdr", "x"), ("--fdr x",)),
+        (("--changes", "no_such_figure"), ("no figure is named 'no_such_figure'",)),
+        (("--changes", "p2p_latency_seconds{pair}"), ("is not label=",)),
+        ((), ("--changes",)),
+    ):
+        out = cli("history", *args)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+        assert all(w in lines[0] for w in words), lines[0]
+    out = cli("history", "--changes")  # one run: nothing to split, said so
+    assert out.returncode == 0 and "0 change points in 0 of 0 figures searched" in out.stdout

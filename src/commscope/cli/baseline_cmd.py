@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime
 import re
 from typing import Any
 
@@ -177,10 +176,6 @@ def _detection(made: Any, limits: Any, full: bool) -> None:
         print(f"warning: {len(coarse) - 10} more figures not judged; --full lists them")
 
 
-def _when(unix: float) -> str:
-    return datetime.datetime.fromtimestamp(unix).strftime("%Y-%m-%d %H:%M")
-
-
 def _list(args: argparse.Namespace) -> int:
     with common.open_store(args, write=False) as store:
         rows = []
@@ -209,7 +204,7 @@ def _list(args: argparse.Namespace) -> int:
     for r in rows:
         table.add_row(
             r["name"],
-            _when(r["created_unix"]),
+            common.date_text(r["created_unix"]),
             r["kind"],
             ",".join(map(str, r["runs"])),
             str(r["figures"]),
@@ -231,7 +226,7 @@ def _show(args: argparse.Namespace) -> int:
     out = common.console()
     out.print(
         f"baseline {made.name}: {made.kind} runs {', '.join(map(str, made.runs))}, made"
-        f" {_when(made.created_unix)}"
+        f" {common.date_text(made.created_unix)}"
     )
     for key, value in made.environment.items():
         if key != "engine_options" and value not in (None, [], {}):

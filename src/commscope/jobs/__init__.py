@@ -11,4 +11,5 @@ exits (``cli/`` does those). One module per job:
 - ``drain``: drain the nodes a matrix names in Slurm; return those commscope drained.
 - ``topology``: the switches a matrix shows, as Slurm's topology.conf and a cluster model.
 - ``figures``: a run's figure values kept when it completes; a history's values read back.
+- ``history``: the change points of the stored runs' figures.
 """
