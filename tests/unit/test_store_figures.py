@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import sqlite3
 from pathlib import Path
 
@@ -38,9 +39,11 @@ def commscope(store: Path, *argv: str) -> tuple[int, str, str]:
 
 
 def kept_rows(path: Path) -> list[tuple[int, int]]:
+    """(run, how many figures it keeps) for every run that keeps some."""
     conn = sqlite3.connect(path)
     try:
-        sql = "SELECT run_id, COUNT(*) FROM run_figures GROUP BY run_id ORDER BY run_id"
+        sql = """SELECT run_id, SUM(json_array_length(figures_json, '$.values'))
+            FROM run_figures GROUP BY run_id ORDER BY run_id"""
         return conn.execute(sql).fetchall()
     finally:
         conn.close()
@@ -138,10 +141,13 @@ def test_a_changed_kept_value_is_named_as_damage(tmp_path: Path) -> None:
     store_run(path, 1)
     figures.read(str(path))
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE run_figures SET value = value * 2 WHERE rowid = 1")
+    (text,) = conn.execute("SELECT figures_json FROM run_figures WHERE rowid = 1").fetchone()
+    body = json.loads(text)
+    body["values"][0] *= 2  # still JSON of the right shape: only the checksum tells
+    conn.execute("UPDATE run_figures SET figures_json = ? WHERE rowid = 1", (json.dumps(body),))
     conn.commit()
     conn.close()
-    damage = r"is damaged: run 1 figure .* does not match its checksum"
+    damage = r"is damaged: run 1 figures \S+ \(table run_figures\) does not match its checksum"
     with pytest.raises(StoreError, match=damage):
         figures.read(str(path))
     code, out, _ = commscope(path, "check-store")

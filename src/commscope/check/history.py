@@ -232,10 +232,18 @@ def series_of(
     members = set(group.runs)
     dates = dict(zip(group.runs, group.dates, strict=True))
     by_key: dict[str, list[FigureValue]] = {}
+    # A figure's labels are one object in every run the store read: its key is made once.
+    keys: dict[tuple[str, int], str | None] = {}
     for v in values:
-        if v.run_id in members and v.name in specs:
-            if selector is None or (v.name == selector.name and selector.matches(v.labels)):
-                by_key.setdefault(key_of(v.name, v.labels), []).append(v)
+        if v.run_id not in members:
+            continue
+        ident = (v.name, id(v.labels))
+        if ident not in keys:
+            chosen = selector is None or (v.name == selector.name and selector.matches(v.labels))
+            keys[ident] = key_of(v.name, v.labels) if chosen and v.name in specs else None
+        key = keys[ident]
+        if key is not None:
+            by_key.setdefault(key, []).append(v)
     out = []
     for key, found in by_key.items():
         found.sort(key=lambda v: v.run_id)

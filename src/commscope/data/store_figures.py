@@ -1,13 +1,19 @@
-"""Each complete run's figure values in the store: one sealed row per figure.
+"""Each complete run's figure values in the store: one sealed row per run and figure name.
 
 A figure (:mod:`commscope.kinds.figures`) is what a check judges: a name, labels, and the
-center of its raw samples. A history of a figure over hundreds of runs then reads one row per
-run and figure instead of decoding every raw point of every run. The rows are computed from
-the run's points by the jobs layer (:mod:`commscope.jobs.figures`) when a run completes, or
-when a run stored before version 4 is first read by a command that may write; a run whose
-figures are kept has a ``run_data`` row of kind :data:`FIGURES_KIND` (the marker) holding
-how they were computed, how many there are, and the environment the run recorded. Both are
-written in one transaction: a run has all its figures or none.
+center of its raw samples. A history of a figure over hundreds of runs then reads the values
+kept per run instead of decoding every raw point of every run. A row holds every figure of
+one name in one run: the name and unit in their columns (a history of one name reads its
+rows through an index), and the figures as JSON, ``{"labels": [...], "values": [...],
+"n_samples": [...]}``, each figure's labels as the text of a JSON object with sorted keys.
+One row per name rather than per figure keeps the cost of reading near that of SQLite's own
+decoding: 10,000 figures of a run are a few rows, one checksum each.
+
+The values are computed from the run's points by the jobs layer (:mod:`commscope.jobs.figures`)
+when a run completes, or when a run stored before version 4 is first read by a command that
+may write; a run whose figures are kept has a ``run_data`` row of kind :data:`FIGURES_KIND`
+(the marker) holding how they were computed, how many there are, and the environment the run
+recorded. All are written in one transaction: a run has all its figures or none.
 """
 
 from __future__ import annotations
@@ -15,23 +21,26 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from commscope.data import store_read as read
 from commscope.data import store_schema as schema
 from commscope.data.store_baselines import StoreBaselines
+from commscope.data.store_file import row_name
 from commscope.data.store_seal import damaged, sealed
 
 FIGURES_KIND = "figures"  # the run_data row that marks a run whose figures are kept
 _OTHERS = "its runs can still be read from their points"
 _COLUMNS = ", ".join(name for name, _ in schema.COLUMNS["run_figures"])
+Labels = dict[str, dict[str, str]]  # label text -> the labels, decoded once per text
 
 
-@dataclass(frozen=True)
-class FigureValue:
-    """One figure of one run as the store keeps it.
+class FigureValue(NamedTuple):
+    """One figure of one run as the store keeps it (a tuple: a history makes 10^7 of them).
 
     Attributes:
         run_id: the run.
@@ -54,6 +63,56 @@ class FigureValue:
 def labels_text(labels: Mapping[str, str]) -> str:
     """The stored form of ``labels``: JSON with sorted keys (one text per label set)."""
     return json.dumps(dict(labels), sort_keys=True, separators=(",", ":"))
+
+
+def unpacked(path: Path, row: sqlite3.Row, labels: Labels, readable: str) -> list[FigureValue]:
+    """The figure values of one run_figures row, its JSON checked for shape.
+
+    ``labels`` caches decoded label texts across rows (the same in every run).
+
+    Raises:
+        StoreError: the JSON is not of the shape :meth:`StoreFigures.keep_figures` writes.
+    """
+    where = row_name("run_figures", row)
+    body = read.decode(path, row["figures_json"], f"{where} figures_json", dict, readable)
+    if body is None:
+        raise damaged(path, f"{where} figures_json is empty", readable)
+    texts, values, counts = (body.get(k) for k in ("labels", "values", "n_samples"))
+    if not (
+        isinstance(texts, list)
+        and isinstance(values, list)
+        and isinstance(counts, list)
+        and len(texts) == len(values) == len(counts)
+        and _numbers(values, "f")
+        and _numbers(counts, "i")
+    ):
+        raise damaged(path, f"{where} figures_json is not figures' labels and values", readable)
+    run_id, name, unit = int(row["run_id"]), str(row["name"]), str(row["unit"])
+    out = []
+    for text, value, count in zip(texts, values, counts, strict=True):
+        found = labels.get(text) if isinstance(text, str) else None
+        if found is None:
+            decoded = read.decode(path, text, f"{where} labels", dict, readable)
+            if not isinstance(text, str) or not all(
+                isinstance(v, str) for v in (decoded or {}).values()
+            ):
+                raise damaged(path, f"{where} holds labels that are not text", readable)
+            found = labels[text] = dict(decoded or {})
+        out.append(FigureValue(run_id, name, found, float(value), unit, count))
+    return out
+
+
+def _numbers(found: list[Any], kind: str) -> bool:
+    """Whether ``found`` holds only finite numbers (``f``) or only whole numbers (``i``)."""
+    if not found:
+        return True
+    try:
+        array = np.asarray(found)
+    except ValueError:  # ragged: a list among them
+        return False
+    if kind == "i":
+        return array.dtype.kind in "iu"
+    return array.dtype.kind in "iuf" and bool(np.isfinite(array).all())
 
 
 class StoreFigures(StoreBaselines):
@@ -83,7 +142,9 @@ class StoreFigures(StoreBaselines):
     def figure_values(
         self, names: Sequence[str] | None = None, first_run: int | None = None
     ) -> list[FigureValue]:
-        """The kept figure values, by run then name; each row checked against its checksum.
+        """The kept figure values, run by run, in the order they were kept.
+
+        Each row is checked against its checksum, its JSON for shape.
 
         Args:
             names: only figures of these names (through the name index); None: every one.
@@ -104,36 +165,12 @@ class StoreFigures(StoreBaselines):
         sql = f"SELECT {_COLUMNS} FROM run_figures"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        rows = self._rows(sql + " ORDER BY run_id, name", tuple(params), "read its figures")
-        return self._values(rows)
-
-    def _values(self, rows: Iterable[sqlite3.Row]) -> list[FigureValue]:
-        labels: dict[str, dict[str, str]] = {}  # one decoding per label set, not per row
+        rows = self._rows(sql + " ORDER BY run_id, rowid", tuple(params), "read its figures")
+        labels: Labels = {}
         out = []
         for row in rows:
-            run_id = int(row["run_id"])
-            self._check_row("run_figures", row, run_id, _OTHERS)
-            text = row["labels_json"]
-            if text not in labels:
-                where = f"run {run_id} figure {row['name']} labels_json"
-                found = read.decode(self.path, text, where, dict, _OTHERS)
-                if not isinstance(found, dict) or not all(
-                    isinstance(v, str) for v in found.values()
-                ):
-                    raise damaged(self.path, f"{where} is not a set of labels", _OTHERS)
-                labels[text] = found
-            if row["value"] is None:
-                raise damaged(self.path, f"run {run_id} figure {row['name']} has no value", _OTHERS)
-            out.append(
-                FigureValue(
-                    run_id,
-                    str(row["name"]),
-                    labels[text],
-                    float(row["value"]),
-                    str(row["unit"]),
-                    int(row["n_samples"]),
-                )
-            )
+            self._check_row("run_figures", row, int(row["run_id"]), _OTHERS)
+            out += unpacked(self.path, row, labels, _OTHERS)
         return out
 
     def keep_figures(
@@ -145,28 +182,32 @@ class StoreFigures(StoreBaselines):
         of the run is checked first (as before any write into a run).
 
         Raises:
-            StoreError: a value is of another run, or SQLite failed (nothing is changed).
-            ValueError: a value is not finite.
+            StoreError: SQLite failed (nothing is changed).
+            ValueError: a value is of another run or not finite, or two figures of one name
+                disagree on the unit.
         """
-        columns = schema.COLUMNS["run_figures"]
-        rows = []
+        by_name: dict[str, tuple[str, dict[str, list[Any]]]] = {}
         for v in values:
             if v.run_id != run_id:
                 raise ValueError(f"a figure of run {v.run_id} given to keep with run {run_id}")
             if not math.isfinite(v.value):
                 raise ValueError(f"figure {v.name} of run {run_id} has no finite value")
-            row = sealed(
-                columns,
-                {
-                    "run_id": run_id,
-                    "name": v.name,
-                    "labels_json": labels_text(v.labels),
-                    "value": v.value,
-                    "unit": v.unit,
-                    "n_samples": v.n_samples,
-                },
+            unit, body = by_name.setdefault(
+                v.name, (v.unit, {"labels": [], "values": [], "n_samples": []})
             )
-            rows.append(tuple(row[name] for name, _ in columns))
+            if unit != v.unit:
+                raise ValueError(f"figure {v.name} of run {run_id} in {v.unit} and in {unit}")
+            body["labels"].append(labels_text(v.labels))
+            body["values"].append(v.value)
+            body["n_samples"].append(v.n_samples)
+        columns = schema.COLUMNS["run_figures"]
+        rows = []
+        for name, (unit, body) in by_name.items():
+            text = json.dumps(body, allow_nan=False, separators=(",", ":"))
+            row = sealed(
+                columns, {"run_id": run_id, "name": name, "unit": unit, "figures_json": text}
+            )
+            rows.append(tuple(row[n] for n, _ in columns))
         marks = ", ".join("?" * len(columns))
         with self._write(f"keep run {run_id}'s figures") as c:
             self._sound_run(c, run_id)

@@ -287,5 +287,5 @@ def row_name(table: str, row: sqlite3.Row) -> str:
     if table == "run_data":
         return f"run {row['run_id']} data {row['kind']!r}"
     if table == "run_figures":
-        return f"run {row['run_id']} figure {row['name']} {row['labels_json']}"
+        return f"run {row['run_id']} figures {row['name']}"
     return f"run {row['run_id']} {table.removesuffix('s')} {row['id']}"

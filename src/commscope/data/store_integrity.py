@@ -16,6 +16,7 @@ from typing import Any
 
 from commscope.data import store_read as read
 from commscope.data import store_schema as schema
+from commscope.data.store_figures import unpacked
 from commscope.data.store_file import integrity_problems, open_file, probe, row_name
 from commscope.data.store_seal import Damage, check
 from commscope.errors import StoreError
@@ -200,9 +201,8 @@ def _data(found: StoreIntegrity, row: sqlite3.Row) -> str:
 
 
 def _figure(found: StoreIntegrity, row: sqlite3.Row) -> str:
-    where = row_name("run_figures", row)
-    read.decode(found.path, row["labels_json"], f"{where} labels_json", dict, "")
-    return "figure"
+    unpacked(found.path, row, {}, "")
+    return "figures"
 
 
 _READERS: dict[str, Callable[[StoreIntegrity, sqlite3.Row], str]] = {

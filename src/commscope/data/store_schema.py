@@ -1,14 +1,14 @@
 """The store's tables, version by version, and the migrations from versions 1, 2 and 3.
 
 Version 4 adds the ``run_figures`` table: each complete run's figure values (the figures a
-check judges, :mod:`commscope.kinds.figures`), one row per figure, so that a history reads
-figures rather than raw points (:mod:`commscope.data.store_figures`). Version 3 adds the
-``baselines`` table (one row per named baseline, its figures as JSON: ``commscope
-baseline``). Version 2 adds to ``points`` the record's ``kind`` (its JSON ``type``: point,
-coll, contention, stream, linpack, loggp), so one kind is read without decoding the others,
-and to every table a ``crc`` column sealing the row (:mod:`commscope.data.store_seal`).
-Columns appended by ``ALTER TABLE`` land last, so a migrated store and a new one have the
-same layout.
+check judges, :mod:`commscope.kinds.figures`), one row per run and figure name, so that a
+history reads figures rather than raw points (:mod:`commscope.data.store_figures`).
+Version 3 adds the ``baselines`` table (one row per named baseline, its figures as JSON:
+``commscope baseline``). Version 2 adds to ``points`` the record's ``kind`` (its JSON
+``type``: point, coll, contention, stream, linpack, loggp), so one kind is read without
+decoding the others, and to every table a ``crc`` column sealing the row
+(:mod:`commscope.data.store_seal`). Columns appended by ``ALTER TABLE`` land last, so a
+migrated store and a new one have the same layout.
 """
 
 from __future__ import annotations
@@ -83,10 +83,8 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "run_figures": (
         ("run_id", "INTEGER"),
         ("name", "TEXT"),
-        ("labels_json", "TEXT"),
-        ("value", "REAL"),
         ("unit", "TEXT"),
-        ("n_samples", "INTEGER"),
+        ("figures_json", "TEXT"),
         ("crc", "INTEGER"),
     ),
 }
@@ -118,8 +116,8 @@ _RUN_DATA_DDL = """CREATE TABLE run_data (
 _BASELINES_DDL = """CREATE TABLE baselines (
     name TEXT PRIMARY KEY, created_unix REAL, body_json TEXT, crc INTEGER)"""
 _RUN_FIGURES_DDL = """CREATE TABLE run_figures (
-    run_id INTEGER REFERENCES runs(id), name TEXT, labels_json TEXT, value REAL, unit TEXT,
-    n_samples INTEGER, crc INTEGER, UNIQUE (run_id, name, labels_json))"""
+    run_id INTEGER REFERENCES runs(id), name TEXT, unit TEXT, figures_json TEXT, crc INTEGER,
+    UNIQUE (run_id, name))"""
 # A history of one figure name reads its rows through this index, run by run.
 _RUN_FIGURES_INDEX = "CREATE INDEX IF NOT EXISTS run_figures_name ON run_figures (name, run_id)"
 # Indexes: integrity_check compares each with its table, so the counts they answer
