@@ -122,12 +122,17 @@ class StoreFigures(StoreBaselines):
         """Whether the store has the run_figures table (version 4 and later)."""
         return self._has_table("run_figures")
 
-    def figure_markers(self) -> dict[int, dict[str, Any]]:
-        """Run id -> the marker of every run whose figures are kept ({} before version 4)."""
+    def figure_markers(self, first_run: int | None = None) -> dict[int, dict[str, Any]]:
+        """Run id -> the marker of every run (from ``first_run`` on) whose figures are kept.
+
+        {} before version 4.
+        """
         if not self.keeps_figures():
             return {}
         rows = self._rows(
-            "SELECT * FROM run_data WHERE kind = ?", (FIGURES_KIND,), "read its kept figures"
+            "SELECT * FROM run_data WHERE kind = ? AND run_id >= ?",
+            (FIGURES_KIND, first_run or 0),
+            "read its kept figures",
         )
         out = {}
         for row in rows:

@@ -90,10 +90,10 @@ def read(
         runs = store.list_runs()
         if last:
             runs = runs[-last:]
-        markers = store.figure_markers()
+        first = runs[0].id if runs else None
+        markers = store.figure_markers(first)
         fresh = {r.id for r in runs if markers.get(r.id, {}).get("version") == FIGURES_VERSION}
         envs = {rid: dict(markers[rid].get("environment") or {}) for rid in fresh}
-        first = runs[0].id if runs else None
         values = [v for v in store.figure_values(names, first) if v.run_id in fresh]
         missing = [r for r in runs if r.id not in fresh]
         computed: dict[int, list[FigureValue]] = {}
