@@ -39,11 +39,11 @@ def test_new_store_layout(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(4,)]
     columns = {r[1] for r in conn.execute("PRAGMA table_info(points)")}
     assert {"kind", "crc"} <= columns
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"schema_version", "runs", "segments", "points", "baselines"} <= tables
+    assert {"schema_version", "runs", "segments", "points", "baselines", "run_figures"} <= tables
     conn.close()
     # The id is in the file header itself, where a foreign-file check can read it.
     assert int.from_bytes(path.read_bytes()[68:72], "big") == APPLICATION_ID
@@ -233,7 +233,7 @@ def test_schema_version_mismatch_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as info:
         Store.open(path)
     message = str(info.value)
-    assert "schema version 7" in message and "versions 1, 2 and 3" in message
+    assert "schema version 7" in message and "versions 1, 2, 3 and 4" in message
     assert "\n" not in message
 
 

@@ -145,7 +145,7 @@ def test_a_sound_store_reads_and_checks_ok(store: Path) -> None:
     assert out.splitlines()[-1] == "ok: nothing is damaged"
     code, out, _ = commscope(store, "check-store", "--json")
     report = json.loads(out)
-    assert code == 0 and report["ok"] and report["schema_version"] == 3
+    assert code == 0 and report["ok"] and report["schema_version"] == 4
     assert [r["readable"] for r in report["runs"]] == [
         {"run row": 1, "segment": 1, "point": 5, "data": 1}
     ] * 2
@@ -349,7 +349,7 @@ def test_a_version_1_store_is_read_as_it_is_then_migrated_by_a_writer(
     code, _, err = commscope(store, *WRITERS[0])
     assert (code, err) == (0, ""), err
     conn = sqlite3.connect(store)
-    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(4,)]
     kinds = conn.execute("SELECT run_id, kind, COUNT(*) FROM points GROUP BY 1, 2").fetchall()
     conn.close()
     assert kinds == [(1, "point", 5), (2, "point", 24)]

@@ -35,6 +35,7 @@ from commscope.data.records import (
     Queue,
     Stream,
 )
+from commscope.data.store_figures import StoreFigures
 
 # Re-exported: callers import the file's constants from here.
 from commscope.data.store_file import APPLICATION_ID as APPLICATION_ID
@@ -156,7 +157,7 @@ def of_class(records: Sequence[object], cls: type[_M]) -> list[_M]:
     return sorted(out, key=key) if key else out
 
 
-class Store(StorePrune):
+class Store(StorePrune, StoreFigures):
     """A commscope SQLite store. Open it with ``Store.open(path)``.
 
     A store opened for reading is never changed. An older store (version 1: no ``kind``

@@ -24,12 +24,7 @@ class StoreBaselines(StoreWrites):
     """The baselines part of a store's connection."""
 
     def _has_baselines(self) -> bool:
-        rows = self._rows(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'baselines'",
-            (),
-            "read its tables",
-        )
-        return bool(rows)
+        return self._has_table("baselines")
 
     def baseline_names(self) -> list[tuple[str, float]]:
         """(name, created_unix) of every baseline, by name (no body is decoded)."""

@@ -458,4 +458,6 @@ def row_name(table: str, row: sqlite3.Row) -> str:
         return f"baseline {row['name']!r}"
     if table == "run_data":
         return f"run {row['run_id']} data {row['kind']!r}"
+    if table == "run_figures":
+        return f"run {row['run_id']} figures {row['name']}"
     return f"run {row['run_id']} {table.removesuffix('s')} {row['id']}"

@@ -98,6 +98,11 @@ class StoreRows:
                 readable,
             )
 
+    def _has_table(self, name: str) -> bool:
+        """Whether the file has table ``name`` (a later version may have added it)."""
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+        return bool(self._rows(sql, (name,), "read its tables"))
+
     def _missing_run(self, ref: object) -> StoreError:
         return StoreError(f"no run {ref} in {self.path}; see 'commscope runs'")
 

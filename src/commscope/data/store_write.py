@@ -34,7 +34,9 @@ _RUN_ROWS = (
     ("segments", "SELECT * FROM segments WHERE run_id = ? ORDER BY id"),
     ("points", "SELECT * FROM points WHERE run_id = ? ORDER BY op, pair, bytes"),
     ("run_data", "SELECT * FROM run_data WHERE run_id = ?"),
+    ("run_figures", "SELECT * FROM run_figures WHERE run_id = ?"),  # writers see version 4
 )
+_OWNED = ("run_figures", "run_data", "segments")  # tables whose rows name their run: run_id
 
 
 class StoreWrites(StoreRows):
@@ -280,7 +282,7 @@ class StoreWrites(StoreRows):
             segments = c.execute("SELECT COUNT(*) FROM segments WHERE run_id = ?", (run_id,))
             if points.fetchone()[0] or segments.fetchone()[0] > 1:
                 return False
-            for table, key in (("run_data", "run_id"), ("segments", "run_id"), ("runs", "id")):
+            for table, key in (*((t, "run_id") for t in _OWNED), ("runs", "id")):
                 c.execute(f"DELETE FROM {table} WHERE {key} = ?", (run_id,))
         self._sound.discard(run_id)
         return True
