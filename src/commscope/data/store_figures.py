@@ -25,8 +25,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from commscope.data import store_read as read
 from commscope.data import store_schema as schema
 from commscope.data.store_baselines import StoreBaselines
@@ -106,6 +104,8 @@ def _numbers(found: list[Any], kind: str) -> bool:
     """Whether ``found`` holds only finite numbers (``f``) or only whole numbers (``i``)."""
     if not found:
         return True
+    import numpy as np  # here, not at the top: the command line starts without it
+
     try:
         array = np.asarray(found)
     except ValueError:  # ragged: a list among them
