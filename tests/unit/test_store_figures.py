@@ -151,7 +151,7 @@ def test_a_changed_kept_value_is_named_as_damage(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=damage):
         figures.read(str(path))
     code, out, _ = commscope(path, "check-store")
-    assert code == 1 and "does not match its checksum" in out and "(table run_figures)" in out
+    assert code == 2 and "does not match its checksum" in out and "(table run_figures)" in out
 
 
 def test_values_of_another_run_or_not_finite_are_refused(tmp_path: Path) -> None:
