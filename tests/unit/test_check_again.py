@@ -128,6 +128,7 @@ def test_the_second_look_keeps_false_alarms_under_alpha_and_one_bad_run_cannot_a
     print(f"a 60 % spike once: flagged in {spike_both} (both) and {spike_mean} (mean) nights")
     assert spike_both <= bound < spike_mean
     both, _, first = flagged(1.2)
+    print(f"a 20 % step, of {nights} nights: {both} (both), {first} (first)")
     assert both >= 0.9 * first, (both, first)
     print(
         "a 10 % step, of {} nights: {} (both), {} (mean), {} (first)".format(nights, *flagged(1.1))
