@@ -13,7 +13,7 @@ packages=(build-essential cmake ninja-build pkg-config python3-venv
 [ "$mode" = test ] && packages+=(netpipe-openmpi iproute2 iputils-ping procps chromium
                                  libsimgrid-dev libblas-dev netpipe-tcp iperf3 hpcc
                                  openssh-server openssh-client slurm-wlm munge libpmi2-0
-                                 prometheus-node-exporter prometheus)
+                                 prometheus-node-exporter prometheus sshfs)
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     missing=()

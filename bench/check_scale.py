@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_store import built
 
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import Header, Point
@@ -114,13 +115,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--folder", default="/tmp/commscope-check-scale")
     args = parser.parse_args()
-    folder = Path(args.folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    store = folder / f"store-{args.nodes}.sqlite"
-    if not store.exists():
-        start = time.perf_counter()
-        build(store, args.nodes)
-        print(f"built {store} in {time.perf_counter() - start:.0f} s")
+    store = built(Path(args.folder) / f"store-{args.nodes}.sqlite", lambda p: build(p, args.nodes))
     subprocess.run([sys.executable, "-m", "commscope", "--store", str(store), "baseline",
                     "delete", "b"], capture_output=True)  # fmt: skip
     rows = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +47,31 @@ def store_run(
     nodes: tuple[str, str] = ("n0", "n1"),
     end: dict[str, Any] | None = None,
     mpi: str = "openmpi-4.1.4",
+    request: dict[str, Any] | None = None,
+    started_unix: float = 1732230000.0,
+    status: str = "complete",
+    sizes: Collection[int] | None = None,
 ) -> int:
-    """A complete p2p + collectives run; inter-node times scaled by ``inter_node``."""
+    """A p2p + collectives run; inter-node times scaled by ``inter_node``.
+
+    ``request``: as stored (default ``{"np": 4}``); ``started_unix``: when its engine
+    started (its night); ``status``: "complete", or "incomplete" for a run stopped early;
+    ``sizes``: keep only the p2p points of these sizes (a run stored in a tenth of the time).
+    """
     records: list[Point | Coll] = [
         *syn.points("intra-socket", (0, 1), seed=seed),
         *(scaled(p, inter_node) for p in syn.points("inter-node", (0, 2), seed=seed + 100)),
         *syn.colls(seed=seed + 200),
     ]
+    if sizes is not None:
+        records = [r for r in records if isinstance(r, Coll) or r.bytes in sizes]
     with Store.open(path) as store:
-        run_id = store.create_run("p2p", f"seed {seed}", mpi, "mpirun", 4, {"np": 4})
+        stored = {"np": 4} if request is None else request
+        run_id = store.create_run("p2p", f"seed {seed}", mpi, "mpirun", 4, stored)
         seg = store.start_segment(run_id, ["mpirun", "-n", "4", "commscope-engine"])
-        store.set_header(run_id, seg, syn.header(nodes))
+        store.set_header(run_id, seg, syn.header(nodes, started_unix))
         for rec in records:
             store.add_point(run_id, seg, rec)
-        store.finish_segment(seg, "complete", end=end)
-        store.set_run_status(run_id, "complete")
+        store.finish_segment(seg, status, end=end)
+        store.set_run_status(run_id, status)
     return run_id

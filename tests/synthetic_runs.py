@@ -23,7 +23,7 @@ SIZES = netpipe_schedule(1 << 20, 3)
 WINDOW = 64
 
 
-def header(nodes: tuple[str, str] = ("n0", "n1")) -> Header:
+def header(nodes: tuple[str, str] = ("n0", "n1"), started_unix: float = 1732230000.0) -> Header:
     ranks = [
         {
             "rank": i,
@@ -54,7 +54,7 @@ def header(nodes: tuple[str, str] = ("n0", "n1")) -> Header:
                 {"label": "inter-node", "ranks": [0, 2]},
             ],
             "options": {"ops": "pingpong,bw,bibw", "sizes": SIZES, "window": WINDOW},
-            "started_unix": 1732230000.0,
+            "started_unix": started_unix,
         },
         "synthetic header",
     )

@@ -53,6 +53,11 @@ MAX_NUMBER_CHARS = 40
 # A value of an MPI setting (--cvar): paths of tuning files fit, pasted scripts do not.
 MAX_SETTING_CHARS = 1024
 
+# Runs a baseline takes with --from-last, and nights a changed environment is excused
+# (check --excuse-nights): a year of nights at most.
+MAX_FROM_LAST = 366
+MAX_EXCUSE_NIGHTS = 366
+
 # One argument of a command line (the engine's --matrix-plan): Linux's MAX_ARG_STRLEN, 32
 # pages of 4 KiB, less the NUL that ends it. execve refuses a longer one (E2BIG).
 MAX_ARGUMENT_BYTES = 32 * 4096 - 1

@@ -18,9 +18,10 @@ from junitparser import JUnitXml
 from prometheus_client.parser import text_string_to_metric_families
 from scipy import optimize, special, stats
 
-from commscope.check import baseline as baseline_module
 from commscope.check import environment
-from commscope.check.baseline import FAR, OUTLIER_LEVEL, Baseline, figure_bases, left_out_of
+from commscope.check import left_out as left_out_module
+from commscope.check.baseline import Baseline, figure_bases
+from commscope.check.left_out import FAR, OUTLIER_LEVEL, left_out_of
 from commscope.check.moderated import fit_prior, trigamma_inverse
 from commscope.check.verdict import NOT_JUDGED, judge
 from commscope.kinds.figures import FigureSpec, figure
@@ -189,7 +190,7 @@ def test_one_run_at_a_tenth_of_the_rate_barely_moves_any_decision_threshold(
     # The band of the four clean runs, all four kept: the far-off rule, calibrated to leave
     # out a clean run in 5 % of figures, would drop one of them in one figure of the 12.
     with monkeypatch.context() as patched:
-        patched.setattr(baseline_module, "OUTLIER_MIN_RUNS", 5)
+        patched.setattr(left_out_module, "OUTLIER_MIN_RUNS", 5)
         bases = figure_bases(rate_runs(1.0)[:4], RUNS[:4])
     clean = Baseline("c", 0.0, RUNS[:4], "p2p", {}, {}, bases)
     dirty = Baseline("d", 0.0, RUNS, "p2p", {}, {}, figure_bases(rate_runs(0.1), RUNS))
@@ -303,7 +304,7 @@ def test_a_figure_not_judged_says_so_everywhere(cli: Any, tmp_path: Path) -> Non
     run = store_run(cli.store, 3, inter_node=1.3)
     prom, xml = tmp_path / "c.prom", tmp_path / "c.xml"
     out = cli("check", "--baseline", "b", str(run), "--json", "--prometheus", str(prom),
-              "--junit", str(xml))  # fmt: skip
+              "--junit", str(xml), "--prometheus-figures", "all")  # fmt: skip
     verdict = json.loads(out.stdout)
     assert verdict["check_version"] == 2
     skipped = [f for f in verdict["figures"] if f["status"] == "NOT_JUDGED"]

@@ -177,3 +177,30 @@ def test_the_man_page_has_every_command():
     for name in PARSERS:
         roff = name.replace("-", "\\-")  # roff escapes hyphens
         assert f"'{roff}'" in page or name == "commscope", name
+
+
+def test_the_man_page_has_exit_status_environment_and_every_example():
+    import re
+    from pathlib import Path
+
+    from commscope.cli import manpage_cmd
+
+    page = manpage_cmd.text()
+    for section in ("EXIT STATUS", "ENVIRONMENT", "EXAMPLES"):
+        assert f".SH {section}" in page, section
+    # Every variable the code reads is explained.
+    src = Path(manpage_cmd.__file__).parents[1]
+    code = "\n".join(p.read_text() for p in src.rglob("*.py"))
+    read = set(re.findall(r'environ(?:\.get\(|\[)"([A-Z][A-Z0-9_]+)"', code))
+    read |= set(re.findall(r'env="([A-Z][A-Z0-9_]+)"', code))
+    read |= set(re.findall(r'ENV = \{"\w+": "([A-Z][A-Z0-9_]+)"\}', code))
+    explained = " ".join(name for name, _ in manpage_cmd.ENVIRONMENT)
+    assert {"COMMSCOPE_STORE", "COMMSCOPE_HOME", "SLURM_JOB_ID"} <= read
+    assert sorted(v for v in read if v not in explained) == []
+    # Every command's and action's examples, as --help prints them.
+    examples = {name: p.epilog for name, p in PARSERS.items() if name != "commscope" and p.epilog}
+    assert {"commscope check", "commscope baseline create", "commscope run p2p"} <= set(examples)
+    for name, epilog in examples.items():
+        for line in epilog.splitlines():
+            shown = line.replace("\\", "\\e")
+            assert shown in page or f"\\&{shown}" in page, (name, line)

@@ -1,6 +1,7 @@
 import json
 import os
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from commscope.data.record_parse import parse_record
 from commscope.data.records import Header, Point
 from commscope.data.store import APPLICATION_ID, Store
 from commscope.errors import StoreError, UsageError
+from tests.conftest import need
 
 FIXTURE = Path(__file__).parent / "fixtures" / "p2p_openmpi.jsonl"
 REQUEST = {"ops": ["pingpong", "bw"], "max_bytes": 65536}
@@ -37,11 +39,11 @@ def test_new_store_layout(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(4,)]
     columns = {r[1] for r in conn.execute("PRAGMA table_info(points)")}
     assert {"kind", "crc"} <= columns
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"schema_version", "runs", "segments", "points", "baselines"} <= tables
+    assert {"schema_version", "runs", "segments", "points", "baselines", "run_figures"} <= tables
     conn.close()
     # The id is in the file header itself, where a foreign-file check can read it.
     assert int.from_bytes(path.read_bytes()[68:72], "big") == APPLICATION_ID
@@ -231,7 +233,7 @@ def test_schema_version_mismatch_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as info:
         Store.open(path)
     message = str(info.value)
-    assert "schema version 7" in message and "versions 1, 2 and 3" in message
+    assert "schema version 7" in message and "versions 1, 2, 3 and 4" in message
     assert "\n" not in message
 
 
@@ -415,3 +417,21 @@ def test_points_written_while_a_run_is_read_are_not_taken_for_damage(tmp_path: P
         assert len(reader.points(1)) == len(points)  # one snapshot: the count agrees
         reader._points_agree = agree  # type: ignore[method-assign]
         assert len(reader.points(1)) == len(points) + 1
+
+
+def test_root_s_default_store_under_sudo_is_refused_with_the_user_s_own(cli, tmp_path):
+    """`sudo commscope run matrix --drain` must not measure into root's store unnoticed."""
+    need(os.geteuid() == 0, "root, as sudo gives, is needed")
+    env = {k: v for k, v in cli.env.items() if k not in ("COMMSCOPE_STORE", "XDG_DATA_HOME")}
+    env |= {"HOME": "/root", "SUDO_USER": "nobody"}
+    out = subprocess.run(cli.argv("runs"), env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "under sudo the store would be root's" in out.stderr
+    assert "--store /nonexistent/.local/share/commscope/store.sqlite" in out.stderr  # nobody's
+    assert len(out.stderr.strip().splitlines()) == 1
+    # Named on purpose, root's store is used.
+    mine = tmp_path / "s.sqlite"
+    Store.open(mine).close()
+    ok = subprocess.run(
+        cli.argv("--store", str(mine), "runs"), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert ok.returncode == 0, ok.stderr

@@ -75,7 +75,7 @@ def damaged_runs(store: Path) -> dict[int | str, list[str]]:
     """What ``check-store`` finds damaged, run by run and in the file (key "file")."""
     code, out, _ = commscope(store, "check-store", "--json")
     report = json.loads(out)
-    assert code == 1 and not report["ok"], out
+    assert code == 2 and not report["ok"], out
     return {"file": report["problems"], **{run["id"]: run["damaged"] for run in report["runs"]}}
 
 
@@ -88,7 +88,7 @@ def assert_refused_by_all(store: Path, *fragments: str) -> None:
         assert_one_line(err, str(store), *fragments)
         assert store.read_bytes() == before, argv
     code, out, _ = commscope(store, "check-store")
-    assert code == 1 and "damaged: " in out, out
+    assert code == 2 and "damaged: " in out, out
     assert store.read_bytes() == before
 
 
@@ -145,7 +145,7 @@ def test_a_sound_store_reads_and_checks_ok(store: Path) -> None:
     assert out.splitlines()[-1] == "ok: nothing is damaged"
     code, out, _ = commscope(store, "check-store", "--json")
     report = json.loads(out)
-    assert code == 0 and report["ok"] and report["schema_version"] == 3
+    assert code == 0 and report["ok"] and report["schema_version"] == 4
     assert [r["readable"] for r in report["runs"]] == [
         {"run row": 1, "segment": 1, "point": 5, "data": 1}
     ] * 2
@@ -162,7 +162,7 @@ def test_a_flipped_byte_in_a_record_is_caught_by_its_checksum(store: Path) -> No
     code, out, _ = commscope(store, "check-store", "--json")
     report = json.loads(out)
     damaged = [r for r in report["runs"] if r["damaged"]]
-    assert code == 1 and len(damaged) == 1 and damaged[0]["readable"]["point"] == 4
+    assert code == 2 and len(damaged) == 1 and damaged[0]["readable"]["point"] == 4
     assert "(table points) does not match its checksum" in damaged[0]["damaged"][0]
     what = "run 1 point 1 (table points) does not match its checksum"
     assert_reported_where_read(
@@ -244,7 +244,7 @@ def test_bad_json_is_one_line_naming_the_row(
     # Unsealed, the checksum catches it first; sealed, only decoding the value can.
     expected = fragment if seal else f"(table {table}) does not match its checksum"
     code, out, _ = commscope(store, "check-store")
-    assert code == 1 and expected in out, out
+    assert code == 2 and expected in out, out
     assert "run 2 (fixture 2): rows ok" in out
     if not seal:
         # A run's row is read by every command naming the run and by the listing.
@@ -349,7 +349,7 @@ def test_a_version_1_store_is_read_as_it_is_then_migrated_by_a_writer(
     code, _, err = commscope(store, *WRITERS[0])
     assert (code, err) == (0, ""), err
     conn = sqlite3.connect(store)
-    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(4,)]
     kinds = conn.execute("SELECT run_id, kind, COUNT(*) FROM points GROUP BY 1, 2").fetchall()
     conn.close()
     assert kinds == [(1, "point", 5), (2, "point", 24)]
@@ -375,7 +375,7 @@ def test_a_damaged_version_1_store_is_not_migrated(tmp_path: Path) -> None:
     )
     assert store.read_bytes() == before
     code, out, _ = commscope(store, "check-store")
-    assert code == 1 and "run 1 point 4 record_json is not JSON" in out, out
+    assert code == 2 and "run 1 point 4 record_json is not JSON" in out, out
 
 
 @pytest.mark.parametrize(
@@ -410,7 +410,7 @@ def test_a_run_whose_row_is_lost_is_named_as_damage_not_as_absent(
     # check-store names the lost row once, not once for each of its rows.
     code, out, _ = commscope(store, "check-store")
     lines = out.splitlines()
-    assert code == 1 and len(lines) == len(set(lines)), out
+    assert code == 2 and len(lines) == len(set(lines)), out
     lost = [line for line in lines if line.startswith("  damaged: rows of run")]
     assert lost[0].startswith(
         "  damaged: rows of run 1 (1 in segments, 5 in points, 1 in run_data)"

@@ -91,7 +91,7 @@ def confirmed(
     load = _union(first.load, [f"run {again_run}: {x}" for x in again_load])
     both = judge(
         baseline, first.run_id, combined, tolerances, first.checked_unix, changes, load,
-        max_detection_limit,
+        max_detection_limit, excuse_environment=first.rebase is None,
     )  # fmt: skip
     by_key = {f.key: f for f in both.figures}
     out = []

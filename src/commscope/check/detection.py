@@ -11,7 +11,8 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from commscope.check.baseline import FAR, LOADED, Baseline, Limits
+from commscope.check.baseline import Baseline, Limits
+from commscope.check.left_out import FAR, LOADED
 from commscope.check.moderated import NO_PRIOR, Prior
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from commscope.analysis import load
 from commscope.data.run_data import RunData
+from commscope.data.store import RunInfo
 
 LOAD_MARGIN = 0.10  # more of a host's CPUs than the baseline's typical run saw taken by others
 
@@ -41,13 +42,20 @@ def _values(ends: list[dict[str, Any] | None], table: str, key: str) -> list[Any
 
 def of_run(run: RunData) -> dict[str, Any]:
     """The environment ``run`` recorded (keys of :data:`NAMES`; empty lists when unknown)."""
-    header = run.info.header or {}
-    ends = run.ends
+    return of_parts(run.info, run.ends)
+
+
+def of_parts(info: RunInfo, ends: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """The environment of a run from its row and its launches' end records alone.
+
+    What :func:`of_run` gives, without reading the run's points (choosing among many runs).
+    """
+    header = info.header or {}
     out: dict[str, Any] = {
-        "mpi": run.info.mpi,
+        "mpi": info.mpi,
         "mpi_library": (header.get("mpi") or {}).get("library_version"),
-        "launcher": run.info.launcher,
-        "nranks": run.info.nranks,
+        "launcher": info.launcher,
+        "nranks": info.nranks,
         "hosts": sorted({str(r["node"]) for r in header.get("ranks") or []}),
         "kernel": _values(ends, "load", "kernel"),
         "cpu_model": _values(ends, "load", "cpu_model"),

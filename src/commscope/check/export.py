@@ -9,9 +9,11 @@ code and ``commscope_check_timestamp_seconds`` when the check ran. Per figure,
 judged (its detection limit passes the bound: below every status, so an alert on ``>= 1`` or
 ``>= 2`` never fires on it, and never 0, which would claim OK), and
 ``commscope_check_figure_judged`` is 1 or 0; ``commscope_check_figures_not_judged`` counts
-them. Per-figure series are written for the flagged figures (WARNING, CRITICAL) by default
-and for every figure with ``figures="all"``: a matrix baseline of 1,000 nodes holds a
-million figures, and a series each would swamp the monitoring server.
+them; ``commscope_check_rebase_asked`` is 1 once a changed environment no longer excuses
+(:mod:`commscope.check.excuse`). Per-figure series are written for the flagged figures
+(WARNING, CRITICAL) by default and for every figure with ``figures="all"``: a matrix
+baseline of 1,000 nodes holds a million figures, and a series each would swamp the
+monitoring server.
 
 A check that ends without a verdict (it could not measure, was refused, interrupted,
 timed out) still writes both files: ``commscope_check_status`` 3 with a fresh timestamp and
@@ -77,6 +79,11 @@ def write_prometheus(verdict: Verdict, path: str, figures: str = "flagged") -> N
             "figures_not_judged",
             "figures whose detection limit passes the bound",
             verdict.not_judged,
+        ),
+        (
+            "rebase_asked",
+            "1: a changed environment no longer excuses, the check asks to rebase",
+            int(verdict.rebase is not None),
         ),
     ):
         gauge = Gauge(f"{PREFIX}check_{name}", text, list(base), registry=registry)

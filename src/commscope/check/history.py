@@ -3,22 +3,36 @@
 A selector names a figure and, optionally, some of its labels, in Prometheus' notation:
 ``p2p_latency_seconds`` (every pair and size), ``p2p_latency_seconds{pair="inter-node",
 bytes="8"}`` (one). Label values may be quoted or bare.
+
+For change points (:mod:`commscope.check.changes`) the runs are grouped first: a figure's
+series is made of the runs of one request on one set of hosts (:func:`groups_of`); within
+it, a changed environment starts a new part (:func:`series_of`).
 """
 
 from __future__ import annotations
 
+import bisect
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from commscope.check import environment
 from commscope.check.baseline import Baseline
+from commscope.check.changes import Break, Series
 from commscope.check.verdict import DEFAULT_TOLERANCE
 from commscope.data.run_data import RunData
+from commscope.data.store import RunInfo
+from commscope.data.store_figures import FigureValue
 from commscope.errors import UsageError
-from commscope.kinds import KINDS, run_figures
-from commscope.kinds.figures import LOWER
+from commscope.kinds import run_figures
+from commscope.kinds.figures import LOWER, FigureSpec, key_of
 
+# Request fields that differ between runs of one request: a check's run takes the shorter of
+# the baseline's timeout and its own, and each Slurm job has its own id and nodes (the hosts
+# a run recorded stand for the nodes).
+VOLATILE_REQUEST = ("timeout_s", "slurm")
 _SELECTOR = re.compile(r"([a-z][a-z0-9_]*)(?:\{(.*)\})?")
 _LABEL = re.compile(r'\s*([a-z_]+)\s*=\s*(?:"([^"]*)"|([^,"]*))\s*')
 FIX = 'give a figure name such as p2p_latency_seconds or p2p_latency_seconds{pair="inter-node"}'
@@ -87,27 +101,18 @@ class HistoryPoint:
         }
 
 
-def points(run: RunData, selector: Selector) -> list[HistoryPoint]:
-    """The selected figures of one run (only the kind that declares the name reads it)."""
+def points(
+    values: Iterable[FigureValue], runs: Iterable[RunInfo], selector: Selector
+) -> list[HistoryPoint]:
+    """The selected figures among ``values`` (the store's figure values of ``runs``)."""
+    by_id = {info.id: info for info in runs}
     out = []
-    for kind in KINDS:
-        if not any(spec.name == selector.name for spec in kind.figure_specs):
-            continue
-        for f in kind.figures(run):
-            labels = dict(f.labels)
-            if f.spec.name == selector.name and f.samples and selector.matches(labels):
-                out.append(
-                    HistoryPoint(
-                        run.info.id,
-                        run.info.created_unix,
-                        run.info.label,
-                        f.key,
-                        labels,
-                        f.center,
-                        len(f.samples),
-                        f.spec.unit,
-                    )
-                )
+    for v in values:
+        info = by_id.get(v.run_id)
+        if info is not None and v.name == selector.name and selector.matches(v.labels):
+            key, labels = key_of(v.name, v.labels), dict(v.labels)
+            when, label, n = info.created_unix, info.label, v.n_samples
+            out.append(HistoryPoint(v.run_id, when, label, key, labels, v.value, n, v.unit))
     return out
 
 
@@ -155,4 +160,109 @@ def trend(
         share = max(DEFAULT_TOLERANCE, limits[key].decision or 0.0)
         limit = base.center * (1 + share if base.better == LOWER else max(0.0, 1 - share))
         out.append(TrendSeries(key, base.unit, base.better, base.center, limit, values[key]))
+    return out
+
+
+@dataclass(frozen=True)
+class Group:
+    """Runs of one request on one set of hosts, oldest first: the runs of a figure's series.
+
+    Attributes:
+        kind: the runs' kind.
+        request: the request they share (without :data:`VOLATILE_REQUEST`).
+        hosts: the hosts they recorded (empty when they recorded none, as imports).
+        runs: their ids.
+        dates: their creation times.
+        breaks: (run id, what changed) where a run's environment differs from the one before.
+    """
+
+    kind: str
+    request: dict[str, Any]
+    hosts: tuple[str, ...]
+    runs: tuple[int, ...]
+    dates: tuple[float, ...]
+    breaks: tuple[tuple[int, tuple[str, ...]], ...]
+
+    def title(self) -> str:
+        """'p2p runs 3-40 (12) on n0,n1'."""
+        hosts = ",".join(self.hosts) or "unrecorded hosts"
+        return f"{self.kind} runs {self.runs[0]}-{self.runs[-1]} ({len(self.runs)}) on {hosts}"
+
+
+def groups_of(
+    runs: Sequence[RunInfo], environments: Mapping[int, Mapping[str, Any]]
+) -> list[Group]:
+    """The runs grouped by request and hosts, each group oldest first, by its first run."""
+    found: dict[str, list[RunInfo]] = {}
+    for info in sorted(runs, key=lambda r: r.id):
+        request = {k: v for k, v in info.request.items() if k not in VOLATILE_REQUEST}
+        hosts = environments.get(info.id, {}).get("hosts") or []
+        key = json.dumps([info.kind, request, sorted(hosts)], sort_keys=True, default=str)
+        found.setdefault(key, []).append(info)
+    out = []
+    for members in found.values():
+        first = members[0]
+        breaks = []
+        for before, now in zip(members, members[1:], strict=False):
+            changed = environment.changes(
+                environments.get(before.id, {}), environments.get(now.id, {})
+            )
+            if changed:
+                breaks.append((now.id, tuple(changed)))
+        out.append(
+            Group(
+                kind=first.kind,
+                request={k: v for k, v in first.request.items() if k not in VOLATILE_REQUEST},
+                hosts=tuple(sorted(environments.get(first.id, {}).get("hosts") or [])),
+                runs=tuple(r.id for r in members),
+                dates=tuple(r.created_unix for r in members),
+                breaks=tuple(breaks),
+            )
+        )
+    return out
+
+
+def series_of(
+    group: Group,
+    values: Iterable[FigureValue],
+    specs: Mapping[str, FigureSpec],
+    selector: Selector | None = None,
+) -> list[Series]:
+    """Each selected figure of the group's runs as a series, its breaks at its own runs."""
+    members = set(group.runs)
+    dates = dict(zip(group.runs, group.dates, strict=True))
+    by_key: dict[str, list[FigureValue]] = {}
+    # A figure's labels are one object in every run the store read: its key is made once.
+    keys: dict[tuple[str, int], str | None] = {}
+    for v in values:
+        if v.run_id not in members:
+            continue
+        ident = (v.name, id(v.labels))
+        if ident not in keys:
+            chosen = selector is None or (v.name == selector.name and selector.matches(v.labels))
+            keys[ident] = key_of(v.name, v.labels) if chosen and v.name in specs else None
+        key = keys[ident]
+        if key is not None:
+            by_key.setdefault(key, []).append(v)
+    out = []
+    for key, found in by_key.items():
+        found.sort(key=lambda v: v.run_id)
+        runs = tuple(v.run_id for v in found)
+        breaks: dict[int, list[str]] = {}
+        for run, changed in group.breaks:  # at the first run of the new environment it has
+            index = bisect.bisect_left(runs, run)
+            if 0 < index < len(runs):
+                merged = breaks.setdefault(index, [])
+                merged += [c for c in changed if c not in merged]
+        out.append(
+            Series(
+                key,
+                specs[found[0].name].better,
+                runs,
+                tuple(dates[r] for r in runs),
+                tuple(v.value for v in found),
+                tuple(Break(i, tuple(c)) for i, c in sorted(breaks.items())),
+                specs[found[0].name].unit,
+            )
+        )
     return out

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from commscope.check import environment
+from commscope.check import environment, excuse
+from commscope.check.age import measured_unix
 from commscope.check.baseline import DEFAULT_MAX_DETECTION_LIMIT, Baseline, figure_bases
 from commscope.check.verdict import Verdict, judge
 from commscope.data.run_data import RunData
@@ -72,11 +75,17 @@ def check_run(
     tolerances: Mapping[str, float],
     allow_other_hosts: bool = False,
     max_detection_limit: float | None = None,
+    kept: Mapping[int, Mapping[str, Any]] | None = None,
+    excuse_nights: int = excuse.DEFAULT_EXCUSE_NIGHTS,
 ) -> Verdict:
     """Judge stored ``run`` against ``baseline``.
 
     ``max_detection_limit``: figures whose detection limit passes it are not judged
-    (default: the bound the baseline was made with).
+    (default: the bound the baseline was made with). ``kept``: the verdicts kept against
+    the baseline since its newest run, by run id (:meth:`Verdict.record`); with them a
+    changed environment excuses a worse figure for ``excuse_nights`` nights, after which
+    the figures are judged and the verdict asks to rebase (:mod:`commscope.check.excuse`).
+    Without them a change is seen for the first time.
 
     Raises:
         UsageError: the run is of another kind than the baseline, or ran on other hosts
@@ -84,9 +93,16 @@ def check_run(
             elsewhere, not as regressions).
     """
     figures, changes, load = evidence(baseline, run, allow_other_hosts)
-    return judge(
-        baseline, run.info.id, figures, tolerances, time.time(), changes, load, max_detection_limit
-    )
+    when = measured_unix(run.info)
+    age = excuse.age(changes, run.info.id, when, kept or {}, excuse_nights)
+    verdict = judge(
+        baseline, run.info.id, figures, tolerances, time.time(), changes, load,
+        max_detection_limit, excuse_environment=age is None or not age.expired,
+    )  # fmt: skip
+    rebase = None
+    if age is not None and age.expired:
+        rebase = age.rebase_command(baseline.name, len(baseline.runs))
+    return dataclasses.replace(verdict, measured_unix=when, environment_age=age, rebase=rebase)
 
 
 def evidence(

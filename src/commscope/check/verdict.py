@@ -30,7 +30,9 @@ Statuses, per figure:
   after holding the check's figures together; or a figure the baseline has and the run
   lacks; or a change that would be CRITICAL or WARNING under load or a changed environment
   (another MPI, kernel, hosts...): the verdict names that cause and does not call it a
-  regression.
+  regression. A changed environment excuses for a stated number of nights only
+  (:mod:`commscope.check.excuse`); after them the figures are judged as on any night and
+  the whole check is at least WARNING, asking to rebase.
 - NOT JUDGED: the baseline's detection limit for the figure passes the bound
   (``--max-detection-limit``, 50 % by default): its runs spread too far for a check to tell
   a change from chance. Never OK: the check says so. A check with no judged figure measured
@@ -53,6 +55,7 @@ import numpy as np
 from scipy import stats
 
 from commscope.check.baseline import ALPHA, Baseline, FigureBase, Limits
+from commscope.check.excuse import EnvironmentAge
 from commscope.kinds.figures import HIGHER, Figure
 from commscope.status import CRITICAL, OK, UNKNOWN, WARNING
 from commscope.status import name as status_name
@@ -176,13 +179,20 @@ class Verdict:
     new_figures: int = 0  # figures the run has and the baseline lacks (not judged)
     max_detection_limit: float = 0.5  # the bound figures were judged against
     again_run: int | None = None  # the run that measured the flagged figures again
+    measured_unix: float | None = None  # when the run was measured (None: unknown)
+    environment_age: EnvironmentAge | None = None  # how long its changes have been seen
+    rebase: str | None = None  # the command to rebase, once a change no longer excuses
 
     @property
     def status(self) -> int:
-        """The worst judged figure's status; UNKNOWN when no judged figure was measured."""
+        """The worst judged figure's status, at least WARNING when it asks to rebase.
+
+        UNKNOWN when no judged figure was measured.
+        """
         if not any(f.judged and f.measured is not None for f in self.figures):
             return UNKNOWN
-        return max(f.status for f in self.figures)
+        worst = max(f.status for f in self.figures)
+        return max(worst, WARNING) if self.rebase else worst
 
     @property
     def not_judged(self) -> int:
@@ -197,7 +207,21 @@ class Verdict:
         }
 
     def summary(self) -> str:
-        """The one line a monitoring system shows: status, baseline, run, worst figure."""
+        """The one line a monitoring system shows: status, baseline, run, worst figure.
+
+        Once a changed environment no longer excuses, the line ends with its age, what
+        changed and the command that rebases.
+        """
+        line = self._summary()
+        age = self.environment_age
+        if self.rebase and age is not None and self.status != UNKNOWN:
+            line += (
+                f"; the environment changed {age.when_text()} ({'; '.join(age.changes)});"
+                f" rebase: {self.rebase}"
+            )
+        return line
+
+    def _summary(self) -> str:
         counts = self.counts()
         status = status_name(self.status)
         head = f"commscope {status}: run {self.run_id} against baseline {self.baseline}"
@@ -225,13 +249,16 @@ class Verdict:
         return {
             "status": status_name(self.status),
             "checked_unix": self.checked_unix,
+            "measured_unix": self.measured_unix,
             "flagged": [f.key for f in self.figures if f.status in (WARNING, CRITICAL)],
             "not_judged": self.not_judged,
             "again_run": self.again_run,
+            "environment_changes": self.environment_changes,  # nights a change has excused
         }
 
     def to_json(self) -> dict[str, Any]:
         """The versioned JSON of ``check --json``."""
+        age = self.environment_age
         return {
             "check_version": CHECK_VERSION,
             "status": status_name(self.status),
@@ -244,6 +271,8 @@ class Verdict:
             "alpha": ALPHA,
             "max_detection_limit": self.max_detection_limit,
             "environment_changes": self.environment_changes,
+            "environment_age": None if age is None else age.to_json(),
+            "rebase": self.rebase,
             "load": self.load,
             "new_figures": self.new_figures,
             "again_run": self.again_run,
@@ -312,6 +341,7 @@ def judge(
     environment_changes: Sequence[str] = (),
     load: Sequence[str] = (),
     max_detection_limit: float | None = None,
+    excuse_environment: bool = True,
 ) -> Verdict:
     """Judge ``figures`` (a run's) against ``baseline``.
 
@@ -326,6 +356,8 @@ def judge(
         load: what disturbed the run's hosts (the load monitor's warnings).
         max_detection_limit: figures whose detection limit passes it are not judged
             (default: the baseline's own bound).
+        excuse_environment: whether ``environment_changes`` excuse a worse figure (False
+            once they have been seen longer than a check excuses them).
     """
     bound = baseline.max_detection_limit if max_detection_limit is None else max_detection_limit
     limits = baseline.limits(bound)
@@ -365,7 +397,7 @@ def judge(
             if load:
                 status, excused = WARNING, True
                 cause = "measured under load, not called a regression"
-            elif environment_changes:
+            elif environment_changes and excuse_environment:
                 status, excused = WARNING, True
                 cause = "the environment changed, not called a regression"
         out.append(

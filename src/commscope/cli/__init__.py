@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -22,7 +23,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any, NoReturn
 
-from commscope import __version__
+from commscope import __version__, status
 from commscope.cli.common import terminal_text
 from commscope.data.location import default_store
 from commscope.errors import CommscopeError, Interrupted
@@ -62,9 +63,7 @@ class OneLineParser(argparse.ArgumentParser):
         so line breaks are folded and control characters shown escaped.
         """
         text = terminal_text(" ".join(message.split()))
-        # `check` sets usage_exit to 3: bad usage is UNKNOWN to a monitoring system.
-        code = int(getattr(self, "usage_exit", 2))
-        self.exit(code, f"{self.prog}: error: {text} (see '{self.prog} --help')\n")
+        self.exit(2, f"{self.prog}: error: {text} (see '{self.prog} --help')\n")
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
         """An option's value of ``--`` (``--label=--``, ``--trim=--``) is the text ``--``.
@@ -151,37 +150,96 @@ def signals_interrupt() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+# Commands monitoring runs: they exit with :mod:`commscope.status` alone (0 OK, 1 WARNING,
+# 2 CRITICAL, 3 UNKNOWN), so a usage error, any error and an interrupt are 3, never 2.
+MONITORED = ("check", "undrain", "check-store")
+MONITORED_WHEN = {"run": "--drain"}  # `run` is monitored when given this option
+
+
+def monitored(argv: Sequence[str]) -> bool:
+    """Whether the command line ``argv`` runs a command monitoring reads (see MONITORED)."""
+    rest = list(argv)
+    while rest and rest[0].startswith("-"):  # global options before the command
+        option = rest.pop(0)
+        if option == "--store" and rest:
+            rest.pop(0)
+    if not rest:
+        return False
+    command, options = rest[0], rest[1:]
+    wanted = MONITORED_WHEN.get(command)
+    return command in MONITORED or (
+        wanted is not None and any(o == wanted or o.startswith(f"{wanted}=") for o in options)
+    )
+
+
+class NoteLines(logging.Handler):
+    """Prints what the parts log (WARNING and up) as one line each on stderr.
+
+    The parts never print: a store that is found on a shared filesystem, for one, says so
+    through :mod:`logging` (:mod:`commscope.data.store_file`), and here it becomes
+    ``commscope COMMAND: note: ...``.
+    """
+
+    command = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Print ``record``'s message on one line."""
+        text = " ".join(record.getMessage().split())
+        print(terminal_text(f"commscope {self.command}: note: {text}"), file=sys.stderr)
+
+
+NOTES = NoteLines(logging.WARNING)
+
+
+def _print_notes(command: str) -> None:
+    NOTES.command = command
+    parts = logging.getLogger("commscope")
+    if NOTES not in parts.handlers:
+        parts.addHandler(NOTES)
+        parts.propagate = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run commscope with ``argv`` and return the exit status.
 
     Ctrl-C, SIGTERM and SIGHUP end a command with one line on stderr and the status 128 +
-    the signal's number (130, 143, 129).
+    the signal's number (130, 143, 129); a usage error exits 2. A command monitoring reads
+    (:func:`monitored`) exits 3, UNKNOWN, for all three.
     """
+    raw = list(sys.argv[1:] if argv is None else argv)
+    watched = monitored(raw)
     parser = build_parser()
     # A command line cannot hold a NUL, but a caller's list can: no path, name or value may
     # (the OS refuses it in a path or a launched command's argument), so none goes further.
-    given = sys.argv[1:] if argv is None else list(argv)
-    nul = next((arg for arg in given if "\0" in arg), None)
+    nul = next((arg for arg in raw if "\0" in arg), None)
     if nul is not None:
         shown = terminal_text(repr(nul[:60]))
         print(
             f"commscope: error: the argument {shown} holds a NUL byte; remove it", file=sys.stderr
         )
-        return 2
-    args = parser.parse_args(given)
+        return status.UNKNOWN if watched else 2
+    try:
+        args = parser.parse_args(raw)
+    except SystemExit as done:  # argparse's usage error (2); --help and --version exit 0
+        if done.code == 2 and watched:
+            return status.UNKNOWN
+        raise
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2
+    _print_notes(args.command)
     try:
         with signals_interrupt():
             return int(args._module.run(args))
     except CommscopeError as err:
         print(terminal_text(f"commscope {args.command}: error: {err.one_line()}"), file=sys.stderr)
-        return err.exit_code
+        return status.UNKNOWN if watched else err.exit_code
     except KeyboardInterrupt as err:
         # The runner may have put the run's state into the message; keep it on one line.
         text = " ".join(str(err).split()) or "interrupted"
         print(terminal_text(f"commscope {args.command}: {text}"), file=sys.stderr)
+        if watched:
+            return status.UNKNOWN
         return err.exit_code if isinstance(err, Interrupted) else 128 + signal.SIGINT
     except BrokenPipeError:
         # The reader (e.g. `head`) went away; stop quietly as other Unix tools do.

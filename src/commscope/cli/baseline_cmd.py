@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import datetime
 import re
+import time
 from typing import Any
 
 from commscope.cli import common
 from commscope.errors import UsageError
+from commscope.limits import MAX_FROM_LAST
 
 NAME = "baseline"
 HELP = "keep a baseline of stored runs' figures (centers, run-to-run spread, limits) for 'check'"
 EXAMPLES = """examples:
   commscope baseline create nightly 12 13 14 15 16   runs of several nights: their spread counts
-  commscope baseline list                         every baseline, its runs and figures
+  commscope baseline create nightly --from-last 5    the 5 newest good runs like the newest run
+  commscope baseline create nightly --from-last 5 --replace   rebase on its checks' last runs
+  commscope baseline list                         every baseline, its age, runs and figures
   commscope baseline show nightly                 its environment and figures
   commscope baseline show nightly --json          everything, as JSON
   commscope baseline delete nightly"""
@@ -47,14 +50,38 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     create = action(
         "create",
         "make a baseline of one or more stored runs of one kind and the same hosts",
-        "Make a baseline of stored runs. Several runs, best of several nights, give each"
-        " figure's run-to-run spread: what a check needs to tell a change from chance. A run"
-        " far off the others, or one the load monitor flagged, is left out of a figure's"
-        " spread and named. Figures whose detection limit passes the bound are not judged.",
-        "create nightly 12 13 14 15 16",
+        "Make a baseline of stored runs, named by id or the last N good runs of a request"
+        " (--from-last). Several runs, best of several nights, give each figure's run-to-run"
+        " spread: what a check needs to tell a change from chance. A run far off the others,"
+        " or one the load monitor flagged, is left out of a figure's spread and named."
+        " Figures whose detection limit passes the bound are not judged.",
+        "create nightly 12 13 14 15 16\n"
+        "  commscope baseline create nightly --from-last 5\n"
+        "  commscope baseline create nightly --from-last 5 --like 42\n"
+        "  commscope baseline create nightly --from-last 5 --replace   (rebase)",
     )
     create.add_argument("name", type=baseline_name, help="the baseline's name")
-    create.add_argument("runs", nargs="+", metavar="RUN", help="run ids or 'latest'")
+    create.add_argument(
+        "runs", nargs="*", metavar="RUN", help="run ids or 'latest' (or --from-last N)"
+    )
+    create.add_argument(
+        "--from-last",
+        type=common.whole(1, MAX_FROM_LAST),
+        metavar="N",
+        help="take the newest N good runs like the reference run: its kind, request, hosts"
+        " and environment; complete, not flagged by the load monitor",
+    )
+    create.add_argument(
+        "--like",
+        metavar="RUN",
+        help="the reference run of --from-last [default: the newest complete run; with"
+        " --replace, the newest complete run of the replaced baseline's request]",
+    )
+    create.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace a baseline of that name (a rebase), in one transaction",
+    )
     create.add_argument(
         "--max-detection-limit",
         default="50%",
@@ -67,15 +94,17 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     )
     listing = action(
         "list",
-        "every baseline with its runs and figure count",
-        "List every baseline with its runs and figure count.",
+        "every baseline with its age, runs and figure count",
+        "List every baseline: when it was made, how old it is, the days its oldest and"
+        " newest runs were measured, its runs and figure count.",
         "list --json",
     )
     listing.add_argument("--json", action="store_true", help="print JSON")
     show = action(
         "show",
-        "a baseline's environment and figures",
-        "Show a baseline's environment and every figure's center and band.",
+        "a baseline's age, environment and figures",
+        "Show a baseline's age (made when, its runs measured when), its environment and"
+        " every figure's center and band.",
         "show nightly",
     )
     show.add_argument("name", help="the baseline's name")
@@ -96,29 +125,40 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _create(args: argparse.Namespace) -> int:
-    from commscope.check.judging import make_baseline
     from commscope.check.tolerance import parse_share
-    from commscope.data.run_data import read_run
+    from commscope.jobs.baseline import BaselineJob, create
 
     bound = parse_share(args.max_detection_limit, "--max-detection-limit")
-    with common.open_store(args, create=False) as store:
-        ids = [store.resolve_run(r) for r in args.runs]
-        if len(set(ids)) != len(ids):
-            raise UsageError("a run is named twice; give each run once")
-        names = dict(store.baseline_names())
-        if args.name in names:
-            raise UsageError(
-                f"baseline {args.name!r} exists; choose another name or delete it first"
-                f" ('commscope baseline delete {args.name}')"
-            )
-        made = make_baseline(args.name, [read_run(store, i) for i in ids], bound)
-        store.add_baseline(args.name, made.to_json())
+    if bool(args.runs) == (args.from_last is not None):
+        raise UsageError(
+            "baseline create: give run ids or --from-last N, not both and not neither"
+            f" (e.g. 'commscope baseline create {args.name} --from-last 5')"
+        )
+    if args.like is not None and args.from_last is None:
+        raise UsageError("--like RUN chooses the runs of --from-last N; give --from-last too")
+    job = BaselineJob(
+        store=args.store,
+        name=args.name,
+        runs=tuple(args.runs),
+        from_last=args.from_last,
+        like=args.like,
+        replace=args.replace,
+        max_detection_limit=bound,
+    )
+    outcome = create(job)
+    made = outcome.baseline
+    ids = made.runs
+    if outcome.picked is not None:
+        print(
+            f"--from-last {args.from_last}: runs {', '.join(map(str, ids))}, like run"
+            f" {outcome.picked.reference} (passed over: {outcome.picked.skipped_text()})"
+        )
     limits = made.limits()
     judged = sum(1 for x in limits.values() if x.judged)
     print(
-        f"baseline {args.name}: {len(made.figures)} figures from run"
-        f"{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}; {judged} can be judged"
-        f" (detection limit within {bound:.0%})"
+        f"baseline {args.name}{' replaced' if outcome.replaced else ''}: {len(made.figures)}"
+        f" figures from run{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}; {judged}"
+        f" can be judged (detection limit within {bound:.0%})"
     )
     _detection(made, limits, args.full)
     return 0
@@ -177,19 +217,19 @@ def _detection(made: Any, limits: Any, full: bool) -> None:
         print(f"warning: {len(coarse) - 10} more figures not judged; --full lists them")
 
 
-def _when(unix: float) -> str:
-    return datetime.datetime.fromtimestamp(unix).strftime("%Y-%m-%d %H:%M")
-
-
 def _list(args: argparse.Namespace) -> int:
+    from commscope.check import age as ages
+    from commscope.jobs.baseline import age
+
+    now = time.time()
     with common.open_store(args, write=False) as store:
         rows = []
-        for name, created in store.baseline_names():
+        for name, _ in store.baseline_names():
             body = store.baseline(name)
             rows.append(
                 {
                     "name": name,
-                    "created_unix": created,
+                    **age(store, body).to_json(now),
                     "kind": body["kind"],
                     "runs": body["runs"],
                     "figures": len(body["figures"]),
@@ -199,17 +239,20 @@ def _list(args: argparse.Namespace) -> int:
         common.print_json({"baselines": rows})
         return 0
     if not rows:
-        print("no baselines; make one with 'commscope baseline create NAME RUN [RUN...]'")
+        print("no baselines; make one with 'commscope baseline create NAME --from-last N'")
         return 0
     from rich.table import Table
 
     table = Table(title="baselines")
-    for col in ("name", "created", "kind", "runs", "figures"):
-        table.add_column(col, justify="right" if col == "figures" else "left")
+    for col in ("name", "made", "age", "runs measured", "kind", "runs", "figures"):
+        table.add_column(col, justify="right" if col in ("age", "figures") else "left")
     for r in rows:
+        made = ages.BaselineAge(r["created_unix"], r["oldest_run_unix"], r["newest_run_unix"])
         table.add_row(
             r["name"],
-            _when(r["created_unix"]),
+            ages.when(r["created_unix"]),
+            f"{ages.age_text(now - r['created_unix'])} old",
+            made.runs_text().removeprefix("runs of "),
             r["kind"],
             ",".join(map(str, r["runs"])),
             str(r["figures"]),
@@ -221,17 +264,21 @@ def _list(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from commscope.check.baseline import Baseline
     from commscope.check.verdict import shown
+    from commscope.jobs.baseline import age
 
+    now = time.time()
     with common.open_store(args, write=False) as store:
         body = store.baseline(args.name)
+        made_age = age(store, body)
     if args.json:
-        common.print_json(body)
+        common.print_json({**body, "age": made_age.to_json(now)})
         return 0
     made = Baseline.from_json(body)
     out = common.console()
     out.print(
-        f"baseline {made.name}: {made.kind} runs {', '.join(map(str, made.runs))}, made"
-        f" {_when(made.created_unix)}"
+        f"baseline {made.name}: {made.kind} runs {', '.join(map(str, made.runs))};"
+        f" {made_age.text(now)}",
+        markup=False,
     )
     for key, value in made.environment.items():
         if key != "engine_options" and value not in (None, [], {}):

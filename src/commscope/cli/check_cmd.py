@@ -10,9 +10,11 @@ import argparse
 from typing import TYPE_CHECKING
 
 from commscope import status
+from commscope.check.excuse import DEFAULT_EXCUSE_NIGHTS
 from commscope.cli import common
 from commscope.errors import CommscopeError
 from commscope.jobs import check
+from commscope.limits import MAX_EXCUSE_NIGHTS
 
 if TYPE_CHECKING:
     from commscope.check.verdict import Verdict
@@ -25,14 +27,13 @@ EXAMPLES = """examples:
   commscope check --baseline nightly --tolerance bw=5%,latency=20%
   commscope check --baseline nightly --prometheus /var/lib/node_exporter/commscope.prom
   commscope check --baseline nightly --junit check.xml --json > check.json
+  commscope check --baseline nightly --excuse-nights 7   a week to rebase after an upgrade
 exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (as Nagios, Icinga and NHC read them)"""
 SHOWN = 15  # figures listed on the terminal, worst first; --json has them all
 
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope check`."""
-    # Bad usage is UNKNOWN (3) for a monitoring plugin, not argparse's 2.
-    setattr(p, "usage_exit", status.UNKNOWN)  # noqa: B010 - read by cli.OneLineParser.error
     p.add_argument(
         "run",
         nargs="?",
@@ -54,6 +55,15 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         " a check see 95 %% of the time) passes this [default: the baseline's, 50%%]",
     )
     p.add_argument(
+        "--excuse-nights",
+        type=common.whole(0, MAX_EXCUSE_NIGHTS),
+        default=DEFAULT_EXCUSE_NIGHTS,
+        metavar="N",
+        help="a changed environment (MPI, kernel, ...) excuses a worse figure for N nights;"
+        " then the check judges it and asks to rebase ('baseline create NAME --from-last K"
+        " --replace') [default: %(default)s]",
+    )
+    p.add_argument(
         "--allow-other-hosts",
         action="store_true",
         help="judge a run of other hosts than the baseline's (its changes are then not called"
@@ -70,8 +80,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         "--once",
         action="store_true",
         help="judge one measurement: do not measure the figures past their limits again"
-        " (by default they are, and judged on the mean of both runs; what recovered is"
-        " WARNING, transient)",
+        " (by default they are, and a figure is CRITICAL only if worse both times; what"
+        " recovered is WARNING, transient)",
     )
     p.add_argument("--label", help="label of the new run [default: check NAME]")
     p.add_argument("--json", action="store_true", help="print the versioned verdict as JSON")
@@ -137,6 +147,7 @@ def _job(args: argparse.Namespace) -> check.CheckJob:
         max_detection_limit=bound,
         again=not args.once,
         prometheus_figures=args.prometheus_figures,
+        excuse_nights=args.excuse_nights,
     )
 
 
@@ -146,8 +157,25 @@ def _print(verdict: Verdict) -> None:
     out = common.console()
     # One unwrapped line first: what a monitoring system shows as the plugin's output.
     print(common.terminal_text(verdict.summary()), flush=True)
+    age = verdict.environment_age
     for change in verdict.environment_changes:
         out.print(common.terminal_text(f"  environment changed: {change}"), markup=False)
+    if age is not None and verdict.rebase:
+        out.print(
+            common.terminal_text(
+                f"  first seen {age.when_text()}: no longer excused (--excuse-nights"
+                f" {age.allowed}), its figures are judged; when they are the new normal,"
+                f" rebase: {verdict.rebase}"
+            ),
+            markup=False,
+        )
+    elif age is not None:
+        out.print(
+            f"  first seen {age.when_text()}: a worse figure is excused, night {age.nights} of"
+            f" {age.allowed}; from night {age.allowed + 1} on the check judges it and asks to"
+            " rebase",
+            markup=False,
+        )
     for text in verdict.load:
         out.print(common.terminal_text(f"  load: {text}"), markup=False)
     if verdict.not_judged:

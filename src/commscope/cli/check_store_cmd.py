@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from commscope import status
 from commscope.cli import common
 from commscope.data.store_integrity import RunIntegrity, StoreIntegrity, inspect_store
 
@@ -12,7 +13,8 @@ HELP = "check a store file: SQLite's integrity check, its tables, every row's ch
 EXAMPLES = """examples:
   commscope check-store
   commscope check-store --store /data/old.sqlite --json | jq '.runs[] | select(.damaged != [])'
-exit status: 0 when nothing is damaged, 1 when something is; the file is never changed.
+exit status: 0 nothing is damaged, 2 something is (CRITICAL), 3 the file cannot be read
+(UNKNOWN), as monitoring plugins exit; the file is never changed.
 """
 
 
@@ -23,14 +25,14 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print what was found, run by run; 1 when anything is damaged."""
+    """Print what was found, run by run; CRITICAL (2) when anything is damaged."""
     found = inspect_store(Path(args.check_path or args.store).expanduser())
     if args.json:
         common.print_json(found.to_json())
     else:
         for line in _lines(found):
             print(common.terminal_text(line))
-    return 0 if found.ok else 1
+    return status.OK if found.ok else status.CRITICAL
 
 
 def _lines(found: StoreIntegrity) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import functools
 import os
 import re
@@ -177,6 +178,11 @@ def label(text: str) -> str:
         return check_label(text)
     except InputError as err:
         raise argparse.ArgumentTypeError(str(err).removeprefix("--label ")) from None
+
+
+def date_text(unix: float) -> str:
+    """A time as people read a run's date: ``2026-12-06 03:16`` (local time)."""
+    return datetime.datetime.fromtimestamp(unix).strftime("%Y-%m-%d %H:%M")
 
 
 def require(condition: bool, message: str) -> None:

@@ -44,8 +44,11 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read the whole file, then store it as one run."""
     imported = importers.load(args.format, args.file, args.pair, args.nranks)
+    from commscope.jobs import figures
+
     with common.open_store(args) as store:
         run_id = importers.store_imported(store, imported, args.label)
+        figures.keep(store, run_id)
     path = os.path.abspath(args.file)
     if args.json:
         common.print_json(

@@ -36,7 +36,6 @@ exit codes: 0 done or nothing to do, 1 a named node drained for another reason (
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
     """Declare the options of `commscope undrain`."""
-    setattr(p, "usage_exit", status.UNKNOWN)  # noqa: B010 - read by cli.OneLineParser.error
     p.add_argument(
         "nodes",
         nargs="*",

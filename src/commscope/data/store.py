@@ -22,6 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
+from commscope.data import location
 from commscope.data import store_read as read
 from commscope.data.record_parse import record_from_dict
 from commscope.data.records import (
@@ -34,13 +35,14 @@ from commscope.data.records import (
     Queue,
     Stream,
 )
-from commscope.data.store_baselines import StoreBaselines
+from commscope.data.store_figures import StoreFigures
 
 # Re-exported: callers import the file's constants from here.
 from commscope.data.store_file import APPLICATION_ID as APPLICATION_ID
 from commscope.data.store_file import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
 from commscope.data.store_file import SCHEMA_VERSION as SCHEMA_VERSION
 from commscope.data.store_file import connect
+from commscope.data.store_prune import StorePrune
 from commscope.data.store_read import Measurement
 from commscope.data.store_seal import damaged
 from commscope.data.store_write import RUN_STATUSES as RUN_STATUSES
@@ -155,7 +157,7 @@ def of_class(records: Sequence[object], cls: type[_M]) -> list[_M]:
     return sorted(out, key=key) if key else out
 
 
-class Store(StoreBaselines):
+class Store(StorePrune, StoreFigures):
     """A commscope SQLite store. Open it with ``Store.open(path)``.
 
     A store opened for reading is never changed. An older store (version 1: no ``kind``
@@ -181,6 +183,9 @@ class Store(StoreBaselines):
                 missing, read-only while ``write``, absent while not ``create``, or cannot
                 be created.
         """
+        problem = location.sudo_store_problem(os.fspath(path))
+        if problem:
+            raise StoreError(problem)
         where = Path(path).expanduser()
         return cls(where, *connect(where, write, create))
 
@@ -194,11 +199,21 @@ class Store(StoreBaselines):
         """The run's derived data of ``kind``; None when there is none."""
         sql = "SELECT * FROM run_data WHERE run_id = ? AND kind = ?"
         rows = self._rows(sql, (run_id, kind), f"read run {run_id}'s {kind}")
-        if not rows:
-            return None
+        return self._run_data_row(rows[0], run_id, kind) if rows else None
+
+    def run_data_after(self, kind: str, after_run: int) -> dict[int, Any]:
+        """The derived data of ``kind`` of every run after run ``after_run``, by run id.
+
+        E.g. the check verdicts kept since a baseline's newest run: reads those rows only.
+        """
+        sql = "SELECT * FROM run_data WHERE run_id > ? AND kind = ? ORDER BY run_id"
+        rows = self._rows(sql, (after_run, kind), f"read the runs' {kind}")
+        return {int(r["run_id"]): self._run_data_row(r, int(r["run_id"]), kind) for r in rows}
+
+    def _run_data_row(self, row: sqlite3.Row, run_id: int, kind: str) -> Any:
+        self._check_row("run_data", row, run_id, _OTHERS)
         where = f"run {run_id} data {kind!r}"
-        self._check_row("run_data", rows[0], run_id, _OTHERS)
-        return read.decode(self.path, rows[0]["data_json"], where, object, _OTHERS)
+        return read.decode(self.path, row["data_json"], where, object, _OTHERS)
 
     def resolve_run(self, ref: str) -> int:
         """Turn "latest" or a run id typed by the user into an existing run id.

@@ -24,12 +24,7 @@ class StoreBaselines(StoreWrites):
     """The baselines part of a store's connection."""
 
     def _has_baselines(self) -> bool:
-        rows = self._rows(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'baselines'",
-            (),
-            "read its tables",
-        )
-        return bool(rows)
+        return self._has_table("baselines")
 
     def baseline_names(self) -> list[tuple[str, float]]:
         """(name, created_unix) of every baseline, by name (no body is decoded)."""
@@ -59,22 +54,28 @@ class StoreBaselines(StoreWrites):
         assert isinstance(body, dict)
         return body
 
-    def add_baseline(self, name: str, body: dict[str, Any]) -> None:
+    def add_baseline(self, name: str, body: dict[str, Any], replace: bool = False) -> None:
         """Store baseline ``name`` in one transaction.
 
+        ``replace``: a baseline of that name is replaced in the same transaction (a rebase:
+        a check running meanwhile reads the old baseline or the new, never none).
+
         Raises:
-            StoreError: a baseline of that name exists (nothing is changed).
+            StoreError: a baseline of that name exists and ``replace`` is not given (nothing
+                is changed).
         """
         text = json.dumps(body, allow_nan=False, separators=(",", ":"))
         with self._write(f"store baseline {name!r}") as c:
+            if replace:
+                c.execute("DELETE FROM baselines WHERE name = ?", (name,))
             try:
                 self._insert(
                     c, "baselines", {"name": name, "created_unix": time.time(), "body_json": text}
                 )
             except sqlite3.IntegrityError:
                 raise StoreError(
-                    f"baseline {name!r} exists in {self.path}; choose another name or delete"
-                    f" it first ('commscope baseline delete {name}')"
+                    f"baseline {name!r} exists in {self.path}; choose another name, or replace"
+                    f" it ('commscope baseline create {name} ... --replace')"
                 ) from None
 
     def delete_baseline(self, name: str) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from commscope.data import store_read as read
 from commscope.data import store_schema as schema
+from commscope.data.store_figures import unpacked
 from commscope.data.store_file import integrity_problems, open_file, probe, row_name
 from commscope.data.store_seal import Damage, check
 from commscope.errors import StoreError
@@ -211,9 +212,15 @@ def _data(found: StoreIntegrity, row: sqlite3.Row) -> str:
     return "data"
 
 
+def _figure(found: StoreIntegrity, row: sqlite3.Row) -> str:
+    unpacked(found.path, row, {}, "")
+    return "figures"
+
+
 _READERS: dict[str, Callable[[StoreIntegrity, sqlite3.Row], str]] = {
     "runs": _run,
     "segments": _segment,
     "points": _point,
     "run_data": _data,
+    "run_figures": _figure,
 }

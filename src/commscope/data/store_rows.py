@@ -6,7 +6,9 @@ the rows asked for. A row is checked against its checksum (:mod:`commscope.data.
 and against the run it was read for, since a changed index entry can hand a query another
 run's row, sound in itself; a run's points, read through the key index, are counted again
 through the kind index, so that an entry lost from either shows. Queries that must agree run
-on one snapshot of the file.
+on one snapshot of the file. On a shared filesystem every read holds the store's lock
+(:func:`commscope.data.store_file.guarded`), and inside a write transaction reads go through
+the transaction's connection.
 """
 
 from __future__ import annotations
@@ -18,19 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from commscope.data import store_schema as schema
-from commscope.data.store_file import reading, row_name
+from commscope.data.store_file import StoreConnection, guarded, reading, row_name
 from commscope.data.store_seal import Damage, check, damaged
 from commscope.errors import StoreError
 
 _COUNT = "SELECT COUNT(*) FROM points WHERE run_id = ?"  # through the kind index
-_RUN_TABLES = ("segments", "points", "run_data")  # the tables whose rows belong to a run
+_RUN_TABLES = tuple(t for t in schema.RUN_TABLES if t != "runs")  # rows that belong to a run
 _OTHERS = "the other runs can still be read"
 
 
 class StoreRows:
     """A connection to a store and its checked reads of rows."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, version: int) -> None:
+    def __init__(self, path: Path, conn: StoreConnection, version: int) -> None:
         self.path = path
         self._conn = conn
         self._version = version
@@ -46,20 +48,21 @@ class StoreRows:
         Two queries that must agree, such as points read and points counted, then see the same
         rows even while a run writes in between. Inside a write transaction: that one.
         """
-        if self._conn.in_transaction:
+        if self._conn.in_transaction or self._conn.in_write is not None:
             yield
             return
-        with reading(self.path, what):
-            self._conn.execute("BEGIN")
-        try:
-            yield
-        finally:
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")  # it only read
+        with guarded(self._conn):
+            with reading(self.path, what):
+                self._conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")  # it only read
 
     def _rows(self, sql: str, params: tuple[Any, ...], what: str) -> list[sqlite3.Row]:
-        with reading(self.path, what):
-            return self._conn.execute(sql, params).fetchall()
+        with reading(self.path, what), guarded(self._conn):
+            return (self._conn.in_write or self._conn).execute(sql, params).fetchall()
 
     def _check(self, table: str, row: sqlite3.Row, where: str, readable: str) -> None:
         if self._version >= 2:  # version 1 rows carry no checksum
@@ -96,6 +99,11 @@ class StoreRows:
                 f" {counted} counted)",
                 readable,
             )
+
+    def _has_table(self, name: str) -> bool:
+        """Whether the file has table ``name`` (a later version may have added it)."""
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+        return bool(self._rows(sql, (name,), "read its tables"))
 
     def _missing_run(self, run_id: int) -> StoreError:
         """No run N, or the damage to the runs table that explains why it is not found."""

@@ -1,5 +1,8 @@
-"""The store's tables, version by version, and the migrations from versions 1 and 2.
+"""The store's tables, version by version, and the migrations from versions 1, 2 and 3.
 
+Version 4 adds the ``run_figures`` table: each complete run's figure values (the figures a
+check judges, :mod:`commscope.kinds.figures`), one row per run and figure name, so that a
+history reads figures rather than raw points (:mod:`commscope.data.store_figures`).
 Version 3 adds the ``baselines`` table (one row per named baseline, its figures as JSON:
 ``commscope baseline``). Version 2 adds to ``points`` the record's ``kind`` (its JSON
 ``type``: point, coll, contention, stream, linpack, loggp), so one kind is read without
@@ -19,12 +22,12 @@ from commscope.data.records import RECORD_TYPES, End, Header
 from commscope.data.store_seal import damaged, seal
 from commscope.errors import RecordError
 
-SCHEMA_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+SCHEMA_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 # Records a point row may hold: every record type but the run's header and end.
 MEASUREMENT_KINDS = tuple(t for t in RECORD_TYPES if t not in ("header", "end"))
 
-# Each table's columns and declared types in file order, as version 3 has them.
+# Each table's columns and declared types in file order, as version 4 has them.
 COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "runs": (
         ("id", "INTEGER"),
@@ -77,8 +80,16 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("body_json", "TEXT"),
         ("crc", "INTEGER"),
     ),
+    "run_figures": (
+        ("run_id", "INTEGER"),
+        ("name", "TEXT"),
+        ("unit", "TEXT"),
+        ("figures_json", "TEXT"),
+        ("crc", "INTEGER"),
+    ),
 }
-# The tables of a run's data (each row belongs to a run); version 3 adds the baselines.
+# The tables of a run's data (each row belongs to a run); version 3 adds the baselines,
+# version 4 the run_figures (a run's too, but only from version 4: not in RUN_TABLES).
 RUN_TABLES = ("runs", "segments", "points", "run_data")
 TABLES = ("schema_version", *COLUMNS)
 # Columns version 1 lacks (end_json and run_data came within version 1: a store may lack them).
@@ -104,6 +115,11 @@ _RUN_DATA_DDL = """CREATE TABLE run_data (
     UNIQUE (run_id, kind))"""
 _BASELINES_DDL = """CREATE TABLE baselines (
     name TEXT PRIMARY KEY, created_unix REAL, body_json TEXT, crc INTEGER)"""
+_RUN_FIGURES_DDL = """CREATE TABLE run_figures (
+    run_id INTEGER REFERENCES runs(id), name TEXT, unit TEXT, figures_json TEXT, crc INTEGER,
+    UNIQUE (run_id, name))"""
+# A history of one figure name reads its rows through this index, run by run.
+_RUN_FIGURES_INDEX = "CREATE INDEX IF NOT EXISTS run_figures_name ON run_figures (name, run_id)"
 # Indexes: integrity_check compares each with its table, so the counts they answer
 # (points per run, per segment) cannot drift from the rows unnoticed.
 _INDEXES = (
@@ -114,9 +130,10 @@ _INDEXES = (
 
 
 def create(c: sqlite3.Connection) -> None:
-    """Create the version 3 tables in an empty file (inside the caller's transaction)."""
+    """Create the version 4 tables in an empty file (inside the caller's transaction)."""
     c.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    for ddl in (_RUNS_DDL, _SEGMENTS_DDL, _POINTS_DDL, _RUN_DATA_DDL, _BASELINES_DDL, *_INDEXES):
+    tables = (_RUNS_DDL, _SEGMENTS_DDL, _POINTS_DDL, _RUN_DATA_DDL, _BASELINES_DDL)
+    for ddl in (*tables, _RUN_FIGURES_DDL, *_INDEXES, _RUN_FIGURES_INDEX):
         c.execute(ddl)
     c.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
 
@@ -136,15 +153,19 @@ def structure_problems(have: dict[str, list[str]], version: int) -> list[str]:
     problems = []
     for table in TABLES:
         if table not in have:
-            if not (version == 1 and table == "run_data") and not (
-                version < 3 and table == "baselines"
-            ):
+            if not _added_later(table, version):
                 problems.append(f"no {table} table")
             continue
         missing = missing_columns(table, have[table], version)
         if missing:
             problems.append(f"{table} lacks column {', '.join(missing)}")
     return problems
+
+
+def _added_later(table: str, version: int) -> bool:
+    """Whether a store of ``version`` may lack ``table`` (a later version added it)."""
+    since = {"run_data": 2, "baselines": 3, "run_figures": 4}.get(table, 1)
+    return version < since
 
 
 def missing_columns(table: str, have: list[str], version: int) -> list[str]:
@@ -156,14 +177,19 @@ def missing_columns(table: str, have: list[str], version: int) -> list[str]:
 
 
 def migrate(c: sqlite3.Connection, path: Path, version: int) -> None:
-    """Bring a version 1 or 2 store to version 3 inside the caller's transaction.
+    """Bring a version 1, 2 or 3 store to version 4 inside the caller's transaction.
+
+    The run_figures table starts empty: each run's figures are kept when it is first read.
 
     Raises:
         StoreError: a row of a version 1 store is damaged; the caller rolls back.
     """
     if version == 1:
         migrate_v1(c, path)
-    c.execute(_BASELINES_DDL)
+    if version < 3:
+        c.execute(_BASELINES_DDL)
+    c.execute(_RUN_FIGURES_DDL)
+    c.execute(_RUN_FIGURES_INDEX)
     c.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
 
 

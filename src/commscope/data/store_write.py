@@ -20,7 +20,7 @@ from typing import Any
 
 from commscope.data import store_schema as schema
 from commscope.data.records import Coll, Header, Point
-from commscope.data.store_file import row_name, write_transaction
+from commscope.data.store_file import StoreConnection, row_name, write_transaction
 from commscope.data.store_read import Measurement
 from commscope.data.store_rows import StoreRows
 from commscope.data.store_seal import sealed
@@ -34,13 +34,15 @@ _RUN_ROWS = (
     ("segments", "SELECT * FROM segments WHERE run_id = ? ORDER BY id"),
     ("points", "SELECT * FROM points WHERE run_id = ? ORDER BY op, pair, bytes"),
     ("run_data", "SELECT * FROM run_data WHERE run_id = ?"),
+    ("run_figures", "SELECT * FROM run_figures WHERE run_id = ?"),  # writers see version 4
 )
+_OWNED = ("run_figures", "run_data", "segments")  # tables whose rows name their run: run_id
 
 
 class StoreWrites(StoreRows):
     """A connection to a store and the writes to it; open one as ``Store.open(path)``."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, version: int) -> None:
+    def __init__(self, path: Path, conn: StoreConnection, version: int) -> None:
         super().__init__(path, conn, version)
         self._sound: set[int] = set()  # runs this connection created or checked whole
 
@@ -280,7 +282,7 @@ class StoreWrites(StoreRows):
             segments = c.execute("SELECT COUNT(*) FROM segments WHERE run_id = ?", (run_id,))
             if points.fetchone()[0] or segments.fetchone()[0] > 1:
                 return False
-            for table, key in (("run_data", "run_id"), ("segments", "run_id"), ("runs", "id")):
+            for table, key in (*((t, "run_id") for t in _OWNED), ("runs", "id")):
                 c.execute(f"DELETE FROM {table} WHERE {key} = ?", (run_id,))
         self._sound.discard(run_id)
         return True

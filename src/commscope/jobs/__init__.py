@@ -13,4 +13,6 @@ exits (``cli/`` does those). One module per job:
 - ``programs``: the program kinds' runs (the node sweep, TCP) and what a whole MPI program's
   job hands back; ``hpl_runs``: HPL solved on real hosts; ``simulated_programs``: a program
   or HPL on a SimGrid model. A run per grid, repeat or swept value.
+- ``figures``: a run's figure values kept when it completes; a history's values read back.
+- ``history``: the change points of the stored runs' figures.
 """

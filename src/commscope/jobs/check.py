@@ -11,11 +11,11 @@ the command applies (:func:`commscope.status.unknown_on_error`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from commscope.check.excuse import DEFAULT_EXCUSE_NIGHTS
 from commscope.data.store import Store
 from commscope.errors import CommscopeError, UsageError, interrupt_cause
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from commscope.check.baseline import Baseline
     from commscope.check.verdict import FigureVerdict, Verdict
     from commscope.data.request import RunRequest
-    from commscope.kinds.figures import Figure
+    from commscope.data.run_data import RunData
 
 DEFAULT_TIMEOUT_S = 900.0
 PROMETHEUS_FIGURES = ("flagged", "all")  # which figures get Prometheus series
@@ -49,6 +49,8 @@ class CheckJob:
         again: a measuring check measures the figures past their limits again and judges
             them on both runs (:mod:`commscope.check.confirm`).
         prometheus_figures: "flagged" or "all": the figures that get Prometheus series.
+        excuse_nights: nights a changed environment excuses a worse figure, after which
+            the check judges it and asks to rebase.
     """
 
     store: str
@@ -63,6 +65,7 @@ class CheckJob:
     max_detection_limit: float | None = None
     again: bool = True
     prometheus_figures: str = "flagged"
+    excuse_nights: int = DEFAULT_EXCUSE_NIGHTS
 
 
 @dataclass(frozen=True)
@@ -153,8 +156,7 @@ def _quietly(
 def _judged(job: CheckJob) -> CheckOutcome:
     """Judge (measuring first when no run is given) and keep the verdict."""
     from commscope.check.baseline import Baseline
-    from commscope.check.judging import evidence
-    from commscope.check.verdict import judge
+    from commscope.check.judging import check_run
     from commscope.data.run_data import read_run
 
     notes: list[str] = []
@@ -164,13 +166,13 @@ def _judged(job: CheckJob) -> CheckOutcome:
             run_id = _measure(job, store, baseline, notes)
         else:
             run_id = store.resolve_run(job.run)
-        figures, changes, load = evidence(baseline, read_run(store, run_id), job.allow_other_hosts)
-        verdict = judge(
-            baseline, run_id, figures, job.tolerances, time.time(), changes, load,
-            job.max_detection_limit,
+        run = read_run(store, run_id)
+        verdict = check_run(
+            baseline, run, job.tolerances, job.allow_other_hosts, job.max_detection_limit,
+            kept_verdicts(store, baseline), job.excuse_nights,
         )  # fmt: skip
         if job.run is None and job.again:
-            verdict = _again(job, store, baseline, verdict, figures, notes)
+            verdict = _again(job, store, baseline, verdict, run, notes)
         if job.run is None:
             _record(store, verdict)
     if job.run is not None:
@@ -183,13 +185,14 @@ def _again(
     store: Store,
     baseline: Baseline,
     verdict: Verdict,
-    figures: Sequence[Figure],
+    run: RunData,
     notes: list[str],
 ) -> Verdict:
     """The figures past their limits measured again, and the verdict on both runs."""
     from commscope.check import confirm
     from commscope.check.judging import evidence
     from commscope.data.run_data import read_run
+    from commscope.kinds import run_figures
 
     looked = confirm.second_look(verdict)
     if not looked:
@@ -197,7 +200,7 @@ def _again(
     again = _measure(job, store, baseline, notes, narrowed(baseline, looked), "again")
     found = evidence(baseline, read_run(store, again), job.allow_other_hosts, narrowed=True)
     return confirm.confirmed(
-        baseline, verdict, figures, again, found, job.tolerances, job.max_detection_limit
+        baseline, verdict, run_figures(run), again, found, job.tolerances, job.max_detection_limit
     )
 
 
@@ -261,6 +264,18 @@ def _measure(
     if stopped:  # judge what was measured: the missing figures are named as such
         notes.append(f"check: run {run_id} stopped early: {stopped}")
     return run_id
+
+
+def kept_verdicts(store: Store, baseline: Baseline) -> dict[int, dict[str, Any]]:
+    """The verdicts kept against ``baseline`` since its newest run, by run id.
+
+    They count the nights a changed environment has been seen (:mod:`commscope.check.excuse`).
+    """
+    from commscope.check.verdict import RECORD_KIND
+
+    kept = store.run_data_after(RECORD_KIND, max(baseline.runs, default=0))
+    mine = {run: data.get(baseline.name) for run, data in kept.items() if isinstance(data, dict)}
+    return {run: v for run, v in mine.items() if isinstance(v, dict)}
 
 
 def _record(store: Store, verdict: Verdict) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from commscope.data.store import Store
-from commscope.jobs import runs
+from commscope.jobs import figures, runs
 
 if TYPE_CHECKING:
     from commscope.measure.compute.node import NodeOutcome as Sweep
@@ -98,6 +98,7 @@ def node_run(
                 note(request["peak_derivation"][str(cores)])
         measure = hpcc.run if "hpl" in request else node.run
         measured = measure(store, run_id, request, progress=note)
+        figures.keep(store, run_id)
         status = store.get_run(run_id).status
         written = runs.write_report(store, run_id, report)
     return NodeOutcome(run_id, request, status, measured, written)
@@ -121,10 +122,12 @@ def tcp_runs(
         if resume:
             run_id, request = runs.resumable_request(store, resume)
             session.run(store, run_id, request, progress=progress)
+            figures.keep(store, run_id)
             done.append(run_id)
         for label, request in planned:
             where = request["where"]["kind"]
             run_id = store.create_run(kind, label, None, where, 2, request)
             session.run(store, run_id, request, progress=progress)
+            figures.keep(store, run_id)
             done.append(run_id)
     return done

@@ -16,7 +16,7 @@ from typing import Any
 from commscope.data.request import RunRequest
 from commscope.data.store import Store
 from commscope.errors import CommscopeError, UsageError
-from commscope.jobs import drain
+from commscope.jobs import drain, figures
 from commscope.jobs import where as where_mod
 from commscope.measure import mpi as mpi_mod
 from commscope.measure import runner
@@ -209,6 +209,7 @@ def measure_stored(
             if not (keep_partial and store.get_run(run_id).n_points):
                 raise
             return run_id, err.one_line()
+        figures.keep(store, run_id)
         return run_id, None
 
 
@@ -226,7 +227,8 @@ def _finish(
     report: str | None,
     drain_nodes: bool,
 ) -> RunOutcome:
-    """After a run's measurement: the report when asked, then what it says to drain."""
+    """After a run's measurement: its figures kept, the report when asked, what to drain."""
+    figures.keep(store, run_id)
     written = write_report(store, run_id, report)
     drained = drain.after(store, run_id, request, drain_nodes)
     return RunOutcome(run_id, request, measured, written, drained)

@@ -19,6 +19,10 @@ import numpy as np
 from commscope.analysis.curve import message_samples
 from commscope.data.records import Point
 
+# Raise it when a kind's figures are read off a run differently: the figure values a store
+# keeps (data/store_figures) carry the version they were computed by, and older ones are
+# computed again from the runs' points.
+FIGURES_VERSION = 1
 LOWER = "lower"
 HIGHER = "higher"
 # The classes --tolerance names: what kind of quantity a figure is.
