@@ -1,7 +1,9 @@
 """Numbers from users and files, read by one rule: ASCII digits, finite, within stated bounds.
 
 Also the patterns of names shared by several parts: a kernel TCP congestion control's, shared
-by the vcluster and runs, and a host's, shared by hostfiles and pairs files.
+by the vcluster and runs, and a host's, shared by hostfiles and pairs files; and
+:func:`visible`, the one way text from a store or a user is shown where a control character
+would do harm (a terminal, an HTML report, a JUnit file).
 
 ``str.isdigit`` and ``int``/``float`` accept more than a number written in ASCII digits
 (``'8²'.isdigit()`` is true, ``int('١٢')`` is 12, ``float(' inf')`` and ``float('1_0')`` parse),
@@ -34,6 +36,29 @@ HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
 
 class NumberError(ValueError):
     """A value that breaks the rule; the message is a phrase naming the value and the fix."""
+
+
+# What no output shows as itself: C0 and C1 controls and DEL (ESC recolours a terminal, a
+# newline adds a line to a one-line file), the Unicode line separators, lone surrogates (not
+# encodable as UTF-8: a write would fail) and the two noncharacters XML forbids.
+_UNSHOWN = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+
+
+def visible(text: str, keep: str = "") -> str:
+    r"""``text`` with each character of :data:`_UNSHOWN` written as an escape, but ``keep``.
+
+    ESC becomes ``\x1b``, a lone surrogate ``\udcff``; ``keep`` names characters left as
+    they are (``"\t\n"`` where a line break is the output's own, as on a terminal).
+    """
+
+    def escape(match: re.Match[str]) -> str:
+        char = match.group()
+        if char in keep:
+            return char
+        code = ord(char)
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return _UNSHOWN.sub(escape, text)
 
 
 def shown(text: object) -> str:

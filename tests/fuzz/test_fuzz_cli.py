@@ -322,3 +322,60 @@ def test_hostfiles_are_refused_in_one_line_or_used(workdir, lines, use):
         harness.accepted("hostfiles")
     else:
         harness.assert_one_line_refusal(outcome)
+
+
+def _newer_argv(value: str) -> st.SearchStrategy[list[str]]:
+    """Where a hostile value goes in the newer commands: a run, a name, an option, a path."""
+    return st.sampled_from(
+        [
+            ["baseline", "create", "b", value],
+            ["baseline", "create", "b", "1", f"--max-detection-limit={value}"],
+            ["baseline", "delete", value],
+            ["check", "--baseline", "nightly", "1", f"--tolerance={value}"],
+            ["check", "--baseline", "nightly", "1", f"--junit={value}"],
+            ["check", "--baseline", "nightly", "1", f"--prometheus={value}"],
+            ["check", "--baseline", "nightly", "1", f"--label={value}"],
+            ["topology", value],
+            ["topology", "1", f"--output={value}"],
+            ["topology", "1", f"--model={value}"],
+            ["report", "1", f"--output={value}"],
+            ["compare", "1", "1", f"--output={value}"],
+            ["check-store", f"--store={value}"],
+            ["undrain", "--dry-run", value],
+        ]
+    )
+
+
+@harness.fuzz_settings(150)
+@given(data=st.data())
+def test_newer_commands_refuse_hostile_values_in_one_line_and_keep_the_store(
+    workdir, monkeypatch, data
+):
+    from tests.unit.test_switch_groups import NAMES, point, rates, store_run
+
+    monkeypatch.chdir(workdir)  # an accepted relative output lands in the test's folder
+
+    store = workdir / "newer.sqlite"
+    if not store.exists():  # a matrix run and a baseline of it, made once
+        bw = rates(6, lambda i: i // 3, 100e6, lambda i, j: 25e6)
+        points = [point("matrix_bw", a, b, bw[a, b]) for a in range(6) for b in range(6) if a != b]
+        store_run(store, points, NAMES)
+        store_run(store, points, NAMES)
+        harness.call(None, store, "baseline", "create", "nightly", "1", "2")
+    special = st.sampled_from(
+        ["--", "", " ", "\x00", "a\nb", "\x1b[2J", str(store), f"{store}-wal", f"{store}-shm"]
+    )
+    value = data.draw(st.one_of(special, special, st.text(max_size=12)))
+    argv = data.draw(_newer_argv(value))
+    before = store.read_bytes()
+    outcome = harness.call("newer commands", store, *argv)
+    # check's verdicts are 0 to 2 (and kept with the run), its refusals 3 (UNKNOWN); a
+    # baseline made or deleted changes the store too. Nothing else may.
+    if argv[0] in ("check", "baseline") and outcome.code < (3 if argv[0] == "check" else 1):
+        harness.accepted("newer commands")
+        return
+    if outcome.code == 0:
+        harness.accepted("newer commands")
+    else:
+        harness.assert_one_line_refusal(outcome, codes=(1, 2, 3))
+    assert store.read_bytes() == before, (argv, outcome)

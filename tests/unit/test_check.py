@@ -381,3 +381,30 @@ def test_the_report_trend_puts_flagged_figures_first_and_marks_the_run(base: Any
     assert captions[0] == verdict["figures"][0]["key"] and "inter-node" in captions[0]
     assert "check CRITICAL" in html  # the flagged run's marker in the legend
     one_line_error(base("report", "--trend", "nope", "-o", str(out)), 1, "no baseline 'nope'")
+
+
+def test_control_characters_in_stored_host_names_are_escaped_in_junit_and_the_report(
+    tmp_path: Path,
+) -> None:
+    # Host names come from the machines (MPI_Get_processor_name) or an imported file: an
+    # ESC or a newline in one must not reach the JUnit XML (where XML 1.0 forbids it) or
+    # the HTML report raw.
+    import xml.etree.ElementTree as ET
+
+    from tests.fuzz.harness import call
+
+    store, xml, html = tmp_path / "s.sqlite", tmp_path / "check.xml", tmp_path / "r.html"
+    nodes = ("n\x1b[2J0", "n\n1")
+    for seed in (1, 2, 3, 4):
+        store_run(store, seed, nodes=nodes)
+    assert call(None, store, "baseline", "create", "nightly", "1", "2", "3").code == 0
+    out = call(None, store, "check", "--baseline", "nightly", "4", "--junit", str(xml))
+    assert out.code in (OK, WARNING), out
+    assert call(None, store, "report", "4", "-o", str(html)).code == 0
+    raw = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+    for written in (xml.read_text(), html.read_text()):
+        assert not raw.search(written)
+        assert "n\\x1b[2J0" in written
+    names = [case.get("name") for case in ET.fromstring(xml.read_text()).iter("testcase")]
+    between = [n for n in names if 'pair="inter-node"' in n and "link=" in n]
+    assert between and all('link="n\\x1b[2J0->n\\x0a1"' in n for n in between)

@@ -376,3 +376,43 @@ def test_a_damaged_version_1_store_is_not_migrated(tmp_path: Path) -> None:
     assert store.read_bytes() == before
     code, out, _ = commscope(store, "check-store")
     assert code == 2 and "run 1 point 4 record_json is not JSON" in out, out
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "DELETE FROM runs WHERE id = 1",  # the row lost, its points kept
+        "UPDATE runs SET id = 7 WHERE id = 1",  # its id changed: it fails its checksum
+        "DELETE FROM runs",  # every run's row lost
+    ],
+)
+def test_a_run_whose_row_is_lost_is_named_as_damage_not_as_absent(
+    store: Path, tmp_path: Path, damage: str
+) -> None:
+    assert commscope(store, "baseline", "create", "nightly", "2")[0] == 0
+    conn = sqlite3.connect(store)
+    conn.execute(damage)
+    conn.commit()
+    conn.close()
+    before = store.read_bytes()
+    for argv, status in (
+        (("show", "1"), 1),
+        (("export", "1"), 1),
+        (("report", "1", "-o", str(tmp_path / "r.html")), 1),
+        (("compare", "1", "2"), 1),
+        (("baseline", "create", "b", "1"), 1),
+        (("check", "--baseline", "nightly", "1"), 3),
+    ):
+        code, _, err = commscope(store, *argv)
+        assert code == status, (argv, err)
+        assert_one_line(err, f"{store} is damaged: the runs table has no row for run 1")
+    assert store.read_bytes() == before and not (tmp_path / "r.html").exists()
+    # check-store names the lost row once, not once for each of its rows.
+    code, out, _ = commscope(store, "check-store")
+    lines = out.splitlines()
+    assert code == 2 and len(lines) == len(set(lines)), out
+    lost = [line for line in lines if line.startswith("  damaged: rows of run")]
+    assert lost[0].startswith(
+        "  damaged: rows of run 1 (1 in segments, 5 in points, 1 in run_data)"
+    )
+    assert len(lost) == (2 if damage == "DELETE FROM runs" else 1), out

@@ -125,3 +125,20 @@ def test_topology_writes_both_files_or_neither(tmp_path):
     assert_one_line_refusal(same)
     assert "name the same file" in same.err and conf.read_text() == "# the site's own\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite", "topology.conf"]
+
+
+def test_a_node_name_with_a_line_break_never_reaches_topology_conf(tmp_path):
+    from tests.fuzz.harness import assert_one_line_refusal, call
+
+    names = ("csnode1", "cs\nnode2", "cs\x1bnode3", *NAMES[3:])
+    bw = rates(6, lambda i: i // 3, 100e6, lambda i, j: 25e6)
+    store = tmp_path / "s.sqlite"
+    run = store_run(store, [point("matrix_bw", a, b, bw[a, b]) for a in range(6)
+                            for b in range(6) if a != b], names)  # fmt: skip
+    conf = tmp_path / "topology.conf"
+    out = call(None, store, "topology", str(run), "-o", str(conf))
+    assert_one_line_refusal(out)
+    assert "'cs\\nnode2'" in out.err and "topology.conf cannot hold" in out.err, out
+    assert not conf.exists()
+    shown = call(None, store, "topology", str(run))  # printed, escaped: one line a switch
+    assert shown.code == 0 and "Nodes=csnode1,cs\\x0anode2,cs\\x1bnode3\n" in shown.out, shown

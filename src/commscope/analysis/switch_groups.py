@@ -25,6 +25,8 @@ from numpy.typing import NDArray
 from scipy.cluster import hierarchy
 from scipy.spatial.distance import squareform
 
+from commscope.strict import visible
+
 MIN_JUMP = 1.5  # a merge this much farther than the one before starts another switch level
 
 
@@ -163,11 +165,16 @@ def _across(values: NDArray[np.float64] | None, parts: Sequence[Sequence[int]]) 
 
 
 def slurm_topology(grouping: SwitchGrouping) -> str:
-    """Slurm's topology/tree file (topology.conf): a line per switch, leaves first."""
+    r"""Slurm's topology/tree file (topology.conf): a line per switch, leaves first.
+
+    A line per switch whatever the nodes' names hold: a control character in one is shown
+    escaped (a newline as ``\x0a``). Such a name is no name Slurm takes, and the file is not
+    written with it (:mod:`commscope.jobs.topology`); the text is still shown.
+    """
     lines = []
     for s in grouping.switches:
         if s.nodes:
-            lines.append(f"SwitchName={s.name} Nodes={','.join(s.nodes)}")
+            lines.append(f"SwitchName={s.name} Nodes={','.join(map(visible, s.nodes))}")
         else:
             lines.append(f"SwitchName={s.name} Switches={','.join(s.switches)}")
     return "\n".join(lines) + "\n"

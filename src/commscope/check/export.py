@@ -23,7 +23,9 @@ error naming the reason. Monitoring never goes on showing last night's verdict.
 JUnit: one test case per figure (``junitparser``); a CRITICAL figure is a failure that names
 the figure, the baseline, the measured value and the change; a figure excused by load or a
 changed environment is skipped with that cause, and so is a figure not judged, with its
-detection limit; a WARNING passes with its line as output.
+detection limit; a WARNING passes with its line as output. Every text in it is one line
+with its control characters escaped (:func:`commscope.strict.visible`): XML 1.0 has no
+place for them, and a figure named after a stored host name may hold any.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from commscope.check.verdict import NOT_JUDGED, Verdict
 from commscope.errors import UsageError
 from commscope.status import CRITICAL, UNKNOWN, WARNING
 from commscope.status import name as status_name
+from commscope.strict import visible
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -157,10 +160,11 @@ def junit_text(verdict: Verdict) -> str:
 
     suite = TestSuite(f"commscope check {verdict.baseline}")
     for f in verdict.figures:
-        case = TestCase(f.key, classname=f"commscope.check.{verdict.baseline}")
+        case = TestCase(visible(f.key), classname=f"commscope.check.{verdict.baseline}")
         line = f"{f.text()} (baseline {verdict.baseline}, run {verdict.run_id})"
         if f.excused:
             line += f": {'; '.join([*verdict.load, *verdict.environment_changes])}"
+        line = visible(line)
         if f.status == CRITICAL:
             case.result = [Failure(line, "regression")]
         elif not f.judged or f.excused:
@@ -185,7 +189,7 @@ def junit_unknown_text(baseline: str, reason: str) -> str:
 
     suite = TestSuite(f"commscope check {baseline}")
     case = TestCase(f"commscope check {baseline}", classname=f"commscope.check.{baseline}")
-    case.result = [Error(f"commscope UNKNOWN: {reason}", "unknown")]
+    case.result = [Error(visible(f"commscope UNKNOWN: {reason}"), "unknown")]
     suite.add_testcase(case)
     xml = JUnitXml()
     xml.add_testsuite(suite)

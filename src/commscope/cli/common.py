@@ -70,7 +70,7 @@ def terminal_text(text: str) -> str:
     Labels, file names and messages come from users, files and other programs; an ESC in a
     label must print as ``\x1b``, not recolour or clear the terminal.
     """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return strict.visible(text, keep="\t\n")  # a lone surrogate too: print would fail on it
 
 
 @functools.cache

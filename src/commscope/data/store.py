@@ -226,7 +226,9 @@ class Store(StorePrune, StoreFigures):
         if text == "latest":
             row = self._rows("SELECT MAX(id) FROM runs", (), "read its runs")[0]
             if row[0] is None:
-                raise StoreError(f"no run latest in {self.path}: no runs yet; run 'commscope run'")
+                raise self._runs_damage(None) or StoreError(
+                    f"no run latest in {self.path}: no runs yet; run 'commscope run'"
+                )
             return int(row[0])
         self._require_run(int(text))
         return int(text)

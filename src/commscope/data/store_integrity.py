@@ -81,12 +81,15 @@ def inspect_store(path: Path) -> StoreIntegrity:
     try:
         _check_file(conn, found)
         tables = schema.table_columns(conn) if not _broken(found) else {}
+        orphans: dict[int, Counter[str]] = {}  # rows of runs the runs table does not hold
         for table, reader in _READERS.items():
             # A table without its columns was named among the problems; its rows are not read.
             if table in tables and not schema.missing_columns(
                 table, tables[table], found.version or 2
             ):
-                _each_row(conn, found, table, reader)
+                for run_id, n in _each_row(conn, found, table, reader).items():
+                    orphans.setdefault(run_id, Counter())[table] += n
+        found.loose += [_orphans(run_id, rows) for run_id, rows in sorted(orphans.items())]
         if "baselines" in tables:
             found.problems += _baseline_problems(conn, found.path)
     except (sqlite3.Error, UnicodeDecodeError) as err:
@@ -130,19 +133,27 @@ def _check_file(conn: sqlite3.Connection, found: StoreIntegrity) -> None:
     found.problems += [f"SQLite integrity check: {line}" for line in integrity_problems(conn)]
 
 
+def _orphans(run_id: int, rows: Counter[str]) -> str:
+    """One line for every row of a run the runs table does not hold (not one line a row)."""
+    held = ", ".join(f"{n} in {table}" for table, n in rows.items())
+    return f"rows of run {run_id} ({held}) belong to no run in the store: its row in runs is lost"
+
+
 def _each_row(
     conn: sqlite3.Connection,
     found: StoreIntegrity,
     table: str,
     reader: Callable[[StoreIntegrity, sqlite3.Row], str],
-) -> None:
+) -> Counter[int]:
+    """Check each row of ``table``; count by run the rows of runs that are not in the store."""
+    orphans: Counter[int] = Counter()
     for row in _rows(conn, found, table):
         run_id = row["id"] if table == "runs" else row["run_id"]
         if table == "runs":
             found.runs.setdefault(run_id, RunIntegrity(run_id))
         run = found.runs.get(run_id)
         if run is None:
-            found.loose.append(f"{row_name(table, row)} belongs to no run in the store")
+            orphans[run_id] += 1
             continue
         try:
             if (found.version or 0) >= 2:
@@ -154,6 +165,7 @@ def _each_row(
         if table == "runs":
             run.label = row["label"]
         run.readable[kind] += 1
+    return orphans
 
 
 def _rows(conn: sqlite3.Connection, found: StoreIntegrity, table: str) -> Iterator[sqlite3.Row]:

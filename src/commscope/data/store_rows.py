@@ -21,10 +21,12 @@ from typing import Any
 
 from commscope.data import store_schema as schema
 from commscope.data.store_file import StoreConnection, guarded, reading, row_name
-from commscope.data.store_seal import check, damaged
+from commscope.data.store_seal import Damage, check, damaged
 from commscope.errors import StoreError
 
 _COUNT = "SELECT COUNT(*) FROM points WHERE run_id = ?"  # through the kind index
+_RUN_TABLES = tuple(t for t in schema.RUN_TABLES if t != "runs")  # rows that belong to a run
+_OTHERS = "the other runs can still be read"
 
 
 class StoreRows:
@@ -103,8 +105,41 @@ class StoreRows:
         sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
         return bool(self._rows(sql, (name,), "read its tables"))
 
-    def _missing_run(self, ref: object) -> StoreError:
-        return StoreError(f"no run {ref} in {self.path}; see 'commscope runs'")
+    def _missing_run(self, run_id: int) -> StoreError:
+        """No run N, or the damage to the runs table that explains why it is not found."""
+        return self._runs_damage(run_id) or StoreError(
+            f"no run {run_id} in {self.path}; see 'commscope runs'"
+        )
+
+    def _runs_damage(self, run_id: int | None) -> StoreError | None:
+        """Damage that would make run ``run_id`` (None: every run) look absent, or None.
+
+        A run's row can go while its other rows stay (a lost page, a deleted row), or its id
+        can change (a flipped byte: the row then fails its checksum). Either way "no run 1"
+        would send the user looking for a run the store does hold, in part. Read only when a
+        run is not found.
+        """
+        which = "" if run_id is None else " WHERE run_id = ?"
+        params = () if run_id is None else (run_id,)
+        held = {
+            table: self._rows(f"SELECT COUNT(*) FROM {table}{which}", params, "read its rows")[0][0]
+            for table in _RUN_TABLES
+        }
+        if any(held.values()):
+            rows = ", ".join(f"{n} in {table}" for table, n in held.items() if n)
+            what = (
+                f"the runs table has no rows, but the store holds runs' rows ({rows})"
+                if run_id is None
+                else f"the runs table has no row for run {run_id}, but the store holds its"
+                f" rows ({rows})"
+            )
+            return damaged(self.path, what, _OTHERS)
+        for row in self._rows("SELECT * FROM runs ORDER BY id", (), "read its runs"):
+            try:
+                self._check("runs", row, f"run {row['id']}", _OTHERS)
+            except Damage as err:  # this row may be the run asked for, renumbered
+                return err
+        return None
 
     def _require_run(self, run_id: int) -> None:
         if not self._rows("SELECT 1 FROM runs WHERE id = ?", (run_id,), "read its runs"):

@@ -5,6 +5,8 @@ matrices (:mod:`commscope.analysis.switch_groups`); the grouping is written as S
 ``topology/tree`` file and as a cluster model for ``predict --cluster`` and ``simulate``.
 Every output path is checked before anything is read, and both files' texts are made before
 either is written: a model the run's node names cannot make leaves no topology.conf behind.
+A node name that is not a host name (a newline or another control character in it) is
+refused for topology.conf, where it would add or break a line.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from commscope import safe_write
+from commscope import safe_write, strict
 from commscope.data.store import Store
 from commscope.errors import UsageError
 
@@ -84,6 +86,13 @@ def infer(job: TopologyJob) -> TopologyOutcome:
     )
     text = switch_groups.slurm_topology(tree)
     texts: dict[str, str] = {}
+    odd = next((n for n in names if not strict.HOST_NAME.fullmatch(n)), None)
+    if job.conf and odd is not None:  # a newline in a name would add a line to the file
+        raise UsageError(
+            f"-o: run {ident} names the node {strict.shown(odd)}, which topology.conf cannot"
+            " hold (letters, digits, '.', '-', '_'); neither file is written: give the nodes"
+            " such names, or write the file by hand from the switches printed without -o"
+        )
     if job.conf:
         texts["-o"] = f"# commscope topology of run {ident}\n{text}"
     if job.model:

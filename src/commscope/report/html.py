@@ -19,7 +19,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from commscope import __version__, safe_write
+from commscope import __version__, safe_write, strict
 from commscope.analysis import coll as coll_analysis
 from commscope.analysis import curve as curves
 from commscope.analysis import findings, load, p2p, tcp_loss
@@ -45,11 +45,23 @@ def _num(value: float | None, scale: float, digits: int) -> str:
     return "" if value is None else f"{value * scale:.{digits}f}"
 
 
+def _shown(value: Any) -> Any:
+    r"""Each value a template prints: text with its control characters written as ``\xNN``.
+
+    Autoescaping stops markup, not an ESC or a NUL from a stored host name, which HTML has
+    no place for; markup made here (figures, already escaped) passes as it is.
+    """
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return strict.visible(value, keep="\t\n")
+    return value
+
+
 def environment() -> Environment:
     """Jinja2 environment with autoescaping everywhere and the report's number filters."""
     env = Environment(
         loader=PackageLoader("commscope", "report/templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
+        finalize=_shown,
     )
     env.filters["us"] = lambda s: _num(s, 1e6, 2)
     env.filters["mbs"] = lambda b: _num(b, 1e-6, 1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,6 +21,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa: E402
 
+from commscope import strict  # noqa: E402
 from commscope.units import size_text  # noqa: E402
 
 PAIR_COLOURS = {
@@ -75,11 +77,18 @@ def figure(
 
 
 def to_svg(fig: Figure) -> str:
-    """The figure as an inline <svg> element (no XML prolog or doctype)."""
+    r"""The figure as an inline <svg> element (no XML prolog or doctype).
+
+    Its text stays text (``svg.fonttype`` none): a control character in a label (a stored
+    host name's ESC) is written as ``\x1b``, never raw into the SVG, where XML has no place
+    for it. The browser draws the text, so a glyph missing from matplotlib's font only
+    shifts the layout: matplotlib's warning about it is not shown.
+    """
     buf = io.StringIO()
-    with plt.rc_context(_RC):
+    with plt.rc_context(_RC), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
         fig.savefig(buf, format="svg")
-    text = buf.getvalue()
+    text = strict.visible(buf.getvalue(), keep="\n")  # the markup's own line breaks stay
     return text[text.index("<svg") :]
 
 
