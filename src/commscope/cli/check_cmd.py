@@ -27,6 +27,7 @@ EXAMPLES = """examples:
   commscope check --baseline nightly --tolerance bw=5%,latency=20%
   commscope check --baseline nightly --prometheus /var/lib/node_exporter/commscope.prom
   commscope check --baseline nightly --junit check.xml --json > check.json
+  commscope check --baseline nightly --allow-subset   judge the pairs of the nodes still up
   commscope check --baseline nightly --excuse-nights 7   a week to rebase after an upgrade
 exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (as Nagios, Icinga and NHC read them)"""
 SHOWN = 15  # figures listed on the terminal, worst first; --json has them all
@@ -68,6 +69,13 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="judge a run of other hosts than the baseline's (its changes are then not called"
         " regressions)",
+    )
+    p.add_argument(
+        "--allow-subset",
+        action="store_true",
+        help="when a baseline node is drained, down, reserved or not in this allocation,"
+        " measure the others and judge their pairs (the left-out node's figures are not"
+        " judged) instead of exiting 3",
     )
     p.add_argument(
         "--timeout",
@@ -140,6 +148,7 @@ def _job(args: argparse.Namespace) -> check.CheckJob:
         run=args.run,
         tolerances=tolerances,
         allow_other_hosts=args.allow_other_hosts,
+        allow_subset=args.allow_subset,
         timeout_s=args.timeout,
         label=args.label,
         prometheus=args.prometheus,
@@ -153,6 +162,8 @@ def _job(args: argparse.Namespace) -> check.CheckJob:
 
 def _print(verdict: Verdict) -> None:
     from rich.table import Table
+
+    from commscope.check import judging
 
     out = common.console()
     # One unwrapped line first: what a monitoring system shows as the plugin's output.
@@ -178,9 +189,13 @@ def _print(verdict: Verdict) -> None:
         )
     for text in verdict.load:
         out.print(common.terminal_text(f"  load: {text}"), markup=False)
-    if verdict.not_judged:
+    left = judging.figures_left_out(verdict)
+    if left:
+        out.print(f"  {left} figures not judged: nodes were left out (named above)", markup=False)
+    if verdict.not_judged - left:
         out.print(
-            f"  {verdict.not_judged} figures not judged: their detection limits pass"
+            f"  {verdict.not_judged - left} figures not judged: their"
+            " detection limits pass"
             f" {verdict.max_detection_limit:.0%} (the baseline's runs spread too far to tell a"
             " change from chance; give it more runs, spread over several nights)",
             markup=False,

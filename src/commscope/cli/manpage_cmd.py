@@ -39,8 +39,10 @@ ENVIRONMENT = (
     ("COMMSCOPE_TCP_PEER", "the peer host of run tcp"),
     (
         "SLURM_JOB_ID, SLURM_JOB_NODELIST, SLURM_NODELIST, SLURM_NTASKS, SLURM_NPROCS,"
-        " SLURM_CPUS_ON_NODE",
-        "read inside a Slurm allocation: a run measures on its nodes",
+        " SLURM_CPUS_ON_NODE, SLURM_JOB_PARTITION, SLURM_JOB_RESERVATION, SLURM_JOB_ACCOUNT,"
+        " SLURM_JOB_QOS",
+        "read inside a Slurm allocation: a run measures on its nodes and records where the"
+        " allocation was granted",
     ),
     (
         "SUDO_USER",

@@ -39,11 +39,20 @@ def run_title(run: RunInfo) -> str:
     return title + where_text(run.request) + (f", {settings}" if settings else "")
 
 
+# Where a Slurm run was asked for, as `show` names it (every key: docs/reference/slurm.md).
+SLURM_SHOWN = ("partition", "reservation", "account", "qos", "constraint")
+
+
 def where_text(request: dict[str, Any]) -> str:
     """Where a run's ranks ran, when not on this machine alone (empty otherwise)."""
     if request.get("slurm"):
-        job = request["slurm"].get("job") or "its own allocation"
-        return f", in Slurm job {job} (srun --mpi={request['slurm'].get('plugin')})"
+        part = request["slurm"]
+        job = part.get("job") or "its own allocation"
+        nodes = part.get("nodes") or []
+        on = f" on {','.join(nodes[:8])}" + (f" and {len(nodes) - 8} more" if nodes[8:] else "")
+        asked = [f"{key} {part[key]}" for key in SLURM_SHOWN if part.get(key)]
+        asked.append(f"srun --mpi={part.get('plugin')}")
+        return f", in Slurm job {job}{on if nodes else ''} ({', '.join(asked)})"
     if request.get("placement"):
         hosts = request["placement"]["hosts"]
         shown = ", ".join(f"{name}:{count}" for name, count in hosts[:4])

@@ -21,7 +21,7 @@ EXAMPLES = """examples:
   commscope run                        p2p, loggp and collectives here, then a report
   commscope run p2p --mpi mpich        point-to-point with MPICH
   commscope run coll --help            a kind's options and examples
-  commscope run matrix --slurm --nodes 16 --drain   in a new allocation; drain slow nodes
+  commscope run matrix --slurm --nodelist n[01-16] --drain   on these nodes; drain slow ones
   commscope run --resume latest        measure only what a failed run is missing
 """
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from commscope import limits
 from commscope.cli import common
+from commscope.jobs import where as where_mod
 from commscope.jobs.where import Where
 from commscope.measure import hosts as hosts_mod
 
@@ -36,7 +37,9 @@ def add_options(p: Any) -> None:
     g.add_argument(
         "--slurm",
         action="store_true",
-        help="allocate --nodes x --ranks-per-node in Slurm",
+        help="allocate --nodes x --ranks-per-node in Slurm; salloc's --partition,"
+        " --reservation, --account, --qos, --constraint, --nodelist, --exclusive, --time;"
+        f" --slurm-wait S: wait S s at most [default: {where_mod.SLURM_WAIT_S}]",
     )
     g.add_argument(
         "--nodes",
@@ -45,7 +48,19 @@ def add_options(p: Any) -> None:
         metavar="N",
         help="--slurm: nodes [default: 2; hpl: largest grid's]",
     )
-    common.option(g, "--partition", metavar="NAME", help="--slurm: the partition")
+    # salloc's own options, named in --slurm's help (one screen) and docs/reference/slurm.md.
+    for flag in ("--partition", "--reservation", "--account", "--qos", "--constraint"):
+        g.add_argument(flag, metavar="NAME", help=argparse.SUPPRESS)
+    g.add_argument("--nodelist", metavar="NODES", help=argparse.SUPPRESS)
+    g.add_argument("--time", metavar="TIME", help=argparse.SUPPRESS)
+    g.add_argument("--exclusive", action="store_true", help=argparse.SUPPRESS)
+    g.add_argument(
+        "--slurm-wait",
+        dest="slurm_wait",
+        type=common.whole(1, int(limits.MAX_COMMAND_S)),
+        metavar="S",
+        help=argparse.SUPPRESS,
+    )
     g.add_argument(
         "--ranks-per-node",
         dest="ranks_per_node",
@@ -83,4 +98,12 @@ def where(args: argparse.Namespace) -> Where:
         partition=args.partition,
         ranks_per_node=args.ranks_per_node,
         launcher=getattr(args, "launcher", "auto"),
+        reservation=args.reservation,
+        account=args.account,
+        qos=args.qos,
+        constraint=args.constraint,
+        nodelist=args.nodelist,
+        time=args.time,
+        exclusive=args.exclusive,
+        slurm_wait=args.slurm_wait,
     )

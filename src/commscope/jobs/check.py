@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from commscope.check.excuse import DEFAULT_EXCUSE_NIGHTS
 from commscope.data.store import Store
 from commscope.errors import CommscopeError, UsageError, interrupt_cause
+from commscope.jobs import check_lock
 
 if TYPE_CHECKING:
     from commscope.check.baseline import Baseline
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT_S = 900.0
 PROMETHEUS_FIGURES = ("flagged", "all")  # which figures get Prometheus series
+LOCK_MARGIN_S = 300.0  # beyond its measurements, a check's judging, keeping and exports
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ class CheckJob:
             again as a new run.
         tolerances: per class or figure, how much worse it may get unremarked.
         allow_other_hosts: judge a run of other hosts than the baseline's.
+        allow_subset: measure (or judge a run of) part of the baseline's nodes when the
+            others are unavailable; figures of the nodes left out are not judged.
         timeout_s: the most a new measurement may take.
         label: the new run's label (default "check NAME").
         prometheus: write node_exporter's textfile there.
@@ -58,6 +62,7 @@ class CheckJob:
     run: str | None = None
     tolerances: Mapping[str, float] = field(default_factory=dict)
     allow_other_hosts: bool = False
+    allow_subset: bool = False
     timeout_s: float = DEFAULT_TIMEOUT_S
     label: str | None = None
     prometheus: str | None = None
@@ -156,28 +161,61 @@ def _quietly(
 def _judged(job: CheckJob) -> CheckOutcome:
     """Judge (measuring first when no run is given) and keep the verdict."""
     from commscope.check.baseline import Baseline
-    from commscope.check.judging import check_run
-    from commscope.data.run_data import read_run
 
     notes: list[str] = []
     with Store.open(job.store, write=job.run is None, create=False) as store:
         baseline = Baseline.from_json(store.baseline(job.baseline))
-        if job.run is None:
-            run_id = _measure(job, store, baseline, notes)
+        if job.run is not None:
+            verdict = _verdict(job, store, baseline, store.resolve_run(job.run), notes)
         else:
-            run_id = store.resolve_run(job.run)
-        run = read_run(store, run_id)
-        verdict = check_run(
-            baseline, run, job.tolerances, job.allow_other_hosts, job.max_detection_limit,
-            kept_verdicts(store, baseline), job.excuse_nights,
-        )  # fmt: skip
-        if job.run is None and job.again:
-            verdict = _again(job, store, baseline, verdict, run, notes)
-        if job.run is None:
-            _record(store, verdict)
+            _check_subset(job, baseline)
+            with check_lock.held(job.store, baseline.name, _bound_s(job, baseline)):
+                run_id = _measure(job, store, baseline, notes)
+                verdict = _verdict(job, store, baseline, run_id, notes)
+                _record(store, verdict)
     if job.run is not None:
         _record_if_writable(job.store, verdict, notes)
     return CheckOutcome(verdict, notes)
+
+
+def _verdict(
+    job: CheckJob, store: Store, baseline: Baseline, run_id: int, notes: list[str]
+) -> Verdict:
+    """Judge run ``run_id``; a measuring check looks again at what it flags."""
+    from commscope.check.judging import check_run, missing_hosts
+    from commscope.data.run_data import read_run
+
+    run = read_run(store, run_id)
+    verdict = check_run(
+        baseline, run, job.tolerances, job.allow_other_hosts, job.max_detection_limit,
+        kept_verdicts(store, baseline), job.excuse_nights, job.allow_subset,
+    )  # fmt: skip
+    missing = missing_hosts(baseline, run) if job.allow_subset else {}
+    if missing:
+        named = ", ".join(f"{host} ({why})" for host, why in missing.items())
+        notes.append(f"check: run {run_id} left out {named}; their figures are not judged")
+    if job.run is None and job.again:
+        verdict = _again(job, store, baseline, verdict, run, notes)
+    return verdict
+
+
+def _check_subset(job: CheckJob, baseline: Baseline) -> None:
+    """Refuse --allow-subset for a measurement that has no nodes to leave out."""
+    if job.allow_subset and not baseline.request.get("slurm"):
+        raise UsageError(
+            f"--allow-subset: baseline {baseline.name}'s runs did not run in Slurm, so a check"
+            " cannot leave unavailable nodes out; drop --allow-subset"
+        )
+
+
+def _bound_s(job: CheckJob, baseline: Baseline) -> float:
+    """The most a measuring check may take: its measurements and their allocations' waits."""
+    from commscope.measure import slurm
+
+    part = baseline.request.get("slurm")
+    wait = float(part.get("wait_s") or slurm.ALLOC_TIMEOUT_S) if part else 0.0
+    rounds = 2 if job.again else 1
+    return rounds * (job.timeout_s + wait) + LOCK_MARGIN_S
 
 
 def _again(
@@ -190,7 +228,7 @@ def _again(
 ) -> Verdict:
     """The figures past their limits measured again, and the verdict on both runs."""
     from commscope.check import confirm
-    from commscope.check.judging import evidence
+    from commscope.check.judging import evidence, missing_hosts, without_hosts
     from commscope.data.run_data import read_run
     from commscope.kinds import run_figures
 
@@ -198,10 +236,14 @@ def _again(
     if not looked:
         return verdict
     again = _measure(job, store, baseline, notes, narrowed(baseline, looked), "again")
-    found = evidence(baseline, read_run(store, again), job.allow_other_hosts, narrowed=True)
-    return confirm.confirmed(
+    again_run = read_run(store, again)
+    found = evidence(
+        baseline, again_run, job.allow_other_hosts, narrowed=True, subset=job.allow_subset
+    )
+    confirmed = confirm.confirmed(
         baseline, verdict, run_figures(run), again, found, job.tolerances, job.max_detection_limit
     )
+    return without_hosts(confirmed, missing_hosts(baseline, again_run) if job.allow_subset else {})
 
 
 def narrowed(baseline: Baseline, figures: Sequence[FigureVerdict]) -> RunRequest:
@@ -249,18 +291,26 @@ def _measure(
     request: RunRequest | None = None,
     again: str = "",
 ) -> int:
-    """Measure the baseline's request (or ``request``) again as a new run; its id."""
-    from commscope.jobs import runs
+    """Measure the baseline's request (or ``request``) again as a new run; its id.
+
+    A Slurm baseline is measured on its nodes, asked for as its runs were
+    (:func:`commscope.jobs.where.resumed`).
+    """
+    from commscope.jobs import runs, where
 
     request = request or _request(baseline)
     request = request.replace(timeout_s=min(request.timeout_s, job.timeout_s))
     label = job.label if job.label is not None else f"check {baseline.name}"
     label = f"{label} ({again})" if again else label
-    outside = (
-        f"check --baseline {baseline.name}: its runs ran inside a Slurm allocation; run the"
-        f" check inside one (salloc ... commscope check --baseline {baseline.name})"
+    request = where.on_hosts(request, baseline.environment.get("hosts") or [])
+    run_id, stopped = runs.measure_stored(
+        store,
+        request,
+        label,
+        keep_partial=True,
+        what=f"check --baseline {baseline.name}",
+        allow_subset=job.allow_subset,
     )
-    run_id, stopped = runs.measure_stored(store, request, label, outside=outside, keep_partial=True)
     if stopped:  # judge what was measured: the missing figures are named as such
         notes.append(f"check: run {run_id} stopped early: {stopped}")
     return run_id

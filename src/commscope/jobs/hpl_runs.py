@@ -132,10 +132,10 @@ def _slurm_steps(
         return
     per_node = asked.ranks_per_node or 1
     nodes = asked.nodes or math.ceil(most_ranks / per_node)
-    with where_mod.allocation(asked, mpi, nodes, most_ranks) as (held, plugin):
+    with where_mod.allocation(asked, mpi, nodes, most_ranks) as (held, part):
         if not asked.slurm and not asked.ranks_per_node:
             per_node = max(1, held.ntasks // max(1, len(held.nodes)))
-        yield program.SlurmSteps({**held.to_json(), "plugin": plugin}, per_node)
+        yield program.SlurmSteps(part, per_node)
 
 
 def _stored_solve(

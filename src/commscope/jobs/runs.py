@@ -157,7 +157,7 @@ def resume(
                 )
             drain.require_rights()
         mpi, _ = mpi_for(request)
-        with where_mod.resumed(request) as live:
+        with where_mod.resumed(request, f"--resume {ref}") as live:
             measured = measure(store, run_id, live, mpi, progress)
         if not (report_asked or request.benchmark == kinds.DEFAULT_RUN):
             report = None
@@ -187,19 +187,21 @@ def measure_stored(
     request: RunRequest,
     label: str | None,
     progress: Progress | None = None,
-    outside: str = where_mod.RESUME_OUTSIDE,
     keep_partial: bool = False,
+    what: str = "measuring the stored request",
+    allow_subset: bool | None = None,
 ) -> tuple[int, str | None]:
     """Store ``request`` as a new run and measure it where it ran before.
 
     Used for a request that was stored once already (a baseline's, a simulated one); a
-    request that ran inside a Slurm allocation needs this process in one (else ``outside``).
+    Slurm request is measured on its nodes (:func:`commscope.jobs.where.resumed`: ``what``
+    names the command in a refusal, ``allow_subset`` lets it leave unavailable nodes out).
     Returns the run's id and, with ``keep_partial``, why a run that stored some points
     stopped early (None when it did not); without it, or with no point stored, the error
     is raised.
     """
     mpi, _ = mpi_for(request)
-    with where_mod.resumed(request, outside) as live:
+    with where_mod.resumed(request, what, allow_subset) as live:
         run_id: int = store.create_run(
             live.benchmark, label, mpi.tag, mpi.launcher, live.np, live.to_json()
         )

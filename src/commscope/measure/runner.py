@@ -163,6 +163,13 @@ def run(
         allocation = request.slurm or {}
         if allocation.get("own"):  # steps of the allocation made for this run
             extra_env = {**(extra_env or {}), "SLURM_JOB_ID": allocation["job"]}
+        if allocation.get("step_nodes"):  # in a larger allocation: the nodes it measures again
+            steps = allocation["step_nodes"]
+            extra_args = [
+                *(extra_args or []),
+                f"--nodes={len(steps)}",
+                f"--nodelist={','.join(steps)}",
+            ]
         job = launch.build_job(
             mpi,
             request.np,

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,7 @@ from commscope.measure.mpi import MPIInstall
 # default PMI client speaks PMI-2's wire protocol.
 PLUGINS = {"openmpi": ("pmix_v4", "pmix_v3", "pmix"), "mpich": ("pmi2",)}
 COMMAND_TIMEOUT_S = 60.0
-ALLOC_TIMEOUT_S = 600
+ALLOC_TIMEOUT_S = 600  # how long salloc waits for a grant unless told (--slurm-wait)
 
 
 @dataclass(frozen=True)
@@ -118,34 +119,230 @@ def current() -> Allocation | None:
     return Allocation(job, nodes, int(ntasks))
 
 
+# salloc's options a run may give, as the stored request names them -> salloc's flag.
+NAMED = {
+    "partition": "--partition",
+    "reservation": "--reservation",
+    "account": "--account",
+    "qos": "--qos",
+    "constraint": "--constraint",
+    "nodelist": "--nodelist",
+    "time": "--time",
+}
+# What each takes. Every value becomes one element of salloc's argument list (never a shell
+# string); these keep out what Slurm would read another way (a '/' makes a node list a file
+# name, a leading '-' an option) and anything no Slurm name holds (spaces, control characters).
+_NAMES = r"[A-Za-z0-9][A-Za-z0-9_.+@:-]*(?:,[A-Za-z0-9][A-Za-z0-9_.+@:-]*)*"
+PATTERNS = {
+    "partition": (_NAMES, "names (letters, digits, '_', '.', '-'), comma-separated"),
+    "reservation": (_NAMES, "a reservation's name (scontrol show reservation)"),
+    "account": (_NAMES, "an account's name (sacctmgr show assoc user=$USER)"),
+    "qos": (_NAMES, "a QoS's name (sacctmgr show qos)"),
+    "constraint": (
+        r"[A-Za-z0-9\[(][A-Za-z0-9_.&|,*:\[\]()-]*",
+        "node features joined by & | , as sbatch takes them (e.g. ib&haswell)",
+    ),
+    "nodelist": (
+        r"[A-Za-z0-9][A-Za-z0-9_.,\[\]-]*",
+        "node names or a Slurm host list (e.g. node[01-04],node9)",
+    ),
+    "time": (
+        r"(?:\d+(?::\d+){0,2}|\d+-\d+(?::\d+){0,2}|UNLIMITED|INFINITE)",
+        "a Slurm time: MINUTES, MM:SS, HH:MM:SS, DAYS-HH[:MM[:SS]] (e.g. 30 or 2:00:00)",
+    ),
+}
+MAX_OPTION_CHARS = 1024
+
+
+def check_option(key: str, value: str) -> str:
+    """``value`` if salloc can take it as ``key`` (a key of :data:`NAMED`).
+
+    Raises:
+        UsageError: one line naming the flag, the value and what it takes.
+    """
+    pattern, takes = PATTERNS[key]
+    if len(value) > MAX_OPTION_CHARS or not re.fullmatch(pattern, value):
+        shown = value[:60].encode("unicode_escape").decode("ascii")
+        raise UsageError(f"{NAMED[key]} {shown!r}: not one; give {takes}")
+    return value
+
+
+@dataclass(frozen=True)
+class AllocationRequest:
+    """What ``salloc`` is asked for: a shape, where, and how long to wait.
+
+    Attributes:
+        nodes: nodes (``--nodes``).
+        ntasks_per_node: tasks on each node.
+        partition, reservation, account, qos, constraint, nodelist, time: salloc's options
+            of those names (None: Slurm's default), checked by :func:`check_option`.
+        exclusive: no other job on the nodes (``--exclusive``).
+        wait_s: the longest Slurm may take to grant it (salloc's ``--immediate``).
+    """
+
+    nodes: int
+    ntasks_per_node: int
+    partition: str | None = None
+    reservation: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    nodelist: str | None = None
+    time: str | None = None
+    exclusive: bool = False
+    wait_s: int = ALLOC_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        for key in NAMED:
+            value = getattr(self, key)
+            if value is not None:
+                check_option(key, value)
+
+    def argv(self) -> list[str]:
+        """``salloc --no-shell ...``, as an argument list."""
+        argv = [
+            "salloc",
+            "--no-shell",
+            "--job-name=commscope",
+            f"--nodes={self.nodes}",
+            f"--ntasks-per-node={self.ntasks_per_node}",
+            f"--immediate={self.wait_s}",
+        ]
+        argv += [
+            f"{flag}={getattr(self, key)}" for key, flag in NAMED.items() if getattr(self, key)
+        ]
+        if self.exclusive:
+            argv.append("--exclusive")
+        return argv
+
+    def to_json(self) -> dict[str, Any]:
+        """Where the allocation was asked for, as stored in a run's ``slurm`` part."""
+        out: dict[str, Any] = {key: getattr(self, key) for key in NAMED}
+        return {**out, "exclusive": self.exclusive, "wait_s": self.wait_s}
+
+    @classmethod
+    def again(
+        cls, stored: Mapping[str, Any], nodes: Sequence[str], ntasks_per_node: int
+    ) -> AllocationRequest:
+        """A stored run's allocation asked for again on ``nodes`` (by name), as it was asked.
+
+        A run made inside an allocation stored what Slurm's environment said of it
+        (:func:`current_options`).
+        """
+        asked = {key: stored.get(key) for key in NAMED if key not in ("nodelist",)}
+        return cls(
+            nodes=len(nodes),
+            ntasks_per_node=ntasks_per_node,
+            nodelist=",".join(nodes),
+            exclusive=bool(stored.get("exclusive")),
+            wait_s=int(stored.get("wait_s") or ALLOC_TIMEOUT_S),
+            **asked,
+        )
+
+
+# Slurm's environment inside an allocation -> the stored request's key.
+ENVIRONMENT = {
+    "SLURM_JOB_PARTITION": "partition",
+    "SLURM_JOB_RESERVATION": "reservation",
+    "SLURM_JOB_ACCOUNT": "account",
+    "SLURM_JOB_QOS": "qos",
+}
+
+
+def current_options() -> dict[str, Any]:
+    """Where the allocation this process runs in was granted, as Slurm's environment says.
+
+    Values Slurm sets to "(null)" and values :func:`check_option` refuses are left out.
+    """
+    out: dict[str, Any] = {}
+    for variable, key in ENVIRONMENT.items():
+        value = os.environ.get(variable, "")
+        if value and value != "(null)" and re.fullmatch(PATTERNS[key][0], value):
+            out[key] = value
+    return out
+
+
 def allocate(
-    nodes: int, ntasks_per_node: int, partition: str | None = None, time_limit: str | None = None
+    asked: AllocationRequest, what: str = "--slurm", wait_from: str | None = None
 ) -> Allocation:
-    """Get an allocation of ``nodes`` x ``ntasks_per_node`` with ``salloc --no-shell``.
+    """Get the allocation ``asked`` for with ``salloc --no-shell``.
+
+    salloc gives up when Slurm has not granted it within ``asked.wait_s`` (its
+    ``--immediate``). An interrupt while it waits ends salloc and cancels the job it queued.
+    ``what``: the option or command the user typed; ``wait_from``: where the wait came from
+    (default ``--slurm-wait S``), both named in a refusal.
 
     Raises:
         UsageError: Slurm is not installed.
         LaunchError: Slurm refused or did not grant the allocation in time.
     """
-    argv = [
-        "salloc",
-        "--no-shell",
-        "--job-name=commscope",
-        f"--nodes={nodes}",
-        f"--ntasks-per-node={ntasks_per_node}",
-        f"--immediate={ALLOC_TIMEOUT_S}",
-    ]
-    if partition:
-        argv.append(f"--partition={partition}")
-    if time_limit:
-        argv.append(f"--time={time_limit}")
-    done = _run(argv, "--slurm")
-    m = re.search(r"Granted job allocation (\d+)", done.stderr + done.stdout)
+    wait_from = wait_from or f"--slurm-wait {asked.wait_s}"
+    said = _salloc(asked, what, wait_from)
+    m = re.search(r"Granted job allocation (\d+)", said)
     if not m:
-        raise LaunchError(f"--slurm: salloc granted no allocation ({done.stderr.strip()})")
+        raise LaunchError(f"{what}: salloc granted no allocation ({_told(said)})")
     job = m.group(1)
-    out = _run(["squeue", "-h", "-j", job, "-o", "%N"], "--slurm").stdout.strip()
-    return Allocation(job, hostnames(out) if out else (), nodes * ntasks_per_node, own=True)
+    out = _run(["squeue", "-h", "-j", job, "-o", "%N"], what).stdout.strip()
+    return Allocation(
+        job, hostnames(out) if out else (), asked.nodes * asked.ntasks_per_node, own=True
+    )
+
+
+def _salloc(asked: AllocationRequest, what: str, wait_from: str) -> str:
+    """Run salloc; what it said. Whatever stops it early, the job it queued is cancelled."""
+    argv = asked.argv()
+    timeout_s = asked.wait_s + COMMAND_TIMEOUT_S
+    if shutil.which(argv[0]) is None:
+        raise UsageError(
+            f"{what}: '{argv[0]}' is not installed; install Slurm's client "
+            "commands (Debian: slurm-client) or run without Slurm"
+        )
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except BaseException as stop:  # a timeout, Ctrl-C, SIGTERM: no job may outlive commscope
+        proc.terminate()  # salloc revokes a pending request when it is told to stop
+        try:
+            out, err = proc.communicate(timeout=COMMAND_TIMEOUT_S / 6)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        queued = re.search(r"(?:Pending|Granted) job allocation (\d+)", err + out)
+        if queued:
+            subprocess.run(
+                ["scancel", queued.group(1)], capture_output=True, timeout=60, check=False
+            )
+        if isinstance(stop, subprocess.TimeoutExpired):
+            raise LaunchError(
+                f"{what}: salloc hung for {timeout_s:.0f} s; check that slurmctld is"
+                " reachable (scontrol ping)"
+            ) from None
+        raise
+    said = err + out
+    if proc.returncode != 0:
+        if "Pending job allocation" in said:  # queued, then not granted within --immediate
+            nodes = f"{asked.nodes} node{'s' if asked.nodes > 1 else ''}"
+            nodes += f" ({asked.nodelist})" if asked.nodelist else ""
+            raise LaunchError(
+                f"{what}: Slurm did not grant {nodes} within {asked.wait_s} s ({wait_from};"
+                f" salloc: {_told(said)}); ask again later, or see why with 'squeue --start'"
+                " and 'sinfo -N'"
+            )
+        raise LaunchError(f"{what}: salloc failed: {_told(said) or proc.returncode}")
+    return said
+
+
+def _told(text: str) -> str:
+    """What salloc said, without its progress lines, on one line."""
+    progress = ("Pending job allocation", "queued and waiting", "Granted job allocation")
+    lines = [
+        ln.strip().removeprefix("salloc: ").removeprefix("error: ")
+        for ln in text.splitlines()
+        if ln.strip() and not any(p in ln for p in progress)
+    ]
+    return "; ".join(lines)
 
 
 def release(allocation: Allocation) -> None:

@@ -217,3 +217,74 @@ def resume(node: str) -> None:
         LaunchError: scontrol refused (the message gives its answer).
     """
     _run(resume_argv(node), f"returning {node} to service", _RIGHTS)
+
+
+# sinfo's states (%T, before its suffixes) under which Slurm starts no job on a node.
+CLOSED_STATES = ("down", "drain", "fail", "inval", "future")
+# ...and those in which only a reservation's jobs start.
+RESERVED_STATES = ("maint", "reserved")
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A Slurm reservation: its name, node list (a Slurm host list), flags and whether active."""
+
+    name: str
+    nodes: str
+    flags: tuple[str, ...]
+    active: bool
+
+    @property
+    def maintenance(self) -> bool:
+        """True for a maintenance reservation (``Flags=MAINT``)."""
+        return "MAINT" in self.flags
+
+
+def reservations() -> list[Reservation]:
+    """Slurm's reservations (``scontrol -o show reservation``), active or not.
+
+    Raises:
+        LaunchError: scontrol failed.
+    """
+    out = _run(["scontrol", "-o", "show", "reservation"], "reading Slurm's reservations")
+    return parse_reservations(out)
+
+
+def parse_reservations(text: str) -> list[Reservation]:
+    """The reservations of ``scontrol -o show reservation``'s lines (one per reservation)."""
+    found = []
+    for line in text.splitlines():
+        fields = dict(re.findall(r"(?:^|\s)([A-Za-z]+)=(\S*)", line))
+        if "ReservationName" not in fields:
+            continue  # "No reservations in the system"
+        nodes = "" if fields.get("Nodes") == "(null)" else fields.get("Nodes", "")
+        flags = tuple(f for f in fields.get("Flags", "").split(",") if f and f != "(null)")
+        found.append(
+            Reservation(fields["ReservationName"], nodes, flags, fields.get("State") == "ACTIVE")
+        )
+    return found
+
+
+def closed(state: NodeState, holding: list[Reservation], own: str | None) -> str | None:
+    """Why Slurm would start no job of ours on a node now (None: it would).
+
+    ``state``: the node's; ``holding``: the active reservations that hold it; ``own``: the
+    reservation the job asks for. Drained, draining, down or failed is closed whatever the
+    job asks; a maintenance reservation closes it to a job that does not ask for that one,
+    another reservation (or sinfo's ``maint``/``reserved``) to a job in none that holds it.
+    """
+    base = re.match(r"[a-z_]*", state.state)
+    name = base.group() if base else state.state
+    said = state.state + (f" ({state.reason})" if state.reason else "")
+    if name.startswith(CLOSED_STATES):
+        return said
+    maintenance = [r.name for r in holding if r.maintenance and r.name != own]
+    if maintenance:
+        return f"in maintenance reservation {maintenance[0]}"
+    if own and any(r.name == own for r in holding):
+        return None
+    if holding:
+        return f"in reservation {holding[0].name}"
+    if name.startswith(RESERVED_STATES) or "$" in state.state:
+        return said
+    return None
