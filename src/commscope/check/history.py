@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from commscope.kinds.figures import LOWER, FigureSpec, key_of
 # the baseline's timeout and its own, and each Slurm job has its own id and nodes (the hosts
 # a run recorded stand for the nodes).
 VOLATILE_REQUEST = ("timeout_s", "slurm")
+_RUN, _VALUE = operator.attrgetter("run_id"), operator.attrgetter("value")
 _SELECTOR = re.compile(r"([a-z][a-z0-9_]*)(?:\{(.*)\})?")
 _LABEL = re.compile(r'\s*([a-z_]+)\s*=\s*(?:"([^"]*)"|([^,"]*))\s*')
 FIX = 'give a figure name such as p2p_latency_seconds or p2p_latency_seconds{pair="inter-node"}'
@@ -246,8 +248,8 @@ def series_of(
             by_key.setdefault(key, []).append(v)
     out = []
     for key, found in by_key.items():
-        found.sort(key=lambda v: v.run_id)
-        runs = tuple(v.run_id for v in found)
+        found.sort(key=_RUN)  # the store gives them in run order; computed ones were merged
+        runs = tuple(map(_RUN, found))
         breaks: dict[int, list[str]] = {}
         for run, changed in group.breaks:  # at the first run of the new environment it has
             index = bisect.bisect_left(runs, run)
@@ -259,8 +261,8 @@ def series_of(
                 key,
                 specs[found[0].name].better,
                 runs,
-                tuple(dates[r] for r in runs),
-                tuple(v.value for v in found),
+                tuple(map(dates.__getitem__, runs)),
+                tuple(map(_VALUE, found)),
                 tuple(Break(i, tuple(c)) for i, c in sorted(breaks.items())),
                 specs[found[0].name].unit,
             )

@@ -85,19 +85,22 @@ def unpacked(path: Path, row: sqlite3.Row, labels: Labels, readable: str) -> lis
         and _numbers(counts, "i")
     ):
         raise damaged(path, f"{where} figures_json is not figures' labels and values", readable)
-    run_id, name, unit = int(row["run_id"]), str(row["name"]), str(row["unit"])
-    out = []
-    for text, value, count in zip(texts, values, counts, strict=True):
-        found = labels.get(text) if isinstance(text, str) else None
-        if found is None:
-            decoded = read.decode(path, text, f"{where} labels", dict, readable)
-            if not isinstance(text, str) or not all(
-                isinstance(v, str) for v in (decoded or {}).values()
-            ):
+    if not all(isinstance(text, str) for text in texts):
+        raise damaged(path, f"{where} holds labels that are not text", readable)
+    new = [text for text in dict.fromkeys(texts) if text not in labels]
+    if new:  # one decoding for all of them: the first row read holds every label set
+        decoded = read.decode(path, f"[{','.join(new)}]", f"{where} labels", list, readable)
+        if len(decoded) != len(new):  # a text that is not one JSON value
+            raise damaged(path, f"{where} holds labels that are not one object each", readable)
+        for text, found in zip(new, decoded, strict=True):
+            if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
                 raise damaged(path, f"{where} holds labels that are not text", readable)
-            found = labels[text] = dict(decoded or {})
-        out.append(FigureValue(run_id, name, found, float(value), unit, count))
-    return out
+            labels[text] = found
+    run_id, name, unit = int(row["run_id"]), str(row["name"]), str(row["unit"])
+    return [
+        FigureValue(run_id, name, labels[text], float(value), unit, count)
+        for text, value, count in zip(texts, values, counts, strict=True)
+    ]
 
 
 def _numbers(found: list[Any], kind: str) -> bool:
