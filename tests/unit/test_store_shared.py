@@ -200,6 +200,18 @@ def test_a_reader_on_nfs_rolls_back_a_write_cut_short_under_the_lock(
         assert len(store.colls(1)) == points
 
 
+def test_a_reader_meeting_an_unfinished_write_says_so_and_changes_nothing(on_nfs: Path) -> None:
+    store_run(on_nfs, "kept")
+    with Store.open(on_nfs, write=False) as store:
+        subprocess.run([sys.executable, "-c", CUT_SHORT, str(on_nfs)], check=True, timeout=60)
+        with pytest.raises(StoreError) as err:
+            store.list_runs()
+    text = err.value.one_line()
+    assert "store.sqlite-journal holds a write not finished" in text, text
+    assert "run the command again" in text
+    assert Path(f"{on_nfs}-journal").exists()  # left to a command that opens it afresh
+
+
 def held_by(store: Path, host: str, pid: int, age_s: float) -> Path:
     lock = store_lock.lock_path(store)
     lock.write_text(f"{host} {pid} {time.time() - age_s:.0f}\n")
@@ -223,6 +235,21 @@ def test_readers_and_writers_wait_for_the_lock_then_name_its_holder(
     lock.unlink()
     store_run(on_nfs, "night 2")  # the lock given back, writing works again
     assert not lock.exists()
+
+
+def test_a_store_reached_through_a_symlink_is_shared_and_meets_the_same_lock(
+    on_nfs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store_run(on_nfs, "night 1")
+    link = tmp_path / "local" / "store.sqlite"  # on the local disk, leading to NFS
+    link.parent.mkdir()
+    link.symlink_to(on_nfs)
+    assert filesystem.shared_type(link) == "nfs4"
+    assert store_lock.lock_path(link) == store_lock.lock_path(on_nfs)
+    monkeypatch.setattr(store_lock, "WAIT_S", 0.1)
+    lock = held_by(on_nfs, "csnode2", 4242, 5)
+    with pytest.raises(StoreError, match=re.escape(str(lock))):
+        Store.open(link).close()
 
 
 def test_a_lock_left_by_a_process_of_this_host_that_ended_says_to_remove_it(

@@ -37,8 +37,13 @@ _HELD: dict[Path, int] = {}  # lock files this process holds, and how many block
 
 
 def lock_path(store: Path) -> Path:
-    """The lock file of ``store``: beside it, its name plus ``.lock``."""
-    return store.with_name(store.name + ".lock")
+    """The lock file of ``store``: beside it, its name plus ``.lock``.
+
+    Beside the file a symbolic link leads to: two nodes may reach one store through
+    different links, and must still meet at one lock.
+    """
+    real = Path(os.path.realpath(store))
+    return real.with_name(real.name + ".lock")
 
 
 @contextmanager
@@ -52,7 +57,7 @@ def held(store: Path, optional: bool = False) -> Iterator[None]:
         StoreError: another process held it for all of ``WAIT_S`` (the error names the
             file and its holder), or it cannot be created and is not ``optional``.
     """
-    lock = lock_path(store).absolute()
+    lock = lock_path(store)
     wait_s = WAIT_S
     if lock in _HELD:
         _HELD[lock] += 1
