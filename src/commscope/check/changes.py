@@ -148,7 +148,8 @@ class Change:
             or environment changes).
         median_before, median_after: those medians, in the figure's unit.
         direction: ``better`` or ``worse``, by the figure's ``better``.
-        p: the permutation p-value of the split.
+        p: the permutation p-value of the split (an upper bound of it when its drawing
+            stopped once its decision was settled).
         q: its Benjamini-Hochberg adjusted p-value among its level's candidates.
         t: the two-sample t statistic of the split (winsorized log values).
         before: runs in the segment before it; after: in the segment after it.
