@@ -13,7 +13,8 @@ packages=(build-essential cmake ninja-build pkg-config python3-venv
 [ "$mode" = test ] && packages+=(netpipe-openmpi iproute2 iputils-ping procps chromium
                                  libsimgrid-dev libblas-dev netpipe-tcp iperf3 hpcc
                                  openssh-server openssh-client slurm-wlm munge libpmi2-0
-                                 prometheus-node-exporter prometheus sshfs)
+                                 prometheus-node-exporter prometheus sshfs
+                                 slurmdbd mariadb-server)
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     missing=()
@@ -23,7 +24,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     if [ ${#missing[@]} -gt 0 ]; then
         echo "setup: installing ${missing[*]}"
         apt-get update -q >/dev/null
-        # Packages with daemons (sshd, munged, slurmd) must not start them here: the virtual
+        # Packages with daemons (sshd, munged, slurmd, mariadb) must not start them here: the virtual
         # cluster's tests start their own. A policy that forbids it is kept if already there.
         policy=/usr/sbin/policy-rc.d
         made_policy=""

@@ -249,7 +249,7 @@ def test_an_unreachable_slurmctld_is_named(slurm):
 
 @pytest.mark.parametrize(
     ("extra", "allowed"),
-    [({}, False), ({"adminlevel": "Operator"}, True), ({"adminlevel": "Administrator"}, True),
+    [({}, False), ({"adminlevel": "Operator"}, False), ({"adminlevel": "Administrator"}, True),
      ({"slurm_user": "tester(4242)"}, True), ({"adminlevel": "None"}, False)],
 )  # fmt: skip
 def test_who_may_change_node_states(slurm, monkeypatch, extra, allowed):
@@ -260,7 +260,7 @@ def test_who_may_change_node_states(slurm, monkeypatch, extra, allowed):
     if not allowed:
         with pytest.raises(LaunchError, match="may not change node states") as err:
             slurm_nodes.require("--drain")
-        assert "sudo" in err.value.one_line() and "adminlevel=operator" in err.value.one_line()
+        assert "sudo" in err.value.one_line() and "adminlevel=administrator" in err.value.one_line()
 
 
 def test_node_states_are_read_once_per_node_with_reasons(slurm):

@@ -158,3 +158,17 @@ def test_show_names_where_a_slurm_run_ran():
         ", in Slurm job 41 on csnode2,csnode3 (reservation ops, account proj, constraint ib,"
         " srun --mpi=pmix_v4)"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "ranks"),
+    [(["--slurm", "--nodes", "4"], 4), (["--slurm"], 2),
+     (["--slurm", "--nodes", "3", "--ranks-per-node", "2"], 6)],
+)  # fmt: skip
+def test_a_matrix_under_slurm_counts_nodes_times_ranks_per_node(argv, ranks):
+    # The help's `run matrix --slurm --nodes 16 --drain` once stopped at "--np 1: matrix
+    # pairs ranks": a paired kind took one rank per node as the whole run's.
+    from commscope.cli import build_parser, run_request
+
+    args = build_parser().parse_args(["run", "matrix", *argv])
+    assert run_request.build_request(args).np == ranks

@@ -208,6 +208,11 @@ def build_request(args: argparse.Namespace) -> RunRequest:
                 **shape,
             },
         )
+    elif getattr(args, "slurm", False) and args.np is None:
+        # The allocation's ranks: --nodes x --ranks-per-node, 2 nodes unless said; a node
+        # list without --nodes is counted when Slurm expands it.
+        nodes = args.nodes or (0 if args.nodelist else 2)
+        request = request.replace(np=nodes * (args.ranks_per_node or 1) or max(request.np, 2))
     if kinds.benchmark(args.benchmark).paired and request.np < 2:
         raise UsageError(
             f"--np {request.np}: {args.benchmark} pairs ranks, so it needs at least 2; "

@@ -18,6 +18,8 @@ EXAMPLES = """examples:
   sudo commscope vcluster up --nodes 2 --rate 100mbit --subnet 10.88.0.0/24
   sudo commscope vcluster up --nodes 2 --ssh       an sshd in every node: runs with --hostfile
   sudo commscope vcluster up --nodes 4 --slurm     a real Slurm: slurmctld here, slurmd per node
+  sudo commscope vcluster up --nodes 3 --slurm --accounting
+                                                   with slurmdbd: sacctmgr admin levels work
   sudo commscope vcluster up --nodes 4 --rate 50mbit --tcp-cc cubic
                                                    every node's TCP under CUBIC, not the host's
   sudo commscope vcluster up --nodes 4 --tcp-limit-output kernel
@@ -45,6 +47,8 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
   sudo commscope vcluster up --nodes 4             4 nodes joined by 1 gbit links
   sudo commscope vcluster up --nodes 2 --ssh       an sshd in every node: runs with --hostfile
   sudo commscope vcluster up --nodes 4 --slurm     a real Slurm: slurmctld here, slurmd per node
+  sudo commscope vcluster up --nodes 3 --slurm --accounting
+                                                   with slurmdbd: sacctmgr admin levels work
   sudo commscope vcluster up --nodes 4 --switches 2 --uplink-rate 50mbit
 """,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -118,6 +122,12 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         "--slurm",
         action="store_true",
         help="run Slurm: slurmctld and munged here, one slurmd in every node",
+    )
+    up.add_argument(
+        "--accounting",
+        action="store_true",
+        help="with --slurm: slurmdbd and a MariaDB of its own (127.0.0.1:6830), so that "
+        "sacctmgr works, e.g. to give a user AdminLevel=Administrator",
     )
     up.add_argument(
         "--slurm-topology",
@@ -239,7 +249,7 @@ def _read_topology(path: str) -> str:
 
 def _up(args: argparse.Namespace) -> int:
     # Bad input exits 2 like every other usage error; only the build itself raises ClusterError.
-    wanted = tuple(name for name in ("ssh", "slurm") if getattr(args, name))
+    wanted = tuple(name for name in ("ssh", "slurm", "accounting") if getattr(args, name))
     topology = ""
     try:
         planned = vcluster.plan(

@@ -35,5 +35,5 @@ def sudo_store_problem(path: str) -> str | None:
     return (
         f"under sudo the store would be root's ({default}), not {user}'s; give"
         f" --store {os.path.join(theirs, 'store.sqlite')} (or COMMSCOPE_STORE), or drain as a"
-        " Slurm operator without sudo (docs/howto/find-bad-nodes.md)"
+        " user with Slurm's Administrator level without sudo (docs/howto/find-bad-nodes.md)"
     )

@@ -8,8 +8,12 @@ the commands. Every failure is a :class:`LaunchError` naming the command and the
 CLI reports it as UNKNOWN (exit 3), as ``commscope check`` does.
 
 Who may run ``scontrol update`` on a node: root, the SlurmUser, and users Slurm's accounting
-gives the Operator or Administrator level (``sacctmgr show user NAME format=adminlevel``).
-:func:`require` checks that before anything is measured or changed.
+gives the Administrator level (``sacctmgr show user NAME format=adminlevel``). The Operator
+level is not enough: it may create, change and delete reservations, but slurmctld refuses
+its node updates ("Security violation, UPDATE_NODE RPC", seen with Slurm 22.05 and its
+slurmdbd; Slurm's user_permissions page: only an Admin "can alter anything on a served
+slurmctld as if they were the SlurmUser or root"). :func:`require` checks that before
+anything is measured or changed.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ TOOLS = ("scontrol", "sinfo")
 COMMAND_TIMEOUT_S = 60.0
 # A node name as Slurm and a matrix run name it; anything else is not put into a command.
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-ADMIN_LEVELS = ("operator", "administrator")
-_RIGHTS = "scontrol update needs root, the SlurmUser or Operator level: run it as root (sudo)"
+ADMIN_LEVELS = ("administrator",)
+_RIGHTS = (
+    "scontrol update needs root, the SlurmUser or the Administrator level: run it as root (sudo)"
+)
 
 
 @dataclass(frozen=True)
@@ -111,7 +117,7 @@ def _user() -> str:
 
 
 def may_change_nodes() -> bool:
-    """True when this user may change node states: root, SlurmUser, Operator or Administrator.
+    """True when this user may change node states: root, SlurmUser or Administrator level.
 
     Raises:
         LaunchError: ``scontrol show config`` failed.
@@ -170,8 +176,8 @@ def require(what: str) -> None:
         user = _user()
         raise LaunchError(
             f"{what}: user {user} may not change node states (scontrol update needs root,"
-            " the SlurmUser or Operator level): run it as root (sudo) or ask an admin for"
-            f" 'sacctmgr modify user {user} set adminlevel=operator'"
+            " the SlurmUser or the Administrator level; Operator is not enough): run it as"
+            f" root (sudo) or ask for 'sacctmgr modify user {user} set adminlevel=administrator'"
         )
 
 

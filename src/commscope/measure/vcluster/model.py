@@ -56,7 +56,7 @@ MIN_TCP_LIMIT_OUTPUT = 4096
 MAX_TCP_LIMIT_OUTPUT = 64 << 20
 
 # Daemons a cluster may run in its nodes, in the order up() starts them.
-SERVICES = ("ssh", "slurm")
+SERVICES = ("ssh", "slurm", "accounting")
 
 MIN_RATE_BPS = 1_000_000
 MAX_RATE_BPS = 1_000_000_000_000
@@ -115,7 +115,8 @@ class ClusterState:
         bridge: name of the bridge in the root namespace.
         bridge_address: the bridge's address; MPI launchers in the root namespace use it.
         burst_bytes: tbf bucket size of every shaped link.
-        services: daemons run in every node: "ssh" (sshd), "slurm" (slurmd, munged).
+        services: daemons run in every node: "ssh" (sshd), "slurm" (slurmd, munged),
+            "accounting" (slurmdbd and its MariaDB, with "slurm").
         tcp_cc: TCP congestion control set in every node; empty: the host's default, which a
             new namespace inherits.
         restore_allowed_cc: the host's net.ipv4.tcp_allowed_congestion_control before
@@ -391,6 +392,8 @@ def plan(
     if unknown:
         raise ClusterError(f"unknown vcluster service {unknown[0]!r}: use {', '.join(SERVICES)}")
     services = tuple(s for s in SERVICES if s in services)
+    if "accounting" in services and "slurm" not in services:
+        raise ClusterError("accounting (slurmdbd) without Slurm: add --slurm")
     if tcp_cc and not CONGESTION_CONTROL_NAME.fullmatch(tcp_cc):
         raise ClusterError(
             f"--tcp-cc {shown(tcp_cc)} is not a congestion control name: use one of "

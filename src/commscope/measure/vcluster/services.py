@@ -105,6 +105,37 @@ def remove_node_hosts(names: set[str]) -> list[str]:
     return removed
 
 
+def require_tools(tools: Sequence[str], option: str, install: str) -> None:
+    """Raise ClusterError naming ``option``'s missing ``tools`` and the packages to install.
+
+    ``install``: what to install, e.g. "slurm-wlm and munge"; the Debian command follows.
+    """
+    missing = [tool for tool in tools if shutil.which(tool) is None]
+    if missing:
+        raise ClusterError(
+            f"{option} needs {', '.join(missing)}: install {install}"
+            f" (Debian: apt-get install {install.replace(' and ', ' ')})"
+        )
+
+
+def run_checked(argv: Sequence[str], what: str, logs: str, timeout_s: float = 120.0) -> str:
+    """Run a daemon's tool; return its output, or raise ClusterError with its last line.
+
+    ``what``: the step, as the message names it; ``logs``: where to look, e.g. a folder.
+    """
+    try:
+        done = subprocess.run(
+            list(argv), capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ClusterError(f"{what} did not run ({err})") from None
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        detail = lines[-1] if lines else f"exit status {done.returncode}"
+        raise ClusterError(f"{what} failed: {detail} (logs in {logs})")
+    return done.stdout
+
+
 def start(
     name: str, argv: Sequence[str], pidfile: Path | None = None, log: Path | None = None
 ) -> int:

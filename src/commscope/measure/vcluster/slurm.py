@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
 
 from commscope.errors import ClusterError
-from commscope.measure.vcluster import services
+from commscope.measure.vcluster import accounting, services
 from commscope.measure.vcluster.model import STATE_DIR, ClusterState
 from commscope.strict import shown
 
@@ -36,21 +35,17 @@ MUNGE_DIR = STATE_DIR / "munge"
 MUNGE_SOCKET = MUNGE_DIR / "munge.socket"
 NODE_TMP = SLURM_DIR / "node-tmp"
 CONF_DIR = Path("/etc/slurm")
-CONF_FILES = ("slurm.conf", "cgroup.conf", "mpi.conf", "topology.conf")
+CONF_FILES = ("slurm.conf", "cgroup.conf", "mpi.conf", "topology.conf", "slurmdbd.conf")
 CONF_MARK = "# commscope-vcluster: removed by 'commscope vcluster down'"
 PARTITION = "vcluster"
+CLUSTER = "commscope"
 TOOLS = ("slurmctld", "slurmd", "munged", "srun", "sbatch", "scontrol", "sinfo")
 READY_TIMEOUT_S = 60.0
 
 
 def require_tools() -> None:
     """Raise ClusterError unless Slurm and munge are installed and /etc/slurm is free."""
-    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
-    if missing:
-        raise ClusterError(
-            f"--slurm needs {', '.join(missing)}: install slurm-wlm and munge "
-            "(Debian: apt-get install slurm-wlm munge)"
-        )
+    services.require_tools(TOOLS, "--slurm", "slurm-wlm and munge")
     for name in CONF_FILES:
         path = CONF_DIR / name
         if path.exists() and CONF_MARK not in path.read_text(errors="replace"):
@@ -70,7 +65,7 @@ def slurm_conf(state: ClusterState) -> str:
     cpus = cpus_per_node()
     lines = [
         CONF_MARK,
-        "ClusterName=commscope",
+        f"ClusterName={CLUSTER}",
         f"SlurmctldHost={socket.gethostname()}({state.bridge_address})",
         "AuthType=auth/munge",
         "CredType=cred/munge",
@@ -94,7 +89,11 @@ def slurm_conf(state: ClusterState) -> str:
         "SlurmdParameters=config_overrides",
         "ReturnToService=2",
         "JobCompType=jobcomp/none",
-        "AccountingStorageType=accounting_storage/none",
+        *(
+            accounting.slurm_conf_lines(MUNGE_SOCKET)
+            if "accounting" in state.services
+            else ["AccountingStorageType=accounting_storage/none"]
+        ),
         # The cluster's switches: 'scontrol show topology' and sbatch --switches work.
         "TopologyPlugin=topology/tree",
         "MessageTimeout=30",
@@ -258,21 +257,15 @@ def use_topology(state: ClusterState, text: str, source: str) -> str:
 
 
 def _scontrol(args: list[str]) -> str:
-    try:
-        done = subprocess.run(
-            ["scontrol", *args], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise ClusterError(f"scontrol {' '.join(args)} did not run ({err})") from None
-    if done.returncode != 0:
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        detail = lines[-1] if lines else f"exit status {done.returncode}"
-        raise ClusterError(f"scontrol {' '.join(args)} failed: {detail} (logs in {SLURM_DIR})")
-    return done.stdout
+    return services.run_checked(
+        ["scontrol", *args], f"scontrol {' '.join(args)}", str(SLURM_DIR), timeout_s=60
+    )
 
 
 def _start_munge() -> None:
-    MUNGE_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Users reach munged by its socket (mode 777), as in /run/munge; the key stays 0400.
+    MUNGE_DIR.mkdir(parents=True, exist_ok=True)
+    MUNGE_DIR.chmod(0o755)
     key = MUNGE_DIR / "munge.key"
     with open(key, "wb") as out:
         out.write(os.urandom(1024))
@@ -306,10 +299,16 @@ def start(state: ClusterState) -> None:
             not come up in time.
     """
     require_tools()
+    if "accounting" in state.services:
+        accounting.require_tools()
     for folder in (SLURM_DIR / "ctld", NODE_TMP):
         folder.mkdir(parents=True, exist_ok=True)
     _write_conf(state)
     _start_munge()
+    if "accounting" in state.services:
+        password = accounting.start_database()
+        accounting.start_slurmdbd(CONF_DIR, MUNGE_SOCKET, password, CONF_MARK)
+        accounting.register(CLUSTER)
     services.start("slurmctld", ["slurmctld", "-D", "-i"], log=SLURM_DIR / "slurmctld.out")
     for node in state.nodes:
         own_tmp = SLURM_DIR / f"tmp-{node.name}"

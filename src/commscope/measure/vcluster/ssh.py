@@ -27,12 +27,7 @@ TOOLS = (SSHD, "ssh", "ssh-keygen")
 
 def require_tools() -> None:
     """Raise ClusterError unless OpenSSH's server and client are installed."""
-    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
-    if missing:
-        raise ClusterError(
-            f"--ssh needs {', '.join(missing)}: install openssh-server and "
-            "openssh-client (Debian: apt-get install openssh-server)"
-        )
+    services.require_tools(TOOLS, "--ssh", "openssh-server and openssh-client")
     if CLIENT_CONFIG.exists() and CLIENT_MARK not in CLIENT_CONFIG.read_text(errors="replace"):
         raise ClusterError(f"{CLIENT_CONFIG} exists and is not commscope's: move it away")
 
