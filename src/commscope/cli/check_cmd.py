@@ -25,7 +25,7 @@ EXAMPLES = """examples:
   commscope check --baseline nightly              measure the baseline's request again, judge it
   commscope check --baseline nightly 42           judge stored run 42
   commscope check --baseline nightly --tolerance bw=5%,latency=20%
-  commscope check --baseline nightly --prometheus /var/lib/node_exporter/commscope.prom
+  commscope check --baseline nightly --prometheus /var/lib/prometheus/node-exporter/commscope.prom
   commscope check --baseline nightly --junit check.xml --json > check.json
   commscope check --baseline nightly --allow-subset   judge the pairs of the nodes still up
   commscope check --baseline nightly --excuse-nights 7   a week to rebase after an upgrade
