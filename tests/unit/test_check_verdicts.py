@@ -18,7 +18,7 @@ from junitparser import JUnitXml
 from prometheus_client.parser import text_string_to_metric_families
 from scipy import optimize, special, stats
 
-from commscope.check import environment
+from commscope.check import environment, judging
 from commscope.check import left_out as left_out_module
 from commscope.check.baseline import Baseline, figure_bases
 from commscope.check.left_out import FAR, OUTLIER_LEVEL, left_out_of
@@ -340,6 +340,20 @@ def test_every_figure_not_judged_is_unknown() -> None:
     verdict = judge(baseline, 9, [figure(LAT, around(11e-6), bytes=8)], {}, 0.0)
     assert verdict.status == UNKNOWN and verdict.not_judged == 1
     assert "none of its 1 figures can be judged" in verdict.summary()
+
+
+def test_every_figure_of_a_node_left_out_names_the_node_not_detection_limits() -> None:
+    # Three good runs: the figure is judged; then its node is left out of the run.
+    runs = [[figure(LAT, around(c), bytes=8, link="n0->n1")] for c in (10e-6, 10.2e-6, 9.9e-6)]
+    baseline = Baseline("b", 0.0, RUNS[:3], "p2p", {}, {}, figure_bases(runs, RUNS[:3]))
+    measured = [figure(LAT, around(10.1e-6), bytes=8, link="n0->n1")]
+    verdict = judging.without_hosts(
+        judge(baseline, 9, measured, {}, 0.0), {"n1": "drained: cable swap"}
+    )
+    assert verdict.status == UNKNOWN and judging.figures_left_out(verdict) == 1
+    line = verdict.summary()
+    assert "none of its 1 figures can be judged; 1 because a node was left out" in line
+    assert "n1 was left out (drained: cable swap)" in line and "detection limit" not in line
 
 
 # --- load, and version-1 baselines --------------------------------------------------------------

@@ -11,7 +11,14 @@ from typing import Any
 from commscope.check import environment, excuse
 from commscope.check.age import measured_unix
 from commscope.check.baseline import DEFAULT_MAX_DETECTION_LIMIT, Baseline, figure_bases
-from commscope.check.verdict import NOT_JUDGED, Verdict, judge
+from commscope.check.verdict import (
+    MEASURED_WITHOUT,
+    NOT_JUDGED,
+    NOT_MEASURED,
+    Verdict,
+    judge,
+    left_out,
+)
 from commscope.data.run_data import RunData
 from commscope.errors import UsageError
 from commscope.kinds import run_figures
@@ -152,10 +159,6 @@ def evidence(
     )
 
 
-NOT_MEASURED = "not measured:"  # how a figure of a host left out is named
-MEASURED_WITHOUT = "measured without"  # ...and one measured on the hosts that remained
-
-
 def missing_hosts(baseline: Baseline, run: RunData) -> dict[str, str]:
     """The baseline's hosts ``run`` did not run on, and why.
 
@@ -199,5 +202,4 @@ def without_hosts(verdict: Verdict, missing: Mapping[str, str]) -> Verdict:
 
 def figures_left_out(verdict: Verdict) -> int:
     """How many figures are not judged because a host was left out (:func:`without_hosts`)."""
-    causes = (NOT_MEASURED, MEASURED_WITHOUT)
-    return sum(1 for f in verdict.figures if not f.judged and (f.cause or "").startswith(causes))
+    return sum(1 for f in verdict.figures if left_out(f))

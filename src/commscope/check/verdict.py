@@ -58,6 +58,9 @@ from commscope.check.baseline import ALPHA, Baseline, FigureBase, Limits
 from commscope.check.excuse import EnvironmentAge
 from commscope.kinds.figures import HIGHER, Figure
 from commscope.status import CRITICAL, OK, UNKNOWN, WARNING
+
+NOT_MEASURED = "not measured:"  # how a figure of a host left out is named
+MEASURED_WITHOUT = "measured without"  # ...and one measured on the hosts that remained
 from commscope.status import name as status_name
 from commscope.units import rate_text, time_text
 
@@ -226,6 +229,15 @@ class Verdict:
         status = status_name(self.status)
         head = f"commscope {status}: run {self.run_id} against baseline {self.baseline}"
         if self.status == UNKNOWN:
+            gone = [f for f in self.figures if left_out(f)]
+            if gone and self.not_judged == len(self.figures):
+                rest = len(self.figures) - len(gone)
+                limits = f"; {rest} more: detection limits past {self.max_detection_limit:.0%}"
+                return (
+                    f"{head}: none of its {len(self.figures)} figures can be judged;"
+                    f" {len(gone)} because a node was left out ({gone[0].cause})"
+                    f"{limits if rest else ''}"
+                )
             if self.not_judged and any(f.measured is not None for f in self.figures):
                 return (
                     f"{head}: none of its {len(self.figures)} figures can be judged: their"
@@ -426,3 +438,9 @@ def tolerance_for(base: FigureBase, tolerances: Mapping[str, float]) -> float:
         if key in tolerances:
             return tolerances[key]
     return DEFAULT_TOLERANCE
+
+
+def left_out(figure: FigureVerdict) -> bool:
+    """True for a figure not judged because a host of the baseline was left out."""
+    causes = (NOT_MEASURED, MEASURED_WITHOUT)
+    return not figure.judged and (figure.cause or "").startswith(causes)
