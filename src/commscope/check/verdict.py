@@ -58,11 +58,11 @@ from commscope.check.baseline import ALPHA, Baseline, FigureBase, Limits
 from commscope.check.excuse import EnvironmentAge
 from commscope.kinds.figures import HIGHER, Figure
 from commscope.status import CRITICAL, OK, UNKNOWN, WARNING
+from commscope.status import name as status_name
+from commscope.units import rate_text, time_text
 
 NOT_MEASURED = "not measured:"  # how a figure of a host left out is named
 MEASURED_WITHOUT = "measured without"  # ...and one measured on the hosts that remained
-from commscope.status import name as status_name
-from commscope.units import rate_text, time_text
 
 CHECK_VERSION = 2  # 2: figures not judged, moderated t statistics, p-values between runs
 RECORD_KIND = "check"  # the run data a verdict is kept under, by baseline name
