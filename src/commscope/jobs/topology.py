@@ -163,12 +163,15 @@ def _cluster_nodes(job: TopologyJob) -> tuple[tuple[str, ...] | None, str]:
     """The cluster's node names (None: Slurm did not answer) and, if so, why."""
     if job.cluster_nodes is not None:
         return job.cluster_nodes, ""
+    import shutil
+
     from commscope.measure import slurm_nodes
 
+    if shutil.which("sinfo") is None:
+        return None, "sinfo is not installed here"
     try:
-        slurm_nodes.require_reachable("reading Slurm's node list")
         return tuple(slurm_nodes.nodes()), ""
-    except LaunchError as err:
+    except LaunchError as err:  # slurmctld down or out of reach: sinfo says which
         return None, err.one_line()
 
 
@@ -195,9 +198,10 @@ def _whole_cluster(
     if cluster is None:
         if not (job.partial or merged):
             raise UsageError(
-                f"-o: Slurm's node list could not be read, so the nodes run {ident} left out"
-                f" cannot be named ({why_not}); topology.conf is not written: run it where"
-                " sinfo answers, or give --partial (the measured nodes only) or --merge FILE"
+                f"-o: Slurm's node list could not be read ({why_not}), so the nodes run"
+                f" {ident} left out cannot be named and topology.conf is not written: run it"
+                " where sinfo answers, or give --partial (the measured nodes only) or --merge"
+                " FILE"
             )
         notes.append(
             f"Slurm's node list could not be read: nodes left out are not known ({why_not})"
@@ -228,7 +232,8 @@ def _whole_cluster(
     strangers = [n for s in measured for n in s.nodes if known and n not in known]
     if strangers:  # an FQDN where Slurm has short names, or a node Slurm does not have
         notes.append(
-            f"not Slurm's node names (slurmctld refuses a file naming them): "
+            f"not Slurm's node names (Slurm knows no such node; run the matrix on Slurm's"
+            f" names): "
             f"{topology_conf.compress_hostlist(strangers)}"
         )
     return left_out, notes, topology_conf.render(switches)
