@@ -184,3 +184,10 @@ def test_a_topology_of_two_of_three_nodes_needs_partial_and_names_the_third(cli,
     assert cli("vcluster", "slurm-topology", str(conf)).returncode == 0
     shown = scontrol_topology()
     assert {n for s in shown.values() for n in s["Nodes"]} == {"csnode1", "csnode2"}, shown
+    # A matrix of all three is the whole cluster: written as it is, no word about others.
+    every = [(a, b) for a in range(3) for b in range(3) if a != b]
+    run = str(store_run(cli.store, [point("matrix_bw", a, b, 100e6) for a, b in every],
+                        ("csnode1", "csnode2", "csnode3")))  # fmt: skip
+    out = cli("topology", run, "-o", str(conf))
+    assert out.returncode == 0 and "note:" not in out.stdout, out.stdout + out.stderr
+    assert conf.read_text().splitlines()[1:] == ["SwitchName=s0_0 Nodes=csnode1,csnode2,csnode3"]
