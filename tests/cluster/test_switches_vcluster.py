@@ -157,3 +157,37 @@ def test_measured_switches_become_slurms_topology(cli, cluster, tmp_path):
     )  # fmt: skip
     assert job.returncode == 0, job.stderr
     assert sorted(job.stdout.split()) in leaves
+
+
+@pytest.mark.parametrize("cluster", [(3, "1gbit", ("slurm",))], indirect=True)
+def test_a_topology_of_two_of_three_nodes_needs_partial_and_names_the_third(cli, cluster, tmp_path):
+    """No MPI: a stored matrix of csnode1,2 held against the real Slurm's three nodes."""
+    from tests.unit.test_matrix import point, store_run
+
+    pairs = [(0, 1), (1, 0)]
+    run = str(store_run(cli.store, [point("matrix_bw", a, b, 100e6) for a, b in pairs],
+                        ("csnode1", "csnode2")))  # fmt: skip
+    conf = tmp_path / "topology.conf"
+    out = cli("topology", run, "-o", str(conf))
+    assert out.returncode == 2 and not conf.exists(), out.stderr
+    [line] = out.stderr.splitlines()
+    assert "1 of Slurm's 3 nodes are in no switch" in line and ": csnode3;" in line, line
+    # The vcluster's own file puts all three under csbr0: merged, csnode1 would sit under two.
+    out = cli("topology", run, "-o", str(conf), "--merge", "/etc/slurm/topology.conf")
+    assert out.returncode == 2 and "would sit under two switches: csbr0" in out.stderr
+    assert not conf.exists()
+    out = cli("topology", run, "-o", str(conf), "--partial")
+    assert out.returncode == 0, out.stderr
+    text = conf.read_text()
+    assert "# partial: 1 of Slurm's 3 nodes are in no switch here: csnode3\n" in text, text
+    # The install step: Slurm reads the partial file (scontrol reconfigure) and shows it.
+    assert cli("vcluster", "slurm-topology", str(conf)).returncode == 0
+    shown = scontrol_topology()
+    assert {n for s in shown.values() for n in s["Nodes"]} == {"csnode1", "csnode2"}, shown
+    # A matrix of all three is the whole cluster: written as it is, no word about others.
+    every = [(a, b) for a in range(3) for b in range(3) if a != b]
+    run = str(store_run(cli.store, [point("matrix_bw", a, b, 100e6) for a, b in every],
+                        ("csnode1", "csnode2", "csnode3")))  # fmt: skip
+    out = cli("topology", run, "-o", str(conf))
+    assert out.returncode == 0 and "note:" not in out.stdout, out.stdout + out.stderr
+    assert conf.read_text().splitlines()[1:] == ["SwitchName=s0_0 Nodes=csnode1,csnode2,csnode3"]

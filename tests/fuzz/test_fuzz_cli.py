@@ -336,12 +336,17 @@ def _newer_argv(value: str) -> st.SearchStrategy[list[str]]:
             ["check", "--baseline", "nightly", "1", f"--prometheus={value}"],
             ["check", "--baseline", "nightly", "1", f"--label={value}"],
             ["topology", value],
-            ["topology", "1", f"--output={value}"],
+            ["topology", "1", "--partial", f"--output={value}"],
+            ["topology", "1", "--output=t.conf", f"--merge={value}"],
             ["topology", "1", f"--model={value}"],
             ["report", "1", f"--output={value}"],
             ["compare", "1", "1", f"--output={value}"],
             ["check-store", f"--store={value}"],
             ["undrain", "--dry-run", value],
+            ["history", value],
+            ["history", value, "--json"],
+            ["history", "--changes", value],
+            ["history", f'p2p_latency_seconds{{pair="{value}"}}'],
         ]
     )
 
@@ -362,6 +367,7 @@ def test_newer_commands_refuse_hostile_values_in_one_line_and_keep_the_store(
         store_run(store, points, NAMES)
         store_run(store, points, NAMES)
         harness.call(None, store, "baseline", "create", "nightly", "1", "2")
+        harness.call(None, store, "history", "--changes")  # keeps the runs' figures: read-only next
     special = st.sampled_from(
         ["--", "", " ", "\x00", "a\nb", "\x1b[2J", str(store), f"{store}-wal", f"{store}-shm"]
     )
@@ -376,6 +382,7 @@ def test_newer_commands_refuse_hostile_values_in_one_line_and_keep_the_store(
         return
     if outcome.code == 0:
         harness.accepted("newer commands")
+        assert "\x1b" not in outcome.out, (argv, outcome)  # an echo shows ESC escaped
     else:
         harness.assert_one_line_refusal(outcome, codes=(1, 2, 3))
     assert store.read_bytes() == before, (argv, outcome)

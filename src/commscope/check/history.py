@@ -29,14 +29,22 @@ from commscope.data.store_figures import FigureValue
 from commscope.errors import UsageError
 from commscope.kinds import run_figures
 from commscope.kinds.figures import LOWER, FigureSpec, key_of
+from commscope.strict import shown
 
 # Request fields that differ between runs of one request: a check's run takes the shorter of
 # the baseline's timeout and its own, and each Slurm job has its own id and nodes (the hosts
 # a run recorded stand for the nodes).
 VOLATILE_REQUEST = ("timeout_s", "slurm")
 _RUN, _VALUE = operator.attrgetter("run_id"), operator.attrgetter("value")
-_SELECTOR = re.compile(r"([a-z][a-z0-9_]*)(?:\{(.*)\})?")
-_LABEL = re.compile(r'\s*([a-z_]+)\s*=\s*(?:"([^"]*)"|([^,"]*))\s*')
+# A selector is read token by token, each pattern matched once from where the last ended and
+# none with a quantifier over a group: the time grows with the selector's length, never with
+# its square (one regular expression over the whole label list backtracked for minutes on a
+# few thousand spaces).
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_LABEL_NAME = re.compile(r"\s*([a-z_]+)\s*=\s*")
+_QUOTED = re.compile(r'"([^"]*)"\s*')
+_BARE = re.compile(r'[^,"]*')
+_SPACE = re.compile(r"\s*")
 FIX = 'give a figure name such as p2p_latency_seconds or p2p_latency_seconds{pair="inter-node"}'
 
 
@@ -55,25 +63,47 @@ class Selector:
 def parse_selector(text: str, names: Iterable[str]) -> Selector:
     """Read ``name{label="value",...}``; ``names`` are the figure names the kinds declare.
 
+    A quoted value may hold commas; a bare one ends at the next comma, its spaces stripped.
+    Read in one pass (see :data:`_NAME`): a selector of any length is read or refused in
+    time proportional to its length.
+
     Raises:
         UsageError: malformed, or no kind declares the name.
     """
-    found = _SELECTOR.fullmatch(text.strip())
-    if not found:
-        raise UsageError(f"{text!r} is not a figure selector; {FIX}")
-    name, inner = found.group(1), found.group(2)
+    whole = text.strip()
+    found = _NAME.match(whole)
+    rest = whole[found.end() :] if found else ""
+    if not found or (rest and not (rest.startswith("{") and rest.endswith("}"))):
+        raise UsageError(f"{shown(text)} is not a figure selector; {FIX}")
+    name = found.group()
     known = sorted(names)
     if name not in known:
-        raise UsageError(f"no figure is named {name!r}; figures: {', '.join(known)}")
+        raise UsageError(f"no figure is named {shown(name)}; figures: {', '.join(known)}")
+    return Selector(name, _labels(text, rest[1:-1]))
+
+
+def _labels(text: str, inner: str) -> dict[str, str]:
+    """The ``label="value"`` pairs between a selector's braces, commas between them."""
     labels: dict[str, str] = {}
-    for part in (inner or "").split(","):
-        if not part.strip():
+    at = 0
+    while True:
+        space = _SPACE.match(inner, at)
+        at = space.end() if space else at
+        if at == len(inner):
+            return labels
+        if inner[at] == ",":  # an empty part, as in {a="1",}
+            at += 1
             continue
-        label = _LABEL.fullmatch(part)
-        if not label:
-            raise UsageError(f'{text!r}: {part.strip()!r} is not label="value"; {FIX}')
-        labels[label.group(1)] = label.group(2) if label.group(2) is not None else label.group(3)
-    return Selector(name, labels)
+        label = _LABEL_NAME.match(inner, at)
+        quoted = _QUOTED.match(inner, label.end()) if label else None
+        value = quoted or (_BARE.match(inner, label.end()) if label else None)
+        end = value.end() if value else at
+        if label is None or value is None or (end < len(inner) and inner[end] != ","):
+            comma = inner.find(",", at)
+            part = inner[at : comma if comma >= 0 else len(inner)].strip()
+            raise UsageError(f'{shown(text)}: {shown(part)} is not label="value"; {FIX}')
+        labels[label.group(1)] = quoted.group(1) if quoted else value.group().strip()
+        at = end + 1 if end < len(inner) else end
 
 
 @dataclass(frozen=True)

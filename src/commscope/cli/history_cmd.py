@@ -16,6 +16,7 @@ EXAMPLES = """examples:
   commscope history 'p2p_latency_seconds{pair="inter-node",bytes="8"}'
   commscope history coll_time_seconds --last 30 --json
   commscope history --list                                   the figure names there are
+  commscope history --list --json                            ... with units, as JSON
   commscope history --changes                                change points of every figure
   commscope history --changes 'p2p_bandwidth_bytes_per_second{pair="inter-node"}'
   commscope history --changes --last 60 --fdr 5% --json"""
@@ -49,6 +50,16 @@ def run(args: argparse.Namespace) -> int:
 
     specs = kinds.figure_specs()
     if args.list:
+        if args.json:
+            common.print_json(
+                {
+                    "figures": [
+                        {"name": s.name, "unit": s.unit, "better": s.better, "help": s.help}
+                        for s in specs.values()
+                    ]
+                }
+            )
+            return 0
         for spec in specs.values():
             print(f"{spec.name}  ({spec.better} is better) {spec.help}")
         return 0
@@ -70,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
         common.print_json({"selector": args.selector, "points": [p.to_json() for p in found]})
         return 0
     if not found:
-        print(f"no stored run has {args.selector}")
+        # the selector as typed, but a control character in it shown escaped, not run
+        print(f"no stored run has {common.terminal_text(args.selector)}")
         return 0
     from rich.table import Table
 

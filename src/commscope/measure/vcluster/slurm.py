@@ -19,12 +19,12 @@ to start otherwise, even with no cgroup plugin in use), ``proctrack/linuxproc``,
 from __future__ import annotations
 
 import os
-import re
 import socket
 import subprocess
 import time
 from pathlib import Path
 
+from commscope.data import topology_conf as conf_file
 from commscope.errors import ClusterError
 from commscope.measure.vcluster import accounting, services
 from commscope.measure.vcluster.model import STATE_DIR, ClusterState
@@ -136,95 +136,36 @@ def topology_conf(state: ClusterState) -> str:
     return "\n".join(lines) + "\n"
 
 
-TOPOLOGY_KEYS = ("SwitchName", "Nodes", "Switches", "LinkSpeed")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-_HOSTLIST = re.compile(r"([A-Za-z0-9._-]*)\[([0-9,-]+)\]([A-Za-z0-9._-]*)")
-
-
-def expand_hostlist(text: str) -> list[str]:
-    """Names of a Slurm host list with at most one bracket per name: ``csnode[1-2,4],x``.
-
-    Raises:
-        ValueError: a name or range this reading does not take.
-    """
-    items = re.findall(r"[^,\[]*(?:\[[^\]]*\])?[^,]*", text)
-    names: list[str] = []
-    for item in (i for i in items if i):
-        bracket = _HOSTLIST.fullmatch(item)
-        if bracket is None:
-            if not _NAME.fullmatch(item):
-                raise ValueError(f"{item!r} is not a node or switch name")
-            names.append(item)
-            continue
-        head, ranges, tail = bracket.groups()
-        for part in ranges.split(","):
-            low, _, high = part.partition("-")
-            if not low.isdigit() or not (high or low).isdigit() or int(high or low) < int(low):
-                raise ValueError(f"{item!r} has a range that is not one")
-            if int(high or low) - int(low) > 4096:
-                raise ValueError(f"{item!r} spans more than 4096 names")
-            width = len(low) if low.startswith("0") else 0
-            names += [f"{head}{i:0{width}d}{tail}" for i in range(int(low), int(high or low) + 1)]
-    return names
+expand_hostlist = conf_file.expand_hostlist
 
 
 def check_topology(text: str, state: ClusterState, source: str) -> str:
     """Check a topology.conf against the cluster; return its lines without comments.
 
-    Every line is ``SwitchName=NAME Nodes=LIST`` or ``SwitchName=NAME Switches=LIST``
-    (``LinkSpeed=N`` may follow), the nodes are this cluster's and each switch listed under
-    another is defined in the file.
+    The file is a tree (:func:`commscope.data.topology_conf.parse`: every line
+    ``SwitchName=NAME Nodes=LIST`` or ``SwitchName=NAME Switches=LIST``, ``LinkSpeed=N`` may
+    follow, each switch listed under another defined in the file) and its nodes are this
+    cluster's.
 
     Raises:
         ClusterError: one line naming ``source``, the line and the fix.
     """
-    known = {n.name for n in state.nodes}
-    defined: list[str] = []
-    below: list[tuple[int, str]] = []
-    kept: list[str] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        where = f"{source} line {number}"
-        fields: dict[str, str] = {}
-        for token in line.split():
-            key, eq, value = token.partition("=")
-            if not eq or key not in TOPOLOGY_KEYS or key in fields or not value:
-                raise ClusterError(
-                    f"{where}: {token[:60]!r} is not one of {', '.join(TOPOLOGY_KEYS)}=VALUE"
-                    " (once each): write lines like 'SwitchName=s1 Nodes=csnode[1-2]'"
-                )
-            fields[key] = value
-        name = fields.get("SwitchName", "")
-        if not _NAME.fullmatch(name) or ("Nodes" in fields) == ("Switches" in fields):
-            raise ClusterError(
-                f"{where}: give SwitchName=NAME and either Nodes=LIST or Switches=LIST"
-            )
-        try:
-            members = expand_hostlist(fields.get("Nodes") or fields["Switches"])
-        except ValueError as err:
-            raise ClusterError(f"{where}: {err}: write names like csnode[1-2],csnode4") from None
-        if "Nodes" in fields:
-            strangers = [m for m in members if m not in known]
-            if strangers:
-                raise ClusterError(
-                    f"{where}: {strangers[0]} is not a node of this vcluster "
-                    f"({', '.join(n.name for n in state.nodes)}): write the topology of its nodes"
-                )
-        else:
-            below += [(number, m) for m in members]
-        defined.append(name)
-        kept.append(line)
-    if not kept:
+    try:
+        switches = conf_file.parse(text, source)
+    except conf_file.TopologyConfError as err:
+        raise ClusterError(str(err)) from None
+    if not switches:
         raise ClusterError(f"{source} defines no switch: write at least one SwitchName= line")
-    for number, switch in below:
-        if switch not in defined:
+    known = {n.name for n in state.nodes}
+    for switch in switches:
+        strangers = [m for m in switch.nodes if m not in known]
+        if strangers:
             raise ClusterError(
-                f"{source} line {number}: switch {switch} is not defined in the file: "
-                "add its SwitchName= line"
+                f"{source} line {switch.line}: {strangers[0]} is not a node of this vcluster "
+                f"({', '.join(n.name for n in state.nodes)}): write the topology of its nodes"
             )
-    return "\n".join(kept) + "\n"
+    kept = (raw.split("#", 1)[0].strip() for raw in text.splitlines())
+    return "\n".join(line for line in kept if line) + "\n"
 
 
 def use_topology(state: ClusterState, text: str, source: str) -> str:
