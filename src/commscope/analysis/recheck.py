@@ -8,7 +8,11 @@ against its partners, each round against reference pairs between partners measur
 it); otherwise it is repaired. So a node returns to service by the same test that would
 drain it, and the assumptions are the matrix's (:mod:`commscope.analysis.matrix`,
 :mod:`commscope.analysis.confirm`): the partners are healthy, and a slow node is slow in
-every round.
+every round. Only bandwidth is judged (:data:`OPS`), as only bandwidth drains: on shared
+cores the latency matrix names links that follow the scheduling, and their ends would no
+longer count as healthy partners (measured on the virtual cluster: two latency links on 4
+nodes left the slow node with no partner, and a confirmation of 0 pairs). A verdict with
+nothing measured is none (:attr:`Verdict.judged`): the node stays drained.
 
 The figure shown is the bandwidth the drain decision uses: from the confirmation when it
 measured the node (its pairs with partners against the reference pairs), else from the first
@@ -30,6 +34,8 @@ from commscope.analysis.confirm import Confirmation
 from commscope.analysis.matrix import Matrix
 from commscope.units import size_text
 
+OPS = ("matrix_bw",)  # what a node is drained for, so what a recheck judges
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -43,6 +49,8 @@ class Verdict:
         typical: the partners' bandwidth among themselves (B/s; NaN when not measured).
         pairs, slow_pairs: confirmation pairs with partners measured and slow (0: first pass).
         reason: the new drain reason when still slow (starts with ``commscope:``), else "".
+        judged: False when the run holds no link of the node, or the first pass named it and
+            the confirmation measured none of its pairs: no verdict, whatever ``slow`` says.
     """
 
     node: str
@@ -54,6 +62,7 @@ class Verdict:
     pairs: int = 0
     slow_pairs: int = 0
     reason: str = ""
+    judged: bool = True
 
     def text(self) -> str:
         """One line: the figure against the partners'."""
@@ -77,6 +86,7 @@ class Verdict:
             "typical": None if math.isnan(self.typical) else self.typical,
             "pairs": self.pairs,
             "slow_pairs": self.slow_pairs,
+            "judged": self.judged,
         }
 
 
@@ -98,7 +108,7 @@ def judge(
     mine = [
         c
         for c in confirmed or ()
-        if c.op == "matrix_bw" and c.where == "node" and same_node(c.name, node)
+        if c.op in OPS and c.where == "node" and c.pairs and same_node(c.name, node)
     ]
     if mine:
         c = min(mine, key=lambda c: c.again / c.typical if c.typical > 0 else math.inf)
@@ -106,6 +116,9 @@ def judge(
                           c.slow_pairs)  # fmt: skip
     else:
         verdict = _first_pass(matrices, node, bool(named))
+        suspected = any(same_node(o.name, node) for m in matrices for o in m.outliers)
+        if math.isnan(verdict.value) or (suspected and confirmed is not None):
+            verdict = replace(verdict, judged=False)  # named, and not measured again
     if not named:
         return verdict
     said = named[0].reason.removeprefix(drain_analysis.PREFIX).strip()

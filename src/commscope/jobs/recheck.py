@@ -2,10 +2,10 @@
 
 Slurm starts no job on a drained node, so the node is measured where only the recheck can
 reach it: a maintenance reservation ``commscope-recheck-NODE`` (``Flags=MAINT,IGNORE_JOBS``,
-for this user) of the node and up to three healthy partners (idle, in no active
-reservation, the next ones after it in Slurm's order, as the matrix's confirmation picks
-partners) is created; the node is resumed inside it; the all-pairs matrix of those nodes
-is measured through the reservation (``salloc --reservation --nodelist``, waiting at most
+for this user) of the node and three healthy partners (idle, in no active reservation, the
+next ones after it in Slurm's order, as the matrix's confirmation picks partners) is
+created; the node is resumed inside it; the all-pairs matrix of those nodes is measured
+through the reservation (``salloc --reservation --nodelist``, waiting at most
 :attr:`RecheckJob.wait_s` for the grant), with its confirmation rounds, as the run that
 drained the node measured it (its MPI, sizes and samples, when the store holds that run);
 and the node is judged as a matrix run judges a node before draining it
@@ -39,7 +39,11 @@ from commscope.measure.slurm_nodes import NodeState
 
 log = logging.getLogger(__name__)
 RESERVATION_PREFIX = "commscope-recheck-"
-MIN_PARTNERS = 2  # with one partner a slow pair cannot say which end is slow
+# With two partners the confirmation has no pair of partners free to measure beside the node
+# (each round's ranks all send or receive already), so it compares with the first pass's
+# median, which a slow node's links make on 3 nodes: measured on the virtual cluster, a node
+# at a quarter of its partners' rate was called transient. Three give reference pairs.
+MIN_PARTNERS = PARTNERS
 SPARE_MINUTES = 5  # the reservation outlasts the longest recheck by this much
 _RUN = re.compile(r"\brun (\d+)$")  # a commscope drain reason ends with the run that drained
 
@@ -186,28 +190,42 @@ def recheck(p: Plan, job: RecheckJob, note: runs.Note | None = None) -> Rechecke
             slurm_wait=job.wait_s,
         )
         where_mod.check(where)
-        run = runs.RunJob(p.request, where, label=f"recheck {p.node}", confirm=True)
+        run = runs.RunJob(
+            p.request, where, label=f"recheck {p.node}", confirm_ops=recheck_analysis.OPS
+        )
         outcome = runs.start(job.store, run, note=note)
         verdict = judged(job.store, outcome.run_id, p.node)
+        if not verdict.judged:
+            raise LaunchError(
+                f"recheck run {outcome.run_id} measured {p.node}'s bandwidth with none of its"
+                f" partners ({', '.join(p.partners)}); see 'commscope show {outcome.run_id}'"
+            )
         if verdict.slow:
             slurm_nodes.drain(p.node, verdict.reason)
         return Rechecked(outcome.run_id, verdict)
 
 
 def judged(store_path: str, run_id: int, node: str) -> recheck_analysis.Verdict:
-    """The verdict of stored recheck run ``run_id`` on ``node``."""
+    """The verdict of stored recheck run ``run_id`` on ``node``, from its bandwidth alone.
+
+    Its latency matrices are left out, as a drain leaves them out: on shared cores they name
+    links whose ends would then not count as healthy partners.
+    """
     from commscope.analysis import confirm
+    from commscope.analysis import matrix as matrix_analysis
     from commscope.data.run_data import read_run
     from commscope.data.store import Store
-    from commscope.kinds import View
-    from commscope.kinds import matrix as matrix_kind
 
     with Store.open(store_path, write=False) as store:
         run = read_run(store, run_id)
-    summary = matrix_kind.summarize(run, View())
-    matrices = summary.matrices if summary else []
-    measured_again = any(confirm.round_of(p.pair) for p in run.family("paired"))
-    confirmed = summary.confirmed if summary and measured_again else None
+    points = run.family("paired")
+    if not points:
+        return recheck_analysis.judge([], None, run_id, node)
+    names = matrix_analysis.rank_nodes(run.info.header, points)
+    found = matrix_analysis.matrices(points, names)
+    matrices = [m for m in found if m.op in recheck_analysis.OPS]
+    again = [p for p in points if confirm.round_of(p.pair)]
+    confirmed = confirm.judge(matrices, again, names) if again else None
     return recheck_analysis.judge(matrices, confirmed, run_id, node)
 
 

@@ -20,7 +20,6 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from commscope.errors import LaunchError
@@ -295,6 +294,7 @@ def closed(state: NodeState, holding: list[Reservation], own: str | None) -> str
 
 RESERVATION_FLAGS = "MAINT,IGNORE_JOBS"
 RESERVATION_DELETE_S = 30.0  # how long a reservation whose job is still ending may refuse deletion
+RESERVATION_RETRY_S = 1.0
 
 
 def reserve_argv(name: str, nodes: list[str], minutes: int, user: str) -> list[str]:
@@ -333,7 +333,7 @@ def reserve(name: str, nodes: list[str], minutes: int) -> None:
     )
 
 
-def unreserve(name: str, sleep: Callable[[float], None] = time.sleep) -> None:
+def unreserve(name: str) -> None:
     """Delete reservation ``name``, retrying while a job that just ended still holds it.
 
     Raises:
@@ -351,4 +351,4 @@ def unreserve(name: str, sleep: Callable[[float], None] = time.sleep) -> None:
         except LaunchError:
             if time.monotonic() >= deadline:
                 raise
-            sleep(1.0)
+            time.sleep(RESERVATION_RETRY_S)
