@@ -342,6 +342,7 @@ def _newer_argv(value: str) -> st.SearchStrategy[list[str]]:
             ["compare", "1", "1", f"--output={value}"],
             ["check-store", f"--store={value}"],
             ["undrain", "--dry-run", value],
+            ["undrain", "--dry-run", f"--recheck-wait={value}"],
         ]
     )
 

@@ -21,7 +21,8 @@ import sys
 
 from commscope import status
 from commscope.cli import common
-from commscope.jobs import recheck, undrain
+from commscope.jobs import undrain
+from commscope.jobs.where import SLURM_WAIT_S
 
 NAME = "undrain"
 HELP = (
@@ -51,7 +52,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the scontrol commands, change nothing",
+        help="say how each node would be rechecked (partners, scontrol commands); change nothing",
     )
     p.add_argument(
         "--no-recheck",
@@ -61,7 +62,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--recheck-wait",
         type=common.whole(1, 7 * 24 * 3600),
-        default=recheck.RecheckJob("").wait_s,
+        default=SLURM_WAIT_S,
         metavar="SECONDS",
         help="the longest Slurm may take to grant a recheck's allocation; a node it does not"
         " place in time stays drained (exit 3) [default: %(default)s]",
@@ -71,6 +72,8 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Recheck and return commscope's drained nodes; every failure is UNKNOWN (3)."""
+    from commscope.jobs import recheck  # numpy, with the analysis: not at start
+
     job = None if args.no_recheck else recheck.RecheckJob(args.store, args.recheck_wait)
     note = None if args.json else _note
     with status.unknown_on_error():

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from commscope import status
 from commscope.errors import CommscopeError, UsageError
-from commscope.jobs.recheck import RecheckJob
+
+if TYPE_CHECKING:
+    from commscope.jobs.recheck import RecheckJob
 
 # What undrain did with a node commscope drained; the first two put it back in service.
 RETURNED = ("returned", "returned without a recheck")
