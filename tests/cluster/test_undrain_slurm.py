@@ -69,11 +69,10 @@ def test_undrain_keeps_a_slow_node_drained_and_returns_a_repaired_one(cli, clust
     nothing_left()
 
     vcluster.set_rate(SLOW, RATE)  # repaired
-    out = cli("undrain", "--json", "--recheck-wait", "60", timeout=300)
+    out = cli("undrain", "--recheck-wait", "60", timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    [node] = json.loads(out.stdout)["nodes"]
-    assert (node["node"], node["outcome"]) == (SLOW, "returned"), node
-    assert not node["measured"]["slow"] and node["new_reason"] is None
+    assert f"returned to service: {SLOW}, rechecked in run " in out.stdout, out.stdout
+    assert f"rechecking {SLOW} with csnode4, csnode1, csnode2" in out.stderr
     # Back in service; "idle*" until slurmctld's next ping reaches its slurmd.
     assert state_and_reason(SLOW)[0].rstrip("*") == "idle"
     nothing_left()

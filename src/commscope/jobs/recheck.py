@@ -178,9 +178,23 @@ def held_nodes() -> set[str]:
 def recheck(p: Plan, job: RecheckJob, note: runs.Note | None = None) -> Rechecked:
     """Measure ``p.node`` in its reservation; drain it again when still slow.
 
+    A reservation that cannot be deleted after the verdict is logged (the verdict stands).
+
     Raises:
         CommscopeError: the recheck could not measure (the node is drained as it was).
     """
+    done: list[Rechecked] = []  # filled inside the reservation, before it is deleted
+    try:
+        _measure(p, job, note, done)
+    except CommscopeError as err:
+        if not done:
+            raise
+        log.warning("%s", err.one_line())
+    return done[0]
+
+
+def _measure(p: Plan, job: RecheckJob, note: runs.Note | None, done: list[Rechecked]) -> None:
+    """The recheck itself: reserved, resumed, measured, judged, drained again if slow."""
     with reserved(p):
         where = where_mod.Where(
             slurm=True,
@@ -202,7 +216,7 @@ def recheck(p: Plan, job: RecheckJob, note: runs.Note | None = None) -> Rechecke
             )
         if verdict.slow:
             slurm_nodes.drain(p.node, verdict.reason)
-        return Rechecked(outcome.run_id, verdict)
+        done.append(Rechecked(outcome.run_id, verdict))
 
 
 def judged(store_path: str, run_id: int, node: str) -> recheck_analysis.Verdict:
