@@ -21,7 +21,7 @@ from commscope.analysis import recheck as recheck_analysis
 from commscope.data.request import EngineOptions, RunRequest
 from commscope.data.store import Store
 from commscope.errors import Interrupted, LaunchError
-from commscope.jobs import recheck
+from commscope.jobs import recheck, undrain
 from commscope.measure import slurm_nodes
 from commscope.measure.slurm_nodes import NodeState
 from tests.unit.test_drain import FakeSlurm, _verdict, bw
@@ -268,6 +268,7 @@ def test_undrain_without_partners_leaves_the_node_drained_unknown(cli, tmp_path)
     assert out.returncode == 3, out.stdout + out.stderr
     shown = json.loads(out.stdout)
     assert [n["outcome"] for n in shown["nodes"]] == ["left drained: not rechecked"]
+    assert shown["nodes"][0]["outcome"] in undrain.OUTCOMES
     [problem] = shown["problems"]
     assert "rechecking csnode3: 2 idle nodes outside reservations" in problem
     assert (

@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     from commscope.jobs.recheck import RecheckJob
 
 # What undrain did with a node commscope drained; the first two put it back in service.
-RETURNED = ("returned", "returned without a recheck")
 OUTCOMES = (
-    *RETURNED,
+    "returned",  # measured, no longer slow
+    "returned without a recheck",  # --no-recheck
     "drained again",  # measured, still slow: drained with a reason naming the recheck
     "left drained: not rechecked",  # no partners, no allocation in time: as it was
     "would recheck",
@@ -56,10 +56,6 @@ class Undrained:
     left: list[dict[str, Any]]
     problems: list[str]
     status: int
-
-    def returned(self) -> list[str]:
-        """The nodes back in service (none in a dry run)."""
-        return [n["node"] for n in self.nodes if n["outcome"] in RETURNED]
 
     def to_json(self) -> dict[str, Any]:
         """The outcome for ``undrain --json``."""
