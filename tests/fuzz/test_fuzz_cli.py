@@ -347,6 +347,7 @@ def _newer_argv(value: str) -> st.SearchStrategy[list[str]]:
             ["history", value, "--json"],
             ["history", "--changes", value],
             ["history", f'p2p_latency_seconds{{pair="{value}"}}'],
+            ["undrain", "--dry-run", f"--recheck-wait={value}"],
         ]
     )
 

@@ -73,6 +73,35 @@ if args[:1] == ["update"]:
         state["nodes"][node] = ["idle", ""]
     save()
     sys.exit(0)
+reservations = state.setdefault("reservations", {})
+if args == ["-o", "show", "reservation"]:
+    for name, nodes in reservations.items():
+        print(f"ReservationName={name} StartTime=now Nodes={nodes} Flags=MAINT State=ACTIVE")
+    if not reservations:
+        print("No reservations in the system")
+    sys.exit(0)
+if args[:2] == ["show", "hostnames"]:
+    print("\n".join(args[2].split(",")))
+    sys.exit(0)
+if args[:2] == ["create", "reservation"]:
+    fields = dict(a.split("=", 1) for a in args[2:])
+    if fields["ReservationName"] in reservations:
+        print("Error creating the reservation: Duplicate reservation name", file=sys.stderr)
+        sys.exit(1)
+    reservations[fields["ReservationName"]] = fields["Nodes"]
+    save()
+    sys.exit(0)
+if args[:1] == ["delete"]:
+    name = args[1].split("=", 1)[1]
+    if state.get("busy", 0) > 0:  # a job that just ended still holds it
+        state["busy"] -= 1
+        save()
+        print("Error deleting the reservation: Requested operation is presently disabled",
+              file=sys.stderr)
+        sys.exit(1)
+    reservations.pop(name)
+    save()
+    sys.exit(0)
 print(f"fake slurm: unexpected {args}", file=sys.stderr)
 sys.exit(1)
 """
@@ -96,6 +125,11 @@ class FakeSlurm:
 
     def nodes(self) -> dict[str, list[str]]:
         return self.state()["nodes"]  # type: ignore[return-value]
+
+    def changes(self) -> list[list[str]]:
+        """Every command that changes Slurm: updates, reservations made and deleted."""
+        verbs = (["update"], ["create"], ["delete"])
+        return [c for c in self.state()["log"] if c[1:2] in verbs]  # type: ignore[union-attr]
 
     def updates(self) -> list[list[str]]:
         return [c for c in self.state()["log"] if c[1:2] == ["update"]]  # type: ignore[union-attr]
@@ -406,14 +440,17 @@ def test_undrain_returns_only_commscopes_nodes(cli, tmp_path):
         },
     )
     cli.env.update(fake.env())
-    dry = cli("undrain", "--dry-run")
+    dry = cli("undrain", "--dry-run", "--no-recheck")
     assert dry.returncode == 0, dry.stderr
     assert "would run: scontrol update NodeName=csnode3 State=RESUME" in dry.stdout
     assert "left alone: csnode1" in dry.stdout and fake.updates() == []
-    out = cli("undrain", "--json")
+    out = cli("undrain", "--json", "--no-recheck")
     assert out.returncode == 0, out.stderr
     shown = json.loads(out.stdout)
-    assert [r["node"] for r in shown["returned"]] == ["csnode3", "csnode4"]
+    assert [(n["node"], n["outcome"], n["rechecked"]) for n in shown["nodes"]] == [
+        ("csnode3", "returned without a recheck", False),
+        ("csnode4", "returned without a recheck", False),
+    ]
     assert [entry["node"] for entry in shown["left"]] == ["csnode1"]
     assert fake.nodes()["csnode1"] == ["drained", "maintenance"]
     assert fake.nodes()["csnode3"] == fake.nodes()["csnode4"] == ["idle", ""]
@@ -424,7 +461,7 @@ def test_undrain_returns_only_commscopes_nodes(cli, tmp_path):
     out = cli("undrain", "csnode1")
     assert out.returncode == 1 and "left alone: csnode1" in out.stdout
     assert fake.nodes()["csnode1"] == ["drained", "maintenance"]
-    assert cli("undrain").returncode == 0
+    assert cli("undrain").returncode == 0  # nothing drained by commscope: nothing to recheck
     idle = cli("undrain", "csnode2")  # named but not drained: nothing to do
     assert idle.returncode == 0 and "csnode2, not drained (idle): nothing to do" in idle.stdout
 

@@ -1,31 +1,27 @@
-"""Drain in Slurm the nodes a matrix run names bad, and return to service those commscope drained.
+"""Drain in Slurm the nodes a matrix run names bad (:mod:`commscope.jobs.undrain` returns them).
 
 After a matrix run the bandwidth matrices' node outliers are the suspects, or, when the run
 measured them again, the nodes its confirmation round judges bad
 (:mod:`commscope.analysis.drain`). Unless asked to drain, :func:`after` only gives the
 ``scontrol`` commands that would; asked, it runs them (:mod:`commscope.measure.slurm_nodes`),
 each with the reason ``commscope: <figure, value against typical, run id>``. A node already
-drained for another reason is left as it is. :func:`undrain` returns only nodes whose reason
-commscope wrote.
+drained for another reason is left as it is.
 
 Statuses (:mod:`commscope.status`). After a drain: OK nothing named; WARNING a slow link
 (which drains no node), a suspect the confirmation found transient, or a named node an admin
 had drained already; CRITICAL nodes drained; UNKNOWN outside Slurm, no right to run
-``scontrol update``, a named node Slurm does not know, scontrol refused. After an undrain:
-OK done or nothing to do; WARNING a node named by the user was left alone (drained for
-another reason); UNKNOWN as for a drain.
+``scontrol update``, a named node Slurm does not know, scontrol refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from commscope import status
 from commscope.data.request import RunRequest
 from commscope.data.store import Store
-from commscope.errors import CommscopeError, UsageError
+from commscope.errors import CommscopeError
 
 
 @dataclass
@@ -70,32 +66,6 @@ class Drained:
             "links": self.links,
             "spared": self.spared,
             "problems": self.problems,
-        }
-
-
-@dataclass(frozen=True)
-class Undrained:
-    """What an undrain returned to service (or would) and what it left alone.
-
-    Attributes:
-        dry_run: True when the commands were only shown.
-        returned: node, reason (the one commscope wrote), command.
-        left: node, state, reason and why, for named nodes and nodes drained by others.
-        status: OK, WARNING (a named node drained for another reason).
-    """
-
-    dry_run: bool
-    returned: list[dict[str, Any]]
-    left: list[dict[str, Any]]
-    status: int
-
-    def to_json(self) -> dict[str, Any]:
-        """The outcome for ``undrain --json``."""
-        return {
-            "dry_run": self.dry_run,
-            "status": self.status,
-            "returned": self.returned,
-            "left": self.left,
         }
 
 
@@ -208,58 +178,3 @@ def _drain(decision: Any, drained: Drained) -> None:
             drained.nodes.append(_entry(s, argv, "failed"))
             continue
         drained.nodes.append(_entry(s, argv, "drained"))
-
-
-def undrain(nodes: Sequence[str], dry_run: bool) -> Undrained:
-    """Return to service the nodes commscope drained (only ``nodes`` when given).
-
-    A node is returned only when it is drained and its reason starts with ``commscope:``.
-
-    Raises:
-        UsageError: a name that is not a node name, or a node Slurm does not know.
-        LaunchError: outside Slurm, slurmctld unreachable, no right to change node states,
-            scontrol refused.
-    """
-    from commscope.analysis import drain as drain_analysis
-    from commscope.measure import slurm_nodes
-
-    for node in nodes:
-        if not slurm_nodes.NODE_NAME.fullmatch(node):
-            raise UsageError(  # repr: a control character in a name is shown escaped
-                f"node {node[:40]!r} is not a node name (letters, digits,"
-                " '.', '-', '_'): give nodes as 'sinfo -N' lists them"
-            )
-    if dry_run:
-        slurm_nodes.require_reachable("undrain")
-    else:
-        slurm_nodes.require("undrain")
-    known = slurm_nodes.nodes()
-    unknown = [n for n in nodes if slurm_nodes.find(n, known) is None]
-    if unknown:
-        raise UsageError(
-            f"{unknown[0]} is not a node of this Slurm (sinfo -N lists {len(known)}): give"
-            " nodes by the names Slurm gives them"
-        )
-    named = [slurm_nodes.find(n, known) for n in nodes]
-    targets = [s for s in named if s is not None] if nodes else list(known.values())
-    returned: list[dict[str, Any]] = []
-    left: list[dict[str, Any]] = []
-    outcome = status.OK
-    for target in targets:
-        if target.drained and drain_analysis.ours(target.reason):
-            argv = slurm_nodes.resume_argv(target.name)
-            if not dry_run:
-                slurm_nodes.resume(target.name)
-            returned.append({"node": target.name, "reason": target.reason, "command": argv})
-        elif nodes or target.drained:
-            why = (
-                f"drained for {target.reason!r}, not by commscope"
-                if target.drained
-                else f"not drained ({target.state}): nothing to do"
-            )
-            left.append(
-                {"node": target.name, "state": target.state, "reason": target.reason, "why": why}
-            )
-            if nodes and target.drained:
-                outcome = status.WARNING
-    return Undrained(dry_run, returned, left, outcome)

@@ -37,6 +37,8 @@ class RunJob:
         drain: drain in Slurm the nodes a matrix names (else the commands are only shown).
         confirm: measure a matrix's suspects again before naming them.
         report: write the run's HTML report here.
+        confirm_ops: only the suspects of these figures' matrices are measured again (None:
+            every figure's; undrain's recheck gives ``matrix_bw``, what a drain is judged on).
     """
 
     request: RunRequest
@@ -46,6 +48,7 @@ class RunJob:
     drain: bool = False
     confirm: bool = True
     report: str | None = None
+    confirm_ops: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def start(
         )
         measured = measure(store, run_id, request, mpi, progress)
         if kinds.benchmark(request.benchmark).drains and job.confirm:
-            _confirm(store, run_id, request, mpi, note)
+            _confirm(store, run_id, request, mpi, note, job.confirm_ops)
         return _finish(store, run_id, request, measured, job.report, job.drain)
 
 
@@ -258,9 +261,17 @@ def write_report(store: Store, run_id: int, report: str | None) -> Path | None:
 
 
 def _confirm(
-    store: Store, run_id: int, request: RunRequest, mpi: mpi_mod.MPIInstall, note: Note | None
+    store: Store,
+    run_id: int,
+    request: RunRequest,
+    mpi: mpi_mod.MPIInstall,
+    note: Note | None,
+    ops: tuple[str, ...] | None = None,
 ) -> None:
-    """Measure a matrix's first-pass suspects again against healthy partners (a segment a round)."""
+    """Measure a matrix's first-pass suspects again against healthy partners (a segment a round).
+
+    ``ops``: only the suspects of these figures' matrices (None: every figure's).
+    """
     from commscope.analysis import confirm as confirming
     from commscope.analysis import matrix as matrix_analysis
     from commscope.data.run_data import read_run
@@ -270,7 +281,8 @@ def _confirm(
     if not points or run.info.status != "complete":
         return
     names = matrix_analysis.rank_nodes(run.info.header, points)
-    nodes, links = confirming.suspects(matrix_analysis.matrices(points, names))
+    found = matrix_analysis.matrices(points, names)
+    nodes, links = confirming.suspects([m for m in found if ops is None or m.op in ops])
     plan = confirming.plan(names, nodes, links)
     if not plan:
         return

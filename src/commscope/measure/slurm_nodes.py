@@ -23,6 +23,7 @@ import pwd
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 
 from commscope.errors import LaunchError
@@ -109,7 +110,8 @@ def _run(
     return slurm_text(done.stdout)
 
 
-def _user() -> str:
+def current_user() -> str:
+    """This process' user name (its effective uid's; the uid when it has no name)."""
     try:
         return pwd.getpwuid(os.geteuid()).pw_name
     except KeyError:
@@ -124,7 +126,7 @@ def may_change_nodes() -> bool:
     """
     if os.geteuid() == 0:
         return True
-    user = _user()
+    user = current_user()
     config = _run(["scontrol", "show", "config"], "reading Slurm's configuration")
     match = re.search(r"^SlurmUser\s*=\s*(\S+?)(?:\((\d+)\))?\s*$", config, re.MULTILINE)
     if match and (match.group(1) == user or match.group(2) == str(os.geteuid())):
@@ -173,7 +175,7 @@ def require(what: str) -> None:
     """
     require_reachable(what)
     if not may_change_nodes():
-        user = _user()
+        user = current_user()
         raise LaunchError(
             f"{what}: user {user} may not change node states (scontrol update needs root,"
             " the SlurmUser or the Administrator level; Operator is not enough): run it as"
@@ -294,3 +296,65 @@ def closed(state: NodeState, holding: list[Reservation], own: str | None) -> str
     if name.startswith(RESERVED_STATES) or "$" in state.state:
         return said
     return None
+
+
+RESERVATION_FLAGS = "MAINT,IGNORE_JOBS"
+RESERVATION_DELETE_S = 30.0  # how long a reservation whose job is still ending may refuse deletion
+RESERVATION_RETRY_S = 1.0
+
+
+def reserve_argv(name: str, nodes: list[str], minutes: int, user: str) -> list[str]:
+    """``scontrol create reservation`` of ``nodes`` for ``user`` from now, as an argument list.
+
+    A maintenance reservation (``Flags=MAINT,IGNORE_JOBS``): Slurm starts no other job on its
+    nodes, takes it whatever runs there now, and ``minutes`` bounds it should nobody delete it.
+    """
+    for node in nodes:
+        _check_name(node)
+    if not NODE_NAME.fullmatch(name) or not NODE_NAME.fullmatch(user):
+        raise LaunchError(f"reservation {name[:40]!r} for {user[:40]!r}: not a Slurm name")
+    return [
+        "scontrol", "create", "reservation", f"ReservationName={name}", "StartTime=now",
+        f"Duration={max(1, minutes)}", f"Nodes={','.join(nodes)}", f"Users={user}",
+        f"Flags={RESERVATION_FLAGS}",
+    ]  # fmt: skip
+
+
+def unreserve_argv(name: str) -> list[str]:
+    """``scontrol delete ReservationName=name``, as an argument list."""
+    return ["scontrol", "delete", f"ReservationName={name}"]
+
+
+def reserve(name: str, nodes: list[str], minutes: int) -> None:
+    """Create maintenance reservation ``name`` of ``nodes`` for this user, from now.
+
+    Raises:
+        LaunchError: scontrol refused (a reservation of that name exists, no right...).
+    """
+    _run(
+        reserve_argv(name, nodes, minutes, current_user()),
+        f"reserving {','.join(nodes)}",
+        f"if a reservation {name} is left from a recheck that was killed, delete it"
+        f" ('scontrol delete ReservationName={name}'); reservations need root or the SlurmUser",
+    )
+
+
+def unreserve(name: str) -> None:
+    """Delete reservation ``name``, retrying while a job that just ended still holds it.
+
+    Raises:
+        LaunchError: scontrol still refused after :data:`RESERVATION_DELETE_S` seconds.
+    """
+    deadline = time.monotonic() + RESERVATION_DELETE_S
+    while True:
+        try:
+            _run(
+                unreserve_argv(name),
+                f"deleting reservation {name}",
+                f"delete it with 'scontrol delete ReservationName={name}'",
+            )
+            return
+        except LaunchError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(RESERVATION_RETRY_S)
