@@ -9,7 +9,7 @@ MariaDB (``vcluster up --slurm --accounting``). Three users, none of them root:
   not nodes (slurmctld refuses its node updates), so commscope says so rather than trying;
 - ``csadmin`` (Administrator): the matrix, measured through Slurm as that user, drains the
   node with the slow link (Slurm records csadmin as the one who drained it), and ``undrain``
-  returns it once its link is repaired.
+  measures it again in a maintenance reservation it makes and returns it, its link repaired.
 
 The users run commscope with the system's Python 3 and a copy (hard links) of this
 interpreter's packages in a folder they can read: the test's own interpreter may live in
@@ -69,7 +69,7 @@ def users() -> Iterator[Path]:
         shutil.rmtree(packages, ignore_errors=True)
         shutil.copytree(purelib, packages, symlinks=True)
     for name in LEVELS:
-        subprocess.run(["userdel", "-r", name], capture_output=True, check=False)
+        _remove_user(name)
         subprocess.run(
             ["useradd", "-m", "-d", str(top / name), "-s", "/bin/sh", name],
             check=True,
@@ -79,12 +79,18 @@ def users() -> Iterator[Path]:
         yield packages
     finally:
         for name in LEVELS:
-            subprocess.run(["userdel", "-r", name], capture_output=True, check=False)
+            _remove_user(name)
         shutil.rmtree(top, ignore_errors=True)
 
 
+def _remove_user(name: str) -> None:
+    """Remove ``name`` and its home; its processes first (userdel refuses a user in use)."""
+    subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True, check=False)
+    subprocess.run(["userdel", "-r", name], capture_output=True, check=False)
+
+
 def as_user(
-    packages: Path, user: str, *args: str, timeout: float = 300
+    packages: Path, user: str, *args: str, timeout: float = 600
 ) -> subprocess.CompletedProcess:
     """``commscope ARGS`` run as ``user`` (its own uid, gid and home; no groups of root's)."""
     home = pwd.getpwnam(user).pw_dir
@@ -155,8 +161,10 @@ def test_only_the_administrator_level_drains_and_returns_nodes(cluster, users):
     assert "[csadmin@" in node_reason(SLOW)  # Slurm names who drained it: not root
 
     vcluster.set_rate(SLOW, "200mbit")  # repaired
-    back = as_user(users, "csadmin", "undrain", "--json")
+    # undrain measures it again first, in a reservation csadmin makes and deletes.
+    back = as_user(users, "csadmin", "undrain", "--json", "--recheck-wait", "60")
     print(back.stdout[-2000:], back.stderr[-2000:])
     assert back.returncode == 0, back.stderr
-    assert [r["node"] for r in json.loads(back.stdout)["returned"]] == [SLOW]
+    [node] = json.loads(back.stdout)["nodes"]
+    assert (node["node"], node["rechecked"], node["outcome"]) == (SLOW, True, "returned")
     assert node_state(SLOW).rstrip("*") == "idle"
