@@ -31,14 +31,16 @@ HELP = (
 )
 EXAMPLES = """examples:
   commscope undrain --dry-run         the nodes commscope drained and how each would be rechecked
-  sudo commscope undrain              recheck each in a maintenance reservation; return the repaired
-  sudo commscope undrain csnode3      only csnode3 (left alone if drained for another reason)
-  sudo commscope undrain --recheck-wait 120   give up on a node Slurm cannot place in 2 minutes
-  sudo commscope undrain --no-recheck csnode3   return it unmeasured (known to be fixed)
+  commscope undrain                   recheck each in a maintenance reservation; return the repaired
+  commscope undrain csnode3           only csnode3 (left alone if drained for another reason)
+  commscope undrain --recheck-wait 120   give up on a node Slurm cannot place in 2 minutes
+  commscope undrain --no-recheck csnode3   return it unmeasured (known to be fixed)
   commscope undrain --json            per node: rechecked, its figure against partners, outcome
 exit codes: 0 done or nothing to do, 1 a named node drained for another reason (left alone),
             2 a node still slow (drained again, with what was measured), 3 unknown (outside
-            Slurm, no right to run scontrol, an unknown node, a node not rechecked)"""
+            Slurm, no right to run scontrol, an unknown node, a node not rechecked)
+who may: root, the SlurmUser, or a user of Slurm's Administrator level (sacctmgr modify user
+         NAME set adminlevel=administrator); not Operator. Under sudo give --store."""
 
 
 def setup_parser(p: argparse.ArgumentParser) -> None:
