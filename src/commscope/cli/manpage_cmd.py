@@ -62,7 +62,8 @@ EXIT_STATUS = (
     (
         "2",
         "a usage error (argparse); for the monitored commands: CRITICAL (check: a"
-        " regression; run --drain: a node drained; check-store: damage found)",
+        " regression; run --drain: a node drained; undrain: a node still slow, drained"
+        " again; check-store: damage found)",
     ),
     (
         "3",
