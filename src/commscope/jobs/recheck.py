@@ -129,8 +129,8 @@ def request_for(store_path: str, reason: str) -> tuple[RunRequest, str]:
                 info = store.get_run(int(found.group(1)))
         except CommscopeError:
             info = None
-        if info is not None and info.kind == "matrix":
-            stored = RunRequest.from_json(info.request)
+        stored = RunRequest.from_json(info.request) if info is not None else None
+        if stored is not None and _drains(stored.benchmark):
             assert stored.engine is not None  # a matrix run is an engine run
             engine = stored.engine.replace(matrix_plan=None, matrix_prefix=None)
             placed = stored.replace(
@@ -290,3 +290,10 @@ def describe(p: Plan) -> Sequence[str]:
         f"return {p.node} if it is not slow, else drain it again with what was measured;"
         f" delete {p.reservation}",
     )
+
+
+def _drains(benchmark: str) -> bool:
+    """True for a benchmark whose runs drain nodes (the matrix): asked of its kind."""
+    from commscope import kinds  # every kind's module: not at the command line's start
+
+    return kinds.benchmark(benchmark).drains
