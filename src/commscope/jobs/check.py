@@ -11,11 +11,13 @@ the command applies (:func:`commscope.status.unknown_on_error`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from commscope.check.excuse import DEFAULT_EXCUSE_NIGHTS
+from commscope.check.steps import DEFAULT_HISTORY_NIGHTS
 from commscope.data.store import Store
 from commscope.errors import CommscopeError, UsageError, interrupt_cause
 from commscope.jobs import check_lock
@@ -55,6 +57,9 @@ class CheckJob:
         prometheus_figures: "flagged" or "all": the figures that get Prometheus series.
         excuse_nights: nights a changed environment excuses a worse figure, after which
             the check judges it and asks to rebase.
+        history: read the judged figures' stored history for recent steps
+            (:mod:`commscope.check.history_verdict`).
+        history_nights: a step alarms while it began within this many nights.
     """
 
     store: str
@@ -71,6 +76,8 @@ class CheckJob:
     again: bool = True
     prometheus_figures: str = "flagged"
     excuse_nights: int = DEFAULT_EXCUSE_NIGHTS
+    history: bool = True
+    history_nights: int = DEFAULT_HISTORY_NIGHTS
 
 
 @dataclass(frozen=True)
@@ -196,7 +203,50 @@ def _verdict(
         notes.append(f"check: run {run_id} left out {named}; their figures are not judged")
     if job.run is None and job.again:
         verdict = _again(job, store, baseline, verdict, run, notes)
+    if job.history:
+        verdict = _with_history(job, store, baseline, verdict)
     return verdict
+
+
+def _with_history(job: CheckJob, store: Store, baseline: Baseline, verdict: Verdict) -> Verdict:
+    """``verdict`` with the history verdict on its judged figures.
+
+    The series is the judged run's: the runs of its request on its hosts, up to it (a
+    measuring check measures the baseline's request on the baseline's hosts), without the
+    checks' second looks (the same night measured again), its newest ``UPDATE_WINDOW`` runs.
+    """
+    from commscope import kinds
+    from commscope.check import history, history_verdict, steps
+    from commscope.check.changes import UPDATE_WINDOW
+    from commscope.jobs import figures
+
+    judged = {f.key: f.name for f in verdict.figures if f.judged and f.measured is not None}
+    seconds = {v.get("again_run") for v in kept_verdicts(store, baseline).values()}
+    seconds.add(verdict.again_run)
+    infos = [
+        i
+        for i in store.list_runs()
+        if i.kind == baseline.kind and i.id <= verdict.run_id and i.id not in seconds
+    ]
+    keep = job.run is None  # a measuring check holds the store open to write
+    envs = figures.read_in(store, infos, [], keep).environments
+    group = next((g for g in history.groups_of(infos, envs) if verdict.run_id in g.runs), None)
+    if group is None:  # the run is a check's second look: the night is its first run's
+        why = f"history: run {verdict.run_id} measured a night again; check its first run"
+        return dataclasses.replace(verdict, history=steps.off(why, job.history_nights))
+    tail = dataclasses.replace(
+        group, runs=group.runs[-UPDATE_WINDOW:], dates=group.dates[-UPDATE_WINDOW:]
+    )
+    members = set(tail.runs)
+    names = sorted(set(judged.values()))
+    read = figures.read_in(store, [i for i in infos if i.id in members], names)
+    found = [
+        s
+        for s in history.series_of(tail, read.values, kinds.figure_specs())
+        if s.key in judged and s.runs[-1] == verdict.run_id
+    ]
+    held = max(baseline.runs, default=0)
+    return history_verdict.applied(verdict, steps.search(found, held, job.history_nights))
 
 
 def _check_subset(job: CheckJob, baseline: Baseline) -> None:
