@@ -10,6 +10,8 @@ it. The checks run in-process through the CLI.
 from __future__ import annotations
 
 import json
+import re
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from commscope.check.changes import MIN_SEGMENT, Series
 from commscope.check.steps import nights_needed, search
 from commscope.cli import main
+from commscope.report.trend_section import with_titles
 from commscope.status import CRITICAL, OK
 from tests.synthetic_checks import store_run
 
@@ -233,3 +236,33 @@ def test_the_search_needs_enough_nights_and_a_window_that_can_hold_a_step() -> N
     assert search([series(y)], 3).note == "history: 11 nights, needs 12"
     with pytest.raises(ValueError, match="give 3 or more"):
         search([series(y)], 3, nights=2)
+
+
+def test_the_report_trend_draws_the_change_points_by_run_with_their_evidence(
+    stepped: tuple[Path, list[int]], capsys: Any, tmp_path: Path
+) -> None:
+    path, runs = stepped
+    first = runs[QUIET + 3]
+    assert check_json(path, capsys, runs[-1])["status"] == "CRITICAL"  # kept: drawn first
+    out = tmp_path / "trend.html"
+    code, _ = cli(path, capsys, "report", str(runs[-1]), "--trend", "nightly", "-o", str(out))
+    assert code == 0
+    html = out.read_text()
+    start = html.index('<section class="trend"')
+    section = html[start : html.index("</section>", start)]
+    figures = section.split("<figure>")[1:]
+    drawn = [f for f in figures if 'pair="inter-node"' in unescape(f.split("</figcaption>")[0])]
+    assert drawn
+    for fig in drawn:  # a dotted line with its tooltip, and the same words under the plot
+        titles = re.findall(r'<g id="step-[0-9a-f]+-0"><title>([^<]*)</title>', fig)
+        assert len(titles) == 1 and titles[0].startswith(f"change point at run {first} (")
+        assert re.search(r"\d+\.\d% worse, p [0-9.e-]+, q [0-9.e-]+$", titles[0])
+        assert f"<li>{titles[0]}</li>" in fig
+    quiet = [f for f in figures if 'pair="intra-socket"' in unescape(f.split("</figcaption>")[0])]
+    assert all("<title>change point" not in f for f in quiet)
+
+
+def test_a_change_points_tooltip_is_escaped() -> None:
+    svg = '<svg><g id="step-ab-0"><path d="M 0 0"/></g></svg>'
+    out = with_titles(svg, {"step-ab-0": 'a <b> & "c"'})
+    assert "<title>a &lt;b&gt; &amp; &#34;c&#34;</title>" in out

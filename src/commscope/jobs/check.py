@@ -215,10 +215,9 @@ def _with_history(job: CheckJob, store: Store, baseline: Baseline, verdict: Verd
     measuring check measures the baseline's request on the baseline's hosts), without the
     checks' second looks (the same night measured again), its newest ``UPDATE_WINDOW`` runs.
     """
-    from commscope import kinds
-    from commscope.check import history, history_verdict, steps
+    from commscope.check import history_verdict, steps
     from commscope.check.changes import UPDATE_WINDOW
-    from commscope.jobs import figures
+    from commscope.jobs.history import group_series
 
     judged = {f.key: f.name for f in verdict.figures if f.judged and f.measured is not None}
     seconds = {v.get("again_run") for v in kept_verdicts(store, baseline).values()}
@@ -229,22 +228,12 @@ def _with_history(job: CheckJob, store: Store, baseline: Baseline, verdict: Verd
         if i.kind == baseline.kind and i.id <= verdict.run_id and i.id not in seconds
     ]
     keep = job.run is None  # a measuring check holds the store open to write
-    envs = figures.read_in(store, infos, [], keep).environments
-    group = next((g for g in history.groups_of(infos, envs) if verdict.run_id in g.runs), None)
-    if group is None:  # the run is a check's second look: the night is its first run's
-        why = f"history: run {verdict.run_id} measured a night again; check its first run"
+    tonight = verdict.run_id
+    grouped = group_series(store, infos, lambda g: tonight in g.runs, judged, UPDATE_WINDOW, keep)
+    if grouped is None:  # the run is a check's second look: the night is its first run's
+        why = f"history: run {tonight} measured a night again; check its first run"
         return dataclasses.replace(verdict, history=steps.off(why, job.history_nights))
-    tail = dataclasses.replace(
-        group, runs=group.runs[-UPDATE_WINDOW:], dates=group.dates[-UPDATE_WINDOW:]
-    )
-    members = set(tail.runs)
-    names = sorted(set(judged.values()))
-    read = figures.read_in(store, [i for i in infos if i.id in members], names)
-    found = [
-        s
-        for s in history.series_of(tail, read.values, kinds.figure_specs())
-        if s.key in judged and s.runs[-1] == verdict.run_id
-    ]
+    found = [s for s in grouped[1] if s.runs[-1] == tonight]
     held = max(baseline.runs, default=0)
     return history_verdict.applied(verdict, steps.search(found, held, job.history_nights))
 
