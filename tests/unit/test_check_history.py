@@ -23,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from commscope.check.changes import MIN_SEGMENT, Series
 from commscope.check.steps import nights_needed, search
 from commscope.cli import main
+from commscope.jobs import check as check_job
 from commscope.report.trend_section import with_titles
 from commscope.status import CRITICAL, OK
 from tests.synthetic_checks import store_run
@@ -186,7 +187,9 @@ def test_an_environment_change_starts_a_new_part_and_too_short_a_history_is_said
     assert verdict["status"] != "CRITICAL"  # the one-night verdict excuses the new MPI
 
 
-def test_too_short_a_history_is_said_once_in_the_summary(tmp_path: Path, capsys: Any) -> None:
+def test_too_short_a_history_is_said_once_in_the_summary(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "store.sqlite"
     store_nights(path, [*BASELINE, 1.0])
     assert cli(path, capsys, "baseline", "create", "nightly", "1", "2", "3")[0] == 0
@@ -197,6 +200,13 @@ def test_too_short_a_history_is_said_once_in_the_summary(tmp_path: Path, capsys:
     verdict = check_json(path, capsys, 4)
     assert verdict["history"]["nights_needed"] == nights_needed() == 12
     assert "history" not in check_json(path, capsys, 4, "--no-history")["summary"]
+    # More figures than a night's history may read (a large matrix): said, not read.
+    monkeypatch.setattr(check_job, "MAX_HISTORY_FIGURES", 10)
+    verdict = check_json(path, capsys, 4)
+    assert verdict["summary"].endswith(
+        f"history: not read for {len(verdict['figures'])} figures (at most 10);"
+        " 'commscope history --changes' searches them"
+    )
 
 
 # The search itself, on series of known shape.

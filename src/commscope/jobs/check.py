@@ -21,6 +21,7 @@ from commscope.check.steps import DEFAULT_HISTORY_NIGHTS
 from commscope.data.store import Store
 from commscope.errors import CommscopeError, UsageError, interrupt_cause
 from commscope.jobs import check_lock
+from commscope.limits import MAX_HISTORY_FIGURES
 
 if TYPE_CHECKING:
     from commscope.check.baseline import Baseline
@@ -220,6 +221,12 @@ def _with_history(job: CheckJob, store: Store, baseline: Baseline, verdict: Verd
     from commscope.jobs.history import group_series
 
     judged = {f.key: f.name for f in verdict.figures if f.judged and f.measured is not None}
+    if len(judged) > MAX_HISTORY_FIGURES:
+        why = (
+            f"history: not read for {len(judged)} figures (at most {MAX_HISTORY_FIGURES});"
+            " 'commscope history --changes' searches them"
+        )
+        return dataclasses.replace(verdict, history=steps.off(why, job.history_nights))
     seconds = {v.get("again_run") for v in kept_verdicts(store, baseline).values()}
     seconds.add(verdict.again_run)
     infos = [
