@@ -9,6 +9,7 @@ it. The checks run in-process through the CLI.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from html import unescape
@@ -20,9 +21,9 @@ import pytest
 from junitparser import Failure, JUnitXml
 from prometheus_client.parser import text_string_to_metric_families
 
-from commscope.check.changes import MIN_SEGMENT, Series
+from commscope.check.changes import MIN_SEGMENT, UPDATE_WINDOW, Series
 from commscope.check.steps import nights_needed, search
-from commscope.cli import main
+from commscope.cli import check_cmd, main
 from commscope.jobs import check as check_job
 from commscope.report.trend_section import with_titles
 from commscope.status import CRITICAL, OK
@@ -276,3 +277,17 @@ def test_a_change_points_tooltip_is_escaped() -> None:
     svg = '<svg><g id="step-ab-0"><path d="M 0 0"/></g></svg>'
     out = with_titles(svg, {"step-ab-0": 'a <b> & "c"'})
     assert "<title>a &lt;b&gt; &amp; &#34;c&#34;</title>" in out
+
+
+def test_history_nights_run_from_a_step_s_shortest_age_to_the_window_read() -> None:
+    # check's parser holds the bounds as numbers (it must not load NumPy to start).
+    parser = argparse.ArgumentParser()
+    check_cmd.setup_parser(parser)
+    for nights, ok in ((MIN_SEGMENT - 1, False), (MIN_SEGMENT, True), (UPDATE_WINDOW, True),
+                       (UPDATE_WINDOW + 1, False)):  # fmt: skip
+        argv = ["--baseline", "b", "--history-nights", str(nights)]
+        if ok:
+            assert parser.parse_args(argv).history_nights == nights
+        else:
+            with pytest.raises(SystemExit):
+                parser.parse_args(argv)

@@ -58,9 +58,8 @@ from typing import Any
 
 from commscope.check.age import day
 from commscope.check.changes import DEFAULT_FDR, MIN_SEGMENT, UPDATE_WINDOW, Change, Series, find
+from commscope.check.window import DEFAULT_HISTORY_NIGHTS
 from commscope.kinds.figures import LOWER
-
-DEFAULT_HISTORY_NIGHTS = 5  # a step alarms while it began within this many nights
 
 
 @dataclass(frozen=True)

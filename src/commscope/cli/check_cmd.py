@@ -10,9 +10,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from commscope import status
-from commscope.check.changes import MIN_SEGMENT, UPDATE_WINDOW
 from commscope.check.excuse import DEFAULT_EXCUSE_NIGHTS
-from commscope.check.steps import DEFAULT_HISTORY_NIGHTS
+from commscope.check.window import DEFAULT_HISTORY_NIGHTS
 from commscope.cli import common
 from commscope.errors import CommscopeError
 from commscope.jobs import check
@@ -97,7 +96,7 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
     _nights(
         p,
         "--history-nights",
-        (MIN_SEGMENT, UPDATE_WINDOW, DEFAULT_HISTORY_NIGHTS),
+        (3, 30, DEFAULT_HISTORY_NIGHTS),  # = changes.MIN_SEGMENT, UPDATE_WINDOW: no NumPy here
         "a step the stored nights show (3 or more nights at a new level, held across"
         " figures at 1%% false discoveries) is CRITICAL while it began within the last N"
         " nights, even inside one night's band",

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from commscope.check.excuse import DEFAULT_EXCUSE_NIGHTS
-from commscope.check.steps import DEFAULT_HISTORY_NIGHTS
+from commscope.check.window import DEFAULT_HISTORY_NIGHTS
 from commscope.data.store import Store
 from commscope.errors import CommscopeError, UsageError, interrupt_cause
 from commscope.jobs import check_lock
