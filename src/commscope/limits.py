@@ -57,6 +57,10 @@ MAX_SETTING_CHARS = 1024
 # (check --excuse-nights): a year of nights at most.
 MAX_FROM_LAST = 366
 MAX_EXCUSE_NIGHTS = 366
+# A check reads its judged figures' newest 30 runs for the history verdict: 10,000 figures
+# take seconds (bench/results/changes.md); a matrix's million would take minutes and
+# gigabytes every night, so beyond this the check says so and judges the night alone.
+MAX_HISTORY_FIGURES = 20_000
 
 # One argument of a command line (the engine's --matrix-plan): Linux's MAX_ARG_STRLEN, 32
 # pages of 4 KiB, less the NUL that ends it. execve refuses a longer one (E2BIG).

@@ -24,11 +24,10 @@ measures both at a 10 % step).
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 
 from commscope.check.baseline import ALPHA, Baseline
-from commscope.check.verdict import FigureVerdict, Verdict, judge, shown, worse_by
+from commscope.check.verdict import FigureVerdict, Verdict, judge, order, shown, worse_by
 from commscope.kinds.figures import Figure
 from commscope.status import CRITICAL, WARNING
 
@@ -102,9 +101,8 @@ def confirmed(
             out.append(_with_cause(f, f"not measured again in run {again_run}"))
         else:
             out.append(_second(f, by_key[f.key], first.run_id, again_run, second[f.key].center))
-    out.sort(key=lambda v: (-v.status, -(v.worse_by if v.worse_by is not None else math.inf)))
     return dataclasses.replace(
-        first, figures=out, environment_changes=changes, load=load, again_run=again_run
+        first, figures=order(out), environment_changes=changes, load=load, again_run=again_run
     )
 
 

@@ -21,11 +21,14 @@ timed out) still writes both files: ``commscope_check_status`` 3 with a fresh ti
 error naming the reason. Monitoring never goes on showing last night's verdict.
 
 JUnit: one test case per figure (``junitparser``); a CRITICAL figure is a failure that names
-the figure, the baseline, the measured value and the change; a figure excused by load or a
-changed environment is skipped with that cause, and so is a figure not judged, with its
-detection limit; a WARNING passes with its line as output. Every text in it is one line
-with its control characters escaped (:func:`commscope.strict.visible`): XML 1.0 has no
-place for them, and a figure named after a stored host name may hold any.
+the figure, the baseline, the measured value and the change (and the step, "history: step
+... from run N", when the stored nights made it CRITICAL,
+:mod:`commscope.check.history_verdict`; Prometheus shows that through the figure's status,
+with no series of its own); a figure excused by load or a changed environment is skipped
+with that cause, and so is a figure not judged, with its detection limit; a WARNING passes
+with its line as output. Every text in it is one line with its control characters escaped
+(:func:`commscope.strict.visible`): XML 1.0 has no place for them, and a figure named after
+a stored host name may hold any.
 """
 
 from __future__ import annotations

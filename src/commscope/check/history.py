@@ -15,13 +15,13 @@ import bisect
 import json
 import operator
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from commscope.check import environment
 from commscope.check.baseline import Baseline
-from commscope.check.changes import Break, Series
+from commscope.check.changes import Break, Change, Series
 from commscope.check.verdict import DEFAULT_TOLERANCE
 from commscope.data.run_data import RunData
 from commscope.data.store import RunInfo
@@ -159,6 +159,7 @@ class TrendSeries:
     limit: float  # the value past which a check may call it worse (tolerance or L_C)
     # (run id, created_unix, value, status a recorded check gave the run, or None)
     points: list[tuple[int, float, float, str | None]]
+    changes: tuple[Change, ...] = ()  # its change points in the baseline's series
 
 
 def trend(
@@ -166,6 +167,7 @@ def trend(
     runs: Sequence[RunData],
     verdicts: Mapping[int, Mapping[str, Any]],
     most: int = 12,
+    changes: Mapping[str, Sequence[Change]] | None = None,
 ) -> list[TrendSeries]:
     """The baseline's key figures over ``runs``: first those a recorded check flagged.
 
@@ -175,10 +177,10 @@ def trend(
         verdicts: per run id, the check verdicts recorded with it, by baseline name
             (``{"status", "flagged"}``).
         most: how many figures at most.
+        changes: per figure key, its change points (:func:`trend_keys` names the keys).
     """
     mine = {rid: v[baseline.name] for rid, v in verdicts.items() if baseline.name in v}
-    flagged = [k for v in mine.values() for k in v.get("flagged", []) if k in baseline.figures]
-    keys = list(dict.fromkeys([*flagged, *baseline.figures]))[:most]
+    keys = trend_keys(baseline, verdicts, most)
     values: dict[str, list[tuple[int, float, float, str | None]]] = {k: [] for k in keys}
     for run in runs:
         status = mine.get(run.info.id, {}).get("status")
@@ -191,8 +193,32 @@ def trend(
         base = baseline.figures[key]
         share = max(DEFAULT_TOLERANCE, limits[key].decision or 0.0)
         limit = base.center * (1 + share if base.better == LOWER else max(0.0, 1 - share))
-        out.append(TrendSeries(key, base.unit, base.better, base.center, limit, values[key]))
+        found = tuple((changes or {}).get(key, ()))
+        out.append(TrendSeries(key, base.unit, base.better, base.center, limit, values[key], found))
     return out
+
+
+def trend_keys(
+    baseline: Baseline, verdicts: Mapping[int, Mapping[str, Any]], most: int = 12
+) -> list[str]:
+    """The figures a trend draws: first those a recorded check flagged, then the baseline's."""
+    mine = [v[baseline.name] for v in verdicts.values() if baseline.name in v]
+    flagged = [k for v in mine for k in v.get("flagged", []) if k in baseline.figures]
+    return list(dict.fromkeys([*flagged, *baseline.figures]))[:most]
+
+
+def of_baseline(baseline: Baseline) -> Callable[[Group], bool]:
+    """A test of whether a group is the baseline's series: its request on its hosts."""
+    request = {k: v for k, v in baseline.request.items() if k not in VOLATILE_REQUEST}
+    hosts = tuple(sorted(baseline.environment.get("hosts") or []))
+
+    def picks(group: Group) -> bool:
+        same = json.dumps(group.request, sort_keys=True, default=str) == json.dumps(
+            request, sort_keys=True, default=str
+        )
+        return group.kind == baseline.kind and same and group.hosts == hosts
+
+    return picks
 
 
 @dataclass(frozen=True)

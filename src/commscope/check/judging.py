@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,6 +17,7 @@ from commscope.check.verdict import (
     Verdict,
     judge,
     left_out,
+    order,
 )
 from commscope.data.run_data import RunData
 from commscope.errors import UsageError
@@ -196,8 +196,7 @@ def without_hosts(verdict: Verdict, missing: Mapping[str, str]) -> Verdict:
             cause = f"{MEASURED_WITHOUT} {', '.join(missing)} (left out), so not comparable"
             f = dataclasses.replace(f, status=NOT_JUDGED, cause=cause, excused=False)
         figures.append(f)
-    figures.sort(key=lambda v: (-v.status, -(v.worse_by if v.worse_by is not None else math.inf)))
-    return dataclasses.replace(verdict, figures=figures)
+    return dataclasses.replace(verdict, figures=order(figures))
 
 
 def figures_left_out(verdict: Verdict) -> int:

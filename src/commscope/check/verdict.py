@@ -56,6 +56,7 @@ from scipy import stats
 
 from commscope.check.baseline import ALPHA, Baseline, FigureBase, Limits
 from commscope.check.excuse import EnvironmentAge
+from commscope.check.steps import HistoryRead, Step
 from commscope.kinds.figures import HIGHER, Figure
 from commscope.status import CRITICAL, OK, UNKNOWN, WARNING
 from commscope.status import name as status_name
@@ -101,6 +102,7 @@ class FigureVerdict:
     excused: bool = False  # would be flagged, but measured under load or a changed environment
     first: float | None = None  # measured twice: the first run's value (measured: their mean)
     again: float | None = None  # measured twice: the second run's value
+    history: Step | None = None  # its newest step in the history (:mod:`commscope.check.steps`)
 
     @property
     def judged(self) -> bool:
@@ -166,6 +168,7 @@ class FigureVerdict:
             "excused": self.excused,
             "measured_first": self.first,
             "measured_again": self.again,
+            "history": None if self.history is None else self.history.to_json(),
         }
 
 
@@ -185,6 +188,7 @@ class Verdict:
     measured_unix: float | None = None  # when the run was measured (None: unknown)
     environment_age: EnvironmentAge | None = None  # how long its changes have been seen
     rebase: str | None = None  # the command to rebase, once a change no longer excuses
+    history: HistoryRead | None = None  # what the history verdict read (None: not asked)
 
     @property
     def status(self) -> int:
@@ -213,9 +217,12 @@ class Verdict:
         """The one line a monitoring system shows: status, baseline, run, worst figure.
 
         Once a changed environment no longer excuses, the line ends with its age, what
-        changed and the command that rebases.
+        changed and the command that rebases; a history too short to search says so
+        ("history: 4 nights, needs 6").
         """
         line = self._summary()
+        if self.history is not None and self.history.note and self.status != UNKNOWN:
+            line += f"; {self.history.note}"
         age = self.environment_age
         if self.rebase and age is not None and self.status != UNKNOWN:
             line += (
@@ -254,6 +261,9 @@ class Verdict:
             judged = len(self.figures) - self.not_judged
             return f"{head}: {judged} figures within their limits ({tally})"
         again = "" if self.again_run is None else f" (measured again in run {self.again_run})"
+        step = worst.history
+        if step is not None and step.alarm:
+            again += f" ({step.text()})"
         return f"{head}: {tally}; worst {worst.key} {_change(worst.worse_by)}{again}"
 
     def record(self) -> dict[str, Any]:
@@ -288,6 +298,7 @@ class Verdict:
             "load": self.load,
             "new_figures": self.new_figures,
             "again_run": self.again_run,
+            "history": None if self.history is None else self.history.to_json(),
             "figures": [f.to_json() for f in self.figures],
         }
 
@@ -419,16 +430,22 @@ def judge(
                 t, df, cause, excused,
             )
         )  # fmt: skip
-    out.sort(key=lambda v: (-v.status, -(v.worse_by if v.worse_by is not None else math.inf)))
     return Verdict(
         baseline.name,
         run_id,
         checked_unix,
-        out,
+        order(out),
         list(environment_changes),
         list(load),
         sum(1 for k in mine if k not in baseline.figures),
         bound,
+    )
+
+
+def order(figures: Sequence[FigureVerdict]) -> list[FigureVerdict]:
+    """Worst first: by status, then by how much worse (an unmeasured figure first among equals)."""
+    return sorted(
+        figures, key=lambda v: (-v.status, -(v.worse_by if v.worse_by is not None else math.inf))
     )
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from commscope import status
 from commscope.check.excuse import DEFAULT_EXCUSE_NIGHTS
+from commscope.check.window import DEFAULT_HISTORY_NIGHTS
 from commscope.cli import common
 from commscope.errors import CommscopeError
 from commscope.jobs import check
@@ -29,6 +30,8 @@ EXAMPLES = """examples:
   commscope check --baseline nightly --junit check.xml --json > check.json
   commscope check --baseline nightly --allow-subset   judge the pairs of the nodes still up
   commscope check --baseline nightly --excuse-nights 7   a week to rebase after an upgrade
+  commscope check --baseline nightly --history-nights 7  a step alarms for its first week
+  commscope check --baseline nightly --no-history   judge tonight against the baseline alone
 exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (as Nagios, Icinga and NHC read them)"""
 SHOWN = 15  # figures listed on the terminal, worst first; --json has them all
 
@@ -55,14 +58,13 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         help="do not judge a figure whose detection limit (the change the baseline's runs let"
         " a check see 95 %% of the time) passes this [default: the baseline's, 50%%]",
     )
-    p.add_argument(
+    _nights(
+        p,
         "--excuse-nights",
-        type=common.whole(0, MAX_EXCUSE_NIGHTS),
-        default=DEFAULT_EXCUSE_NIGHTS,
-        metavar="N",
-        help="a changed environment (MPI, kernel, ...) excuses a worse figure for N nights;"
+        (0, MAX_EXCUSE_NIGHTS, DEFAULT_EXCUSE_NIGHTS),
+        "a changed environment (MPI, kernel, ...) excuses a worse figure for N nights;"
         " then the check judges it and asks to rebase ('baseline create NAME --from-last K"
-        " --replace') [default: %(default)s]",
+        " --replace')",
     )
     p.add_argument(
         "--allow-other-hosts",
@@ -91,6 +93,19 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         " (by default they are, and a figure is CRITICAL only if worse both times; what"
         " recovered is WARNING, transient)",
     )
+    _nights(
+        p,
+        "--history-nights",
+        (3, 30, DEFAULT_HISTORY_NIGHTS),  # = changes.MIN_SEGMENT, UPDATE_WINDOW: no NumPy here
+        "a step the stored nights show (3 or more nights at a new level, held across"
+        " figures at 1%% false discoveries) is CRITICAL while it began within the last N"
+        " nights, even inside one night's band",
+    )
+    p.add_argument(
+        "--no-history",
+        action="store_true",
+        help="judge the night against the baseline alone; do not read the stored nights",
+    )
     p.add_argument("--label", help="label of the new run [default: check NAME]")
     p.add_argument("--json", action="store_true", help="print the versioned verdict as JSON")
     p.add_argument(
@@ -107,6 +122,18 @@ def setup_parser(p: argparse.ArgumentParser) -> None:
         default="flagged",
         help="figures that get series of their own: the flagged ones, or all (a large"
         " matrix has a million) [default: %(default)s]",
+    )
+
+
+def _nights(p: argparse.ArgumentParser, flag: str, bounds: tuple[int, int, int], text: str) -> None:
+    """An option of N nights: (lowest, highest, default)."""
+    lo, hi, default = bounds
+    p.add_argument(
+        flag,
+        type=common.whole(lo, hi),
+        default=default,
+        metavar="N",
+        help=f"{text} [default: %(default)s]",
     )
 
 
@@ -157,6 +184,8 @@ def _job(args: argparse.Namespace) -> check.CheckJob:
         again=not args.once,
         prometheus_figures=args.prometheus_figures,
         excuse_nights=args.excuse_nights,
+        history=not args.no_history,
+        history_nights=args.history_nights,
     )
 
 
@@ -189,6 +218,7 @@ def _print(verdict: Verdict) -> None:
         )
     for text in verdict.load:
         out.print(common.terminal_text(f"  load: {text}"), markup=False)
+    _print_history(verdict)
     left = judging.figures_left_out(verdict)
     if left:
         out.print(f"  {left} figures not judged: nodes were left out (named above)", markup=False)
@@ -227,3 +257,19 @@ def _print(verdict: Verdict) -> None:
     rest = len(verdict.figures) - len(shown)
     if rest > 0:
         out.print(f"{rest} more figures; --json lists every one ('change' > 0: worse)")
+
+
+def _print_history(verdict: Verdict) -> None:
+    """What the history verdict read: its nights and the steps it alarms on."""
+    read = verdict.history
+    if read is None or not read.searched:
+        return  # not asked, or the summary line said why not
+    out = common.console()
+    since = "" if read.since is None else f", since the environment changed at run {read.since[0]}"
+    alarms = read.alarms()
+    out.print(
+        f"  history: {len(read.runs)} nights read (runs {read.runs[0]}-{read.runs[-1]}{since});"
+        f" {len(read.steps)} figures with a step, {len(alarms)} began within the last"
+        f" {read.nights} nights and persist (false steps held at {read.fdr:.0%} across figures)",
+        markup=False,
+    )

@@ -70,10 +70,12 @@ def _trend(store: Any, name: str, last: int) -> dict[str, Any]:
     from commscope.check.baseline import Baseline
     from commscope.check.verdict import RECORD_KIND
     from commscope.data.run_data import read_run
+    from commscope.jobs.history import trend_changes
     from commscope.report import trend_section
 
     baseline = Baseline.from_json(store.baseline(name))
     infos = [i for i in store.list_runs() if i.kind == baseline.kind][-last:]
     runs = [read_run(store, i.id) for i in infos]
     verdicts = {i.id: store.run_data(i.id, RECORD_KIND) or {} for i in infos}
-    return trend_section.build(name, history.trend(baseline, runs, verdicts))
+    changes = trend_changes(store, baseline, infos, history.trend_keys(baseline, verdicts))
+    return trend_section.build(name, history.trend(baseline, runs, verdicts, changes=changes))

@@ -11,14 +11,17 @@ the command applies (:func:`commscope.status.unknown_on_error`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from commscope.check.excuse import DEFAULT_EXCUSE_NIGHTS
+from commscope.check.window import DEFAULT_HISTORY_NIGHTS
 from commscope.data.store import Store
 from commscope.errors import CommscopeError, UsageError, interrupt_cause
 from commscope.jobs import check_lock
+from commscope.limits import MAX_HISTORY_FIGURES
 
 if TYPE_CHECKING:
     from commscope.check.baseline import Baseline
@@ -55,6 +58,9 @@ class CheckJob:
         prometheus_figures: "flagged" or "all": the figures that get Prometheus series.
         excuse_nights: nights a changed environment excuses a worse figure, after which
             the check judges it and asks to rebase.
+        history: read the judged figures' stored history for recent steps
+            (:mod:`commscope.check.history_verdict`).
+        history_nights: a step alarms while it began within this many nights.
     """
 
     store: str
@@ -71,6 +77,8 @@ class CheckJob:
     again: bool = True
     prometheus_figures: str = "flagged"
     excuse_nights: int = DEFAULT_EXCUSE_NIGHTS
+    history: bool = True
+    history_nights: int = DEFAULT_HISTORY_NIGHTS
 
 
 @dataclass(frozen=True)
@@ -196,7 +204,45 @@ def _verdict(
         notes.append(f"check: run {run_id} left out {named}; their figures are not judged")
     if job.run is None and job.again:
         verdict = _again(job, store, baseline, verdict, run, notes)
+    if job.history:
+        verdict = _with_history(job, store, baseline, verdict)
     return verdict
+
+
+def _with_history(job: CheckJob, store: Store, baseline: Baseline, verdict: Verdict) -> Verdict:
+    """``verdict`` with the history verdict on its judged figures.
+
+    The series is the judged run's: the runs of its request on its hosts, up to it (a
+    measuring check measures the baseline's request on the baseline's hosts), without the
+    checks' second looks (the same night measured again), its newest ``UPDATE_WINDOW`` runs.
+    """
+    from commscope.check import history_verdict, steps
+    from commscope.check.changes import UPDATE_WINDOW
+    from commscope.jobs.history import group_series
+
+    judged = {f.key: f.name for f in verdict.figures if f.judged and f.measured is not None}
+    if len(judged) > MAX_HISTORY_FIGURES:
+        why = (
+            f"history: not read for {len(judged)} figures (at most {MAX_HISTORY_FIGURES});"
+            " 'commscope history --changes' searches them"
+        )
+        return dataclasses.replace(verdict, history=steps.off(why, job.history_nights))
+    seconds = {v.get("again_run") for v in kept_verdicts(store, baseline).values()}
+    seconds.add(verdict.again_run)
+    infos = [
+        i
+        for i in store.list_runs()
+        if i.kind == baseline.kind and i.id <= verdict.run_id and i.id not in seconds
+    ]
+    keep = job.run is None  # a measuring check holds the store open to write
+    tonight = verdict.run_id
+    grouped = group_series(store, infos, lambda g: tonight in g.runs, judged, UPDATE_WINDOW, keep)
+    if grouped is None:  # the run is a check's second look: the night is its first run's
+        why = f"history: run {tonight} measured a night again; check its first run"
+        return dataclasses.replace(verdict, history=steps.off(why, job.history_nights))
+    found = [s for s in grouped[1] if s.runs[-1] == tonight]
+    held = max(baseline.runs, default=0)
+    return history_verdict.applied(verdict, steps.search(found, held, job.history_nights))
 
 
 def _check_subset(job: CheckJob, baseline: Baseline) -> None:

@@ -84,34 +84,62 @@ def read(
     Kept values are read as they are; a run without them is read from its points, and kept
     if it is complete and the store can be written (a read-only store is only read).
     """
-    from commscope.kinds.figures import FIGURES_VERSION
-
     with Store.open(store_path, write=False) as store:
         runs = store.list_runs()
         if last:
             runs = runs[-last:]
-        first = runs[0].id if runs else None
-        markers = store.figure_markers(first)
-        fresh = {r.id for r in runs if markers.get(r.id, {}).get("version") == FIGURES_VERSION}
-        envs = {rid: dict(markers[rid].get("environment") or {}) for rid in fresh}
-        values = [v for v in store.figure_values(names, first) if v.run_id in fresh]
-        missing = [r for r in runs if r.id not in fresh]
-        computed: dict[int, list[FigureValue]] = {}
-        to_keep = []
-        for info in missing:  # one run's points in memory at a time
-            run = read_run(store, info.id)
-            found, envs[info.id] = of_run(run)
-            computed[info.id] = [v for v in found if names is None or v.name in names]
-            if run.info.status == "complete":
-                to_keep.append((info.id, found, envs[info.id]))
+        found, to_keep = _read(store, runs, names)
     kept, not_kept = _keep_if_writable(store_path, to_keep)
+    return StoredFigures(found.runs, found.values, found.environments, kept, not_kept)
+
+
+def read_in(
+    store: Store, runs: Sequence[RunInfo], names: Sequence[str] | None = None, keep: bool = False
+) -> StoredFigures:
+    """As :func:`read`, of ``runs`` (oldest first) in a store already open.
+
+    A check reads its history through the store it judges with. A run without kept values
+    is read from its points; with ``keep`` (the store is open to write) a complete one is
+    then kept, unless the store refuses (busy): the next read reads its points again.
+    """
+    found, to_keep = _read(store, runs, names)
+    kept = []
+    for run_id, values, env in to_keep if keep else []:
+        try:
+            store.keep_figures(run_id, values, _marker(values, env))
+        except StoreError:
+            break
+        kept.append(run_id)
+    return StoredFigures(found.runs, found.values, found.environments, kept)
+
+
+def _read(
+    store: Store, runs: Sequence[RunInfo], names: Sequence[str] | None
+) -> tuple[StoredFigures, list[tuple[int, list[FigureValue], dict[str, Any]]]]:
+    """The figures of ``runs`` and those read from points that a writable store could keep."""
+    from commscope.kinds.figures import FIGURES_VERSION
+
+    first = runs[0].id if runs else None
+    markers = store.figure_markers(first)
+    fresh = {r.id for r in runs if markers.get(r.id, {}).get("version") == FIGURES_VERSION}
+    envs = {rid: dict(markers[rid].get("environment") or {}) for rid in fresh}
+    values = [v for v in store.figure_values(names, first) if v.run_id in fresh]
+    missing = [r for r in runs if r.id not in fresh]
+    computed: dict[int, list[FigureValue]] = {}
+    to_keep = []
+    for info in missing:  # one run's points in memory at a time
+        run = read_run(store, info.id)
+        found, envs[info.id] = of_run(run)
+        computed[info.id] = [v for v in found if names is None or v.name in names]
+        if run.info.status == "complete":
+            to_keep.append((info.id, found, envs[info.id]))
     if computed:
         order = {r.id: i for i, r in enumerate(runs)}
         values = sorted(
             [*values, *(v for found in computed.values() for v in found)],
             key=lambda v: order[v.run_id],
         )
-    return StoredFigures(runs, values, envs, kept, not_kept)
+    return StoredFigures(list(runs), values, envs), to_keep
 
 
 def _keep_if_writable(

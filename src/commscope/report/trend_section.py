@@ -2,16 +2,21 @@
 
 Each figure is one plot: its value per run in time order, the baseline's center, the limit
 past which a check may call it worse (its tolerance or decision threshold, whichever is
-wider), and the runs a recorded check called WARNING or CRITICAL marked. The series come
-from ``commscope.check.history.trend``; this module only draws them.
+wider), and the runs a recorded check called WARNING or CRITICAL marked. Its change points
+(those of the baseline's series, :func:`commscope.jobs.history.trend_changes`) are vertical
+lines before their first run; each line's SVG group carries a ``<title>`` (the browser's
+tooltip) with the change's size, run, date, p and q values, escaped as XML text. The series
+come from ``commscope.check.history.trend``; this module only draws them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import time
 from collections.abc import Sequence
 from typing import Any
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from commscope.report.plotting import figure, finish, to_svg
 
@@ -42,16 +47,41 @@ def plot(series: Any) -> str:
             if marked:
                 ax.plot(*zip(*marked, strict=True), "s", color=colour, markersize=7,
                         label=f"check {status}")  # fmt: skip
+        titles = {}
+        stem = hashlib.sha256(series.key.encode()).hexdigest()[:10]
+        for n, change in enumerate(c for c in series.changes if c.run_id in runs):
+            gid = f"step-{stem}-{n}"  # ours, never user text: found again in the SVG below
+            legend = "change point" if n == 0 else None
+            at = runs.index(change.run_id) - 0.5
+            ax.axvline(at, color="#80c", linewidth=1.2, linestyle=":", gid=gid, label=legend)
+            titles[gid] = change_text(change)
         step = max(1, len(runs) // 12)
         ax.set_xticks(x[::step], [str(r) for r in runs[::step]])
         finish(ax, f"run ({series.better} is better)", label)
-        return to_svg(fig)
+        return with_titles(to_svg(fig), titles)
+
+
+def change_text(change: Any) -> str:
+    """'change point at run 41 (2026-12-03 02:00): 20.1% worse, p 0.0012, q 0.004'."""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(change.created_unix))
+    return (
+        f"change point at run {change.run_id} ({when}):"
+        f" {abs(change.share):.1%} {change.direction}, p {change.p:.2g}, q {change.q:.2g}"
+    )
+
+
+def with_titles(svg: str, titles: dict[str, str]) -> str:
+    """``svg`` with a ``<title>`` (escaped) as the first child of each group ``titles`` names."""
+    for gid, title in titles.items():
+        opening = f'<g id="{gid}">'
+        svg = svg.replace(opening, f"{opening}<title>{escape(title)}</title>", 1)
+    return svg
 
 
 def build(name: str, series: Sequence[Any]) -> dict[str, Any]:
-    """The report's trend entry: the baseline's name and a plot per figure."""
+    """The report's trend entry: the baseline's name and per figure its plot and changes."""
     return {
         "name": name,
-        # SVG that matplotlib produced from numbers and escaped labels.
-        "plots": [(s, Markup(plot(s))) for s in series],
+        # SVG that matplotlib produced from numbers and escaped labels, titles escaped.
+        "plots": [(s, Markup(plot(s)), [change_text(c) for c in s.changes]) for s in series],
     }
