@@ -156,6 +156,35 @@ def test_a_rebased_baseline_holds_the_step(stepped: tuple[Path, list[int]], caps
     assert steps and all("the baseline holds it" in s["why"] for s in steps)
 
 
+def test_a_figure_the_baseline_cannot_judge_is_judged_by_its_history(
+    tmp_path: Path, capsys: Any
+) -> None:
+    # Three baseline runs 8 % apart: with 3 runs the inter-node figures' detection limits
+    # pass 50 %, so one night cannot judge them; their nights since (3 % apart) can.
+    path = tmp_path / "store.sqlite"
+    runs = store_nights(path, [0.92, 1.0, 1.08, *nightly(5, QUIET), *(STEP * f for f in STEPPED)])
+    assert cli(path, capsys, "baseline", "create", "nightly", "1", "2", "3")[0] == 0
+    third, first = runs[QUIET + 3 + 2], runs[QUIET + 3]
+    alone = inter_node(check_json(path, capsys, third, "--no-history"))
+    blind = {f["key"] for f in alone if f["status"] == "NOT_JUDGED"}
+    assert len(blind) >= 4, [f["status"] for f in alone]  # the latencies at least
+
+    verdict = check_json(path, capsys, third)
+    assert verdict["status"] == "CRITICAL"
+    by_history = [f for f in inter_node(verdict) if f["judged_by"] == "history"]
+    assert {f["key"] for f in by_history} == blind  # each one the baseline could not judge
+    for f in by_history:
+        assert f["status"] == "CRITICAL" and f["judged"] and f["limit"] == f["tolerance"]
+        assert f["history"]["change_run"] == first and f["history"]["alarm"]
+        assert "the baseline alone cannot judge it: its detection limit" in f["cause"]
+    # Every other figure of tonight's run was searched and none moved.
+    critical = {f["key"] for f in verdict["figures"] if f["status"] == "CRITICAL"}
+    assert critical <= {f["key"] for f in alone}
+    assert set(verdict["history"]["alarms"]) == critical
+    code, out = cli(path, capsys, "check", "--baseline", "nightly", str(third))
+    assert code == CRITICAL and "the baseline alone cannot judge it" in out
+
+
 def test_one_bad_night_is_not_a_step(tmp_path: Path, capsys: Any) -> None:
     path = tmp_path / "store.sqlite"
     quiet = nightly(7, QUIET)

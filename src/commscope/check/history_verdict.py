@@ -19,19 +19,26 @@ point in the part searched) makes it **CRITICAL** when all of these hold:
    measurements, as :mod:`commscope.check.confirm` decides) lies on the new level's side of
    the midpoint between the levels before and after (on the log scale). Three nights at a
    new level followed by a night back at the old one are not called a step that persists;
-6. tonight's figure is judged and not excused (load, or a changed environment the check
-   still excuses: the load monitor or the environment names the likelier cause).
+6. tonight's figure was measured and is not excused (load, or a changed environment the
+   check still excuses: the load monitor or the environment names the likelier cause).
+
+**What the baseline cannot judge, the history can.** A figure whose detection limit passes
+the bound (a baseline of a few spread runs) is "not judged" by one night; its history is
+searched all the same, and a step that passes every rule above makes it CRITICAL, judged by
+the history (``by_history``: its limit is its tolerance, and its cause says the baseline
+alone cannot judge it). The permutation test needs no band from the baseline: it compares
+the nights before the step with those after it.
 
 **Not re-alarmed forever.** A step that began more than N nights ago is not alarmed by the
 history again; the one-night verdict against the baseline goes on judging the figure (CRITICAL
 every night while it is past the baseline's limits) until the baseline is rebased. A step
 the history finds but does not alarm on is still shown with the figure, with why not.
 
-**False alarms.** The history's candidates over the check's judged figures are one
-Benjamini-Hochberg family at 1 %; under an unchanged cluster a check's history alarms with
-probability at most 1 % (:mod:`commscope.check.steps`). Together with one night's
-Benjamini-Hochberg at ``ALPHA`` (1 %), a check of an unchanged cluster alarms in at most
-about 2 % of nights (the union of the two).
+**False alarms.** The history's candidates over the check's measured figures (judged by the
+baseline or not) are one Benjamini-Hochberg family at 1 %; under an unchanged cluster a
+check's history alarms with probability at most 1 % (:mod:`commscope.check.steps`).
+Together with one night's Benjamini-Hochberg at ``ALPHA`` (1 %), a check of an unchanged
+cluster alarms in at most about 2 % of nights (the union of the two).
 """
 
 from __future__ import annotations
@@ -62,7 +69,10 @@ def applied(verdict: Verdict, read: HistoryRead) -> Verdict:
             cause = f"history: {step.text()}"
             if f.status == CRITICAL and f.cause:
                 cause = f"{f.cause}; {cause}"
-            f = dataclasses.replace(f, status=CRITICAL, cause=cause)
+            elif not f.judged:  # the baseline's runs alone could not judge it
+                why = (f.cause or "").removeprefix("not judged: ")
+                cause = f"{cause}; the baseline alone cannot judge it: {why}"
+            f = dataclasses.replace(f, status=CRITICAL, cause=cause, by_history=not f.judged)
         steps[f.key] = step
         figures.append(dataclasses.replace(f, history=step))
     read = dataclasses.replace(read, steps=steps)
@@ -81,8 +91,8 @@ def _why_not(f: FigureVerdict, step: Step, read: HistoryRead) -> str | None:
         )
     if c.run_id <= read.held_run:
         return f"the baseline holds it (its newest run is {read.held_run})"
-    if not f.judged or f.measured is None:
-        return "tonight's figure is not judged"
+    if f.measured is None:
+        return "tonight's run lacks the figure"
     if f.excused:
         return "tonight is excused (load or a changed environment)"
     if step.worse_by <= f.tolerance:

@@ -1,12 +1,12 @@
 """The recent steps in a check's figures: change points over the nights before tonight's run.
 
 A check judges one night against a baseline (:mod:`commscope.check.verdict`); this module
-reads the nights in between. Its input is each judged figure's **series**: the runs of the
-judged run's request on its hosts (:func:`commscope.check.history.groups_of`; a measuring
-check measures the baseline's request on the baseline's hosts), oldest first, ending at the
-judged run. A check's second look (its re-measure) is the same
-night measured again, not a night, and is left out. A **night** is one run of the series:
-one measuring check a night makes one.
+reads the nights in between. Its input is each measured figure's **series** (judged by the
+baseline or not: the search needs no band from it): the runs of the judged run's request on
+its hosts (:func:`commscope.check.history.groups_of`; a measuring check measures the
+baseline's request on the baseline's hosts), oldest first, ending at the judged run. A
+check's second look (its re-measure) is the same night measured again, not a night, and is
+left out. A **night** is one run of the series: one measuring check a night makes one.
 
 **What is read.** Each series' newest part: from the last environment change (a new MPI,
 kernel, ...: no step is sought across it, as ``history --changes`` does), at most the newest
@@ -46,7 +46,7 @@ CRITICAL is :mod:`commscope.check.history_verdict`'s rule.
 **Assumptions** (those of :mod:`commscope.check.changes`): within a part, runs with no change
 are independent and exchangeable; a slow drift or a weekly cycle breaks that and can show as
 a step. The false discovery rate holds over the figures searched together: the check's
-judged figures, not every figure of the store.
+measured figures, not every figure of the store.
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def search(
     """Each series' newest step in its newest part, the figures held together (BH at ``fdr``).
 
     Args:
-        series: the judged figures' series, each ending at the judged run.
+        series: the measured figures' series, each ending at the judged run.
         held_run: the baseline's newest run.
         nights: the window a step must have begun within to alarm.
         fdr: the false discovery rate held across the figures.

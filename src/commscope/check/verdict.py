@@ -103,20 +103,26 @@ class FigureVerdict:
     first: float | None = None  # measured twice: the first run's value (measured: their mean)
     again: float | None = None  # measured twice: the second run's value
     history: Step | None = None  # its newest step in the history (:mod:`commscope.check.steps`)
+    # The baseline could not judge it, and its history did: a step past its tolerance.
+    by_history: bool = False
 
     @property
     def judged(self) -> bool:
-        """Whether the baseline could judge it."""
+        """Whether it was judged: by the baseline, or (``by_history``) by its history."""
         return self.status != NOT_JUDGED
 
     @property
     def limit(self) -> float:
         """The change past which it may be flagged: its tolerance or decision threshold."""
+        if self.by_history:
+            return self.tolerance
         return max(self.tolerance, self.decision_threshold or 0.0)
 
     @property
     def judged_by(self) -> str:
-        """Which of the two makes its limit."""
+        """What makes its limit: the tolerance, the decision threshold, or the history."""
+        if self.by_history:
+            return "history"
         wide = (self.decision_threshold or 0.0) > self.tolerance
         return "decision threshold" if wide else "tolerance"
 

@@ -58,7 +58,7 @@ class CheckJob:
         prometheus_figures: "flagged" or "all": the figures that get Prometheus series.
         excuse_nights: nights a changed environment excuses a worse figure, after which
             the check judges it and asks to rebase.
-        history: read the judged figures' stored history for recent steps
+        history: read the measured figures' stored history for recent steps
             (:mod:`commscope.check.history_verdict`).
         history_nights: a step alarms while it began within this many nights.
     """
@@ -210,7 +210,7 @@ def _verdict(
 
 
 def _with_history(job: CheckJob, store: Store, baseline: Baseline, verdict: Verdict) -> Verdict:
-    """``verdict`` with the history verdict on its judged figures.
+    """``verdict`` with the history verdict on its measured figures.
 
     The series is the judged run's: the runs of its request on its hosts, up to it (a
     measuring check measures the baseline's request on the baseline's hosts), without the
@@ -220,10 +220,11 @@ def _with_history(job: CheckJob, store: Store, baseline: Baseline, verdict: Verd
     from commscope.check.changes import UPDATE_WINDOW
     from commscope.jobs.history import group_series
 
-    judged = {f.key: f.name for f in verdict.figures if f.judged and f.measured is not None}
-    if len(judged) > MAX_HISTORY_FIGURES:
+    # Every figure tonight measured, judged by the baseline or not: the history needs no band.
+    measured = {f.key: f.name for f in verdict.figures if f.measured is not None}
+    if len(measured) > MAX_HISTORY_FIGURES:
         why = (
-            f"history: not read for {len(judged)} figures (at most {MAX_HISTORY_FIGURES});"
+            f"history: not read for {len(measured)} figures (at most {MAX_HISTORY_FIGURES});"
             " 'commscope history --changes' searches them"
         )
         return dataclasses.replace(verdict, history=steps.off(why, job.history_nights))
@@ -236,7 +237,7 @@ def _with_history(job: CheckJob, store: Store, baseline: Baseline, verdict: Verd
     ]
     keep = job.run is None  # a measuring check holds the store open to write
     tonight = verdict.run_id
-    grouped = group_series(store, infos, lambda g: tonight in g.runs, judged, UPDATE_WINDOW, keep)
+    grouped = group_series(store, infos, lambda g: tonight in g.runs, measured, UPDATE_WINDOW, keep)
     if grouped is None:  # the run is a check's second look: the night is its first run's
         why = f"history: run {tonight} measured a night again; check its first run"
         return dataclasses.replace(verdict, history=steps.off(why, job.history_nights))
