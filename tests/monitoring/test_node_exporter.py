@@ -118,13 +118,17 @@ def test_a_scrape_racing_rewrites_never_sees_half_a_file(cli, exporter):
 
     writer = threading.Thread(target=rewrite)
     writer.start()
+    # At least 100 scrapes while at least 100 rewrites happen: on a loaded machine the writer
+    # thread may get fewer turns, so the scrapes go on until it has had them (at most 5 min).
+    scrapes, deadline = 0, time.monotonic() + 300
     try:
-        for _ in range(100):
+        while (scrapes < 100 or writes[0] <= 100) and time.monotonic() < deadline:
             families = scrape(port)
+            scrapes += 1
             assert len(families) == expected
             assert [s.value for s in families["node_textfile_scrape_error"].samples] == [0.0]
             assert families["commscope_check_status"].samples[0].value == 0.0
     finally:
         stop.set()
         writer.join()
-    assert writes[0] > 100  # the scrapes did race the rewrites
+    assert writes[0] > 100, (scrapes, writes)  # the scrapes did race the rewrites
