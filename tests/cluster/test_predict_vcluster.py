@@ -223,15 +223,16 @@ def validate_measured(
 
 
 def forced_cell(
-    cli, mpi: str, op: str, procs: int, tables: int, size: int, launches: int = 40
+    cli, op: str, procs: int, tables: int, size: int, launches: int = 40
 ) -> tuple[dict, int]:
-    """`validate predict` of one operation forced to its modelled algorithm, every check made.
+    """`validate predict` of one operation forced to Open MPI's modelled algorithm, checked.
 
     ``launches``: each point's most (`--max-launches`). Returns the output and the number of
     placement pairs whose measured order was asserted.
     """
     from commscope.validate import forcing
 
+    mpi = "openmpi"
     placements = {"1x2", "2x1"} if procs == 2 else {"2x2", "4x1"}
     out = validate_measured(cli, mpi, op, procs, tables, size, launches)
     rows = out["placements"]
@@ -239,22 +240,18 @@ def forced_cell(
     expected = forcing.forced(op, forcing.algorithm_of(op, None, mpi), mpi, procs)
     assert out["forced"] == expected.to_json()
     # 1 MiB messages between nodes: above Open MPI's TCP eager limit, read from the runs.
-    # MPICH over UCX leaves the threshold to UCX, so no limit is known and none is named.
-    if mpi == "openmpi":
-        assert out["rendezvous"]["largest_message_bytes"] == size
-        assert out["rendezvous"]["eager_limit"]["setting"] == "btl_tcp_eager_limit"
-        assert out["rendezvous"]["eager_enough_bytes"] == size + 128
-        assert out["rendezvous"]["answer_wait"]["bytes"] == size  # the tables' queue level
-        assert out["rendezvous"]["answer_wait"]["samples"] > 0
-        # Each ring hop between nodes races its receiver's stream: priced from the level.
-        waiting = {r["placement"]: r["answer_wait_s"] for r in rows}
-        if (op, procs) == ("allgather", 4):
-            assert out["rendezvous"]["answers_priced"] is True
-            assert waiting["4x1"] > waiting["2x2"] > 0
-        else:  # trees, pairs and recursive doubling: no answer idles a link
-            assert set(waiting.values()) == {0.0}
-    else:
-        assert out["rendezvous"] is None
+    assert out["rendezvous"]["largest_message_bytes"] == size
+    assert out["rendezvous"]["eager_limit"]["setting"] == "btl_tcp_eager_limit"
+    assert out["rendezvous"]["eager_enough_bytes"] == size + 128
+    assert out["rendezvous"]["answer_wait"]["bytes"] == size  # the tables' queue level
+    assert out["rendezvous"]["answer_wait"]["samples"] > 0
+    # Each ring hop between nodes races its receiver's stream: priced from the level.
+    waiting = {r["placement"]: r["answer_wait_s"] for r in rows}
+    if (op, procs) == ("allgather", 4):
+        assert out["rendezvous"]["answers_priced"] is True
+        assert waiting["4x1"] > waiting["2x2"] > 0
+    else:  # trees, pairs and recursive doubling: no answer idles a link
+        assert set(waiting.values()) == {0.0}
     (verdict,) = out["sizes"]
     tau = verdict["kendall_tau"]
     print(
@@ -277,80 +274,54 @@ def forced_cell(
             # Each real run recorded the settings that forced the algorithm.
             request = store.get_run(r["run_id"]).request
             assert request["engine"]["ops"] == expected.engine_op == op
-            recorded = request.get("mca" if mpi == "openmpi" else "cvar") or {}
-            forced_now = expected.mca if mpi == "openmpi" else expected.cvar
-            assert forced_now and forced_now.items() <= recorded.items()
+            recorded = request.get("mca") or {}
+            assert expected.mca and expected.mca.items() <= recorded.items()
         return out, ordered_where_the_gap_beats_the_noise(rows, store)
 
 
-# The representative cell of each MPI (operation, p, launches a point); see the test's
-# docstring. The four-rank ring's launches take 0.6 s at 1 MiB, 30 s a point at the default 40:
-# 16 (two stages of 8 after the warm-up) left 13-14 valid launches a point, 13 s. The two-rank
-# points keep the default 40: their 2x1 launches take 0.2 s, and on one node (1x2) most of the
-# 10 ms launches start late, so a point of 16 can be left with no noise to judge its order by.
-FORCED_CELL = {"openmpi": ("allgather", 4, 16), "mpich": ("allgather", 2, 40)}
+# Open MPI's representative cell (operation, p, launches a point); see the test's docstring.
+# The four-rank ring's launches take 0.6 s at 1 MiB, 30 s a point at the default 40: 16 (two
+# stages of 8 after the warm-up) left 13-14 valid launches a point, 13 s.
+FORCED_CELL = ("allgather", 4, 16)
 
 
-# The two-rank cell runs on two nodes: its placements (1x2, 2x1) need no more, and the tables'
-# two ranks a node are then four MPICH ranks polling on two cores, not eight (28 s against 68 s).
-@pytest.mark.parametrize(
-    ("mpi", "cluster"), [("openmpi", (4, "50mbit")), ("mpich", (2, "50mbit"))], indirect=["cluster"]
-)
-def test_forced_collectives_are_predicted_on_one_node_and_across_nodes(cli, cluster, mpi):
+@pytest.mark.parametrize("cluster", [(4, "50mbit")], indirect=True)
+def test_forced_collectives_are_predicted_on_one_node_and_across_nodes(cli, cluster):
     """A collective forced to its modelled algorithm, on one node and across nodes.
 
-    One cell per MPI. Open MPI: the four-rank ring Allgather, whose answers only Open MPI's
-    recorded eager limit and queue level price (its 4x1 must carry more waiting answers than
-    2x2), then the two-rank Bcast (1x2, 2x1) under another TCP setting than the tables', which
-    the check names. MPICH: the two-rank ring Allgather, and the ring Allreduce it lacks
-    refused. The grid (Bcast, Allreduce, Allgather at p = 2 and 4, both MPIs; each MPI refuses
-    the Bcast it cannot run as modelled) is the bench's: `flock /tmp/commscope-bench.lock
+    Open MPI's cell: the four-rank ring Allgather, whose answers only Open MPI's recorded
+    eager limit and queue level price (its 4x1 must carry more waiting answers than 2x2), then
+    the two-rank Bcast (1x2, 2x1) under another TCP setting than the tables', which the check
+    names. MPICH's forcing (its CVARs recorded with each run) is tested on the engine and the
+    virtual cluster (tests/engine/test_cvars.py, tests/cluster/test_cvars_vcluster.py), its
+    refusals in tests/unit/test_validate_forcing.py; its predictions against measurements are
+    the bench's, with Open MPI's grid (Bcast, Allreduce, Allgather at p = 2 and 4; each MPI
+    refuses the Bcast it cannot run as modelled): `flock /tmp/commscope-bench.lock
     .venv/bin/python bench/predict_vcluster.py --procs 2,4 --sizes 1MiB --ops
     bcast:binomial-fanout,bcast:binomial-halving,allreduce:recursive-doubling,allgather:ring
     --max-launches 40`, and the same with `--mpi mpich`.
     """
+    mpi = "openmpi"
     need(have_mpi(mpi), f"{mpi} is not installed")
     # 168 ms a transfer at 50 mbit: bandwidth-bound, and long enough that a rank a few ms late
     # (four ranks on two cores) stays within the 2 % start delay a launch may carry.
     size = 1 << 20
-    # Open MPI's tables also time the answers behind a busy node's queue, which the note names.
-    levels = ("memory", "nic", "queue") if mpi == "openmpi" else ()
+    # The tables also time the answers behind a busy node's queue, which the note names.
     # No transfer of these cells shares its channel (a ring hop, a tree edge or the one pair
     # per node and direction): cf = 1 is every cell their prices read.
-    tables = tables_run(cli, mpi, str(size), levels, cf_max=1)
-    op, procs, launches = FORCED_CELL[mpi]
-    out, asserted = forced_cell(cli, mpi, op, procs, tables, size, launches)
+    tables = tables_run(cli, mpi, str(size), ("memory", "nic", "queue"), cf_max=1)
+    op, procs, launches = FORCED_CELL
+    out, asserted = forced_cell(cli, op, procs, tables, size, launches)
     assert out["tcp_settings_differ"] == []  # tables and runs on the same nodes, as set up
-    if mpi == "openmpi":
-        # Measured under another TCP setting than the tables were: the check says which.
-        for node in cluster.nodes:
-            subprocess.run(
-                ["ip", "netns", "exec", node.name, "sysctl", "-q", "-w",
-                 "net.ipv4.tcp_slow_start_after_idle=0"],
-                check=True,
-            )  # fmt: skip
-        out, pairs = forced_cell(cli, mpi, "bcast", 2, tables, size)
-        assert out["tcp_settings_differ"] == ["slow start after idle 1 against 0"]
-        asserted += pairs
+    # Measured under another TCP setting than the tables were: the check says which.
+    for node in cluster.nodes:
+        subprocess.run(
+            ["ip", "netns", "exec", node.name, "sysctl", "-q", "-w",
+             "net.ipv4.tcp_slow_start_after_idle=0"],
+            check=True,
+        )  # fmt: skip
+    out, pairs = forced_cell(cli, "bcast", 2, tables, size)
+    assert out["tcp_settings_differ"] == ["slow start after idle 1 against 0"]
+    asserted += pairs
     # One node against two is a gap of orders of magnitude: the two-rank pair was asserted.
     assert asserted >= 1
-    if mpi == "mpich":  # MPICH 4.0 has no ring Allreduce: refused, nothing run or stored
-        with Store.open(cli.store) as store:
-            before = len(store.list_runs())
-        refused = cli(
-            "validate",
-            "predict",
-            "--mpi",
-            "mpich",
-            "--op",
-            "allreduce",
-            "--algorithm",
-            "ring",
-            "--tables",
-            str(tables),
-            "--vcluster",
-        )
-        assert refused.returncode == 2 and "no ring Allreduce" in refused.stderr
-        assert len(refused.stderr.strip().splitlines()) == 1
-        with Store.open(cli.store) as store:
-            assert len(store.list_runs()) == before
