@@ -5,8 +5,8 @@ Sixteen "nights" of the same p2p request (8 B, 64 KiB, 1 MiB) on 2 nodes at --ra
 plain runs and become the baseline (`baseline create nightly --from-last 5`); nights 6-16
 are measuring checks of it (`check --baseline nightly --json`), each one stored as a run.
 From night --step-at (10) csnode2's link runs at (1 - --drop) of the rate. Printed per
-night: the check's status, its inter-node bandwidth figures (value, change against the
-baseline, status) and, where the check reads the history, what it found; at the end
+night: the check's status, its inter-node figures (change against the baseline, status)
+and, where the check reads the history, the step it found and whether it alarmed; at the end
 `history --changes` over every run: the change points of the inter-node figures, with the
 run each was placed at. Not a test: a demonstration with its figures.
 
@@ -39,16 +39,27 @@ def commscope(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def inter_node_bandwidth(verdict: dict) -> list[str]:
-    """The check's inter-node bandwidth figures, one short line each."""
+def inter_node(verdict: dict) -> list[str]:
+    """The check's inter-node figures, one short line each, with the history's step if any."""
     lines = []
     for f in verdict.get("figures", []):
-        if 'pair="inter-node"' in f["key"] and "bandwidth" in f["key"]:
+        if 'pair="inter-node"' in f["key"]:
             worse = f.get("worse_by")
             change = f"{worse:+.1%}" if isinstance(worse, (int, float)) else "n/a"
-            history = f.get("history") or {}
-            found = f" history: {json.dumps(history)[:80]}" if history else ""
+            step = f.get("history") or {}
+            found = (
+                f"; history: step {step['worse_by']:+.1%} from run {step['change_run']},"
+                f" q {step['q_value']:.2g}, alarm {step['alarm']} ({step['why']})"
+                if step
+                else ""
+            )
             lines.append(f"    {f['key']}: {change} {f['status']}{found}")
+    history = verdict.get("history") or {}
+    if history:
+        lines.append(
+            f"    {history.get('note') or 'history: searched'}, {history.get('nights_read')}"
+            f" nights read, alarms {history.get('alarms')}"
+        )
     return lines
 
 
@@ -88,7 +99,7 @@ def main() -> int:
                 f" {verdict.get('summary', out.stderr.strip())}",
                 flush=True,
             )
-            print("\n".join(inter_node_bandwidth(verdict)), flush=True)
+            print("\n".join(inter_node(verdict)), flush=True)
         changes = commscope(store, "history", "--changes", "--json")
         report = json.loads(changes.stdout) if changes.stdout.strip() else {}
         print(f"history --changes: {report.get('summary', changes.stderr.strip())}")
