@@ -8,6 +8,8 @@ score is tested against the best scores of random orderings of the same values.
 **Permutations.** Parts of one length share their orderings: blocks of random orderings of
 0..L-1 drawn from a fixed seed (``SEED``, L and the block's number), so an answer never
 changes between calls and the orderings are made once for every figure of that length.
+Many candidates still drawing are scored together by one matrix product per chunk of
+orderings (:func:`best_scores`).
 
 **Besag and Clifford's p-value.** For one candidate, orderings are drawn until
 ``EXCEEDANCES`` (h) of them reach its best score, p = h / r after r orderings, or until
@@ -42,6 +44,7 @@ MAD_SCALE = 1.4826  # 1 / 0.6745: MAD x 1.4826 estimates a normal's sigma
 MEAN_AD_SCALE = 1.253314  # sqrt(pi / 2): MeanAD x 1.2533 estimates sigma
 _BATCH = 32  # the first block of orderings; each next one doubles
 _ELEMENTS = 1 << 22  # values permuted at once (32 MiB of float64)
+PRODUCT_ROWS = 8  # from this many rows on, one matrix product scores every ordering
 
 
 @dataclass(frozen=True)
@@ -149,9 +152,9 @@ class _Length:
         local = np.searchsorted(self.rows, active)
         stop_at = np.zeros(len(active), dtype=np.int64)
         tie = self.best * (1 - 1e-9)  # equal up to rounding counts as reaching it
-        for part in _chunks(np.arange(len(active)), len(block) * n):
+        for part in _chunks(np.arange(len(active)), len(block)):
             rows = local[part]
-            reach = scores(self.z[rows][:, block], self.m).max(axis=2) >= tie[rows, None]
+            reach = best_scores(self.z[rows], block, self.m) >= tie[rows, None]
             count = seen[active[part], None] + np.cumsum(reach, axis=1)
             done = count[:, -1] >= EXCEEDANCES
             first = np.argmax(count >= EXCEEDANCES, axis=1)
@@ -160,6 +163,36 @@ class _Length:
         self.drawn += len(block)
         self.block += 1
         return stop_at
+
+
+def best_scores(z: np.ndarray, block: np.ndarray, m: int) -> np.ndarray:
+    """Each row's best score max_k B_k under each ordering of ``block`` (rows x orderings).
+
+    ``z``: centered rows of one length n; ``block``: orderings of 0..n-1, one per row.
+    Few rows: each ordering's values gathered and summed (a cumulative sum). From
+    ``PRODUCT_ROWS`` rows on: C_k = z @ [the value's position < k], one matrix product for
+    every row at once, the orderings' indicator made once for all of them; the same sums
+    added in another order (equal to rounding, far inside the 1e-9 that counts as a tie),
+    four times faster at 85 rows (a night's new change points among 10,000 figures).
+    """
+    n = z.shape[1]
+    out = np.empty((len(z), len(block)))
+    if len(z) < PRODUCT_ROWS:
+        for part in _chunks(np.arange(len(z)), len(block) * n):
+            out[part] = scores(z[part][:, block], m).max(axis=2)
+        return out
+    k = np.arange(m, n - m + 1)
+    weight = n / (k * (n - k))
+    position = np.argsort(block, axis=1)  # where each value lands in each ordering
+    step = max(1, _ELEMENTS // (max(len(z), n) * len(k)))  # orderings per product
+    for start in range(0, len(block), step):
+        first = position[start : start + step, :, None] < k  # (orderings, n, K)
+        indicator = first.transpose(1, 0, 2).reshape(n, -1).astype(float)
+        c = (z @ indicator).reshape(len(z), len(first), len(k))
+        np.square(c, out=c)
+        c *= weight
+        out[:, start : start + len(first)] = c.max(axis=2)
+    return out
 
 
 def _chunks(rows: np.ndarray, per_row: int) -> Iterator[np.ndarray]:
