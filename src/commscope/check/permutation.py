@@ -44,7 +44,11 @@ MAD_SCALE = 1.4826  # 1 / 0.6745: MAD x 1.4826 estimates a normal's sigma
 MEAN_AD_SCALE = 1.253314  # sqrt(pi / 2): MeanAD x 1.2533 estimates sigma
 _BATCH = 32  # the first block of orderings; each next one doubles
 _ELEMENTS = 1 << 22  # values permuted at once (32 MiB of float64)
-PRODUCT_ROWS = 8  # from this many rows on, one matrix product scores every ordering
+# From this many rows on, of at most this length, one matrix product scores every ordering:
+# it adds n x K products a row and ordering where the sums add n values, which BLAS wins
+# at the nightly window's 30 runs (4x at 85 rows) and loses on a full series of 1,000.
+PRODUCT_ROWS = 16
+PRODUCT_LENGTH = 120
 
 
 @dataclass(frozen=True)
@@ -169,15 +173,16 @@ def best_scores(z: np.ndarray, block: np.ndarray, m: int) -> np.ndarray:
     """Each row's best score max_k B_k under each ordering of ``block`` (rows x orderings).
 
     ``z``: centered rows of one length n; ``block``: orderings of 0..n-1, one per row.
-    Few rows: each ordering's values gathered and summed (a cumulative sum). From
-    ``PRODUCT_ROWS`` rows on: C_k = z @ [the value's position < k], one matrix product for
-    every row at once, the orderings' indicator made once for all of them; the same sums
-    added in another order (equal to rounding, far inside the 1e-9 that counts as a tie),
-    four times faster at 85 rows (a night's new change points among 10,000 figures).
+    Few rows or long ones: each ordering's values gathered and summed (a cumulative sum).
+    From ``PRODUCT_ROWS`` rows of at most ``PRODUCT_LENGTH`` values on:
+    C_k = z @ [the value's position < k], one matrix product for every row at once, the
+    orderings' indicator made once for all of them; the same sums added in another order
+    (equal to rounding, far inside the 1e-9 that counts as a tie), four times faster at 85
+    rows of 30 (a night's new change points among 10,000 figures).
     """
     n = z.shape[1]
     out = np.empty((len(z), len(block)))
-    if len(z) < PRODUCT_ROWS:
+    if len(z) < PRODUCT_ROWS or n > PRODUCT_LENGTH:
         for part in _chunks(np.arange(len(z)), len(block) * n):
             out[part] = scores(z[part][:, block], m).max(axis=2)
         return out
