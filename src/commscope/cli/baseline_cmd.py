@@ -16,7 +16,7 @@ HELP = "keep a baseline of stored runs' figures (centers, run-to-run spread, lim
 EXAMPLES = """examples:
   commscope baseline create nightly 12 13 14 15 16   runs of several nights: their spread counts
   commscope baseline create nightly --from-last 5    the 5 newest good runs like the newest run
-  commscope baseline create nightly --from-last 5 --replace   rebase on its checks' last runs
+  commscope baseline create nightly --from-last 10 --replace  rebase on its last ten checks' runs
   commscope baseline list                         every baseline, its age, runs and figures
   commscope baseline show nightly                 its environment and figures
   commscope baseline show nightly --json          everything, as JSON
@@ -58,7 +58,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         "create nightly 12 13 14 15 16\n"
         "  commscope baseline create nightly --from-last 5\n"
         "  commscope baseline create nightly --from-last 5 --like 42\n"
-        "  commscope baseline create nightly --from-last 5 --replace   (rebase)",
+        "  commscope baseline create nightly --from-last 10 --replace   (rebase on ten OK nights)",
     )
     create.add_argument("name", type=baseline_name, help="the baseline's name")
     create.add_argument(
