@@ -97,8 +97,14 @@ def test_every_collective_runs_checked_and_is_stored_raw(cli, family, np_):
         if c.op.startswith("i") and c.op != "ibarrier":
             assert 0 <= c.raw["overlap"]["overlap_pct"] <= 100
     if np_ == 2:  # not oversubscribed: launches must mostly be valid
-        for c in colls:
-            assert summarize(c).nc > 0, c.op
+        # A launch is late when another process takes a core at its start. Once in CI all
+        # 40 launches of one point started late (MPICH's polling ranks, 8-byte alltoallv):
+        # such a point must say so, and nine points in ten keep valid launches.
+        summaries = [summarize(c) for c in colls]
+        empty = [s for s in summaries if s.nc == 0]
+        assert len(empty) <= len(summaries) // 10, [(s.op, s.bytes) for s in empty]
+        for s in empty:
+            assert "too_few_valid" in s.warnings and s.invalid_late > 0, s
 
 
 @pytest.mark.parametrize("block", [1, 2, 3])
