@@ -172,7 +172,8 @@ class _Length:
 def best_scores(z: np.ndarray, block: np.ndarray, m: int) -> np.ndarray:
     """Each row's best score max_k B_k under each ordering of ``block`` (rows x orderings).
 
-    ``z``: centered rows of one length n; ``block``: orderings of 0..n-1, one per row.
+    ``z``: centered rows of one length n; ``block``: orderings of 0..n-1, one in each of its
+    rows (one column of the result each).
     Few rows or long ones: each ordering's values gathered and summed (a cumulative sum).
     From ``PRODUCT_ROWS`` rows of at most ``PRODUCT_LENGTH`` values on:
     C_k = z @ [the value's position < k], one matrix product for every row at once, the
